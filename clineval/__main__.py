@@ -1,0 +1,5 @@
+import sys
+
+from clineval.cli import main
+
+sys.exit(main())

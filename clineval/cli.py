@@ -1,0 +1,278 @@
+"""The `clineval` command. Exit codes: 0 success, 2 bad input, 1 internal error."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import traceback
+from pathlib import Path
+from typing import Annotated, Any
+
+import click
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from clineval.errors import InputError, JudgeErrorRateExceeded
+from clineval.secrets import redact
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Evaluate models on Clinical NER (NCER), TCM-SD and ClinConsensus.",
+)
+data_app = typer.Typer(no_args_is_help=True, help="Data files: verify checksums, fetch, synthesize.")
+app.add_typer(data_app, name="data")
+
+stdout = Console()
+_state = {"debug": False}
+
+
+@app.callback()
+def _global(
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", help="Log lines instead of bars.")] = False,
+) -> None:
+    from clineval.progress import set_quiet
+
+    _state["debug"] = debug
+    set_quiet(quiet)
+    logging.basicConfig(level=logging.INFO if quiet else logging.WARNING, format="%(message)s")
+
+
+def _headline(metrics: dict[str, Any]) -> list[tuple[str, str]]:
+    """Top-level scalar metrics of a task, formatted for the terminal."""
+    out = []
+    for key, value in metrics.items():
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        out.append((key, f"{value:.4f}" if isinstance(value, float) else str(value)))
+    return out
+
+
+def print_results(results: dict[str, Any]) -> None:
+    for task, metrics in results.items():
+        table = Table(title=task, show_header=True)
+        table.add_column("metric")
+        table.add_column("value", justify="right")
+        for key, value in _headline(metrics):
+            table.add_row(key, value)
+        stdout.print(table)
+
+
+@app.command()
+def run(
+    tasks: Annotated[list[str], typer.Argument(help="Task names, see `clineval tasks`.")],
+    model: Annotated[str, typer.Option("--model", "-m", help="backend:name[@base_url]")],
+    output_dir: Annotated[Path, typer.Option("--output-dir", "-o")],
+    data_dir: Annotated[str | None, typer.Option("--data-dir")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", help="First N samples only.")] = None,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    base_url: Annotated[list[str] | None, typer.Option("--base-url")] = None,
+    judge: Annotated[list[str] | None, typer.Option("--judge")] = None,
+    concurrency: Annotated[int, typer.Option("--concurrency")] = 16,
+    cases: Annotated[str | None, typer.Option("--cases")] = None,
+    verdicts: Annotated[str | None, typer.Option("--verdicts")] = None,
+    judge_prompt: Annotated[str | None, typer.Option("--judge-prompt")] = None,
+    judge_errors_as_unmet: Annotated[bool, typer.Option("--judge-errors-as-unmet")] = False,
+    max_judge_error_rate: Annotated[float, typer.Option("--max-judge-error-rate")] = 0.02,
+    shard: Annotated[str | None, typer.Option("--shard", help="I/N")] = None,
+    dedupe: Annotated[bool, typer.Option("--dedupe")] = False,
+    temperature: Annotated[float, typer.Option("--temperature")] = 0.0,
+    max_tokens: Annotated[int | None, typer.Option("--max-tokens")] = None,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds per call.")] = 120.0,
+    max_retries: Annotated[int, typer.Option("--max-retries")] = 5,
+    price_table: Annotated[str | None, typer.Option("--price-table")] = None,
+    option: Annotated[
+        list[str] | None, typer.Option("--option", help="Task option KEY=VALUE.")
+    ] = None,
+) -> None:
+    """Run TASK... with a model; rerun with the same --output-dir to resume."""
+    from clineval.config import RunConfig
+    from clineval.runner import run as run_tasks
+
+    options: dict[str, str] = {}
+    for item in option or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise InputError(f"--option {item!r} is not KEY=VALUE")
+        options[key] = value
+    config = RunConfig(
+        tasks=tasks,
+        model=model,
+        data_dir=data_dir,
+        limit=limit,
+        seed=seed,
+        base_urls=base_url or [],
+        judges=judge or [],
+        concurrency=concurrency,
+        cases=cases,
+        verdicts=verdicts,
+        judge_prompt=judge_prompt,
+        judge_errors_as_unmet=judge_errors_as_unmet,
+        max_judge_error_rate=max_judge_error_rate,
+        shard=shard,
+        dedupe=dedupe,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        timeout_s=timeout,
+        max_retries=max_retries,
+        price_table=price_table,
+        options=options,
+    )
+    results = run_tasks(config, output_dir)
+    print_results(results)
+    stdout.print(f"run directory: {output_dir}")
+
+
+@app.command()
+def score(
+    run_dir: Path,
+    data_dir: Annotated[str | None, typer.Option("--data-dir")] = None,
+) -> None:
+    """Recompute results.json from a run's store, without calling any model."""
+    from clineval.runner import score as score_run
+
+    print_results(score_run(run_dir, data_dir=data_dir))
+
+
+@app.command()
+def report(
+    run_dir: Path,
+    output: Annotated[Path | None, typer.Option("-o", "--output")] = None,
+) -> None:
+    """Write a self-contained HTML report of a run."""
+    from clineval.report.html import write_report
+
+    path = write_report(run_dir, output or run_dir / "report.html")
+    stdout.print(f"report: {path}")
+
+
+@app.command()
+def compare(
+    run_dirs: list[Path],
+    fmt: Annotated[str, typer.Option("--format", help="table|markdown|csv|html")] = "table",
+    output: Annotated[Path | None, typer.Option("-o", "--output")] = None,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+) -> None:
+    """A leaderboard across runs, with paired bootstrap tests on shared samples."""
+    from clineval.report.compare import compare_runs
+
+    compare_runs(run_dirs, fmt=fmt, output=output, seed=seed, console=stdout)
+
+
+@app.command()
+def merge(
+    run_dirs: list[Path],
+    output_dir: Annotated[Path, typer.Option("--output-dir", "-o")],
+) -> None:
+    """Join the run directories of --shard I/N runs into one result."""
+    from clineval.merge import merge_runs
+
+    print_results(merge_runs(run_dirs, output_dir))
+
+
+@app.command("judge-agreement")
+def judge_agreement(
+    run_dir: Path,
+    labels: Annotated[Path, typer.Option("--labels", help="JSONL of human verdicts.")],
+) -> None:
+    """Compare a run's stored judge verdicts with human labels."""
+    from clineval.judge.agreement import judge_agreement_report
+
+    judge_agreement_report(run_dir, labels, console=stdout)
+
+
+@app.command("tasks")
+def list_tasks(data_dir: Annotated[str | None, typer.Option("--data-dir")] = None) -> None:
+    """List tasks, their data status and metrics."""
+    from clineval.datapaths import resolve_data_root
+    from clineval.tasks import get_task, task_names
+
+    root = resolve_data_root(data_dir)
+    table = Table(show_header=True)
+    for col in ("task", "description", "data", "metrics"):
+        table.add_column(col)
+    for name in task_names():
+        task = get_task(name)
+        statuses = task.data_status(root)
+        bad = [s for s in statuses if s.status != "ok"]
+        data = "ok" if not bad else "; ".join(f"{s.relative_path}: {s.status}" for s in bad)
+        table.add_row(name, task.description, data, ", ".join(task.metric_names))
+    stdout.print(table)
+    stdout.print(f"data root: {root}")
+
+
+@data_app.command("verify")
+def data_verify(data_dir: Annotated[str | None, typer.Option("--data-dir")] = None) -> None:
+    """Check every known data file's sha256 against the manifest shipped in the package."""
+    from clineval.data.checksums import verify_all
+
+    if not verify_all(data_dir, console=stdout):
+        raise typer.Exit(code=2)
+
+
+@data_app.command("fetch")
+def data_fetch(
+    name: str,
+    cache_dir: Annotated[Path | None, typer.Option("--cache-dir")] = None,
+    base_url: Annotated[
+        str | None, typer.Option("--base-url", help="Mirror to fetch from instead.")
+    ] = None,
+) -> None:
+    """Download a corpus from its official public address into a cache, checking sha256."""
+    from clineval.data.fetch import fetch
+
+    for path in fetch(name, cache_dir=cache_dir, base_url=base_url):
+        stdout.print(f"ok {path}")
+
+
+@data_app.command("synth")
+def data_synth(
+    task: str,
+    out: Annotated[Path, typer.Option("--out")],
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    data_dir: Annotated[str | None, typer.Option("--data-dir")] = None,
+) -> None:
+    """Write a synthetic (fixture) dataset in a benchmark's official format."""
+    if task != "tcm-sd":
+        raise InputError(f"no synthetic generator for {task!r} (available: tcm-sd)")
+    from clineval.data.tcm_synth import write_synthetic
+
+    for path in write_synthetic(out, seed=seed, data_dir=data_dir):
+        stdout.print(f"wrote {path}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    err = Console(stderr=True)
+    try:
+        app(args=args, standalone_mode=False, prog_name="clineval")
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code)
+    except click.exceptions.Abort:
+        err.print("aborted")
+        return 130
+    except click.ClickException as exc:
+        exc.show()
+        return 2
+    except InputError as exc:
+        if _state["debug"]:
+            traceback.print_exc()
+        print(f"error: {redact(exc.one_line())}", file=sys.stderr)
+        return 2
+    except (JudgeErrorRateExceeded, Exception) as exc:
+        from clineval.runner import TaskFailures
+
+        if isinstance(exc, TaskFailures | JudgeErrorRateExceeded):
+            print(f"error: {redact(str(exc))}", file=sys.stderr)
+            return 1
+        if _state["debug"]:
+            traceback.print_exc()
+        print(f"internal error: {type(exc).__name__}: {redact(str(exc))}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

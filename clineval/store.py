@@ -1,0 +1,213 @@
+"""The run store: one SQLite file (WAL) per run directory.
+
+It holds every model call (keyed by a hash of everything that determines the answer), every
+per-sample output of a task, and binary artifacts such as a trained baseline. Each write is
+committed at once, so a run killed at any point keeps everything it finished; resume, re-scoring
+and caching all read from here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+STORE_FILENAME = "store.sqlite"
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS calls (
+    key TEXT PRIMARY KEY,
+    model TEXT NOT NULL,
+    request TEXT NOT NULL,
+    response TEXT NOT NULL,
+    usage TEXT,
+    created REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS records (
+    task TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    created REAL NOT NULL,
+    PRIMARY KEY (task, kind, key)
+);
+CREATE TABLE IF NOT EXISTS artifacts (
+    name TEXT PRIMARY KEY,
+    blob BLOB NOT NULL,
+    meta TEXT,
+    created REAL NOT NULL
+);
+"""
+
+
+def stable_hash(obj: Any) -> str:
+    """sha256 of a canonical JSON encoding: the same content always gives the same key."""
+    blob = json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+class RunStore:
+    """Thread-safe access to one run's SQLite file. Cheap to call from asyncio code."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        # NORMAL in WAL mode: a committed write survives a killed process (not a power cut),
+        # at a fraction of FULL's fsync cost.
+        self._conn.execute("PRAGMA synchronous=NORMAL")
+        self._conn.execute("PRAGMA busy_timeout=10000")
+        self._conn.executescript(_SCHEMA)
+        self._conn.execute(
+            "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)",
+            (str(SCHEMA_VERSION),),
+        )
+
+    @classmethod
+    def in_dir(cls, run_dir: str | Path) -> RunStore:
+        return cls(Path(run_dir) / STORE_FILENAME)
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> RunStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- meta -------------------------------------------------------------------------------
+    def set_meta(self, key: str, value: Any) -> None:
+        with self._lock:
+            self._conn.execute(
+                "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, _dumps(value))
+            )
+
+    def get_meta(self, key: str) -> Any | None:
+        with self._lock:
+            row = self._conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    # ---- model calls ------------------------------------------------------------------------
+    def get_call(self, key: str) -> dict[str, Any] | None:
+        """The stored response of a call, or None. Returns {"response": ..., "usage": ...}."""
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT response, usage FROM calls WHERE key = ?", (key,)
+            ).fetchone()
+        if row is None:
+            return None
+        return {"response": json.loads(row[0]), "usage": json.loads(row[1]) if row[1] else None}
+
+    def put_call(
+        self, key: str, model: str, request: Any, response: Any, usage: Any | None = None
+    ) -> None:
+        """Record a finished call. `request` must not contain secrets (callers pass no keys)."""
+        with self._lock:
+            self._conn.execute(
+                "INSERT OR REPLACE INTO calls(key, model, request, response, usage, created)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    key,
+                    model,
+                    _dumps(request),
+                    _dumps(response),
+                    None if usage is None else _dumps(usage),
+                    time.time(),
+                ),
+            )
+
+    def count_calls(self) -> int:
+        with self._lock:
+            return int(self._conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
+
+    def iter_calls(self) -> list[dict[str, Any]]:
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT key, model, request, response, usage FROM calls ORDER BY created"
+            ).fetchall()
+        return [
+            {
+                "key": k,
+                "model": m,
+                "request": json.loads(rq),
+                "response": json.loads(rs),
+                "usage": json.loads(u) if u else None,
+            }
+            for k, m, rq, rs, u in rows
+        ]
+
+    # ---- per-sample records -----------------------------------------------------------------
+    def put_record(self, task: str, kind: str, key: str, value: Any) -> None:
+        with self._lock:
+            self._conn.execute(
+                "INSERT OR REPLACE INTO records(task, kind, key, value, created)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (task, kind, key, _dumps(value), time.time()),
+            )
+
+    def put_records(self, task: str, kind: str, items: Iterable[tuple[str, Any]]) -> None:
+        """Many records in one transaction (fast for bulk outputs such as a whole test split)."""
+        now = time.time()
+        rows = [(task, kind, k, _dumps(v), now) for k, v in items]
+        with self._lock:
+            self._conn.execute("BEGIN")
+            try:
+                self._conn.executemany(
+                    "INSERT OR REPLACE INTO records(task, kind, key, value, created)"
+                    " VALUES (?, ?, ?, ?, ?)",
+                    rows,
+                )
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+
+    def get_record(self, task: str, kind: str, key: str) -> Any | None:
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT value FROM records WHERE task = ? AND kind = ? AND key = ?",
+                (task, kind, key),
+            ).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def records(self, task: str, kind: str) -> dict[str, Any]:
+        """All records of one (task, kind), keyed by record key, in insertion order."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT key, value FROM records WHERE task = ? AND kind = ? ORDER BY rowid",
+                (task, kind),
+            ).fetchall()
+        return {k: json.loads(v) for k, v in rows}
+
+    def tasks(self) -> list[str]:
+        with self._lock:
+            rows = self._conn.execute("SELECT DISTINCT task FROM records ORDER BY task").fetchall()
+        return [r[0] for r in rows]
+
+    # ---- artifacts (trained baselines, etc.) ------------------------------------------------
+    def put_artifact(self, name: str, blob: bytes, meta: Any | None = None) -> None:
+        with self._lock:
+            self._conn.execute(
+                "INSERT OR REPLACE INTO artifacts(name, blob, meta, created) VALUES (?, ?, ?, ?)",
+                (name, blob, None if meta is None else _dumps(meta), time.time()),
+            )
+
+    def get_artifact(self, name: str) -> bytes | None:
+        with self._lock:
+            row = self._conn.execute("SELECT blob FROM artifacts WHERE name = ?", (name,)).fetchone()
+        return None if row is None else bytes(row[0])

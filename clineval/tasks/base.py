@@ -1,0 +1,73 @@
+"""What every task family implements, and the context a run hands to it.
+
+A task owns its own flow but always in three visible steps:
+  load(ctx)            -> the samples with their gold answers (no model involved)
+  predict(ctx, data)   -> run the model; every output goes to the run store as it is made,
+                          and outputs already stored are not computed again (resume)
+  evaluate(ctx, data)  -> read outputs from the store, compute metrics and per-sample records
+`clineval score` runs load + evaluate only, so evaluation must never call a model.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from clineval.config import RunConfig
+from clineval.models.spec import ModelSpec
+from clineval.store import RunStore
+
+
+@dataclass
+class RunContext:
+    config: RunConfig
+    store: RunStore
+    output_dir: Path
+    data_root: Path | None
+    model: ModelSpec
+    # Per-task notes for the manifest (data file hashes, dropped/moved gold spans, ...).
+    manifest_notes: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def note(self, task: str, key: str, value: Any) -> None:
+        self.manifest_notes.setdefault(task, {})[key] = value
+
+
+@dataclass
+class TaskResult:
+    """metrics -> results.json[task]; samples -> samples.jsonl (each gets a "task" field)."""
+
+    metrics: dict[str, Any]
+    samples: list[dict[str, Any]]
+    # Reasons for a non-zero exit after the results are written (e.g. judge-error rate too high).
+    errors: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class DataFileStatus:
+    relative_path: str
+    status: str  # "ok" | "missing" | "checksum mismatch" | "not checked"
+
+
+class Task(ABC):
+    name: str
+    family: str
+    description: str
+    metric_names: tuple[str, ...]
+
+    @abstractmethod
+    def data_status(self, data_root: Path | None) -> list[DataFileStatus]:
+        """Status of each data file this task reads (for `clineval tasks`)."""
+
+    @abstractmethod
+    def load(self, ctx: RunContext) -> Any:
+        """Load the evaluation samples (gold included). Raise InputError on bad data."""
+
+    @abstractmethod
+    def predict(self, ctx: RunContext, data: Any) -> None:
+        """Produce model outputs for every sample not yet in the store, storing each."""
+
+    @abstractmethod
+    def evaluate(self, ctx: RunContext, data: Any) -> TaskResult:
+        """Score stored outputs. Must not call any model."""

@@ -1,0 +1,33 @@
+"""The run store is a real SQLite file: writes survive reopening; keys are canonical."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from clineval.store import RunStore, stable_hash
+
+
+def test_records_calls_and_artifacts_survive_reopen(tmp_path: Path) -> None:
+    with RunStore.in_dir(tmp_path) as store:
+        store.put_record("ner:ncbi", "prediction", "123", {"entities": [[0, 3, "condition"]]})
+        store.put_records("ner:ncbi", "prediction", [("124", {"entities": []}), ("125", None)])
+        store.put_call("k1", "openai:m", {"messages": ["hi"]}, {"text": "ok"}, {"total": 3})
+        store.put_artifact("crf", b"\x00\x01", {"n": 1})
+    with RunStore.in_dir(tmp_path) as store:
+        assert store.records("ner:ncbi", "prediction") == {
+            "123": {"entities": [[0, 3, "condition"]]},
+            "124": {"entities": []},
+            "125": None,
+        }
+        assert store.get_call("k1") == {"response": {"text": "ok"}, "usage": {"total": 3}}
+        assert store.get_call("missing") is None
+        assert store.get_artifact("crf") == b"\x00\x01"
+        assert store.count_calls() == 1
+    mode = sqlite3.connect(tmp_path / "store.sqlite").execute("PRAGMA journal_mode").fetchone()
+    assert mode[0] == "wal"
+
+
+def test_stable_hash_ignores_key_order_but_not_values() -> None:
+    assert stable_hash({"a": 1, "b": [1, 2]}) == stable_hash({"b": [1, 2], "a": 1})
+    assert stable_hash({"a": 1}) != stable_hash({"a": 2})
