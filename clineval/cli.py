@@ -21,7 +21,9 @@ app = typer.Typer(
     no_args_is_help=True,
     help="Evaluate models on Clinical NER (NCER), TCM-SD and ClinConsensus.",
 )
-data_app = typer.Typer(no_args_is_help=True, help="Data files: verify checksums, fetch, synthesize.")
+data_app = typer.Typer(
+    no_args_is_help=True, help="Data files: verify checksums, fetch, synthesize."
+)
 app.add_typer(data_app, name="data")
 
 stdout = Console()

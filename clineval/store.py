@@ -209,5 +209,7 @@ class RunStore:
 
     def get_artifact(self, name: str) -> bytes | None:
         with self._lock:
-            row = self._conn.execute("SELECT blob FROM artifacts WHERE name = ?", (name,)).fetchone()
+            row = self._conn.execute(
+                "SELECT blob FROM artifacts WHERE name = ?", (name,)
+            ).fetchone()
         return None if row is None else bytes(row[0])

@@ -1,0 +1,62 @@
+"""The one interface every LLM backend offers (OpenAI-compatible HTTP, local llama.cpp).
+
+Tasks and the judge code against `ChatModel` only. A backend caches every finished call in the
+run store (key = hash of model, generation settings, messages, template version), retries with
+bounded jittered backoff, and shares the run's single concurrency limit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    messages: tuple[tuple[str, str], ...]  # (role, content) pairs
+    temperature: float = 0.0
+    max_tokens: int | None = None
+    seed: int | None = None
+    # OpenAI `response_format`, e.g. {"type": "json_schema", "json_schema": {...}}
+    response_format: dict[str, Any] | None = None
+    # Version of the prompt template that built `messages`; part of the cache key.
+    template_version: str = ""
+
+    def cache_payload(self, model_label: str) -> dict[str, Any]:
+        return {
+            "model": model_label,
+            "messages": [list(m) for m in self.messages],
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "seed": self.seed,
+            "response_format": self.response_format,
+            "template_version": self.template_version,
+        }
+
+
+@dataclass
+class ChatResponse:
+    text: str
+    model: str
+    usage: dict[str, int] = field(default_factory=dict)  # prompt_tokens, completion_tokens
+    cached: bool = False
+    finish_reason: str | None = None
+    system_fingerprint: str | None = None
+
+
+class ChatError(Exception):
+    """A call that failed after the bounded retries (or at once, for a non-retryable error).
+
+    `kind` is one of: "timeout", "connection", "rate_limit", "server", "bad_request",
+    "bad_response". The message never contains an API key.
+    """
+
+    def __init__(self, kind: str, message: str):
+        self.kind = kind
+        super().__init__(f"{kind}: {message}")
+
+
+class ChatModel(Protocol):
+    label: str  # e.g. "openai:qwen2.5-7b" (no URL, no key)
+
+    async def chat(self, request: ChatRequest) -> ChatResponse: ...
