@@ -1,16 +1,29 @@
-"""Progress display shared by every task: rich bars on a terminal, quiet log lines otherwise."""
+"""Progress display shared by every task: rich bars on a terminal, quiet log lines otherwise.
+
+Two entry points:
+- `track(items, total, description)`: a plain bar over an iterable (training, reading files).
+- `task_progress(description, total)`: the per-task display of a run with model calls:
+  done/total, calls per second, cache hits, retries, judge errors and an ETA. Tasks call
+  `advance(cached=...)` per finished item and `count("retries")` / `count("judge_errors")` when
+  those happen. With `--quiet` the same counters go to log lines (at most one every few
+  seconds, and a final summary), so a batch job's log still shows where the run is.
+"""
 
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from collections.abc import Iterable, Iterator
-from typing import TypeVar
+from contextlib import contextmanager
+from typing import Any, TypeVar
 
 from rich.console import Console
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
@@ -21,6 +34,10 @@ log = logging.getLogger("clineval")
 
 _quiet = False
 console = Console(stderr=True)
+
+# Counters a task may bump besides "done"; shown in this order.
+COUNTERS = ("cache_hits", "retries", "judge_errors")
+_LOG_EVERY_S = 5.0
 
 
 def set_quiet(quiet: bool) -> None:
@@ -58,3 +75,112 @@ def track(items: Iterable[T], total: int | None = None, description: str = "") -
         for item in items:
             yield item
             progress.advance(task_id)
+
+
+class TaskProgress:
+    """Counters of one task's model calls, rendered as a bar or as periodic log lines.
+
+    Thread-safe (a lock around the counters), so a thread pool or an asyncio loop's callbacks
+    may all report into one instance. The rate counts items finished in this process only
+    (cache hits excluded), so a resumed run's ETA is not flattered by what was already stored.
+    """
+
+    def __init__(self, description: str, total: int | None, progress: Progress | None) -> None:
+        self.description = description
+        self.total = total
+        self.done = 0
+        self.counts: dict[str, int] = dict.fromkeys(COUNTERS, 0)
+        self._progress = progress
+        self._task_id: TaskID | None = None
+        self._lock = threading.Lock()
+        self._started = time.monotonic()
+        self._last_log = self._started
+        if progress is not None:
+            self._task_id = progress.add_task(description, total=total, status="", eta="?")
+
+    # -- what tasks call ---------------------------------------------------------------------
+    def advance(self, n: int = 1, *, cached: bool = False) -> None:
+        """n items finished; `cached=True` when they came from the run store, not a model."""
+        with self._lock:
+            self.done += n
+            if cached:
+                self.counts["cache_hits"] += n
+            self._refresh()
+
+    def count(self, counter: str, n: int = 1) -> None:
+        """Bump a counter: "retries", "judge_errors" (or any other name, shown as well)."""
+        with self._lock:
+            self.counts[counter] = self.counts.get(counter, 0) + n
+            self._refresh()
+
+    # -- derived figures ----------------------------------------------------------------------
+    def rate(self) -> float:
+        """Items per second made by a model call in this process (cache hits excluded)."""
+        elapsed = max(time.monotonic() - self._started, 1e-9)
+        return (self.done - self.counts["cache_hits"]) / elapsed
+
+    def eta_seconds(self) -> float | None:
+        if self.total is None:
+            return None
+        rate = self.rate()
+        remaining = max(self.total - self.done, 0)
+        if remaining == 0:
+            return 0.0
+        return remaining / rate if rate > 0 else None
+
+    def status(self) -> str:
+        parts = [f"{self.rate():.1f} calls/s"]
+        parts += [f"{name.replace('_', ' ')} {value}" for name, value in self.counts.items()]
+        return " · ".join(parts)
+
+    def summary(self) -> str:
+        total = "?" if self.total is None else str(self.total)
+        return f"{self.description}: {self.done}/{total} · {self.status()} · ETA {self._eta_text()}"
+
+    def _eta_text(self) -> str:
+        eta = self.eta_seconds()
+        if eta is None:
+            return "?"
+        minutes, seconds = divmod(round(eta), 60)
+        return f"{minutes}:{seconds:02d}"
+
+    def _refresh(self) -> None:
+        if self._progress is not None and self._task_id is not None:
+            self._progress.update(
+                self._task_id, completed=self.done, status=self.status(), eta=self._eta_text()
+            )
+            return
+        now = time.monotonic()
+        if now - self._last_log >= _LOG_EVERY_S:
+            self._last_log = now
+            log.info("%s", self.summary())
+
+
+@contextmanager
+def task_progress(description: str, total: int | None) -> Iterator[TaskProgress]:
+    """A per-task progress display; with --quiet, log lines every few seconds and at the end."""
+    if _quiet:
+        tp = TaskProgress(description, total, None)
+        log.info("%s: started (%s items)", description, "?" if total is None else total)
+        try:
+            yield tp
+        finally:
+            log.info("%s", tp.summary())
+        return
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("ETA {task.fields[eta]}"),
+        TextColumn("{task.fields[status]}"),
+        console=console,
+        transient=False,
+    )
+    with progress:
+        yield TaskProgress(description, total, progress)
+
+
+def counters_of(tp: TaskProgress) -> dict[str, Any]:
+    """The final counters, e.g. to record them in a run's manifest."""
+    return {"done": tp.done, "total": tp.total, **tp.counts}
