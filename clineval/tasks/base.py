@@ -29,6 +29,9 @@ class RunContext:
     model: ModelSpec
     # Per-task notes for the manifest (data file hashes, dropped/moved gold spans, ...).
     manifest_notes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Per-run shared state of the model backends (the one concurrency limit, call counters,
+    # local servers): see clineval.concurrency.run_call_state.
+    shared: dict[str, Any] = field(default_factory=dict)
 
     def note(self, task: str, key: str, value: Any) -> None:
         self.manifest_notes.setdefault(task, {})[key] = value

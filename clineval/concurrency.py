@@ -1,0 +1,97 @@
+"""Per-run shared state for model calls: the ONE concurrency limit and the call counters.
+
+A run may open several chat models at once (a candidate and several judges). They must share
+one limit (`--concurrency`), or a run with three judges would put three times the load a user
+asked for on the servers. The state hangs off the RunContext (`ctx.shared`), so two runs in
+the same process (tests) never share a limit, and everything dies with the run.
+
+asyncio semaphores belong to one event loop. Tasks may call `asyncio.run` more than once per
+run (candidate generation, then judging), so the semaphore is kept per running loop; only one
+loop drives a run at a time, so the limit still holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import weakref
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+_STATE_KEY = "llm_run_state"
+
+
+@dataclass
+class ModelCallStats:
+    """Counters for one model label within this process's part of the run."""
+
+    requests: int = 0  # chat() calls
+    cache_hits: int = 0  # answered from the run store without HTTP
+    http_attempts: int = 0  # HTTP requests sent (first tries + retries)
+    retries: int = 0
+    errors: Counter[str] = field(default_factory=Counter)  # ChatError kind -> count
+    prompt_tokens: int = 0  # tokens of calls made now (cached calls are not re-counted)
+    completion_tokens: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "requests": self.requests,
+            "cache_hits": self.cache_hits,
+            "http_attempts": self.http_attempts,
+            "retries": self.retries,
+            "errors": dict(self.errors),
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+        }
+
+
+class RunCallState:
+    """The run's concurrency limit, per-model counters and shared local servers."""
+
+    def __init__(self, limit: int):
+        if limit < 1:
+            raise ValueError("concurrency limit must be >= 1")
+        self.limit = limit
+        self.stats: dict[str, ModelCallStats] = {}
+        self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]
+        self._semaphores = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+        # Shared resources keyed by name (e.g. one llama.cpp server per GGUF for the run).
+        self.resources: dict[str, Any] = {}
+
+    def semaphore(self) -> asyncio.Semaphore:
+        """The run-wide limit for the running event loop."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            sem = self._semaphores.get(loop)
+            if sem is None:
+                sem = asyncio.Semaphore(self.limit)
+                self._semaphores[loop] = sem
+            return sem
+
+    def model_stats(self, label: str) -> ModelCallStats:
+        with self._lock:
+            return self.stats.setdefault(label, ModelCallStats())
+
+    def totals(self) -> dict[str, Any]:
+        """Sum over models: the numbers a progress line shows."""
+        total = ModelCallStats()
+        for s in self.stats.values():
+            total.requests += s.requests
+            total.cache_hits += s.cache_hits
+            total.http_attempts += s.http_attempts
+            total.retries += s.retries
+            total.errors.update(s.errors)
+            total.prompt_tokens += s.prompt_tokens
+            total.completion_tokens += s.completion_tokens
+        return total.as_dict()
+
+
+def run_call_state(ctx: Any) -> RunCallState:
+    """The RunCallState of a run, created on first use with `ctx.config.concurrency`."""
+    shared: dict[str, Any] = ctx.shared
+    state = shared.get(_STATE_KEY)
+    if state is None:
+        state = shared.setdefault(_STATE_KEY, RunCallState(int(ctx.config.concurrency)))
+    return state  # type: ignore[no-any-return]

