@@ -1,10 +1,83 @@
-"""sha256 of data files (placeholder; the manifest and verify_all follow)."""
+"""Data-file checksums: the manifest shipped in the package, per-file status, ``data verify``.
+
+The manifest (``clineval/resources/data_manifest.json``) lists every data file clineval reads,
+relative to the data root, with its sha256 and size (taken from, and cross-checked against, the
+SOURCE.md files of the data). A ``.gz`` entry also carries ``sha256_uncompressed``: the hash of
+the upstream file it compresses, so a copy gzipped by another gzip build (different bytes, same
+content, e.g. after ``clineval data fetch`` from the official uncompressed source) still checks.
+
+Statuses: ``ok``, ``missing``, ``checksum mismatch``, and ``not checked`` for an entry without a
+published hash (the TCM-SD full splits, which users place by hand).
+
+``verify_all`` fails (returns False, CLI exit 2) when
+  * any present file has the wrong checksum, or
+  * a required file is missing from a group (dataset) of which other required files are present:
+    a half-copied corpus would otherwise fail later with a confusing error, or
+  * no known file is present at all (the data directory is probably wrong).
+A group that is entirely absent is reported as missing but is not a failure (a user may only have
+fetched some corpora), and optional files (TCM-SD full splits, the derived CHIA split ids, which
+are recomputed when absent) never fail the check.
+"""
 
 from __future__ import annotations
 
 import functools
+import gzip
 import hashlib
+import json
+import zlib
+from collections import defaultdict
+from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from clineval.datapaths import resolve_data_root
+from clineval.errors import InputError
+
+OK = "ok"
+MISSING = "missing"
+MISMATCH = "checksum mismatch"
+NOT_CHECKED = "not checked"
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestEntry:
+    path: str  # relative to the data root, POSIX separators
+    sha256: str | None
+    size: int | None
+    group: str  # "ner:ncbi", ..., "tcm-sd"
+    optional: bool
+    sha256_uncompressed: str | None = None
+    note: str = ""
+
+
+@functools.lru_cache(maxsize=1)
+def load_manifest() -> tuple[ManifestEntry, ...]:
+    """The manifest shipped in the package, in file order."""
+    text = resources.files("clineval").joinpath("resources/data_manifest.json").read_text("utf-8")
+    payload = json.loads(text)
+    return tuple(
+        ManifestEntry(
+            path=row["path"],
+            sha256=row.get("sha256"),
+            size=row.get("size"),
+            group=row["group"],
+            optional=bool(row.get("optional", False)),
+            sha256_uncompressed=row.get("sha256_uncompressed"),
+            note=row.get("note", ""),
+        )
+        for row in payload["files"]
+    )
+
+
+def manifest_entry(relative: str) -> ManifestEntry | None:
+    for entry in load_manifest():
+        if entry.path == relative:
+            return entry
+    return None
 
 
 def sha256_file(path: str | Path) -> str:
@@ -21,3 +94,105 @@ def _sha256_cached(path: str, size: int, mtime_ns: int) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _gunzip_sha256(path: Path) -> str | None:
+    """sha256 of a gzip file's content, or None when it is not valid gzip."""
+    digest = hashlib.sha256()
+    try:
+        with gzip.open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    except (OSError, EOFError, zlib.error):
+        return None
+    return digest.hexdigest()
+
+
+def entry_status(root: Path, entry: ManifestEntry) -> str:
+    path = root / entry.path
+    if not path.is_file():
+        return MISSING
+    if entry.sha256 is None:
+        return NOT_CHECKED
+    if sha256_file(path) == entry.sha256:
+        return OK
+    if entry.sha256_uncompressed is not None:
+        return _gz_content_status(str(path.resolve()), path.stat().st_mtime_ns, entry)
+    return MISMATCH
+
+
+@functools.lru_cache(maxsize=64)
+def _gz_content_status(path: str, mtime_ns: int, entry: ManifestEntry) -> str:
+    return OK if _gunzip_sha256(Path(path)) == entry.sha256_uncompressed else MISMATCH
+
+
+def file_status(root: Path | str | None, relative: str) -> str:
+    """ "ok" | "missing" | "checksum mismatch" | "not checked" (file not in the manifest or
+    without a published hash) for one data file, by its path relative to the data root."""
+    if root is None:
+        return MISSING
+    base = Path(root)
+    entry = manifest_entry(relative)
+    if entry is None:
+        return NOT_CHECKED if (base / relative).is_file() else MISSING
+    return entry_status(base, entry)
+
+
+def verify_root(root: Path) -> tuple[list[tuple[ManifestEntry, str]], list[str]]:
+    """(entry, status) for every manifest file and the reasons the check fails (empty = pass)."""
+    rows = [(entry, entry_status(root, entry)) for entry in load_manifest()]
+    failures = [f"{e.path}: {MISMATCH}" for e, s in rows if s == MISMATCH]
+    required: dict[str, list[tuple[ManifestEntry, str]]] = defaultdict(list)
+    for entry, status in rows:
+        if not entry.optional:
+            required[entry.group].append((entry, status))
+    for group, members in required.items():
+        present = [e for e, s in members if s != MISSING]
+        if present and len(present) < len(members):
+            failures += [
+                f"{e.path}: missing ({group} is incomplete)" for e, s in members if s == MISSING
+            ]
+    if all(status == MISSING for _, status in rows):
+        failures.append(f"no known data file under {root}")
+    return rows, failures
+
+
+_STYLE = {OK: "green", MISSING: "yellow", MISMATCH: "bold red", NOT_CHECKED: "cyan"}
+
+
+def verify_all(data_dir: str | Path | None, console: Console | None = None) -> bool:
+    """Check every manifest file under the data root; print a table; False on failure."""
+    console = console or Console()
+    root = resolve_data_root(data_dir, required=True)
+    assert root is not None  # required=True raises instead
+    rows, failures = verify_root(root)
+    table = Table(title=f"data files under {root}", show_header=True)
+    table.add_column("file", overflow="fold")
+    table.add_column("group")
+    table.add_column("status", no_wrap=True)
+    for entry, status in rows:
+        label = "MISMATCH" if status == MISMATCH else status
+        if status == MISSING and entry.optional:
+            label = "missing (optional)"
+        table.add_row(entry.path, entry.group, f"[{_STYLE[status]}]{label}[/]")
+    console.print(table)
+    counts = {s: sum(1 for _, st in rows if st == s) for s in (OK, MISMATCH, MISSING, NOT_CHECKED)}
+    console.print(", ".join(f"{n} {s}" for s, n in counts.items()))
+    for reason in failures:
+        console.print(f"[bold red]FAIL[/] {reason}")
+    return not failures
+
+
+def require_verified(root: Path, relative: str) -> Path:
+    """The path of a data file, raising InputError when it is missing or corrupt."""
+    status = file_status(root, relative)
+    path = root / relative
+    if status == MISSING:
+        raise InputError("data file not found", path=path)
+    if status == MISMATCH:
+        raise InputError("checksum mismatch (run `clineval data verify`)", path=path)
+    return path
