@@ -1,10 +1,286 @@
-"""Placeholder: this task family is being written (see the issues)."""
+"""Clinical NER (the NCER benchmark): `ner:ncbi`, `ner:bc5cdr`, `ner:biored`, `ner:chia`.
+
+load      the test split, prepared as NCER does (clineval.data.ner_corpora), its notes into
+          the manifest; `--limit N` keeps the first N documents.
+predict   by model backend, one store record per document (kind "prediction", value
+          {"entities": [[start, end, type], ...]}); documents already stored are skipped:
+            baseline:crf      CRF trained on train + dev (cached as a store artifact)
+            predictions:FILE  JSONL of spans or BIO tags (clineval.models.ner_predictions)
+            hf:PATH           local token-classification checkpoint (clineval.models.ner_hf)
+            openai:/llamacpp: NER by extraction with a chat model (clineval.models.ner_llm)
+evaluate  reads only the store: token macro F1 (primary), span partial (nervaluate ent_type)
+          and exact (strict) F1, per type, plus one samples.jsonl row per document.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+from clineval.data.ner_types import DATASET_TYPES, NerDocument, PreparedSplit, Span
+from clineval.errors import InputError
+from clineval.progress import make_progress
+from clineval.tasks.base import DataFileStatus, RunContext, Task, TaskResult
+
+PREDICTION = "prediction"  # store record kind
+TEST_SPLIT = "test"
+TRAIN_SPLITS = ("train", "dev")  # what the CRF baseline trains on
+TOKENIZER_OPTION = "ner.tokenizer"  # "regex" (default) | "model" (hf backend only)
+
+METRIC_NAMES = (
+    "token_macro_f1",
+    "span_partial_f1",
+    "span_exact_f1",
+)
+
+
+@dataclass
+class NerData:
+    split: PreparedSplit  # the whole test split (predictions files are validated against it)
+    documents: list[NerDocument]  # what this run scores (after --limit)
+
+
+def spans_to_json(spans: Iterable[Span]) -> list[list[Any]]:
+    return [[s.start, s.end, s.type] for s in spans]
+
+
+def spans_from_json(rows: Iterable[Sequence[Any]]) -> list[Span]:
+    return [Span(int(r[0]), int(r[1]), str(r[2])) for r in rows]
+
+
+@contextmanager
+def _bar(description: str, total: int | None) -> Iterator[Callable[[], None]]:
+    """A plain progress bar (items, not model calls); quiet under --quiet."""
+    with make_progress() as progress:
+        task_id = progress.add_task(description, total=total, status="")
+        yield lambda: progress.advance(task_id)
+
+
+def _file_status(root: Path | None, relative: str) -> str:
+    """A data file's status, via the checksum manifest when clineval.data.checksums has one."""
+    if root is None:
+        return "missing"
+    try:
+        from clineval.data.checksums import file_status  # type: ignore[attr-defined]
+    except ImportError:
+        return "not checked" if (root / relative).is_file() else "missing"
+    return str(file_status(root, relative))
+
+
+class NerTask(Task):
+    family = "ner"
+    metric_names = METRIC_NAMES
+
+    def __init__(self, dataset: str) -> None:
+        self.dataset = dataset
+        self.name = f"ner:{dataset}"
+        self.types = DATASET_TYPES[dataset]
+        self.description = f"Clinical NER on {dataset} test ({', '.join(self.types)})"
+
+    # ---- data ------------------------------------------------------------------------------
+    def data_status(self, data_root: Path | None) -> list[DataFileStatus]:
+        from clineval.data.ner_corpora import data_files
+
+        seen: list[str] = []
+        for split in (TEST_SPLIT, *TRAIN_SPLITS):
+            seen.extend(p for p in data_files(self.dataset, split) if p not in seen)
+        return [DataFileStatus(p, _file_status(data_root, p)) for p in seen]
+
+    def _root(self, ctx: RunContext) -> Path:
+        if ctx.data_root is None:
+            raise InputError(
+                f"{self.name} needs the NER corpora: pass --data-dir or set $CLINEVAL_DATA_DIR"
+            )
+        return ctx.data_root
+
+    def load(self, ctx: RunContext) -> NerData:
+        from clineval.data.ner_corpora import load_ner_split
+
+        split = load_ner_split(self.dataset, TEST_SPLIT, self._root(ctx))
+        documents = split.documents
+        if ctx.config.limit is not None:
+            documents = documents[: max(ctx.config.limit, 0)]
+        ctx.note(self.name, "test_split", split.notes)
+        ctx.note(self.name, "documents_scored", len(documents))
+        return NerData(split=split, documents=documents)
+
+    # ---- predict ---------------------------------------------------------------------------
+    def predict(self, ctx: RunContext, data: NerData) -> None:
+        backend = ctx.model.backend
+        if backend == "predictions":
+            self._predict_from_file(ctx, data)
+            return
+        stored = ctx.store.records(self.name, PREDICTION)
+        todo = [doc for doc in data.documents if doc.id not in stored]
+        ctx.note(self.name, "predicted_now", len(todo))
+        if backend == "baseline":
+            self._predict_crf(ctx, todo)
+        elif backend == "hf":
+            self._predict_hf(ctx, todo)
+        elif backend in ("openai", "llamacpp"):
+            self._predict_llm(ctx, todo)
+        else:  # pragma: no cover - ModelSpec.parse rejects other backends
+            raise InputError(f"{ctx.model.label} cannot run {self.name}")
+
+    def _put(self, ctx: RunContext, rows: list[tuple[str, dict[str, Any]]]) -> None:
+        if rows:
+            ctx.store.put_records(self.name, PREDICTION, rows)
+
+    def _predict_from_file(self, ctx: RunContext, data: NerData) -> None:
+        """The file is the source of truth: it is re-read and re-validated on every run."""
+        from clineval.models.ner_predictions import read_predictions
+
+        by_id = {doc.id: doc for doc in data.split.documents}
+        predictions = read_predictions(ctx.model.name, by_id, self.types)
+        rows: list[tuple[str, dict[str, Any]]] = []
+        for doc in data.documents:
+            spans = predictions.get(doc.id)
+            value: dict[str, Any] = {"entities": spans_to_json(spans or [])}
+            if spans is None:
+                value["missing"] = True
+            rows.append((doc.id, value))
+        self._put(ctx, rows)
+
+    def _predict_crf(self, ctx: RunContext, todo: list[NerDocument]) -> None:
+        from clineval.models.ner_crf import CrfConfig, open_tagger, train_crf
+
+        if ctx.model.name != "crf":
+            raise InputError(f"unknown baseline {ctx.model.name!r} for {self.name} (known: crf)")
+        config = CrfConfig.for_dataset(self.dataset)
+        artifact = config.artifact_name(self.dataset, TRAIN_SPLITS)
+        ctx.note(self.name, "crf_artifact", artifact)
+        model = ctx.store.get_artifact(artifact)
+        if model is None and todo:
+            model = self._train_crf(ctx, config, artifact, train_crf)
+        else:
+            ctx.note(self.name, "crf_trained_now", False)
+        if not todo:
+            return
+        assert model is not None
+        batch: list[tuple[str, dict[str, Any]]] = []
+        with (
+            open_tagger(model) as tagger,
+            _bar(f"{self.name} CRF predict", len(todo)) as advance,
+        ):
+            for doc in todo:
+                batch.append((doc.id, {"entities": spans_to_json(tagger.predict(doc.text))}))
+                advance()
+                if len(batch) >= 50:  # stored as it goes: an interrupted run keeps its work
+                    self._put(ctx, batch)
+                    batch = []
+            self._put(ctx, batch)
+
+    def _train_crf(
+        self,
+        ctx: RunContext,
+        config: Any,
+        artifact: str,
+        train: Callable[..., bytes],
+    ) -> bytes:
+        from clineval.data.ner_corpora import load_ner_split
+
+        root = self._root(ctx)
+        documents: list[NerDocument] = []
+        files: list[dict[str, Any]] = []
+        for split in TRAIN_SPLITS:
+            prepared = load_ner_split(self.dataset, split, root)
+            documents.extend(prepared.documents)
+            files.extend(prepared.notes.get("files", []))
+        started = time.time()
+        with _bar(
+            f"{self.name} CRF train ({len(documents)} docs, L-BFGS iterations)",
+            config.max_iterations,
+        ) as advance:
+            model = train(documents, config, on_iteration=advance)
+        seconds = round(time.time() - started, 2)
+        meta = {
+            "dataset": self.dataset,
+            "splits": list(TRAIN_SPLITS),
+            "documents": len(documents),
+            "files": files,
+            "config": config.as_dict(),
+            "train_seconds": seconds,
+        }
+        ctx.store.put_artifact(artifact, model, meta)
+        ctx.note(self.name, "crf_trained_now", True)
+        ctx.note(self.name, "crf_train_seconds", seconds)
+        ctx.note(self.name, "crf_train_documents", len(documents))
+        return model
+
+    def _predict_hf(self, ctx: RunContext, todo: list[NerDocument]) -> None:
+        from clineval.models.ner_hf import HfTagger
+
+        if not todo:
+            return
+        tagger = HfTagger.load(ctx.model.name, self.types)
+        ctx.note(self.name, "hf_label_map", tagger.label_map_note())
+        keep_tokens = ctx.config.options.get(TOKENIZER_OPTION, "regex") == "model"
+        batch: list[tuple[str, dict[str, Any]]] = []
+        with _bar(f"{self.name} HF predict", len(todo)) as advance:
+            for doc in todo:
+                result = tagger.predict(doc.text)
+                value: dict[str, Any] = {"entities": spans_to_json(result.spans)}
+                if keep_tokens:
+                    value["model_tokens"] = [list(t) for t in result.model_tokens]
+                batch.append((doc.id, value))
+                advance()
+                if len(batch) >= 16:
+                    self._put(ctx, batch)
+                    batch = []
+        self._put(ctx, batch)
+
+    def _predict_llm(self, ctx: RunContext, todo: list[NerDocument]) -> None:
+        from clineval.models.ner_llm import extract_entities_for_documents
+
+        if not todo:
+            return
+
+        def store_one(doc_id: str, value: dict[str, Any]) -> None:
+            ctx.store.put_records(self.name, PREDICTION, [(doc_id, value)])
+
+        summary = extract_entities_for_documents(ctx, self.name, todo, self.types, store_one)
+        ctx.note(self.name, "llm", summary)
+
+    # ---- evaluate --------------------------------------------------------------------------
+    def evaluate(self, ctx: RunContext, data: NerData) -> TaskResult:
+        from clineval.tasks.ner_scoring import score_documents
+
+        stored = ctx.store.records(self.name, PREDICTION)
+        preds: list[list[Span]] = []
+        model_tokens: list[list[tuple[int, int]]] | None = []
+        missing = 0
+        for doc in data.documents:
+            record = stored.get(doc.id)
+            if record is None or record.get("missing"):
+                missing += 1
+            preds.append(spans_from_json(record["entities"]) if record else [])
+            tokens = (record or {}).get("model_tokens")
+            if tokens is None or model_tokens is None:
+                model_tokens = None
+            else:
+                model_tokens.append([(int(s), int(e)) for s, e in tokens])
+        use_model_tokens = ctx.config.options.get(TOKENIZER_OPTION, "regex") == "model"
+        if use_model_tokens and model_tokens is None:
+            raise InputError(
+                f"--option {TOKENIZER_OPTION}=model needs a model with its own tokenizer "
+                f"(hf:PATH); {ctx.model.label} stored no model tokens"
+            )
+        metrics, samples = score_documents(
+            data.documents,
+            preds,
+            self.types,
+            model_tokens=model_tokens if use_model_tokens else None,
+        )
+        metrics["missing_predictions"] = missing
+        metrics["model"] = ctx.model.label
+        return TaskResult(metrics=metrics, samples=samples)
 
 
 def register_tasks(register: Callable[[str, Callable[[], Any]], None]) -> None:
-    return None
+    for dataset in DATASET_TYPES:
+        register(f"ner:{dataset}", functools.partial(NerTask, dataset))
