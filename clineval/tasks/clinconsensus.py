@@ -1,10 +1,52 @@
-"""Placeholder: this task family is being written (see the issues)."""
+"""ClinConsensus (arXiv:2603.02097): Chinese clinical queries judged against 30 rubric criteria.
+
+load      cases from --cases FILE, <data_root>/clinconsensus/clinconsensus_low.jsonl, or the
+          fixture (--option clinconsensus.cases=fixture); --limit, then --shard
+predict   candidate answers + one judge call per (judge, case, criterion), all stored as they
+          finish (clinconsensus_predict); or import a --verdicts file (no model)
+evaluate  CACS@k, rubric accuracy, pass@k, curve, slices, judge errors (clinconsensus_score)
+Options and the verdicts-file contract are documented in clinconsensus_common.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
+
+from clineval.data.clinconsensus import OFFICIAL_RELATIVE_PATH
+from clineval.judge.prompt import load_judge_prompt
+from clineval.tasks.base import DataFileStatus, RunContext, Task, TaskResult
+from clineval.tasks.clinconsensus_common import TASK, Data, load_data
+
+
+class ClinConsensusTask(Task):
+    name = TASK
+    family = TASK
+    description = "ClinConsensus: rubric-judged answers to Chinese clinical queries (CACS@7)"
+    metric_names = ("cacs@7", "cacs@10", "rubric_accuracy", "pass@7", "judge_error_rate")
+
+    def data_status(self, data_root: Path | None) -> list[DataFileStatus]:
+        exists = data_root is not None and (data_root / OFFICIAL_RELATIVE_PATH).is_file()
+        return [DataFileStatus(OFFICIAL_RELATIVE_PATH, "not checked" if exists else "missing")]
+
+    def load(self, ctx: RunContext) -> Data:
+        data = load_data(ctx)
+        ctx.note(TASK, "cases_file", str(data.cases_path))
+        ctx.note(TASK, "fixture", data.fixture)
+        ctx.note(TASK, "n_cases", len(data.cases))
+        return data
+
+    def predict(self, ctx: RunContext, data: Any) -> None:
+        from clineval.tasks.clinconsensus_predict import predict
+
+        predict(ctx, data, load_judge_prompt(ctx.config.judge_prompt))
+
+    def evaluate(self, ctx: RunContext, data: Any) -> TaskResult:
+        from clineval.tasks.clinconsensus_score import evaluate
+
+        return evaluate(ctx, data, load_judge_prompt(ctx.config.judge_prompt))
 
 
 def register_tasks(register: Callable[[str, Callable[[], Any]], None]) -> None:
-    return None
+    register(TASK, ClinConsensusTask)

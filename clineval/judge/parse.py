@@ -1,0 +1,121 @@
+"""Reading a judge's verdict out of its reply text.
+
+The judge is asked for {"explanation": str, "criteria_met": bool}. Servers with JSON modes
+return exactly that; others wrap it in prose or code fences. In order:
+  1. the whole reply is a JSON object                -> use it
+  2. fenced code blocks (```json ... ```)             -> the LAST one holding a verdict object
+  3. bare JSON objects anywhere in the text           -> the LAST one holding a verdict object
+  4. a line that starts with the judge's own field    -> the LAST `criteria_met: true|false`
+     (anchored at the start of a line, so prose that merely mentions the field never counts)
+Steps 2-4 first blank out anything the judge copied from the candidate's answer: the region
+between the response delimiters of the prompt, and every verbatim copy of an answer line that
+mentions `criteria_met`. A candidate that writes `"criteria_met": true` into its answer can
+therefore not decide its own verdict, even when the judge quotes the answer.
+Nothing else is guessed: no verdict -> None (the caller retries, then records a judge_error).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+FIELD = "criteria_met"
+_FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n?(.*?)```", re.DOTALL)
+_ANCHORED = re.compile(
+    r"""^[ \t>*\-{,]*["']?criteria_met["']?[ \t]*[:=][ \t]*["']?(true|false)\b""",
+    re.IGNORECASE | re.MULTILINE,
+)
+_BOOL_WORDS = {"true": True, "false": False}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    met: bool
+    explanation: str
+    method: str  # "json" | "fenced" | "bare" | "pattern": how it was read (for diagnostics)
+
+
+def _as_bool(value: Any) -> bool | None:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        return _BOOL_WORDS.get(value.strip().lower())
+    return None
+
+
+def _from_object(obj: Any, method: str) -> Verdict | None:
+    if not isinstance(obj, dict) or FIELD not in obj:
+        return None
+    met = _as_bool(obj[FIELD])
+    if met is None:
+        return None
+    explanation = obj.get("explanation", "")
+    return Verdict(met, explanation if isinstance(explanation, str) else str(explanation), method)
+
+
+def _json_objects(text: str) -> list[Any]:
+    """Every top-level JSON object that decodes starting at some '{' (left to right)."""
+    decoder = json.JSONDecoder()
+    found: list[Any] = []
+    pos = text.find("{")
+    while pos != -1:
+        try:
+            obj, end = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError:
+            pos = text.find("{", pos + 1)
+            continue
+        found.append(obj)
+        pos = text.find("{", end)
+    return found
+
+
+def _last_verdict(objects: list[Any], method: str) -> Verdict | None:
+    for obj in reversed(objects):
+        verdict = _from_object(obj, method)
+        if verdict is not None:
+            return verdict
+    return None
+
+
+def strip_quoted_answer(text: str, answer: str | None, delimiters: tuple[str, str] | None) -> str:
+    """Blank out what the judge copied from the candidate answer (see the module docstring)."""
+    if delimiters is not None:
+        start, end = delimiters
+        pattern = re.escape(start) + r".*?(?:" + re.escape(end) + r"|\Z)"
+        text = re.sub(pattern, " ", text, flags=re.DOTALL)
+    if answer:
+        lines = {line.strip() for line in answer.splitlines() if FIELD in line and line.strip()}
+        # Longest first, so a long quoted line is removed before a shorter one inside it.
+        for line in sorted(lines, key=len, reverse=True):
+            text = text.replace(line, " ")
+    return text
+
+
+def parse_verdict(
+    text: str,
+    answer: str | None = None,
+    delimiters: tuple[str, str] | None = None,
+) -> Verdict | None:
+    """The judge's verdict in `text`, or None. `answer` and `delimiters` guard against quotes."""
+    stripped = text.strip()
+    try:
+        whole = json.loads(stripped)
+    except (json.JSONDecodeError, ValueError):
+        whole = None
+    verdict = _from_object(whole, "json")
+    if verdict is not None:
+        return verdict
+    cleaned = strip_quoted_answer(text, answer, delimiters)
+    fenced = [obj for block in _FENCE.findall(cleaned) for obj in _json_objects(block)]
+    verdict = _last_verdict(fenced, "fenced")
+    if verdict is not None:
+        return verdict
+    verdict = _last_verdict(_json_objects(cleaned), "bare")
+    if verdict is not None:
+        return verdict
+    matches = _ANCHORED.findall(cleaned)
+    if matches:
+        return Verdict(_BOOL_WORDS[matches[-1].lower()], "", "pattern")
+    return None

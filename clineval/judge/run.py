@@ -1,0 +1,157 @@
+"""Judging one (query, response, criterion): the request ladder, bounded retries, judge_error.
+
+Response format ladder, per judge model: json_schema -> json_object -> plain text. A server that
+rejects a format answers 400 (ChatError kind "bad_request"); the judge then drops one level for
+that model for the rest of the run (`FormatLadder`, shared by all its concurrent calls, and
+remembered in the run store so a resumed run does not ask again). A 400 on plain text is a real
+error.
+
+Unparseable replies are retried a bounded number of times. A retry changes the seed and uses a
+non-zero temperature: at temperature 0 a deterministic server would repeat the same reply, and
+the run store would serve it from the cache anyway. When no verdict can be had the outcome is a
+judge_error carrying the reason; it is never turned into "not met" here.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from clineval.judge.parse import parse_verdict
+from clineval.judge.prompt import VERDICT_SCHEMA, JudgePrompt
+from clineval.models.llm_base import ChatError, ChatModel, ChatRequest
+
+FORMAT_LEVELS = ("json_schema", "json_object", "text")
+RETRY_TEMPERATURE = 0.7
+DEFAULT_PARSE_RETRIES = 2
+DEFAULT_JUDGE_MAX_TOKENS = 1024
+
+
+def response_format(level: str) -> dict[str, Any] | None:
+    if level == "json_schema":
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": "verdict", "strict": True, "schema": VERDICT_SCHEMA},
+        }
+    if level == "json_object":
+        return {"type": "json_object"}
+    return None
+
+
+class FormatLadder:
+    """The response_format level one judge model accepts; only ever moves down."""
+
+    def __init__(
+        self, level: str = FORMAT_LEVELS[0], on_change: Callable[[str], None] | None = None
+    ):
+        if level not in FORMAT_LEVELS:
+            level = FORMAT_LEVELS[0]
+        self._index = FORMAT_LEVELS.index(level)
+        self._on_change = on_change
+        self._lock = threading.Lock()
+
+    @property
+    def level(self) -> str:
+        return FORMAT_LEVELS[self._index]
+
+    def rejected(self, level: str) -> bool:
+        """The server refused `level`. Returns False when there is nothing lower to try."""
+        index = FORMAT_LEVELS.index(level)
+        if index == len(FORMAT_LEVELS) - 1:
+            return False
+        with self._lock:
+            changed = self._index <= index
+            if changed:
+                self._index = index + 1
+        if changed and self._on_change is not None:
+            self._on_change(self.level)
+        return True
+
+
+@dataclass
+class JudgeOutcome:
+    met: bool | None  # None = judge_error
+    explanation: str = ""
+    error: str | None = None
+    method: str | None = None  # how the verdict was read (parse.Verdict.method)
+    attempts: int = 0  # chat calls made (or served from the cache)
+    retries: int = 0  # attempts beyond the first, format fallbacks included
+    cached: bool = True  # every call came from the run store
+    format: str | None = None  # response_format level of the last call
+    usage: dict[str, int] = field(default_factory=dict)
+
+    def record(self, judge: str) -> dict[str, Any]:
+        """What goes to the run store for this (judge, case, criterion)."""
+        return {
+            "met": self.met,
+            "explanation": self.explanation,
+            "error": self.error,
+            "method": self.method,
+            "attempts": self.attempts,
+            "format": self.format,
+            "usage": self.usage,
+            "judge": judge,
+        }
+
+
+def _add_usage(total: dict[str, int], usage: dict[str, int]) -> None:
+    for name, value in usage.items():
+        if isinstance(value, int):
+            total[name] = total.get(name, 0) + value
+
+
+async def judge_criterion(
+    model: ChatModel,
+    prompt: JudgePrompt,
+    query: str,
+    response: str,
+    criterion: str,
+    ladder: FormatLadder,
+    *,
+    seed: int = 0,
+    max_tokens: int | None = DEFAULT_JUDGE_MAX_TOKENS,
+    parse_retries: int = DEFAULT_PARSE_RETRIES,
+) -> JudgeOutcome:
+    """One verdict, or a judge_error after at most 1 + parse_retries parseable-reply attempts."""
+    messages = prompt.messages(query, response, criterion)
+    outcome = JudgeOutcome(met=None)
+    parse_failures = 0
+    last_text = ""
+    while parse_failures <= parse_retries:
+        level = ladder.level
+        request = ChatRequest(
+            messages=messages,
+            temperature=0.0 if parse_failures == 0 else RETRY_TEMPERATURE,
+            max_tokens=max_tokens,
+            seed=seed + parse_failures,
+            response_format=response_format(level),
+            template_version=prompt.version,
+        )
+        outcome.attempts += 1
+        outcome.format = level
+        try:
+            reply = await model.chat(request)
+        except ChatError as exc:
+            if exc.kind == "bad_request" and ladder.rejected(level):
+                continue
+            outcome.error = str(exc)
+            break
+        outcome.cached = outcome.cached and reply.cached
+        _add_usage(outcome.usage, reply.usage)
+        verdict = parse_verdict(reply.text, answer=response, delimiters=prompt.delimiters)
+        if verdict is not None:
+            outcome.met = verdict.met
+            outcome.explanation = verdict.explanation
+            outcome.method = verdict.method
+            break
+        parse_failures += 1
+        last_text = reply.text
+    else:
+        snippet = last_text.strip().replace("\n", " ")[:120]
+        outcome.error = f"unparseable judge reply after {parse_failures} attempts: {snippet!r}"
+    outcome.retries = outcome.attempts - 1
+    if outcome.error is not None and outcome.attempts == 1:
+        outcome.cached = False
+    return outcome

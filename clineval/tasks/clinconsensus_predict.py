@@ -1,0 +1,175 @@
+"""ClinConsensus predict step: candidate answers, then one judge call per (judge, case, criterion).
+
+Everything is one flat asyncio.gather: each case awaits its answer and then fans out its judge
+calls, and every call waits only for the run's single concurrency limit inside the chat client
+(no pool per case, no pool per criterion, so a slow case never idles the others' slots).
+Each answer and each verdict goes to the run store the moment it is finished, so a killed run
+resumes where it stopped: stored answers and stored verdicts are skipped; stored judge_errors
+and candidate errors are tried again (a cached unparseable reply costs no HTTP call).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from contextlib import AsyncExitStack
+from typing import Any
+
+from clineval.data.clinconsensus import Case, load_verdicts, verdict_key
+from clineval.judge.prompt import CANDIDATE_TEMPLATE_VERSION, JudgePrompt, candidate_messages
+from clineval.judge.run import FormatLadder, judge_criterion
+from clineval.models.llm_base import ChatError, ChatModel, ChatRequest
+from clineval.progress import TaskProgress, task_progress
+from clineval.tasks.clinconsensus_common import (
+    ANSWER_KIND,
+    TASK,
+    VERDICTS_FILE_JUDGE,
+    Data,
+    verdict_kind,
+)
+
+
+def import_verdicts(ctx: Any, data: Data) -> None:
+    """--verdicts FILE: validated against the whole cases file, stored like judge verdicts."""
+    assert data.verdicts_path is not None
+    verdicts = load_verdicts(data.verdicts_path, data.all_cases)
+    selected = {c.case_id for c in data.cases}
+    source = str(data.verdicts_path)
+    items = []
+    for key, met in verdicts.items():
+        case_id = key_case(key)
+        if case_id not in selected:
+            continue
+        error = None if met is not None else "null verdict in the verdicts file"
+        items.append((key, {"met": met, "explanation": "", "error": error, "source": source}))
+    ctx.store.put_records(TASK, verdict_kind(VERDICTS_FILE_JUDGE), items)
+    ctx.note(TASK, "verdicts_file", source)
+
+
+def key_case(key: str) -> str:
+    """The case_id of a verdict_key."""
+    return str(json.loads(key)[0])
+
+
+class _Flow:
+    """The state of one predict step (models, prompt, stored records, progress)."""
+
+    def __init__(
+        self,
+        ctx: Any,
+        data: Data,
+        prompt: JudgePrompt,
+        candidate: ChatModel,
+        judges: dict[str, ChatModel],
+        progress: TaskProgress,
+    ) -> None:
+        self.ctx = ctx
+        self.data = data
+        self.prompt = prompt
+        self.candidate = candidate
+        self.judges = judges
+        self.progress = progress
+        self.store = ctx.store
+        self.answers: dict[str, Any] = self.store.records(TASK, ANSWER_KIND)
+        self.verdicts = {label: self.store.records(TASK, verdict_kind(label)) for label in judges}
+        self.ladders = {label: self._ladder(label) for label in judges}
+
+    def _ladder(self, label: str) -> FormatLadder:
+        # Remembered per (judge, prompt version): a resumed run starts where this one ended.
+        meta_key = f"{TASK}.response_format:{label}:{self.prompt.version}"
+        start = self.store.get_meta(meta_key)
+        return FormatLadder(
+            start if isinstance(start, str) else "json_schema",
+            on_change=lambda level: self.store.set_meta(meta_key, level),
+        )
+
+    async def answer(self, case: Case) -> str | None:
+        stored = self.answers.get(case.case_id)
+        if stored is not None and stored.get("text") is not None:
+            self.progress.advance(cached=True)
+            return str(stored["text"])
+        config = self.ctx.config
+        request = ChatRequest(
+            messages=candidate_messages(case.query),
+            temperature=config.temperature,
+            max_tokens=config.max_tokens,
+            seed=config.seed,
+            template_version=CANDIDATE_TEMPLATE_VERSION,
+        )
+        record: dict[str, Any] = {"model": self.candidate.label}
+        try:
+            reply = await self.candidate.chat(request)
+        except ChatError as exc:
+            record.update(text=None, error=str(exc))
+            self.store.put_record(TASK, ANSWER_KIND, case.case_id, record)
+            self.progress.count("candidate_errors")
+            self.progress.advance()
+            return None
+        record.update(
+            text=reply.text, error=None, usage=reply.usage, finish_reason=reply.finish_reason
+        )
+        self.store.put_record(TASK, ANSWER_KIND, case.case_id, record)
+        self.progress.advance(cached=reply.cached)
+        return reply.text
+
+    async def verdict(self, label: str, case: Case, index: int, answer: str) -> None:
+        rubric = case.rubrics[index]
+        key = verdict_key(case.case_id, rubric.criterion_id)
+        stored = self.verdicts[label].get(key)
+        if stored is not None and stored.get("met") is not None:
+            self.progress.advance(cached=True)
+            return
+        outcome = await judge_criterion(
+            self.judges[label],
+            self.prompt,
+            case.query,
+            answer,
+            rubric.criterion,
+            self.ladders[label],
+            seed=self.ctx.config.seed,
+            max_tokens=self.data.options.judge_max_tokens,
+            parse_retries=self.data.options.judge_retries,
+        )
+        self.store.put_record(TASK, verdict_kind(label), key, outcome.record(label))
+        if outcome.retries:
+            self.progress.count("retries", outcome.retries)
+        if outcome.met is None:
+            self.progress.count("judge_errors")
+        self.progress.advance(cached=outcome.cached)
+
+    async def case(self, case: Case) -> None:
+        answer = await self.answer(case)
+        n_calls = self.data.n_criteria * len(self.judges)
+        if answer is None:
+            self.progress.advance(n_calls)  # nothing to judge; the case is reported as failed
+            return
+        await asyncio.gather(
+            *(
+                self.verdict(label, case, i, answer)
+                for label in self.judges
+                for i in range(min(self.data.n_criteria, len(case.rubrics)))
+            )
+        )
+
+
+async def _predict(ctx: Any, data: Data, prompt: JudgePrompt) -> dict[str, Any]:
+    from clineval.models.llm import open_chat_model
+
+    total = len(data.cases) * (1 + data.n_criteria * len(data.judges))
+    async with AsyncExitStack() as stack:
+        candidate = await stack.enter_async_context(open_chat_model(ctx.model, ctx, "candidate"))
+        judges: dict[str, ChatModel] = {}
+        for label, spec in zip(data.judges, data.judge_specs, strict=True):
+            judges[label] = await stack.enter_async_context(open_chat_model(spec, ctx, "judge"))
+        with task_progress(TASK, total) as progress:
+            flow = _Flow(ctx, data, prompt, candidate, judges, progress)
+            await asyncio.gather(*(flow.case(c) for c in data.cases))
+            return {"done": progress.done, "total": total, **progress.counts}
+
+
+def predict(ctx: Any, data: Data, prompt: JudgePrompt) -> None:
+    if data.verdicts_path is not None:
+        import_verdicts(ctx, data)
+        return
+    counters = asyncio.run(_predict(ctx, data, prompt))
+    ctx.note(TASK, "progress", counters)
