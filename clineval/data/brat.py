@@ -57,14 +57,34 @@ def _fragments(spec: str, path: str, line: int) -> tuple[tuple[int, int], ...]:
     return tuple(out)
 
 
+_OTHER_PREFIXES = ("R", "E", "*", "A", "M", "N", "#")
+
+
 def parse_ann(content: str, path: str) -> list[BratEntity]:
-    """Text-bound annotations of an ``.ann`` file, in file order."""
-    entities = []
+    """Text-bound annotations of an ``.ann`` file, in file order.
+
+    A line without a tab that follows a ``T`` line continues that entity's text (an entity
+    spanning a line break; CHIA's with-scope files have 18): it is appended after a newline,
+    as the bigbio loader NCER uses does.
+    """
+    entities: list[BratEntity] = []
+    continues_entity = False
     for number, raw in enumerate(content.split("\n"), start=1):
         line = raw.rstrip("\r")
-        if not line.startswith("T"):
-            if line.strip() and line[0] not in "RE*AMN#":
+        if not line.strip():
+            continue
+        if "\t" not in line:
+            if not continues_entity:
                 raise InputError(f"unknown brat annotation line {line[:20]!r}", path, number)
+            last = entities[-1]
+            entities[-1] = BratEntity(
+                last.id, last.type, last.fragments, last.text + "\n" + line, last.line
+            )
+            continue
+        if not line.startswith("T"):
+            if not line.startswith(_OTHER_PREFIXES):
+                raise InputError(f"unknown brat annotation line {line[:20]!r}", path, number)
+            continues_entity = False
             continue
         fields = line.split("\t")
         if len(fields) < 3:
@@ -79,6 +99,7 @@ def parse_ann(content: str, path: str) -> list[BratEntity]:
         entities.append(
             BratEntity(fields[0], type_name, _fragments(spec, path, number), text, number)
         )
+        continues_entity = True
     return entities
 
 
