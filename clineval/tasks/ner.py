@@ -213,11 +213,11 @@ class NerTask(Task):
         return model
 
     def _predict_hf(self, ctx: RunContext, todo: list[NerDocument]) -> None:
-        from clineval.models.ner_hf import HfTagger
+        from clineval.models.ner_hf import LABEL_MAP_OPTION, HfTagger
 
         if not todo:
             return
-        tagger = HfTagger.load(ctx.model.name, self.types)
+        tagger = HfTagger.load(ctx.model.name, self.types, ctx.config.options.get(LABEL_MAP_OPTION))
         ctx.note(self.name, "hf_label_map", tagger.label_map_note())
         keep_tokens = ctx.config.options.get(TOKENIZER_OPTION, "regex") == "model"
         batch: list[tuple[str, dict[str, Any]]] = []

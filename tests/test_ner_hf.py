@@ -1,0 +1,157 @@
+"""hf:PATH on a tiny randomly initialised BERT + WordPiece tokenizer built in the test."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from clineval.cli import main  # noqa: E402
+from clineval.data.ner_types import Span  # noqa: E402
+from clineval.errors import InputError  # noqa: E402
+from clineval.models.ner_bio import word_offsets  # noqa: E402
+from clineval.models.ner_hf import HfTagger, LabelMapping, plan_windows  # noqa: E402
+
+# Tiny WordPiece vocabulary: whole words, a few continuation pieces, single characters, so
+# that most words split into several subwords and every character is covered.
+_WORDS = ["the", "patient", "has", "breast", "cancer", "and", "colon", "disease", "of"]
+_PIECES = ["##s", "##ing", "##er", "##ed", "##al", "##ic"]
+_CHARS = list("abcdefghijklmnopqrstuvwxyz0123456789.,;:()-/%'")
+
+
+def _build_checkpoint(
+    path: Path, id2label: dict[int, str], max_positions: int = 16, favour: int | None = None
+) -> Path:
+    """A random BertForTokenClassification; `favour` makes one label win everywhere."""
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *_WORDS, *_PIECES, *_CHARS]
+    vocab += ["##" + c for c in _CHARS]
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    tokenizer = transformers.BertTokenizerFast(vocab_file=str(path / "vocab.txt"))
+    tokenizer.model_max_length = max_positions
+    tokenizer.save_pretrained(path)
+    torch.manual_seed(0)
+    config = transformers.BertConfig(
+        vocab_size=len(vocab),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=max_positions,
+        id2label=id2label,
+        label2id={v: k for k, v in id2label.items()},
+    )
+    model = transformers.BertForTokenClassification(config)
+    if favour is not None:
+        with torch.no_grad():
+            model.classifier.weight.zero_()
+            model.classifier.bias.zero_()
+            model.classifier.bias[favour] = 10.0
+    model.save_pretrained(path)
+    return path
+
+
+BIO = {0: "O", 1: "B-condition", 2: "I-condition"}
+TEXT = (
+    "The patients' breast cancers and colonic diseases (BRCA1-related) were studied; "
+    "42% of 3,000 patients had hereditary non-polyposis colorectal cancer."
+)
+
+
+def test_plan_windows_cuts_at_word_boundaries() -> None:
+    assert plan_windows([2, 3, 1, 4, 1], budget=5) == [(0, 2), (2, 4), (4, 5)]
+    # a word longer than the budget is a window of its own
+    assert plan_windows([1, 9, 1], budget=4) == [(0, 1), (1, 2), (2, 3)]
+    assert plan_windows([], budget=4) == []
+    # every word lands in exactly one window, in order
+    counts = [1, 2, 3, 1, 1, 2, 5, 1]
+    windows = plan_windows(counts, budget=4)
+    assert [i for a, b in windows for i in range(a, b)] == list(range(len(counts)))
+    assert all(sum(counts[a:b]) <= 4 or b - a == 1 for a, b in windows)
+
+
+def test_label_mapping_prefixes_aliases_and_unmapped() -> None:
+    id2label = {
+        0: "O",
+        1: "B-Disease",
+        2: "I-Disease",
+        3: "S-Chemical",
+        4: "E-Chemical",
+        5: "B-Cell",
+    }
+    mapping = LabelMapping.build(id2label, ("drug", "condition"))
+    assert mapping.tags == {
+        0: "O",
+        1: "B-condition",
+        2: "I-condition",
+        3: "B-drug",
+        4: "I-drug",
+        5: "O",
+    }
+    assert mapping.unmapped == ["B-Cell"]
+    with pytest.raises(InputError, match="maps to"):
+        LabelMapping.build({0: "O", 1: "LABEL_1"}, ("condition",))
+    user = LabelMapping.build({0: "O", 1: "LABEL_1"}, ("condition",), {"label_1": "condition"})
+    assert user.tags[1] == "B-condition"
+
+
+@pytest.mark.slow
+def test_every_word_gets_exactly_its_first_subword_label(tmp_path: Path) -> None:
+    # B-condition wins at every position: each regex word must come back as its own span,
+    # across several windows (16 positions, 14 subwords a window, the text needs many more).
+    path = _build_checkpoint(tmp_path / "ckpt", BIO, favour=1)
+    tagger = HfTagger.load(str(path), ("condition",))
+    assert tagger.budget == 14
+    result = tagger.predict(TEXT)
+    words = word_offsets(TEXT)
+    assert [(s.start, s.end) for s in result.spans] == words
+    assert len(result.model_tokens) > 14 * 2  # really several windows
+    # model tokens are subword pieces: they tile each word exactly
+    for start, end in words:
+        inside = [t for t in result.model_tokens if start <= t[0] < end]
+        assert inside[0][0] == start and inside[-1][1] == end
+        assert all(a[1] == b[0] for a, b in itertools.pairwise(inside))
+
+
+@pytest.mark.slow
+def test_inside_label_everywhere_gives_one_span_and_o_gives_none(tmp_path: Path) -> None:
+    inside = HfTagger.load(str(_build_checkpoint(tmp_path / "i", BIO, favour=2)), ("condition",))
+    words = word_offsets(TEXT)
+    assert inside.predict(TEXT).spans == [Span(words[0][0], words[-1][1], "condition")]
+    outside = HfTagger.load(str(_build_checkpoint(tmp_path / "o", BIO, favour=0)), ("condition",))
+    assert outside.predict(TEXT).spans == []
+
+
+@pytest.mark.slow
+def test_random_model_predictions_are_valid_and_deterministic(tmp_path: Path) -> None:
+    tagger = HfTagger.load(str(_build_checkpoint(tmp_path / "r", BIO)), ("condition",))
+    first = tagger.predict(TEXT)
+    assert first.spans == tagger.predict(TEXT).spans
+    starts = {s for s, _ in word_offsets(TEXT)}
+    ends = {e for _, e in word_offsets(TEXT)}
+    for span in first.spans:
+        assert span.start in starts and span.end in ends and span.type == "condition"
+
+
+def test_missing_checkpoint_is_an_input_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="checkpoint"):
+        HfTagger.load(str(tmp_path / "nothing"), ("condition",))
+
+
+@pytest.mark.slow
+def test_cli_hf_run_with_model_tokenizer_metric(tmp_path: Path, data_root: Path) -> None:
+    path = _build_checkpoint(tmp_path / "ckpt", BIO)
+    out = tmp_path / "run"
+    argv = ["run", "ner:ncbi", "--model", f"hf:{path}", "--output-dir", str(out), "--limit", "2"]
+    assert main([*argv, "--option", "ner.tokenizer=model"]) == 0
+    results = json.loads((out / "results.json").read_text())["ner:ncbi"]
+    for key in ("token_macro_f1", "token_macro_f1_model_tokens", "span_partial_f1"):
+        assert 0.0 <= results[key] <= 1.0
+    assert "token_model_tokens" in results["per_type"]["condition"]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["tasks"]["ner:ncbi"]["hf_label_map"]["labels"]["B-condition"] == "B-condition"
