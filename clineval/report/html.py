@@ -1,0 +1,119 @@
+"""`clineval report RUN_DIR`: one self-contained HTML file (inline CSS, JS, SVG; no network).
+
+Safety: the template autoescapes every value; plots are SVG written by matplotlib (which escapes
+its text); sample data travel as JSON in <script type="application/json"> with `<`, `>`, `&`
+escaped (see jsonembed) and are put into the page with textContent only. A Content-Security-
+Policy allows exactly the report's own script (by hash) and no network: even a string that
+slipped through as markup could neither run nor fetch anything.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import time
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from markupsafe import Markup
+
+import clineval
+from clineval.report import sections_cc, sections_ner, sections_tcm
+from clineval.report.jsonembed import script_json
+from clineval.report.rundata import RunData, load_run, task_family
+from clineval.report.sections_common import SampleTable, base_section, settings
+from clineval.rundir import atomic_write_text
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+@lru_cache(maxsize=1)
+def environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=True,  # .html.j2 names would escape the extension-based default
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+def asset(name: str) -> str:
+    return (TEMPLATES / name).read_text(encoding="utf-8")
+
+
+def csp_hash(script: str) -> str:
+    digest = hashlib.sha256(script.encode("utf-8")).digest()
+    return "sha256-" + base64.b64encode(digest).decode("ascii")
+
+
+def _generic_section(run: RunData, task: str) -> dict[str, Any]:
+    """A task this report has no special view for: its metrics and a generic sample table."""
+    section = base_section(run, task, "other")
+    samples = run.samples.get(task, [])
+    if samples:
+        keys = [k for k in samples[0] if k != "task"][:6]
+        rows = [{k: v for k, v in row.items() if k != "task"} for row in samples]
+        section["table"] = SampleTable(
+            element_id=f"{section['anchor']}-samples",
+            columns=[{"key": k, "label": k} for k in keys],
+            filters=[],
+            search=[],
+            detail="generic",
+            rows=rows,
+        )
+    return section
+
+
+def build_sections(run: RunData) -> list[dict[str, Any]]:
+    sections = []
+    seed = int(run.manifest.get("seed") or 0)
+    for task in run.results:
+        family = task_family(task)
+        if family == "ner":
+            section = sections_ner.build(run, task, seed=seed)
+        elif family == "tcm-sd":
+            section = sections_tcm.build(run, task)
+        elif family == "clinconsensus":
+            section = sections_cc.build(run, task)
+        else:
+            section = _generic_section(run, task)
+        for block in section["blocks"]:
+            if "svg" in block:
+                block["svg"] = Markup(block["svg"])  # matplotlib output, text escaped by it
+        table = section["table"]
+        section["table_json"] = Markup(script_json(table.spec())) if table is not None else ""
+        sections.append(section)
+    return sections
+
+
+def render_report(run: RunData) -> str:
+    sections = build_sections(run)
+    script = asset("report.js")
+    fixture_tasks = [s["task"] for s in sections if s["fixture"]]
+    return (
+        environment()
+        .get_template("report.html.j2")
+        .render(
+            run_name=run.path.name,
+            run_path=str(run.path),
+            model=str(run.manifest.get("config", {}).get("model", "?")),
+            generated=time.strftime("%Y-%m-%d %H:%M"),
+            version=clineval.__version__,
+            settings=settings(run),
+            sections=sections,
+            any_fixture=bool(fixture_tasks),
+            fixture_tasks=fixture_tasks,
+            css=Markup(asset("report.css")),
+            script=Markup(script),
+            script_hash=csp_hash(script),
+        )
+    )
+
+
+def write_report(run_dir: Path, output: Path) -> Path:
+    """Render the report of run_dir into output (atomically) and return its path."""
+    run = load_run(run_dir)
+    atomic_write_text(output, render_report(run))
+    return output

@@ -1,0 +1,38 @@
+"""Data embedded in HTML as JSON inside <script type="application/json">.
+
+Inside a script element the HTML parser ends the element at the first `</script`, whatever the
+JSON means, and `<!--` changes how it scans. Escaping `<`, `>` and `&` as JSON unicode escapes
+removes every such sequence; U+2028/U+2029 are escaped too because older JavaScript engines
+treat them as line ends. JSON.parse turns the escapes back into the original characters.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+_ESCAPES = {
+    ord("<"): "\\u003c",
+    ord(">"): "\\u003e",
+    ord("&"): "\\u0026",
+    0x2028: "\\u2028",
+    0x2029: "\\u2029",
+}
+
+
+def script_json(obj: Any) -> str:
+    """Compact JSON (UTF-8 kept, it is smaller than \\u escapes) safe inside a script element."""
+    text = json.dumps(without_nan(obj), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return text.translate(_ESCAPES)
+
+
+def without_nan(obj: Any) -> Any:
+    """NaN and infinities become null: JSON has no spelling for them."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: without_nan(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [without_nan(v) for v in obj]
+    return obj

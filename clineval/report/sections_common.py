@@ -1,0 +1,172 @@
+"""Pieces every task section shares: headline metrics with intervals, settings, table specs.
+
+A section is a plain dict the template renders. Values in it are data (escaped by the
+template), except `svg` entries, which are markup made by matplotlib (it escapes its text).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from clineval.report.rundata import RunData, finite_number, interval_of, is_fixture_task
+from clineval.secrets import redact
+
+# Keys shown first (as cards) per task family; every other scalar goes to "all metrics".
+HEADLINE_KEYS: dict[str, tuple[str, ...]] = {
+    "ner": ("token_macro_f1", "span_partial_f1", "span_exact_f1"),
+    "tcm-sd": ("macro_f1", "accuracy", "invalid_rate", "n"),
+    "clinconsensus": (
+        "cacs@7",
+        "cacs@10",
+        "rubric_accuracy",
+        "pass@7",
+        "judge_error_rate",
+        "n_cases",
+    ),
+    "other": (),
+}
+
+
+def format_value(key: str, value: float | int) -> str:
+    """CACS is in percent (2 decimals); counts are integers; shares/F1 get 4 decimals."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    if key.startswith("cacs"):
+        return f"{value:.2f}"
+    return f"{value:.4f}"
+
+
+@dataclass
+class Metric:
+    key: str
+    value: str
+    ci: str | None  # "[low, high]" formatted like the value
+    raw: float
+
+
+def metric_of(metrics: dict[str, Any], key: str) -> Metric | None:
+    number = finite_number(metrics.get(key))
+    if number is None:
+        return None
+    value = metrics[key]
+    interval = interval_of(metrics, key)
+    ci = None
+    if interval is not None:
+        ci = f"[{format_value(key, interval[0])}, {format_value(key, interval[1])}]"
+    return Metric(key=key, value=format_value(key, value), ci=ci, raw=number)
+
+
+def headline(metrics: dict[str, Any], family: str) -> tuple[list[Metric], list[Metric]]:
+    """(cards, the rest): every finite top-level scalar, the family's headline keys first."""
+    cards = [m for k in HEADLINE_KEYS.get(family, ()) if (m := metric_of(metrics, k))]
+    shown = {m.key for m in cards}
+    rest = []
+    for key in metrics:
+        if key in shown or key.endswith(("_ci", "_ci95")):
+            continue
+        m = metric_of(metrics, key)
+        if m is not None:
+            rest.append(m)
+    if not cards:  # an unknown task: its first few scalars become the cards
+        cards, rest = rest[:4], rest[4:]
+    return cards, rest
+
+
+@dataclass
+class SampleTable:
+    """The per-sample table's spec, embedded as JSON and drawn by the page's script."""
+
+    element_id: str
+    columns: list[dict[str, str]]  # {"key", "label"}
+    filters: list[dict[str, Any]]  # {"key", "label", "values": [...]} (row values are strings)
+    search: list[str]  # row keys searched besides the columns
+    detail: str  # "ner" | "tcm" | "cc" | "generic"
+    rows: list[dict[str, Any]]
+    extra: dict[str, Any] = field(default_factory=dict)  # e.g. the judge names of "cc" rows
+
+    def spec(self) -> dict[str, Any]:
+        return {
+            "columns": self.columns,
+            "filters": self.filters,
+            "search": self.search,
+            "detail": self.detail,
+            "rows": self.rows,
+            **self.extra,
+        }
+
+
+def filter_values(rows: list[dict[str, Any]], key: str, limit: int = 200) -> list[str]:
+    """Distinct string values of a row key, most frequent first (a select's options)."""
+    counts: dict[str, int] = {}
+    for row in rows:
+        value = row.get(key)
+        if value is not None and value != "":
+            counts[str(value)] = counts.get(str(value), 0) + 1
+    return sorted(counts, key=lambda v: (-counts[v], v))[:limit]
+
+
+def yes_no(value: Any) -> str:
+    if value is None:
+        return ""
+    return "yes" if value else "no"
+
+
+def flatten(obj: Any, prefix: str = "") -> list[tuple[str, str]]:
+    """Nested manifest values as (dotted key, text) rows; lists of scalars joined by commas."""
+    rows: list[tuple[str, str]] = []
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            rows.extend(flatten(value, f"{prefix}.{key}" if prefix else str(key)))
+    elif isinstance(obj, list) and any(isinstance(v, dict | list) for v in obj):
+        for i, value in enumerate(obj):
+            rows.extend(flatten(value, f"{prefix}[{i}]"))
+    elif isinstance(obj, list):
+        rows.append((prefix, redact(", ".join(str(v) for v in obj))))
+    else:
+        rows.append((prefix, redact("" if obj is None else str(obj))))
+    return rows
+
+
+def settings(run: RunData) -> dict[str, Any]:
+    """The run's settings: identity, configuration, packages, and per-task data notes."""
+    m = run.manifest
+    identity = [
+        (key, redact(str(m[key])))
+        for key in (
+            "clineval_version",
+            "git_revision",
+            "status",
+            "started",
+            "finished",
+            "rescored",
+            "seed",
+            "platform",
+        )
+        if m.get(key) is not None
+    ]
+    argv = m.get("argv")
+    if isinstance(argv, list):
+        identity.append(("command", redact(" ".join(str(a) for a in argv))))
+    tasks = m.get("tasks", {}) if isinstance(m.get("tasks"), dict) else {}
+    return {
+        "identity": identity,
+        "config": flatten(m.get("config", {})),
+        "packages": flatten(m.get("packages", {})),
+        "tasks": {name: flatten(notes) for name, notes in tasks.items()},
+    }
+
+
+def base_section(run: RunData, task: str, family: str) -> dict[str, Any]:
+    metrics = run.results.get(task, {})
+    cards, rest = headline(metrics, family)
+    return {
+        "task": task,
+        "anchor": "task-" + "".join(c if c.isalnum() else "-" for c in task),
+        "family": family,
+        "fixture": is_fixture_task(run, task),
+        "cards": cards,
+        "rest": rest,
+        "blocks": [],
+        "table": None,
+    }

@@ -1,0 +1,245 @@
+"""Metrics as functions of per-sample additive counts, for (paired) bootstrap resampling.
+
+Every headline metric the report and compare show is a function of sums over samples:
+accuracy = sum(correct) / sum(1); Macro-F1 = mean over labels of 2TP / (2TP + FP + FN) with
+TP/FP/FN summed over samples; CACS@k = mean of per-case terms; rubric accuracy = sum(met) /
+sum(judged). So a metric is stored as a sparse (samples x counts) matrix plus a function of the
+column sums, and a bootstrap replicate is one weighted column sum: weights (B x n, how often each
+sample was drawn) @ counts. Both runs of a paired test use the same draws.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import sparse
+
+from clineval.metrics.bootstrap import DEFAULT_RESAMPLES, bootstrap_indices
+
+Reducer = Callable[[NDArray[np.float64]], NDArray[np.float64]]
+_CHUNK = 250  # replicates per matrix product: bounds memory at 250 x n floats
+
+
+@dataclass
+class SampleStatistic:
+    """One metric of one run: per-sample counts (rows follow `ids`) and how to reduce sums."""
+
+    ids: list[str]
+    counts: sparse.csr_matrix
+    reduce: Reducer
+    # Gold answer per sample, so a paired test can refuse runs scored against different gold.
+    gold: list[str] | None = None
+
+    def point(self) -> float:
+        sums = np.asarray(self.counts.sum(axis=0), dtype=np.float64).reshape(1, -1)
+        return float(self.reduce(sums)[0])
+
+    def subset(self, rows: NDArray[np.intp]) -> SampleStatistic:
+        gold = [self.gold[i] for i in rows] if self.gold is not None else None
+        return SampleStatistic(
+            ids=[self.ids[i] for i in rows],
+            counts=self.counts[rows],
+            reduce=self.reduce,
+            gold=gold,
+        )
+
+
+@dataclass(frozen=True)
+class PairedResult:
+    n_shared: int
+    a: float  # metric of run A on the shared samples
+    b: float
+    delta: float  # a - b
+    ci: tuple[float, float]  # 95% percentile interval of the replicate differences
+    p_value: float  # two-sided bootstrap p-value of "no difference"
+
+
+# -- reducers -----------------------------------------------------------------------------------
+def ratio(sums: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Column 0 / column 1 (nan when the denominator is 0)."""
+    num, den = sums[:, 0], sums[:, 1]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+
+
+def macro_f1_reducer(n_labels: int) -> Reducer:
+    """Columns [TP_0..TP_C-1, FP_0.., FN_0..] -> mean per-label F1, 0 for undefined labels.
+
+    2TP / (2TP + FP + FN) equals 2PR / (P + R) whenever the latter is defined, and is 0 exactly
+    when sklearn's zero_division=0 gives 0, so this is f1_score(labels=all, average="macro").
+    """
+
+    def reduce(sums: NDArray[np.float64]) -> NDArray[np.float64]:
+        tp = sums[:, :n_labels]
+        fp = sums[:, n_labels : 2 * n_labels]
+        fn = sums[:, 2 * n_labels : 3 * n_labels]
+        den = 2 * tp + fp + fn
+        with np.errstate(invalid="ignore", divide="ignore"):
+            f1 = np.where(den > 0, 2 * tp / np.where(den > 0, den, 1.0), 0.0)
+        return f1.mean(axis=1)
+
+    return reduce
+
+
+def micro_f1_reducer(sums: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Columns [correct, incorrect, missed, spurious] -> nervaluate-style F1 (no partials)."""
+    cor, inc, mis, spu = sums[:, 0], sums[:, 1], sums[:, 2], sums[:, 3]
+    possible = cor + inc + mis
+    actual = cor + inc + spu
+    with np.errstate(invalid="ignore", divide="ignore"):
+        precision = np.where(actual > 0, cor / np.where(actual > 0, actual, 1.0), 0.0)
+        recall = np.where(possible > 0, cor / np.where(possible > 0, possible, 1.0), 0.0)
+        pr = precision + recall
+        return np.where(pr > 0, 2 * precision * recall / np.where(pr > 0, pr, 1.0), 0.0)
+
+
+# -- builders -----------------------------------------------------------------------------------
+def mean_statistic(
+    ids: Sequence[str], values: Sequence[float] | NDArray[np.float64], gold: list[str] | None = None
+) -> SampleStatistic:
+    """The mean of a per-sample value (accuracy, a CACS term, pass@k)."""
+    vals = np.asarray(values, dtype=np.float64)
+    counts = sparse.csr_matrix(np.column_stack([vals, np.ones_like(vals)]))
+    return SampleStatistic(list(ids), counts, ratio, gold)
+
+
+def ratio_statistic(
+    ids: Sequence[str], num: Sequence[float], den: Sequence[float]
+) -> SampleStatistic:
+    """A pooled ratio sum(num) / sum(den) (rubric accuracy = met / judged)."""
+    counts = sparse.csr_matrix(
+        np.column_stack([np.asarray(num, np.float64), np.asarray(den, np.float64)])
+    )
+    return SampleStatistic(list(ids), counts, ratio)
+
+
+def macro_f1_statistic(
+    ids: Sequence[str],
+    gold: Sequence[str],
+    pred: Sequence[str | None],
+    labels: Sequence[str],
+) -> SampleStatistic:
+    """Macro-F1 over `labels`; a prediction outside them is a miss for its gold, no FP."""
+    index = {label: i for i, label in enumerate(labels)}
+    c = len(labels)
+    n = len(gold)
+    g = np.array([index.get(x, -1) for x in gold], dtype=np.int64)
+    p = np.array([index.get(x, -1) if x is not None else -1 for x in pred], dtype=np.int64)
+    rows = np.arange(n)
+    hit = (g == p) & (g >= 0)
+    # TP for hits; otherwise FN at the gold label and FP at a valid predicted label.
+    r_tp, c_tp = rows[hit], g[hit]
+    miss = ~hit & (g >= 0)
+    r_fn, c_fn = rows[miss], 2 * c + g[miss]
+    wrong = ~hit & (p >= 0)
+    r_fp, c_fp = rows[wrong], c + p[wrong]
+    r = np.concatenate([r_tp, r_fn, r_fp])
+    col = np.concatenate([c_tp, c_fn, c_fp])
+    counts = sparse.csr_matrix((np.ones(r.size), (r, col)), shape=(n, 3 * c))
+    return SampleStatistic(list(ids), counts, macro_f1_reducer(c), [str(x) for x in gold])
+
+
+def counts_statistic(
+    ids: Sequence[str], counts: NDArray[np.float64], reduce: Reducer
+) -> SampleStatistic:
+    return SampleStatistic(list(ids), sparse.csr_matrix(counts), reduce)
+
+
+# -- bootstrap ----------------------------------------------------------------------------------
+def _weight_chunks(n: int, n_resamples: int, seed: int) -> list[NDArray[np.float64]]:
+    """(chunk, n) draw counts per replicate, from the shared seeded bootstrap indices."""
+    idx = bootstrap_indices(n, n_resamples, seed)
+    chunks = []
+    for start in range(0, n_resamples, _CHUNK):
+        part = idx[start : start + _CHUNK]
+        b = part.shape[0]
+        flat = (np.arange(b)[:, None] * n + part).ravel()
+        chunks.append(np.bincount(flat, minlength=b * n).reshape(b, n).astype(np.float64))
+    return chunks
+
+
+def replicates(
+    stat: SampleStatistic, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0
+) -> NDArray[np.float64]:
+    """The metric on each of n_resamples bootstrap resamples of the samples."""
+    n = len(stat.ids)
+    if n == 0:
+        return np.full(n_resamples, np.nan)
+    counts_t = stat.counts.T.tocsr()
+    out = [
+        stat.reduce(np.asarray((counts_t @ w.T).T)) for w in _weight_chunks(n, n_resamples, seed)
+    ]
+    return np.concatenate(out)
+
+
+def interval(values: NDArray[np.float64], level: float = 0.95) -> tuple[float, float]:
+    finite = values[np.isfinite(values)]
+    if finite.size == 0:
+        return (float("nan"), float("nan"))
+    alpha = (1.0 - level) / 2.0
+    low, high = np.quantile(finite, [alpha, 1.0 - alpha])
+    return float(low), float(high)
+
+
+def bootstrap_interval(
+    stat: SampleStatistic, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0
+) -> tuple[float, float]:
+    return interval(replicates(stat, n_resamples, seed))
+
+
+def align(a: SampleStatistic, b: SampleStatistic) -> tuple[SampleStatistic, SampleStatistic]:
+    """Both statistics restricted to the sample ids they share, in A's order (first wins)."""
+    pos_b: dict[str, int] = {}
+    for i, sid in enumerate(b.ids):
+        pos_b.setdefault(sid, i)
+    seen: set[str] = set()
+    rows_a: list[int] = []
+    rows_b: list[int] = []
+    for i, sid in enumerate(a.ids):
+        if sid in pos_b and sid not in seen:
+            seen.add(sid)
+            rows_a.append(i)
+            rows_b.append(pos_b[sid])
+    return (
+        a.subset(np.asarray(rows_a, dtype=np.intp)),
+        b.subset(np.asarray(rows_b, dtype=np.intp)),
+    )
+
+
+def p_value_from_differences(diffs: NDArray[np.float64]) -> float:
+    """Two-sided: twice the smaller share of replicate differences on either side of 0.
+
+    With the +1 correction, so a finite number of replicates never claims p = 0. It rejects at
+    level alpha about when 0 lies outside the (1 - alpha) percentile interval of the difference.
+    """
+    finite = diffs[np.isfinite(diffs)]
+    if finite.size == 0:
+        return float("nan")
+    below = (np.count_nonzero(finite <= 0) + 1) / (finite.size + 1)
+    above = (np.count_nonzero(finite >= 0) + 1) / (finite.size + 1)
+    return float(min(1.0, 2.0 * min(below, above)))
+
+
+def paired_bootstrap(
+    a: SampleStatistic,
+    b: SampleStatistic,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+) -> PairedResult | None:
+    """Paired test of metric(A) - metric(B) on shared samples; None when nothing is shared."""
+    sa, sb = align(a, b)
+    if not sa.ids:
+        return None
+    reps = replicates(sa, n_resamples, seed) - replicates(sb, n_resamples, seed)
+    point_a, point_b = sa.point(), sb.point()
+    return PairedResult(
+        n_shared=len(sa.ids),
+        a=point_a,
+        b=point_b,
+        delta=point_a - point_b,
+        ci=interval(reps),
+        p_value=p_value_from_differences(reps),
+    )
