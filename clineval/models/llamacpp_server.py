@@ -39,6 +39,7 @@ class LlamaCppSettings:
     n_ctx_per_slot: int = 4096
     threads: int = 0  # 0 = half the cores
     verbosity: int = 0  # llama.cpp log level; 0 keeps a run's terminal readable
+    metrics: bool = False  # serve Prometheus counters at /metrics (tests count work with it)
 
     @classmethod
     def from_options(cls, options: dict[str, str]) -> LlamaCppSettings:
@@ -59,6 +60,7 @@ class LlamaCppSettings:
             n_ctx_per_slot=max(256, get_int("n_ctx", cls.n_ctx_per_slot)),
             threads=get_int("threads", cls.threads),
             verbosity=get_int("verbosity", cls.verbosity),
+            metrics=bool(get_int("metrics", int(cls.metrics))),
         )
 
 
@@ -104,7 +106,7 @@ class LlamaCppServer:
             params.n_ctx = s.n_ctx_per_slot * s.n_parallel
             params.warmup = False
             params.verbosity = s.verbosity
-            params.endpoint_metrics = False
+            params.endpoint_metrics = s.metrics
             # llama.cpp spins its worker threads; on a small shared machine more threads than
             # idle cores is much slower than fewer, so the default is half the cores.
             threads = s.threads or max(1, (os.cpu_count() or 2) // 2)

@@ -33,7 +33,7 @@ import json
 import os
 import random
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -247,7 +247,9 @@ class OpenAISDKTransport:
                 completion = await self._client(base_url).chat.completions.create(
                     **body, timeout=timeout_s
                 )
-        except (TimeoutError, openai.APITimeoutError):
+        except (TimeoutError, openai.APITimeoutError) as exc:
+            if _refused(exc):  # the SDK's aiohttp adapter reports a refused connect as timeout
+                raise AttemptFailed("connection", f"{host}: connection refused", True) from None
             raise AttemptFailed(
                 "timeout", f"no answer from {host} within {timeout_s:g} s", True
             ) from None
@@ -264,6 +266,20 @@ class OpenAISDKTransport:
 
     async def aclose(self) -> None:
         await self._http_client.aclose()
+
+
+def _refused(exc: BaseException) -> bool:
+    """Whether an exception was caused by a refused/failed TCP connect (OSError in its chain)."""
+    seen: BaseException | None = exc
+    for _ in range(8):
+        seen = seen.__cause__ or seen.__context__ if seen is not None else None
+        if seen is None:
+            return False
+        if isinstance(seen, ConnectionError):
+            return True
+        if isinstance(seen, OSError) and not isinstance(seen, TimeoutError):
+            return True
+    return False
 
 
 def make_transport(name: str, api_key: str | None, pool_size: int) -> Transport:
@@ -299,6 +315,7 @@ class HTTPChatModel:
         policy: RetryPolicy,
         timeout_s: float,
         rng: random.Random | None = None,
+        on_retry: Callable[[], None] | None = None,
     ) -> None:
         if not base_urls:
             raise InputError(f"{label}: no base URL")
@@ -313,6 +330,7 @@ class HTTPChatModel:
         self._policy = policy
         self._timeout_s = timeout_s
         self._rng = rng or random.Random()
+        self._on_retry = on_retry
         self._in_flight: dict[str, asyncio.Future[ChatResponse]] = {}
         self.stats: ModelCallStats = state.model_stats(f"{label} ({role})")
 
@@ -407,6 +425,8 @@ class HTTPChatModel:
             await asyncio.sleep(self._policy.delay(retries, error.retry_after, self._rng))
             retries += 1
             self.stats.retries += 1
+            if self._on_retry is not None:
+                self._on_retry()
             avoid = replica
         return self._record(key, request, data)
 
@@ -492,44 +512,50 @@ async def open_chat_model(
     *,
     retry: RetryPolicy | None = None,
     transport: str | None = None,
+    on_retry: Callable[[], None] | None = None,
 ) -> AsyncIterator[ChatModel]:
     """A ChatModel for `spec` within run `ctx`, closed (and its local server stopped) on exit.
 
-    `role` ("candidate", "judge", ...) only labels the call counters. `retry` and
+    `role` ("candidate", "judge", ...) only labels the call counters; `on_retry` is called at
+    each retry (e.g. a progress display's `count("retries")`). `retry` and
     `transport` override the run's settings (tests, benchmarks); by default they come from
     ctx.config (max_retries, options llm.transport / llm.backoff_base_s / llm.backoff_max_s).
     """
     state = run_call_state(ctx)
-    policy = retry or _retry_policy(ctx)
     transport_name = transport or ctx.config.options.get("llm.transport", DEFAULT_TRANSPORT)
     if transport_name not in TRANSPORTS:
         raise InputError(
             f"unknown --option llm.transport={transport_name!r} (known: {', '.join(TRANSPORTS)})"
         )
-    timeout_s = float(ctx.config.timeout_s)
+
+    @asynccontextmanager
+    async def http_model(urls: tuple[str, ...], api_key: str | None) -> AsyncIterator[ChatModel]:
+        client = make_transport(transport_name, api_key, pool_size=state.limit)
+        try:
+            yield HTTPChatModel(
+                label=spec.label,
+                model_name=spec.name,
+                base_urls=urls,
+                role=role,
+                transport=client,
+                store=ctx.store,
+                state=state,
+                policy=retry or _retry_policy(ctx),
+                timeout_s=float(ctx.config.timeout_s),
+                on_retry=on_retry,
+            )
+        finally:
+            await client.aclose()
+
     if spec.backend == "openai":
-        urls = openai_base_urls(spec)
         api_key = os.environ.get("OPENAI_API_KEY") or None
-        async with _http_model(
-            spec, spec.name, urls, role, transport_name, api_key, state, ctx, policy, timeout_s
-        ) as model:
+        async with http_model(openai_base_urls(spec), api_key) as model:
             yield model
     elif spec.backend == "llamacpp":
         settings = LlamaCppSettings.from_options(ctx.config.options)
         async with (
             _shared_llamacpp(state, spec.name, settings) as base_url,
-            _http_model(
-                spec,
-                spec.name,
-                (base_url,),
-                role,
-                transport_name,
-                None,
-                state,
-                ctx,
-                policy,
-                timeout_s,
-            ) as model,
+            http_model((base_url,), None) as model,
         ):
             yield model
     else:
@@ -537,33 +563,3 @@ async def open_chat_model(
             f"{spec.label} is not a chat model (LLM tasks need openai:MODEL[@URL] or "
             "llamacpp:PATH.gguf)"
         )
-
-
-@asynccontextmanager
-async def _http_model(
-    spec: ModelSpec,
-    model_name: str,
-    urls: tuple[str, ...],
-    role: str,
-    transport_name: str,
-    api_key: str | None,
-    state: RunCallState,
-    ctx: Any,
-    policy: RetryPolicy,
-    timeout_s: float,
-) -> AsyncIterator[HTTPChatModel]:
-    transport = make_transport(transport_name, api_key, pool_size=state.limit)
-    try:
-        yield HTTPChatModel(
-            label=spec.label,
-            model_name=model_name,
-            base_urls=urls,
-            role=role,
-            transport=transport,
-            store=ctx.store,
-            state=state,
-            policy=policy,
-            timeout_s=timeout_s,
-        )
-    finally:
-        await transport.aclose()
