@@ -1,0 +1,145 @@
+"""`clineval merge DIR... -o OUT`: join the run directories of `--shard I/N` runs into one run.
+
+Everything a result is computed from lives in the run store, so merging is: copy every shard's
+stored calls, per-sample records and artifacts into OUT's store, write a manifest whose config
+is the shards' config without `shard`, and re-score (`clineval.runner.score`) - the same code
+path as `clineval score`, over all samples. Because the shards are a deterministic partition
+of the sample ids (clineval.shard), the merged results equal those of an unsharded run.
+
+Settings that only say HOW a shard ran (server URLs, concurrency, timeouts, retries, data
+location, price table) may differ between shards; settings that change WHAT was asked (model,
+judges, seed, temperature, limit, prompt, options, ...) must be identical, or the shards are
+not parts of one run and the merge is refused.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from clineval.errors import InputError
+from clineval.rundir import MANIFEST, base_manifest, read_json, write_json
+from clineval.shard import parse_shard
+from clineval.store import STORE_FILENAME, RunStore
+
+log = logging.getLogger("clineval")
+
+# Config fields that may differ between the shards of one run (they do not change answers).
+_HOW_FIELDS = frozenset(
+    {"shard", "base_urls", "concurrency", "timeout_s", "max_retries", "data_dir", "price_table"}
+)
+_TABLES = ("calls", "records", "artifacts")
+
+
+def _read_shard(run_dir: Path) -> tuple[dict[str, Any], tuple[int, int]]:
+    if not (run_dir / STORE_FILENAME).is_file():
+        raise InputError("not a run directory (no run store)", path=run_dir)
+    manifest = read_json(run_dir / MANIFEST)
+    config = manifest.get("config")
+    if not isinstance(config, dict):
+        raise InputError("manifest has no config", path=run_dir / MANIFEST)
+    shard = config.get("shard")
+    if not shard:
+        raise InputError("not a --shard run (its config has no shard)", path=run_dir / MANIFEST)
+    return manifest, parse_shard(shard)
+
+
+def _check_same_run(configs: list[dict[str, Any]], run_dirs: list[Path]) -> None:
+    first = {k: v for k, v in configs[0].items() if k not in _HOW_FIELDS}
+    for config, run_dir in zip(configs[1:], run_dirs[1:], strict=True):
+        other = {k: v for k, v in config.items() if k not in _HOW_FIELDS}
+        differing = sorted(k for k in first.keys() | other.keys() if first.get(k) != other.get(k))
+        if differing:
+            raise InputError(
+                f"shard differs from {run_dirs[0]} in {', '.join(differing)}: not parts of one run",
+                path=run_dir / MANIFEST,
+            )
+
+
+def copy_store_rows(sources: list[Path], target_store: Path) -> dict[str, int]:
+    """Copy calls, records and artifacts of each source store into the target store.
+
+    Rows already present are kept (INSERT OR IGNORE): merging again is harmless, and a call
+    that two shards both made (the same judge question) is stored once. A record key present
+    in two shards with different values means the shards overlap; it is counted as a conflict.
+    """
+    RunStore(target_store).close()  # create the schema
+    counts = dict.fromkeys((*_TABLES, "record_conflicts"), 0)
+    conn = sqlite3.connect(target_store, isolation_level=None)
+    try:
+        conn.execute("PRAGMA busy_timeout=10000")
+        for source in sources:
+            conn.execute("ATTACH DATABASE ? AS shard", (f"file:{source}?mode=ro",))
+            try:
+                conn.execute("BEGIN")
+                counts["record_conflicts"] += conn.execute(
+                    "SELECT COUNT(*) FROM shard.records s JOIN main.records m"
+                    " ON s.task = m.task AND s.kind = m.kind AND s.key = m.key"
+                    " WHERE s.value != m.value"
+                ).fetchone()[0]
+                for table in _TABLES:
+                    # rowid order keeps each shard's insertion order (records() relies on it).
+                    cur = conn.execute(
+                        f"INSERT OR IGNORE INTO main.{table} SELECT * FROM shard.{table}"
+                        " ORDER BY rowid"
+                    )
+                    counts[table] += cur.rowcount
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            finally:
+                conn.execute("DETACH DATABASE shard")
+    finally:
+        conn.close()
+    return counts
+
+
+def merge_runs(run_dirs: list[Path], output_dir: Path) -> dict[str, Any]:
+    """Merge shard run directories into output_dir and return the re-scored results."""
+    from clineval.runner import score  # late: runner imports every task module
+
+    if not run_dirs:
+        raise InputError("merge needs at least one shard run directory")
+    run_dirs = [Path(d) for d in run_dirs]
+    output_dir = Path(output_dir)
+    if any(output_dir.resolve() == d.resolve() for d in run_dirs):
+        raise InputError("the merge output must be a new directory, not one of the shards")
+    shards = [_read_shard(d) for d in run_dirs]
+    counts_n = {n for _, (_, n) in shards}
+    if len(counts_n) != 1:
+        raise InputError(f"shards of different splits: N in {sorted(counts_n)}")
+    (n,) = counts_n
+    seen: dict[int, Path] = {}
+    for run_dir, (_, (index, _)) in zip(run_dirs, shards, strict=True):
+        if index in seen:
+            raise InputError(f"shard {index}/{n} given twice ({seen[index]})", path=run_dir)
+        seen[index] = run_dir
+    configs = [m["config"] for m, _ in shards]
+    _check_same_run(configs, run_dirs)
+    missing = sorted(set(range(1, n + 1)) - set(seen))
+    if missing:
+        log.warning("merging %d of %d shards; missing: %s", len(seen), n, missing)
+
+    output_dir.mkdir(parents=True, exist_ok=True)
+    counts = copy_store_rows([d / STORE_FILENAME for d in run_dirs], output_dir / STORE_FILENAME)
+    config = {**configs[0], "shard": None}
+    manifest = base_manifest(config)
+    manifest["merged_from"] = [
+        {
+            "run_dir": str(d),
+            "shard": m["config"]["shard"],
+            "status": m.get("status"),
+            "started": m.get("started"),
+            "finished": m.get("finished"),
+            "git_revision": m.get("git_revision"),
+        }
+        for d, (m, _) in zip(run_dirs, shards, strict=True)
+    ]
+    manifest["missing_shards"] = [f"{i}/{n}" for i in missing]
+    manifest["merge_rows_copied"] = counts
+    manifest["status"] = "merged"
+    write_json(output_dir / MANIFEST, manifest)
+    return score(output_dir)
