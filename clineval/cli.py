@@ -249,7 +249,10 @@ def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     err = Console(stderr=True)
     try:
-        app(args=args, standalone_mode=False, prog_name="clineval")
+        # Without standalone mode click returns a `typer.Exit(code)` as the call's value.
+        result = app(args=args, standalone_mode=False, prog_name="clineval")
+        if isinstance(result, int) and not isinstance(result, bool):
+            return result
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
     except click.exceptions.Abort:

@@ -25,6 +25,7 @@ import functools
 import gzip
 import hashlib
 import json
+import time
 import zlib
 from collections import defaultdict
 from dataclasses import dataclass
@@ -80,10 +81,21 @@ def manifest_entry(relative: str) -> ManifestEntry | None:
     return None
 
 
+# A file modified this recently may be modified again within the same mtime tick without its
+# (size, mtime) changing ("racy" stat data, as git calls it): such files are never cached.
+_RACY_NS = 2_000_000_000
+
+
+def _is_racy(mtime_ns: int) -> bool:
+    return time.time_ns() - mtime_ns < _RACY_NS
+
+
 def sha256_file(path: str | Path) -> str:
     """Hex sha256 of a file, cached per (path, size, mtime) so a changed file is re-hashed."""
     p = Path(path)
     stat = p.stat()
+    if _is_racy(stat.st_mtime_ns):
+        return _sha256_cached.__wrapped__(str(p), stat.st_size, stat.st_mtime_ns)
     return _sha256_cached(str(p.resolve()), stat.st_size, stat.st_mtime_ns)
 
 
@@ -121,7 +133,9 @@ def entry_status(root: Path, entry: ManifestEntry) -> str:
     if sha256_file(path) == entry.sha256:
         return OK
     if entry.sha256_uncompressed is not None:
-        return _gz_content_status(str(path.resolve()), path.stat().st_mtime_ns, entry)
+        mtime_ns = path.stat().st_mtime_ns
+        check = _gz_content_status.__wrapped__ if _is_racy(mtime_ns) else _gz_content_status
+        return check(str(path.resolve()), mtime_ns, entry)
     return MISMATCH
 
 
