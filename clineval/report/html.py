@@ -23,7 +23,13 @@ import clineval
 from clineval.report import sections_cc, sections_ner, sections_tcm
 from clineval.report.jsonembed import script_json
 from clineval.report.rundata import RunData, load_run, task_family
-from clineval.report.sections_common import SampleTable, base_section, settings
+from clineval.report.sections_common import (
+    SampleTable,
+    base_section,
+    fill_intervals,
+    settings,
+)
+from clineval.report.task_stats import statistics_for
 from clineval.rundir import atomic_write_text
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -79,6 +85,9 @@ def build_sections(run: RunData) -> list[dict[str, Any]]:
             section = sections_cc.build(run, task)
         else:
             section = _generic_section(run, task)
+        if any(card.ci is None for card in section["cards"]):
+            stats = statistics_for(task, run.results[task], run.samples.get(task, []))
+            fill_intervals(section["cards"], stats, seed)
         for block in section["blocks"]:
             if "svg" in block:
                 block["svg"] = Markup(block["svg"])  # matplotlib output, text escaped by it

@@ -107,7 +107,7 @@ def grouped_bars(
 ) -> str:
     """Vertical bars: one group per category, one bar per series (e.g. P/R/F1 per type)."""
     n, k = len(categories), max(len(series), 1)
-    with _figure(max(4.5, 1.1 * n * k / 3 + 2), 3.0) as fig:
+    with _figure(max(4.5, 1.1 * n * k / 3 + 2), 2.8) as fig:
         ax = fig.add_subplot()
         width = 0.8 / k
         for j, (name, values) in enumerate(series.items()):

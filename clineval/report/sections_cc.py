@@ -24,7 +24,7 @@ def thresholds(metrics: dict[str, Any]) -> list[int]:
 
 
 def n_criteria(metrics: dict[str, Any], samples: list[dict[str, Any]]) -> int:
-    for key in ("n_criteria", "criteria_per_case", "N"):
+    for key in ("n_criteria_per_case", "n_criteria", "criteria_per_case", "N"):
         value = finite_number(metrics.get(key))
         if value is not None and value > 0:
             return int(value)
@@ -53,7 +53,10 @@ def curve_of(metrics: dict[str, Any], samples: list[dict[str, Any]], n: int) -> 
     """share(s >= L), L = 0..N: the stored curve when it has that shape, else from samples."""
     raw = metrics.get("curve")
     if isinstance(raw, dict):
-        raw = raw.get("share", raw.get("shares", raw.get("y")))
+        for key in ("share_at_least", "share", "shares", "y"):
+            if key in raw:
+                raw = raw[key]
+                break
     if isinstance(raw, list) and raw and all(isinstance(x, dict) for x in raw):
         raw = [x.get("share", x.get("y")) for x in raw]
     if isinstance(raw, list) and len(raw) >= 2:

@@ -43,6 +43,7 @@ class Metric:
     value: str
     ci: str | None  # "[low, high]" formatted like the value
     raw: float
+    ci_note: str = ""  # set when the report, not the task, computed the interval
 
 
 def metric_of(metrics: dict[str, Any], key: str) -> Metric | None:
@@ -55,6 +56,18 @@ def metric_of(metrics: dict[str, Any], key: str) -> Metric | None:
     if interval is not None:
         ci = f"[{format_value(key, interval[0])}, {format_value(key, interval[1])}]"
     return Metric(key=key, value=format_value(key, value), ci=ci, raw=number)
+
+
+def fill_intervals(cards: list[Metric], stats: dict[str, Any], seed: int) -> None:
+    """Bootstrap intervals for cards the task stored none for, from per-sample statistics."""
+    from clineval.report.statistics import bootstrap_interval
+
+    for card in cards:
+        stat = stats.get(card.key)
+        if card.ci is None and stat is not None:
+            low, high = bootstrap_interval(stat, seed=seed)
+            card.ci = f"[{format_value(card.key, low)}, {format_value(card.key, high)}]"
+            card.ci_note = "bootstrap over samples, computed by the report"
 
 
 def headline(metrics: dict[str, Any], family: str) -> tuple[list[Metric], list[Metric]]:

@@ -1,0 +1,424 @@
+"""`clineval compare RUN_DIR...`: a leaderboard across runs and paired bootstrap tests.
+
+Leaderboard: per task, each family's headline metrics (with the run's stored 95% interval).
+Paired test: for every pair of runs that scored the same task, on the sample ids both scored
+(and only when their gold answers agree), the same seeded bootstrap resamples are applied to
+both runs' per-sample statistics (see statistics.py); the report is the difference A - B on the
+shared samples, the 95% percentile interval of the replicate differences, and a two-sided
+p-value. Output: a terminal table, Markdown, CSV (tidy: one row per figure) or an HTML page.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import itertools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from markupsafe import Markup
+from rich.console import Console
+from rich.table import Table
+
+from clineval.errors import InputError
+from clineval.metrics.bootstrap import DEFAULT_RESAMPLES
+from clineval.progress import track
+from clineval.report import statistics as st
+from clineval.report.rundata import RunData, interval_of, is_fixture_task, load_run, task_family
+from clineval.report.sections_common import HEADLINE_KEYS, format_value
+from clineval.report.task_stats import statistics_for
+from clineval.rundir import atomic_write_text
+
+FORMATS = ("table", "markdown", "csv", "html")
+LOWER_IS_BETTER = ("invalid_rate", "judge_error_rate")
+_COUNT_KEYS = ("n", "n_cases")
+
+
+@dataclass(frozen=True)
+class Cell:
+    value: float
+    ci: tuple[float, float] | None
+
+
+@dataclass(frozen=True)
+class PairRow:
+    task: str
+    metric: str
+    run_a: str
+    run_b: str
+    result: st.PairedResult | None
+    note: str = ""
+
+
+@dataclass
+class Comparison:
+    runs: list[RunData]
+    labels: list[str]
+    columns: list[tuple[str, str]]  # (task, metric)
+    cells: dict[tuple[int, str, str], Cell]  # (run index, task, metric)
+    fixture: dict[tuple[int, str], bool]
+    pairs: list[PairRow]
+
+
+def _labels(runs: list[RunData]) -> list[str]:
+    names = [r.path.name for r in runs]
+    if len(set(names)) == len(names):
+        return names
+    return [str(r.path) for r in runs]
+
+
+def _columns(runs: list[RunData]) -> list[tuple[str, str]]:
+    tasks: dict[str, None] = {}
+    for run in runs:
+        for task in run.results:
+            tasks.setdefault(task, None)
+    cols: list[tuple[str, str]] = []
+    for task in tasks:
+        family = task_family(task)
+        present = [run.results.get(task, {}) for run in runs]
+        keys = [k for k in HEADLINE_KEYS.get(family, ()) if k not in _COUNT_KEYS]
+        if not keys:  # unknown task: its top-level numeric scalars
+            keys = (
+                [
+                    k
+                    for k, v in present[0].items()
+                    if isinstance(v, int | float) and not isinstance(v, bool)
+                ]
+                if present
+                else []
+            )
+        cols.extend((task, k) for k in keys if any(_number(m.get(k)) is not None for m in present))
+    return cols
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def _gold_agrees(a: st.SampleStatistic, b: st.SampleStatistic) -> bool:
+    if a.gold is None or b.gold is None:
+        return True
+    gold_b = dict(zip(b.ids, b.gold, strict=True))
+    return all(gold_b.get(i, g) == g for i, g in zip(a.ids, a.gold, strict=True))
+
+
+def build_comparison(
+    run_dirs: list[Path], seed: int = 0, n_resamples: int = DEFAULT_RESAMPLES
+) -> Comparison:
+    if not run_dirs:
+        raise InputError("compare needs at least one run directory")
+    runs = [load_run(Path(d)) for d in run_dirs]
+    labels = _labels(runs)
+    columns = _columns(runs)
+    cells: dict[tuple[int, str, str], Cell] = {}
+    fixture: dict[tuple[int, str], bool] = {}
+    for i, run in enumerate(runs):
+        for task, metrics in run.results.items():
+            fixture[(i, task)] = is_fixture_task(run, task)
+            for t, key in columns:
+                value = _number(metrics.get(key)) if t == task else None
+                if value is not None:
+                    cells[(i, task, key)] = Cell(value, interval_of(metrics, key))
+    pairs: list[PairRow] = []
+    tasks = list(dict.fromkeys(t for t, _ in columns))
+    stats = {
+        (i, task): statistics_for(task, run.results[task], run.samples.get(task, []))
+        for i, run in enumerate(runs)
+        for task in run.results
+        if task in tasks
+    }
+    jobs = [
+        (task, key, i, j)
+        for task in tasks
+        for key in [k for t, k in columns if t == task]
+        for i, j in itertools.combinations(range(len(runs)), 2)
+        if (i, task) in stats and (j, task) in stats
+    ]
+    for task, key, i, j in track(jobs, total=len(jobs), description="paired bootstrap"):
+        sa, sb = stats[(i, task)].get(key), stats[(j, task)].get(key)
+        if sa is None or sb is None:
+            continue  # e.g. invalid_rate, or a run without samples.jsonl
+        aligned_a, aligned_b = st.align(sa, sb)
+        if not _gold_agrees(aligned_a, aligned_b):
+            note = "gold answers differ on shared samples: not comparable"
+            pairs.append(PairRow(task, key, labels[i], labels[j], None, note))
+            continue
+        result = st.paired_bootstrap(sa, sb, n_resamples=n_resamples, seed=seed)
+        note = "" if result is not None else "no shared samples"
+        pairs.append(PairRow(task, key, labels[i], labels[j], result, note))
+    return Comparison(runs, labels, columns, cells, fixture, pairs)
+
+
+# -- rendering ------------------------------------------------------------------------------
+def _fmt_cell(key: str, cell: Cell | None, with_ci: bool = True) -> str:
+    if cell is None:
+        return "–"
+    text = format_value(key, cell.value)
+    if with_ci and cell.ci is not None:
+        text += f" [{format_value(key, cell.ci[0])}, {format_value(key, cell.ci[1])}]"
+    return text
+
+
+def _best(comp: Comparison, task: str, key: str) -> int | None:
+    scored = [(i, c.value) for i in range(len(comp.runs)) if (c := comp.cells.get((i, task, key)))]
+    if len(scored) < 2:
+        return None
+    pick = min if key in LOWER_IS_BETTER else max
+    return pick(scored, key=lambda t: t[1])[0]
+
+
+def _model(run: RunData) -> str:
+    return str(run.manifest.get("config", {}).get("model", "?"))
+
+
+def _run_label(comp: Comparison, i: int) -> str:
+    fixture = any(v for (j, _), v in comp.fixture.items() if j == i)
+    return comp.labels[i] + (" (fixture)" if fixture else "")
+
+
+def _pair_text(row: PairRow) -> list[str]:
+    """[task, metric, run A, run B, shared, A, B, A - B, 95% CI, p, note] as text."""
+    r = row.result
+    if r is None:
+        return [row.task, row.metric, row.run_a, row.run_b, "", "", "", "", "", "", row.note]
+    key = row.metric
+    low, high = format_value(key, r.ci[0]), format_value(key, r.ci[1])
+    return [
+        row.task,
+        row.metric,
+        row.run_a,
+        row.run_b,
+        str(r.n_shared),
+        format_value(key, r.a),
+        format_value(key, r.b),
+        format_value(key, r.delta),
+        f"[{low}, {high}]",
+        f"{r.p_value:.4f}",
+        row.note,
+    ]
+
+
+PAIR_HEADER = [
+    "task",
+    "metric",
+    "run A",
+    "run B",
+    "shared",
+    "A",
+    "B",
+    "A - B",
+    "95% CI",
+    "p",
+    "note",
+]
+
+
+def render_table(comp: Comparison, console: Console) -> None:
+    table = Table(title="leaderboard", show_header=True)
+    table.add_column("run")
+    table.add_column("model")
+    for task, key in comp.columns:
+        table.add_column(f"{task}\n{key}", justify="right")
+    for i, run in enumerate(comp.runs):
+        cells = []
+        for task, key in comp.columns:
+            text = _fmt_cell(key, comp.cells.get((i, task, key)))
+            cells.append(f"[bold]{text}[/bold]" if _best(comp, task, key) == i else text)
+        table.add_row(_run_label(comp, i), _model(run), *cells)
+    console.print(table)
+    tested = [p for p in comp.pairs if p.result is not None]
+    if tested:
+        pairs = Table(title="paired bootstrap on shared samples (A - B)", show_header=True)
+        for name in ("task / metric", "A vs B", "n", "A", "B", "A - B", "95% CI", "p"):
+            pairs.add_column(
+                name, justify="left" if name in ("task / metric", "A vs B") else "right"
+            )
+        for row in tested:
+            t = _pair_text(row)
+            pairs.add_row(f"{t[0]} {t[1]}", f"{t[2]} vs {t[3]}", *t[4:10])
+        console.print(pairs)
+    for row in comp.pairs:
+        if row.result is None:
+            console.print(
+                f"not tested: {row.task} {row.metric} {row.run_a} vs {row.run_b}: {row.note}",
+                markup=False,
+            )
+    if any(comp.fixture.values()):
+        console.print("(fixture): fixture/synthetic data, not a benchmark result")
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(comp: Comparison) -> str:
+    head = ["run", "model"] + [f"{t} {k}" for t, k in comp.columns]
+    lines = ["| " + " | ".join(map(_md_escape, head)) + " |", "|" + "---|" * len(head)]
+    for i, run in enumerate(comp.runs):
+        cells = []
+        for task, key in comp.columns:
+            text = _fmt_cell(key, comp.cells.get((i, task, key)))
+            cells.append(f"**{text}**" if _best(comp, task, key) == i else text)
+        row = [_run_label(comp, i), _model(run), *cells]
+        lines.append("| " + " | ".join(_md_escape(c) for c in row) + " |")
+    if comp.pairs:
+        lines += ["", "Paired bootstrap on shared samples (A - B):", ""]
+        lines.append("| " + " | ".join(PAIR_HEADER) + " |")
+        lines.append("|" + "---|" * len(PAIR_HEADER))
+        for pair in comp.pairs:
+            lines.append("| " + " | ".join(_md_escape(c) for c in _pair_text(pair)) + " |")
+    if any(comp.fixture.values()):
+        lines += ["", "(fixture): fixture/synthetic data, not a benchmark result."]
+    return "\n".join(lines) + "\n"
+
+
+CSV_HEADER = [
+    "kind",
+    "task",
+    "metric",
+    "run",
+    "other_run",
+    "model",
+    "fixture",
+    "value",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "n_shared",
+    "note",
+]
+
+
+def render_csv(comp: Comparison) -> str:
+    """Tidy CSV: `score` rows (one per run, task, metric) and `paired` rows (value = A - B)."""
+    buf = io.StringIO()
+    out = csv.writer(buf, lineterminator="\n")
+    out.writerow(CSV_HEADER)
+    for i, run in enumerate(comp.runs):
+        for task, key in comp.columns:
+            cell = comp.cells.get((i, task, key))
+            if cell is None:
+                continue
+            low, high = cell.ci if cell.ci is not None else ("", "")
+            fixture = comp.fixture.get((i, task), False)
+            out.writerow(
+                [
+                    "score",
+                    task,
+                    key,
+                    comp.labels[i],
+                    "",
+                    _model(run),
+                    fixture,
+                    repr(cell.value),
+                    low,
+                    high,
+                    "",
+                    "",
+                    "",
+                ]
+            )
+    for pair in comp.pairs:
+        r = pair.result
+        if r is None:
+            out.writerow(
+                [
+                    "paired",
+                    pair.task,
+                    pair.metric,
+                    pair.run_a,
+                    pair.run_b,
+                    "",
+                    "",
+                    "",
+                    "",
+                    "",
+                    "",
+                    "",
+                    pair.note,
+                ]
+            )
+            continue
+        out.writerow(
+            [
+                "paired",
+                pair.task,
+                pair.metric,
+                pair.run_a,
+                pair.run_b,
+                "",
+                "",
+                repr(r.delta),
+                repr(r.ci[0]),
+                repr(r.ci[1]),
+                repr(r.p_value),
+                r.n_shared,
+                pair.note,
+            ]
+        )
+    return buf.getvalue()
+
+
+def render_html(comp: Comparison) -> str:
+    from clineval.report.html import asset, environment
+
+    rows = []
+    for i, run in enumerate(comp.runs):
+        cells = []
+        for task, key in comp.columns:
+            cells.append(
+                {
+                    "text": _fmt_cell(key, comp.cells.get((i, task, key))),
+                    "best": _best(comp, task, key) == i,
+                }
+            )
+        rows.append({"label": _run_label(comp, i), "model": _model(run), "cells": cells})
+    return (
+        environment()
+        .get_template("compare.html.j2")
+        .render(
+            columns=comp.columns,
+            rows=rows,
+            pair_header=PAIR_HEADER,
+            pairs=[_pair_text(p) for p in comp.pairs],
+            any_fixture=any(comp.fixture.values()),
+            css=Markup(asset("report.css")),
+        )
+    )
+
+
+def compare_runs(
+    run_dirs: list[Path],
+    fmt: str = "table",
+    output: Path | None = None,
+    seed: int = 0,
+    console: Console | None = None,
+) -> Comparison:
+    """Build the comparison and write/print it in `fmt` (table|markdown|csv|html)."""
+    if fmt not in FORMATS:
+        raise InputError(f"--format {fmt!r} is not one of {', '.join(FORMATS)}")
+    comp = build_comparison(run_dirs, seed=seed)
+    console = console or Console()
+    if fmt == "table":
+        if output is None:
+            render_table(comp, console)
+            return comp
+        recorder = Console(record=True, width=200, file=io.StringIO())
+        render_table(comp, recorder)
+        text = recorder.export_text()
+    elif fmt == "markdown":
+        text = render_markdown(comp)
+    elif fmt == "csv":
+        text = render_csv(comp)
+    else:
+        text = render_html(comp)
+        output = output or Path("compare.html")
+    if output is None:
+        console.print(text, markup=False, highlight=False, soft_wrap=True, end="")
+    else:
+        atomic_write_text(output, text)
+        console.print(f"wrote {output}")
+    return comp
