@@ -59,7 +59,7 @@ def serve() -> Iterator[Serve]:
         server = ThreadingHTTPServer(
             ("127.0.0.1", 0), functools.partial(handler, directory=str(directory))
         )
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+        threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
         servers.append(server)
         host, port = server.server_address[:2]
         return f"http://{host!s}:{port}", requests

@@ -366,6 +366,11 @@ def test_ncer_text_doubles_newlines_and_maps_back() -> None:
     assert prepared.to_raw(2, 4) == (2, 4)  # both doubled LFs -> the one raw CRLF
     assert prepared.to_raw(7, 8) == (8, 9)  # "1"
     assert prepared.to_raw(9, 10) == (11, 12)  # "x"
+    # A lone CR is a line end too (universal newlines); here it sits between letters.
+    lone = ncer_text("a\rb")
+    assert lone.text == "a\n\nb"
+    assert lone.to_raw(3, 4) == (2, 3)
+    assert lone.to_raw(1, 3) == (1, 2)
 
 
 def test_ncer_surviving_spans_hand_made() -> None:

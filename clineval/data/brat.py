@@ -10,7 +10,9 @@ a discontinuous entity are separated by ``;`` and brat joins their texts with on
 from __future__ import annotations
 
 import functools
+import re
 import zipfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -58,6 +60,8 @@ def _fragments(spec: str, path: str, line: int) -> tuple[tuple[int, int], ...]:
 
 
 _OTHER_PREFIXES = ("R", "E", "*", "A", "M", "N", "#")
+# The common, well-formed T line; anything else goes through the checks that name the problem.
+_T_LINE = re.compile(r"(T[^\t]*)\t([^\t ]+) (\d+ \d+(?:;\d+ \d+)*)\t(.*)\Z", re.DOTALL)
 
 
 def parse_ann(content: str, path: str) -> list[BratEntity]:
@@ -86,6 +90,16 @@ def parse_ann(content: str, path: str) -> list[BratEntity]:
                 raise InputError(f"unknown brat annotation line {line[:20]!r}", path, number)
             continues_entity = False
             continue
+        fast = _T_LINE.match(line)
+        if fast is not None:
+            ident, type_name, spec, text = fast.groups()
+            fragments = tuple(
+                (int(a), int(b)) for a, b in (part.split(" ") for part in spec.split(";"))
+            )
+            if all(a <= b for a, b in fragments):
+                entities.append(BratEntity(ident, type_name, fragments, text, number))
+                continues_entity = True
+                continue
         fields = line.split("\t")
         if len(fields) < 3:
             raise InputError(
@@ -115,37 +129,71 @@ def read_brat_pair(txt_path: str | Path, ann_path: str | Path | None = None) -> 
     return BratDocument(txt.stem, text, tuple(entities))
 
 
-def read_brat_zip(path: str | Path) -> dict[str, BratDocument]:
-    """All brat documents of a zip (stem -> document), cached per path/size/mtime.
+def read_brat_zip(path: str | Path, stems: Iterable[str] | None = None) -> dict[str, BratDocument]:
+    """Brat documents of a zip (stem -> document), all or only ``stems``, in stem order.
 
     Members are read in binary and decoded as UTF-8 without newline translation. Errors name
-    ``<zip file name>:<member>`` and the line.
+    ``<zip file name>:<member>`` and the line. Parsed documents are cached per process (keyed by
+    the zip's path, size and mtime), so asking for a split reads only that split's members.
     """
     p = Path(path)
     try:
         stat = p.stat()
     except FileNotFoundError:
         raise InputError("data file not found", path=p) from None
-    return dict(_read_zip_cached(str(p), stat.st_size, stat.st_mtime_ns))
+    key = (str(p), stat.st_size, stat.st_mtime_ns)
+    index = _zip_index(*key)
+    wanted = sorted(index) if stems is None else list(stems)
+    out = {}
+    for stem in wanted:
+        if stem not in index:
+            raise InputError(f"document {stem!r} is not in {p.name}", path=p)
+        out[stem] = _zip_document(*key, stem)
+    return out
+
+
+def zip_stems(path: str | Path) -> list[str]:
+    """Sorted stems of the brat documents (``.txt`` members) of a zip."""
+    p = Path(path)
+    stat = p.stat()
+    return sorted(_zip_index(str(p), stat.st_size, stat.st_mtime_ns))
 
 
 @functools.lru_cache(maxsize=4)
-def _read_zip_cached(path: str, size: int, mtime_ns: int) -> tuple[tuple[str, BratDocument], ...]:
+def _zip_index(path: str, size: int, mtime_ns: int) -> dict[str, tuple[str, str]]:
+    """stem -> (txt member, ann member) for every ``.txt`` member of the zip."""
     zip_name = Path(path).name
     try:
-        archive = zipfile.ZipFile(path)
+        with zipfile.ZipFile(path) as archive:
+            names = [n for n in archive.namelist() if not n.endswith("/")]
     except zipfile.BadZipFile as exc:
         raise InputError(f"not a zip file: {exc}", path=path) from None
-    with archive:
-        members = {PurePosixPath(n): n for n in archive.namelist() if not n.endswith("/")}
-        txts = sorted(m for m in members if m.suffix == ".txt")
-        docs = []
-        for txt in txts:
-            ann = txt.with_suffix(".ann")
-            if ann not in members:
-                raise InputError(f"{txt.name} has no {ann.name}", path=f"{zip_name}:{txt}")
-            text = _decode(archive.read(members[txt]), f"{zip_name}:{txt}")
-            ann_where = f"{zip_name}:{ann}"
-            entities = parse_ann(_decode(archive.read(members[ann]), ann_where), ann_where)
-            docs.append((txt.stem, BratDocument(txt.stem, text, tuple(entities))))
-    return tuple(docs)
+    present = set(names)
+    index = {}
+    for name in names:
+        member = PurePosixPath(name)
+        if member.suffix != ".txt":
+            continue
+        ann = str(member.with_suffix(".ann"))
+        if ann not in present:
+            raise InputError(f"{member.name} has no .ann file", path=f"{zip_name}:{name}")
+        index[member.stem] = (name, ann)
+    return index
+
+
+@functools.lru_cache(maxsize=8192)
+def _zip_document(path: str, size: int, mtime_ns: int, stem: str) -> BratDocument:
+    txt_member, ann_member = _zip_index(path, size, mtime_ns)[stem]
+    zip_name = Path(path).name
+    archive = _open_zip(path, size, mtime_ns)
+    text = _decode(archive.read(txt_member), f"{zip_name}:{txt_member}")
+    ann_where = f"{zip_name}:{ann_member}"
+    entities = parse_ann(_decode(archive.read(ann_member), ann_where), ann_where)
+    return BratDocument(stem, text, tuple(entities))
+
+
+@functools.lru_cache(maxsize=4)
+def _open_zip(path: str, size: int, mtime_ns: int) -> zipfile.ZipFile:
+    """A process-wide open handle per zip version: re-reading the central directory of a
+    4,000-member archive for every document would dominate the load time."""
+    return zipfile.ZipFile(path)

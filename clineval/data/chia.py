@@ -22,6 +22,7 @@ from clineval.data.brat import BratEntity
 
 # NCER's rule: a newline between two of these characters becomes two newlines.
 _DOUBLE_NL = re.compile(r"(?<=[a-zA-Z,.])\n(?=[a-zA-Z,.])")
+_CRLF = re.compile(r"\r\n")
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,35 +42,26 @@ class NcerText:
 
 def ncer_text(raw: str) -> NcerText:
     """Build NCER's text from the raw file text, keeping a character map back to ``raw``."""
-    chars: list[str] = []
-    starts: list[int] = []
-    ends: list[int] = []
-    i, n = 0, len(raw)
-    # Universal newlines first (one pass, with the raw extent of each output character).
-    while i < n:
-        c = raw[i]
-        if c == "\r":
-            width = 2 if i + 1 < n and raw[i + 1] == "\n" else 1
-            chars.append("\n")
-            starts.append(i)
-            ends.append(i + width)
-            i += width
-            continue
-        chars.append(c)
-        starts.append(i)
-        ends.append(i + 1)
-        i += 1
-    text = "".join(chars)
+    n = len(raw)
+    starts = np.arange(n, dtype=np.int64)
+    ends = starts + 1
+    if "\r" in raw:
+        # Universal newlines: "\r\n" -> one "\n" covering both raw characters; lone "\r" -> "\n".
+        crlf = np.fromiter((m.start() for m in _CRLF.finditer(raw)), dtype=np.int64)
+        ends[crlf] += 1
+        keep = np.ones(n, dtype=bool)
+        keep[crlf + 1] = False
+        starts, ends = starts[keep], ends[keep]
+        text = raw.replace("\r\n", "\n").replace("\r", "\n")
+    else:
+        text = raw
     # Then the doubling: each doubled newline's extra copy maps to the same raw line end.
-    positions = [m.start() for m in _DOUBLE_NL.finditer(text)]
-    if positions:
-        starts_arr = np.asarray(starts, dtype=np.int64)
-        ends_arr = np.asarray(ends, dtype=np.int64)
-        idx = np.asarray(positions, dtype=np.int64)
-        starts_arr = np.insert(starts_arr, idx, starts_arr[idx])
-        ends_arr = np.insert(ends_arr, idx, ends_arr[idx])
-        return NcerText(_DOUBLE_NL.sub("\n\n", text), starts_arr, ends_arr)
-    return NcerText(text, np.asarray(starts, dtype=np.int64), np.asarray(ends, dtype=np.int64))
+    positions = np.fromiter((m.start() for m in _DOUBLE_NL.finditer(text)), dtype=np.int64)
+    if positions.size:
+        starts = np.insert(starts, positions, starts[positions])
+        ends = np.insert(ends, positions, ends[positions])
+        text = _DOUBLE_NL.sub("\n\n", text)
+    return NcerText(text, starts, ends)
 
 
 @dataclass

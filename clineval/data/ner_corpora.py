@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from clineval.data.bioc import read_bioc
-from clineval.data.brat import BratDocument, read_brat_zip
+from clineval.data.brat import BratDocument, read_brat_zip, zip_stems
 from clineval.data.checksums import sha256_file
 from clineval.data.chia import ChiaPrepCounts, ncer_split, ncer_surviving_spans
 from clineval.data.ner_types import DATASET_TYPES, NerDocument, PreparedSplit, Span
@@ -239,14 +239,12 @@ def chia_split_ids(root: Path, split: str) -> list[str]:
 
 def derive_chia_split_ids(zip_path: Path, split: str) -> list[str]:
     """The same split recomputed from the corpus (used when ncer_split_ids.json is absent)."""
-    stems = list(read_brat_zip(zip_path))
-    return ncer_split(stems)[CHIA_SPLIT_KEYS[split]]
+    return ncer_split(zip_stems(zip_path))[CHIA_SPLIT_KEYS[split]]
 
 
 def _load_chia(root: Path, split: str, notes: _Notes, files: list[Path]) -> list[NerDocument]:
     zip_path = require_file(root, CHIA_ZIP)
     files.append(zip_path)
-    corpus: dict[str, BratDocument] = read_brat_zip(zip_path)
     if (root / CHIA_SPLIT_IDS).is_file():
         files.append(root / CHIA_SPLIT_IDS)
         ids = chia_split_ids(root, split)
@@ -254,13 +252,12 @@ def _load_chia(root: Path, split: str, notes: _Notes, files: list[Path]) -> list
     else:
         ids = derive_chia_split_ids(zip_path, split)
         notes.extra["chia_split_source"] = "derived from the zip (NCER rule, seed 42)"
+    corpus: dict[str, BratDocument] = read_brat_zip(zip_path, ids)
     type_map = TYPE_MAPS["chia"]
     totals = ChiaPrepCounts()
     docs = []
     for doc_id in ids:
-        source = corpus.get(doc_id)
-        if source is None:
-            raise InputError(f"split document {doc_id!r} is not in {zip_path.name}", path=zip_path)
+        source = corpus[doc_id]
         for ent in source.entities:
             notes.map_type(ent.type)
             if ent.type in type_map:
