@@ -28,10 +28,8 @@ def main() -> None:
             prepared = load_ner_split(dataset, "test", root)
             elapsed = time.perf_counter() - start
             total += elapsed
-            spans = prepared.notes["spans"]
-            print(
-                f"{label} {dataset:7s} test: {elapsed:6.3f} s ({len(prepared.documents)} docs, {spans} spans)"
-            )
+            docs, spans = len(prepared.documents), prepared.notes["spans"]
+            print(f"{label} {dataset:7s} test: {elapsed:6.3f} s ({docs} docs, {spans} spans)")
         print(f"{label} all four test sets: {total:.3f} s")
     for dataset in DATASETS:
         for split in ("train", "dev"):
