@@ -174,6 +174,13 @@ def _verdicts_source(config: Any) -> Path | None:
     return from_flag or from_model
 
 
+def judge_labels(config: Any) -> tuple[str, ...]:
+    """The judge labels a run's verdicts are stored under (also for judge-agreement)."""
+    if _verdicts_source(config) is not None:
+        return (VERDICTS_FILE_JUDGE,)
+    return tuple(ModelSpec.parse(j).label for j in (config.judges or [config.model]))
+
+
 def load_data(ctx: Any) -> Data:
     config = ctx.config
     options = Options.from_config(config.options)

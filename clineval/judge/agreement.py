@@ -1,0 +1,150 @@
+"""`clineval judge-agreement RUN_DIR --labels FILE`: stored judge verdicts vs human labels.
+
+Labels file: JSON Lines {"case_id", "criterion_id", "criteria_met": true|false} with an
+optional "labeler". Several rows for one criterion (several physicians) are each compared with
+the judge, as HealthBench's meta-evaluation compares its grader with every physician grade.
+
+Per judge (and the aggregate, when the run has several judges): the number of compared pairs,
+labels the judge has no verdict for (judge_error or not judged: reported, never compared),
+accuracy, Cohen's kappa, F1 of the "met" class, F1 of the "not met" class, and their mean, the
+balanced F1 (HealthBench's headline figure for a grader). Written to RUN_DIR/judge_agreement.json.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from rich.console import Console
+from rich.table import Table
+
+from clineval.config import RunConfig
+from clineval.data.clinconsensus import verdict_key
+from clineval.errors import InputError
+from clineval.judge.ensemble import aggregate, cohen_kappa
+from clineval.rundir import MANIFEST, read_json, read_jsonl, write_json
+from clineval.store import STORE_FILENAME, RunStore
+from clineval.tasks.clinconsensus_common import TASK, Options, judge_labels, verdict_kind
+
+OUTPUT = "judge_agreement.json"
+
+
+def read_labels(path: Path) -> list[tuple[str, bool, str | None]]:
+    """(verdict key, human label, labeler) per line; errors name the file and line."""
+    out: list[tuple[str, bool, str | None]] = []
+    for lineno, row in enumerate(read_jsonl(path), start=1):
+        case_id, criterion_id = row.get("case_id"), row.get("criterion_id")
+        met = row.get("criteria_met")
+        if not isinstance(case_id, str | int) or not isinstance(criterion_id, str | int):
+            raise InputError("needs 'case_id' and 'criterion_id'", path=path, line=lineno)
+        if not isinstance(met, bool):
+            raise InputError("'criteria_met' must be true or false", path=path, line=lineno)
+        labeler = row.get("labeler")
+        out.append(
+            (
+                verdict_key(str(case_id), str(criterion_id)),
+                met,
+                None if labeler is None else str(labeler),
+            )
+        )
+    if not out:
+        raise InputError("no labels in file", path=path)
+    return out
+
+
+def binary_f1(truth: NDArray[np.bool_], pred: NDArray[np.bool_], positive: bool) -> float:
+    """F1 of one class; 0 when the class is neither predicted nor present (sklearn's
+    zero_division=0 convention)."""
+    t = truth == positive
+    p = pred == positive
+    tp = float((t & p).sum())
+    denom = float(t.sum() + p.sum())
+    return 2 * tp / denom if denom else 0.0
+
+
+def compare(human: NDArray[np.float64], judge: NDArray[np.float64]) -> dict[str, Any]:
+    """Figures of one judge against human labels (judge nan = no verdict)."""
+    has = ~np.isnan(judge)
+    truth = human[has].astype(bool)
+    pred = judge[has].astype(bool)
+    out: dict[str, Any] = {"n_pairs": int(has.sum()), "n_without_verdict": int((~has).sum())}
+    if truth.size == 0:
+        return {**out, "accuracy": None, "f1_met": None, "f1_not_met": None, "balanced_f1": None}
+    f1_met = binary_f1(truth, pred, True)
+    f1_unmet = binary_f1(truth, pred, False)
+    return {
+        **out,
+        "accuracy": float((truth == pred).mean()),
+        "cohen_kappa": cohen_kappa(human[has], judge[has]),
+        "f1_met": f1_met,
+        "f1_not_met": f1_unmet,
+        "balanced_f1": (f1_met + f1_unmet) / 2,
+        "human_met_rate": float(truth.mean()),
+        "judge_met_rate": float(pred.mean()),
+    }
+
+
+def _stored(store: RunStore, label: str, keys: list[str]) -> NDArray[np.float64]:
+    records = store.records(TASK, verdict_kind(label))
+    values = np.full(len(keys), np.nan)
+    for i, key in enumerate(keys):
+        met = (records.get(key) or {}).get("met")
+        if met is not None:
+            values[i] = 1.0 if met else 0.0
+    return values
+
+
+def judge_agreement(run_dir: Path, labels_path: Path) -> dict[str, Any]:
+    if not (run_dir / STORE_FILENAME).is_file():
+        raise InputError("not a run directory (no run store)", path=run_dir)
+    config = RunConfig.model_validate(read_json(run_dir / MANIFEST)["config"])
+    labels = read_labels(labels_path)
+    keys = [k for k, _, _ in labels]
+    human = np.array([1.0 if met else 0.0 for _, met, _ in labels])
+    judges = judge_labels(config)
+    with RunStore(run_dir / STORE_FILENAME) as store:
+        verdicts = {label: _stored(store, label, keys) for label in judges}
+    per_judge = {label: compare(human, v) for label, v in verdicts.items()}
+    if all(r["n_pairs"] == 0 for r in per_judge.values()):
+        raise InputError(
+            "none of the labelled (case_id, criterion_id) pairs has a stored verdict in this run",
+            path=labels_path,
+        )
+    result: dict[str, Any] = {
+        "labels_file": str(labels_path),
+        "n_labels": len(labels),
+        "n_labelers": len({lab for _, _, lab in labels if lab is not None}) or None,
+        "judges": per_judge,
+    }
+    if len(judges) > 1:
+        rule = Options.from_config(config.options).aggregate
+        combined = aggregate(np.stack(list(verdicts.values())), rule)
+        result["aggregate"] = {"rule": rule, **compare(human, combined)}
+    write_json(run_dir / OUTPUT, result)
+    return result
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+def judge_agreement_report(run_dir: Path, labels_path: Path, console: Console) -> dict[str, Any]:
+    """Compute, print a table, and write RUN_DIR/judge_agreement.json."""
+    result = judge_agreement(Path(run_dir), Path(labels_path))
+    table = Table(title=f"judge vs human labels ({result['n_labels']} labels)")
+    columns = ("n_pairs", "n_without_verdict", "balanced_f1", "f1_met", "f1_not_met")
+    table.add_column("judge")
+    for name in (*columns, "accuracy", "cohen_kappa"):
+        table.add_column(name, justify="right")
+    rows = dict(result["judges"])
+    if "aggregate" in result:
+        rows[f"aggregate ({result['aggregate']['rule']})"] = result["aggregate"]
+    for label, figures in rows.items():
+        table.add_row(label, *(_fmt(figures.get(c)) for c in (*columns, "accuracy", "cohen_kappa")))
+    console.print(table)
+    console.print(f"written: {Path(run_dir) / OUTPUT}")
+    return result
