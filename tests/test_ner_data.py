@@ -439,3 +439,26 @@ def test_brat_entity_text_spanning_a_line_break() -> None:
     assert entity.text == "Age : 20.\n HBsAg positive\nEstablished T2DM"
     assert entity.fragments == ((0, 9), (10, 44))
     assert text[10:44] == "\n HBsAg positive\r\nEstablished T2DM"
+
+
+def test_span_outside_document_names_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "ner/biored/Test.PubTator"
+    path.parent.mkdir(parents=True)
+    # text = "Title Abstract" (14 characters); the mention on line 4 ends at 20.
+    path.write_text(
+        "7|t|Title\n7|a|Abstract\n7\t0\t5\tTitle\tChemicalEntity\tX\n7\t6\t20\tA\tChemicalEntity\tX\n"
+    )
+    with pytest.raises(InputError, match="outside document 7") as info:
+        load_ner_split("biored", "test", tmp_path)
+    assert info.value.path == str(path) and info.value.line == 4
+
+
+def test_bioc_passage_offsets_must_fit_title_plus_space(tmp_path: Path) -> None:
+    path = tmp_path / "ner/bc5cdr/CDR_TestSet.BioC.xml.gz"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(
+        gzip.compress(BIOC.replace("<offset>15</offset>", "<offset>16</offset>").encode())
+    )
+    with pytest.raises(InputError, match="document 42: passage offsets") as info:
+        load_ner_split("bc5cdr", "test", tmp_path)
+    assert info.value.path == str(path)
