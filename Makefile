@@ -43,5 +43,10 @@ test-fast: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.run_all
 
+# The HTML report of a run directory: `make report RUN=runs/demo-ner` (default: the demo run).
+report: RUN ?= $(RUNS)/demo-ner
+report: $(STAMP)
+	$(BIN)/clineval report $(RUN) -o $(RUN)/report.html
+
 clean:
 	rm -rf $(RUNS) .pytest_cache .mypy_cache .ruff_cache
