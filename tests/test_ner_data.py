@@ -271,8 +271,17 @@ def test_bioc_malformed(tmp_path: Path) -> None:
     assert info.value.path == str(path) and info.value.line == 3
     missing_location = BIOC.replace("<location offset='47' length='7' />", "", 1)
     path.write_text(missing_location)
-    with pytest.raises(InputError, match="annotation 3: no location"):
+    with pytest.raises(InputError, match="document 42 annotation 3: no location") as info:
         read_bioc(path)
+    lines = missing_location.splitlines()
+    assert info.value.line == 1 + next(i for i, t in enumerate(lines) if "id='3'" in t)
+    bad_offset = BIOC.replace("offset='47' length='7'", "offset='4x' length='7'", 1)
+    path.write_text(bad_offset)
+    with pytest.raises(InputError, match="location offset '4x' is not an integer") as info:
+        read_bioc(path)
+    assert info.value.line == 1 + next(
+        i for i, t in enumerate(bad_offset.splitlines()) if "offset='4x'" in t
+    )
 
 
 # --- brat --------------------------------------------------------------------------------

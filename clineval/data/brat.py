@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from clineval.data.checksums import FileVersion, version_key
 from clineval.errors import InputError
 
 
@@ -137,31 +138,26 @@ def read_brat_zip(path: str | Path, stems: Iterable[str] | None = None) -> dict[
     the zip's path, size and mtime), so asking for a split reads only that split's members.
     """
     p = Path(path)
-    try:
-        stat = p.stat()
-    except FileNotFoundError:
-        raise InputError("data file not found", path=p) from None
-    key = (str(p), stat.st_size, stat.st_mtime_ns)
-    index = _zip_index(*key)
+    key = version_key(p)
+    index = _zip_index(key)
     wanted = sorted(index) if stems is None else list(stems)
     out = {}
     for stem in wanted:
         if stem not in index:
             raise InputError(f"document {stem!r} is not in {p.name}", path=p)
-        out[stem] = _zip_document(*key, stem)
+        out[stem] = _zip_document(key, stem)
     return out
 
 
 def zip_stems(path: str | Path) -> list[str]:
     """Sorted stems of the brat documents (``.txt`` members) of a zip."""
-    p = Path(path)
-    stat = p.stat()
-    return sorted(_zip_index(str(p), stat.st_size, stat.st_mtime_ns))
+    return sorted(_zip_index(version_key(path)))
 
 
 @functools.lru_cache(maxsize=4)
-def _zip_index(path: str, size: int, mtime_ns: int) -> dict[str, tuple[str, str]]:
+def _zip_index(version: FileVersion) -> dict[str, tuple[str, str]]:
     """stem -> (txt member, ann member) for every ``.txt`` member of the zip."""
+    path = version[0]
     zip_name = Path(path).name
     try:
         with zipfile.ZipFile(path) as archive:
@@ -182,10 +178,10 @@ def _zip_index(path: str, size: int, mtime_ns: int) -> dict[str, tuple[str, str]
 
 
 @functools.lru_cache(maxsize=8192)
-def _zip_document(path: str, size: int, mtime_ns: int, stem: str) -> BratDocument:
-    txt_member, ann_member = _zip_index(path, size, mtime_ns)[stem]
-    zip_name = Path(path).name
-    archive = _open_zip(path, size, mtime_ns)
+def _zip_document(version: FileVersion, stem: str) -> BratDocument:
+    txt_member, ann_member = _zip_index(version)[stem]
+    zip_name = Path(version[0]).name
+    archive = _open_zip(version)
     text = _decode(archive.read(txt_member), f"{zip_name}:{txt_member}")
     ann_where = f"{zip_name}:{ann_member}"
     entities = parse_ann(_decode(archive.read(ann_member), ann_where), ann_where)
@@ -193,7 +189,7 @@ def _zip_document(path: str, size: int, mtime_ns: int, stem: str) -> BratDocumen
 
 
 @functools.lru_cache(maxsize=4)
-def _open_zip(path: str, size: int, mtime_ns: int) -> zipfile.ZipFile:
+def _open_zip(version: FileVersion) -> zipfile.ZipFile:
     """A process-wide open handle per zip version: re-reading the central directory of a
     4,000-member archive for every document would dominate the load time."""
-    return zipfile.ZipFile(path)
+    return zipfile.ZipFile(version[0])

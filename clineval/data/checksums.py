@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import gzip
 import hashlib
+import itertools
 import json
 import time
 import zlib
@@ -82,25 +83,34 @@ def manifest_entry(relative: str) -> ManifestEntry | None:
 
 
 # A file modified this recently may be modified again within the same mtime tick without its
-# (size, mtime) changing ("racy" stat data, as git calls it): such files are never cached.
+# (size, mtime) changing ("racy" stat data, as git calls it): its cache key gets a fresh nonce,
+# so per-process caches never serve a stale parse or hash of it.
 _RACY_NS = 2_000_000_000
+_nonce = itertools.count(1)
+
+FileVersion = tuple[str, int, int, int]
 
 
-def _is_racy(mtime_ns: int) -> bool:
-    return time.time_ns() - mtime_ns < _RACY_NS
+def version_key(path: str | Path) -> FileVersion:
+    """(path, size, mtime_ns, nonce): the cache key of a file's current content.
+
+    Raises InputError when the file does not exist."""
+    p = Path(path)
+    try:
+        stat = p.stat()
+    except FileNotFoundError:
+        raise InputError("data file not found", path=p) from None
+    racy = time.time_ns() - stat.st_mtime_ns < _RACY_NS
+    return (str(p), stat.st_size, stat.st_mtime_ns, next(_nonce) if racy else 0)
 
 
 def sha256_file(path: str | Path) -> str:
-    """Hex sha256 of a file, cached per (path, size, mtime) so a changed file is re-hashed."""
-    p = Path(path)
-    stat = p.stat()
-    if _is_racy(stat.st_mtime_ns):
-        return _sha256_cached.__wrapped__(str(p), stat.st_size, stat.st_mtime_ns)
-    return _sha256_cached(str(p.resolve()), stat.st_size, stat.st_mtime_ns)
+    """Hex sha256 of a file, cached per content version (see ``version_key``)."""
+    return _sha256_cached(*version_key(Path(path).resolve()))
 
 
 @functools.lru_cache(maxsize=256)
-def _sha256_cached(path: str, size: int, mtime_ns: int) -> str:
+def _sha256_cached(path: str, size: int, mtime_ns: int, nonce: int) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
@@ -133,15 +143,13 @@ def entry_status(root: Path, entry: ManifestEntry) -> str:
     if sha256_file(path) == entry.sha256:
         return OK
     if entry.sha256_uncompressed is not None:
-        mtime_ns = path.stat().st_mtime_ns
-        check = _gz_content_status.__wrapped__ if _is_racy(mtime_ns) else _gz_content_status
-        return check(str(path.resolve()), mtime_ns, entry)
+        return _gz_content_status(version_key(path.resolve()), entry)
     return MISMATCH
 
 
 @functools.lru_cache(maxsize=64)
-def _gz_content_status(path: str, mtime_ns: int, entry: ManifestEntry) -> str:
-    return OK if _gunzip_sha256(Path(path)) == entry.sha256_uncompressed else MISMATCH
+def _gz_content_status(version: FileVersion, entry: ManifestEntry) -> str:
+    return OK if _gunzip_sha256(Path(version[0])) == entry.sha256_uncompressed else MISMATCH
 
 
 def file_status(root: Path | str | None, relative: str) -> str:

@@ -13,6 +13,7 @@ import functools
 from dataclasses import dataclass
 from pathlib import Path
 
+from clineval.data.checksums import version_key
 from clineval.errors import InputError
 
 
@@ -125,17 +126,12 @@ def _mention(fields: list[str], path: str | Path, n: int) -> PubtatorMention:
 
 
 def read_pubtator(path: str | Path) -> list[PubtatorDocument]:
-    """Read and parse a PubTator file (cached per path, size and mtime)."""
-    p = Path(path)
-    try:
-        stat = p.stat()
-    except FileNotFoundError:
-        raise InputError("data file not found", path=p) from None
-    return list(_read_cached(str(p), stat.st_size, stat.st_mtime_ns))
+    """Read and parse a PubTator file (cached per process and file version)."""
+    return list(_read_cached(*version_key(path)))
 
 
 @functools.lru_cache(maxsize=32)
-def _read_cached(path: str, size: int, mtime_ns: int) -> tuple[PubtatorDocument, ...]:
+def _read_cached(path: str, size: int, mtime_ns: int, nonce: int) -> tuple[PubtatorDocument, ...]:
     try:
         content = Path(path).read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:
