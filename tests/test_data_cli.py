@@ -303,3 +303,58 @@ def test_default_cache_dir_honours_env(tmp_path: Path, monkeypatch: pytest.Monke
     assert fetch_module.default_cache_dir() == tmp_path / "c"
     monkeypatch.delenv("CLINEVAL_CACHE_DIR")
     assert fetch_module.default_cache_dir() == Path.home() / ".cache" / "clineval" / "data"
+
+
+class _FlakyHandler(SimpleHTTPRequestHandler):
+    """Fault injection: answers 503 to the first `failures` requests, then serves files."""
+
+    failures: int
+    seen: list[str]
+
+    def do_GET(self) -> None:
+        self.seen.append(self.path)
+        if len(self.seen) <= self.failures:
+            self.send_error(503, "try later")
+            return
+        super().do_GET()
+
+    def log_message(self, format: str, *args: object) -> None:
+        return
+
+
+def _flaky_server(directory: Path, failures: int) -> tuple[ThreadingHTTPServer, list[str]]:
+    seen: list[str] = []
+    handler = type("Flaky", (_FlakyHandler,), {"failures": failures, "seen": seen})
+    server = ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(handler, directory=str(directory))
+    )
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    return server, seen
+
+
+@pytest.mark.parametrize(("failures", "succeeds"), [(2, True), (3, False)])
+def test_fetch_retries_server_errors_a_bounded_number_of_times(
+    data_root: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    failures: int,
+    succeeds: bool,
+) -> None:
+    monkeypatch.setattr(fetch_module, "_BACKOFF_S", 0.01)  # keep the test fast
+    mirror = tmp_path / "mirror"
+    _copy(data_root, mirror, NCBI_FILES)
+    server, seen = _flaky_server(mirror, failures)
+    host, port = server.server_address[:2]
+    try:
+        if succeeds:
+            paths = fetch("ncbi", cache_dir=tmp_path / "cache", base_url=f"http://{host!s}:{port}")
+            assert len(paths) == len(NCBI_FILES)
+            assert len(seen) == len(NCBI_FILES) + failures
+        else:
+            with pytest.raises(InputError, match="download failed after 3 attempts"):
+                fetch("ncbi", cache_dir=tmp_path / "cache", base_url=f"http://{host!s}:{port}")
+            assert len(seen) == fetch_module.MAX_ATTEMPTS
+            assert not (tmp_path / "cache").exists()
+    finally:
+        server.shutdown()
+        server.server_close()

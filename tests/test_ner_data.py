@@ -11,6 +11,7 @@ import gzip
 import json
 import re
 import zipfile
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -471,3 +472,42 @@ def test_bioc_passage_offsets_must_fit_title_plus_space(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="document 42: passage offsets") as info:
         load_ner_split("bc5cdr", "test", tmp_path)
     assert info.value.path == str(path)
+
+
+def test_pubtator_and_bioc_agree_on_real_files(data_root: Path) -> None:
+    """SOURCE.md: same PMIDs and texts in both formats, every PubTator mention is a BioC
+    annotation (BC5CDR adds composite components); BioRED's two formats carry the same mentions."""
+    for pubtator, bioc, n_mentions in (
+        ("ner/bc5cdr/CDR_TestSet.PubTator.txt", "ner/bc5cdr/CDR_TestSet.BioC.xml.gz", 9809),
+        ("ner/biored/Test.PubTator", "ner/biored/Test.BioC.XML.gz", 3535),
+    ):
+        p_docs = read_pubtator(data_root / pubtator)
+        b_docs = read_bioc(data_root / bioc)
+        assert [d.pmid for d in p_docs] == [d.id for d in b_docs]
+        assert sum(len(d.mentions) for d in p_docs) == n_mentions
+        for p_doc, b_doc in zip(p_docs, b_docs, strict=True):
+            assert p_doc.text == " ".join(p.text for p in b_doc.passages)
+            b_spans = Counter(
+                (a.locations[0][0], a.locations[0][0] + a.locations[0][1], a.type)
+                for p in b_doc.passages
+                for a in p.annotations
+                if len(a.locations) == 1
+            )
+            p_spans = Counter((m.start, m.end, m.type) for m in p_doc.mentions)
+            assert not p_spans - b_spans
+            for m in p_doc.mentions:
+                assert p_doc.text[m.start : m.end] == m.text
+
+
+def test_ncbi_source_type_counts(data_root: Path) -> None:
+    """SOURCE.md's raw mention counts per NCBI type, all mapped to condition."""
+    notes = load_ner_split("ncbi", "test", data_root).notes
+    assert notes["source_types"] == {
+        "SpecificDisease": 555,
+        "Modifier": 264,
+        "DiseaseClass": 121,
+        "CompositeMention": 20,
+    }
+    train = load_ner_split("ncbi", "train", data_root).notes
+    assert train["spans"] == 5145 and train["documents"] == 593
+    assert train["duplicate_document_ids"] == ["8528200"]
