@@ -16,7 +16,7 @@ from clineval.cli import main
 from clineval.errors import InputError
 from clineval.report import synthetic
 from clineval.report.html import render_report, write_report
-from clineval.report.jsonembed import script_json
+from clineval.report.jsonembed import script_json, script_payload
 from clineval.report.rundata import interval_of, load_run
 from clineval.report.sections_ner import classify
 from clineval.rundir import write_json, write_jsonl
@@ -70,6 +70,18 @@ def test_script_json_cannot_close_its_element_and_round_trips() -> None:
         assert bad not in text
     assert json.loads(text) == value
     assert script_json({"x": float("nan")}) == '{"x":null}'
+
+
+def test_big_payloads_are_gzip_base64_and_round_trip() -> None:
+    import base64
+    import gzip
+
+    value = {"rows": [{"answer": "</script>" + "中文" * 50}] * 20}
+    assert script_payload(value)[0] == "json"
+    encoding, text = script_payload(value, compress_over=0)
+    assert encoding == "gzip-base64"
+    assert re.fullmatch(r"[A-Za-z0-9+/=]+", text)
+    assert json.loads(gzip.decompress(base64.b64decode(text))) == value
 
 
 @pytest.fixture(scope="module")

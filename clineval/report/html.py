@@ -21,7 +21,7 @@ from markupsafe import Markup
 
 import clineval
 from clineval.report import sections_cc, sections_ner, sections_tcm
-from clineval.report.jsonembed import script_json
+from clineval.report.jsonembed import COMPRESS_OVER, script_payload
 from clineval.report.rundata import RunData, load_run, task_family
 from clineval.report.sections_common import (
     SampleTable,
@@ -72,7 +72,7 @@ def _generic_section(run: RunData, task: str) -> dict[str, Any]:
     return section
 
 
-def build_sections(run: RunData) -> list[dict[str, Any]]:
+def build_sections(run: RunData, compress_over: int = COMPRESS_OVER) -> list[dict[str, Any]]:
     sections = []
     seed = int(run.manifest.get("seed") or 0)
     for task in run.results:
@@ -92,13 +92,17 @@ def build_sections(run: RunData) -> list[dict[str, Any]]:
             if "svg" in block:
                 block["svg"] = Markup(block["svg"])  # matplotlib output, text escaped by it
         table = section["table"]
-        section["table_json"] = Markup(script_json(table.spec())) if table is not None else ""
+        encoding, payload = (
+            ("json", "") if table is None else script_payload(table.spec(), compress_over)
+        )
+        section["table_encoding"] = encoding
+        section["table_json"] = Markup(payload)  # inert: escaped JSON or base64 (see jsonembed)
         sections.append(section)
     return sections
 
 
-def render_report(run: RunData) -> str:
-    sections = build_sections(run)
+def render_report(run: RunData, compress_over: int = COMPRESS_OVER) -> str:
+    sections = build_sections(run, compress_over)
     script = asset("report.js")
     fixture_tasks = [s["task"] for s in sections if s["fixture"]]
     return (
@@ -121,8 +125,8 @@ def render_report(run: RunData) -> str:
     )
 
 
-def write_report(run_dir: Path, output: Path) -> Path:
+def write_report(run_dir: Path, output: Path, compress_over: int = COMPRESS_OVER) -> Path:
     """Render the report of run_dir into output (atomically) and return its path."""
     run = load_run(run_dir)
-    atomic_write_text(output, render_report(run))
+    atomic_write_text(output, render_report(run, compress_over))
     return output

@@ -92,8 +92,23 @@
     }
   };
 
-  function initTable(root) {
-    var spec = JSON.parse(document.getElementById(root.getAttribute("data-sample-table")).textContent);
+  // A data block is plain JSON, or gzip + base64 for big runs (decompressed by the browser).
+  function readSpec(node) {
+    var text = node.textContent;
+    if (node.getAttribute("data-encoding") !== "gzip-base64") {
+      return Promise.resolve(JSON.parse(text));
+    }
+    if (typeof DecompressionStream === "undefined") {
+      return Promise.reject(new Error("this browser cannot read compressed data (no DecompressionStream)"));
+    }
+    var bin = atob(text.trim());
+    var bytes = new Uint8Array(bin.length);
+    for (var i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+    var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    return new Response(stream).text().then(JSON.parse);
+  }
+
+  function initTable(root, spec) {
     var rows = spec.rows;
     var search = root.querySelector("input.search");
     var filterBox = root.querySelector(".filters");
@@ -186,6 +201,12 @@
     root.setAttribute("data-ready", "1");
   }
 
-  document.querySelectorAll("[data-sample-table]").forEach(initTable);
-  document.body.setAttribute("data-report-ready", "1");
+  var pending = [];
+  document.querySelectorAll("[data-sample-table]").forEach(function (root) {
+    var node = document.getElementById(root.getAttribute("data-sample-table"));
+    pending.push(readSpec(node).then(function (spec) { initTable(root, spec); }, function (err) {
+      root.querySelector(".detail").textContent = "Could not read the sample data: " + err.message;
+    }));
+  });
+  Promise.all(pending).then(function () { document.body.setAttribute("data-report-ready", "1"); });
 })();
