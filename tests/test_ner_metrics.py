@@ -11,6 +11,7 @@ import random
 import re
 import sys
 from collections import Counter
+from itertools import pairwise
 
 import numpy as np
 import pytest
@@ -22,9 +23,16 @@ from clineval.metrics.ner_span import COUNT_FIELDS, span_f1
 from clineval.metrics.ner_token_f1 import token_macro_f1
 from clineval.metrics.ner_tokens import (
     TOKEN_PATTERN,
+    CorpusText,
+    DocSpans,
+    LabelSpace,
     _classify,
     document_token_labels,
+    flatten_spans,
+    paint_char_labels,
     regex_token_offsets,
+    span_boundaries,
+    token_majority_labels,
 )
 
 TOL = 1e-9
@@ -37,18 +45,22 @@ def S(start: int, end: int, type_: str) -> Span:
 
 
 # ----------------------------------------------------------------------------- oracles
-def naive_token_labels(text: str, spans: list[Span]) -> list[str]:
+def naive_token_labels(
+    text: str, spans: list[Span], tokens: list[tuple[int, int]] | None = None
+) -> list[str]:
     """The definition, literally: paint characters in list order, then vote per token."""
     chars = ["O"] * len(text)
     for span in spans:
         for i in range(span.start, span.end):
             chars[i] = span.type
+    if tokens is None:
+        tokens = [m.span() for m in re.finditer(TOKEN_PATTERN, text)]
     labels = []
-    for match in re.finditer(TOKEN_PATTERN, text):
-        token_chars = chars[match.start() : match.end()]
+    for start, end in tokens:
+        token_chars = chars[start:end]
         counts = Counter(token_chars)
-        best = max(counts.values())
-        labels.append(next(c for c in token_chars if counts[c] == best))
+        best = max(counts.values(), default=0)
+        labels.append(next((c for c in token_chars if counts[c] == best), "O"))
     return labels
 
 
@@ -293,6 +305,8 @@ def random_spans(rng: random.Random, n_chars: int, types: tuple[str, ...]) -> li
         start = rng.randint(0, n_chars - 1)
         end = min(n_chars, start + rng.randint(0, 10))
         kind = rng.choice([*types, "other"]) if rng.random() < 0.2 else rng.choice(types)
+        if rng.random() < 0.04:
+            start, end = end, start  # inverted: covers no character, overlaps nothing
         spans.append(S(start, end, kind))
         if rng.random() < 0.15:
             spans.append(spans[rng.randrange(len(spans))])  # duplicates
@@ -331,3 +345,59 @@ def test_random_agreement_with_oracles(seed: int) -> None:
         spans.partial.total.missed,
         spans.partial.total.spurious,
     ]
+
+
+def random_tokens(rng: random.Random, n_chars: int, disjoint: bool) -> list[tuple[int, int]]:
+    """A subword-like segmentation (disjoint, sorted, may skip characters) or arbitrary ranges."""
+    if disjoint:
+        cuts = sorted({0, n_chars, *(rng.randint(0, n_chars) for _ in range(n_chars // 2))})
+        return [(a, b) for a, b in pairwise(cuts) if rng.random() < 0.9]
+    out = []
+    for _ in range(rng.randint(0, 12)):
+        a = rng.randint(0, n_chars)
+        out.append((a, min(n_chars, a + rng.randint(0, 6))))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_random_caller_tokens_agree_with_oracles(seed: int) -> None:
+    rng = random.Random(1000 + seed)
+    types = ("condition", "drug")
+    texts = [random_doc(rng) for _ in range(rng.randint(1, 15))]
+    tokens = [random_tokens(rng, len(t), disjoint=seed % 2 == 0) for t in texts]
+    gold = [random_spans(rng, len(t), types) for t in texts]
+    pred = [random_spans(rng, len(t), types) for t in texts]
+    offsets = [([a for a, _ in doc], [b for _, b in doc]) for doc in tokens]
+    ours = token_macro_f1(texts, gold, pred, types, token_offsets=offsets)
+    y_true = [
+        x for t, g, k in zip(texts, gold, tokens, strict=True) for x in naive_token_labels(t, g, k)
+    ]
+    y_pred = [
+        x for t, p, k in zip(texts, pred, tokens, strict=True) for x in naive_token_labels(t, p, k)
+    ]
+    report = classification_report(
+        y_true, y_pred, labels=list(types), zero_division=0, output_dict=True
+    )
+    assert ours.macro_f1 == pytest.approx(report["macro avg"]["f1-score"], abs=TOL)
+    for t in types:
+        assert ours.per_type[t].f1 == pytest.approx(report[t]["f1-score"], abs=TOL)
+    for text, spans, doc_tokens, doc_offsets in zip(texts, pred, tokens, offsets, strict=True):
+        got = document_token_labels(text, spans, types, token_offsets=doc_offsets)
+        assert got == (doc_tokens, naive_token_labels(text, spans, doc_tokens))
+
+
+def test_exact_change_points_path_matches_span_boundaries() -> None:
+    rng = random.Random(5)
+    for _ in range(200):
+        text = random_doc(rng)
+        spans = random_spans(rng, len(text), TYPES)
+        space = LabelSpace.build(TYPES, [s.type for s in spans])
+        corpus = CorpusText.of([text])
+        flat = flatten_spans(DocSpans.of([spans]), corpus, space.ids())
+        chars = paint_char_labels(corpus.n_chars, flat, len(space.names))
+        starts, ends = regex_token_offsets(text)
+        n = len(space.names)
+        by_chars = token_majority_labels(chars, starts, ends, n)
+        by_spans = token_majority_labels(chars, starts, ends, n, span_boundaries(flat))
+        assert by_chars.tolist() == by_spans.tolist()
+        assert [space.names[i] for i in by_chars] == naive_token_labels(text, spans)

@@ -158,8 +158,11 @@ def _score_document(
                 matched.add(g)
                 counts[g_kind * _N_OUTCOMES + _OTHER_TYPE] += 1
                 break
-            # Inclusive ends: [start, end] and [g_start, g_end] share a position.
-            if start <= g_end and g_start <= end and g not in matched:
+            # Inclusive ends: [start, end] and [g_start, g_end] share a position (an inverted
+            # span, end < start, is an empty range and overlaps nothing).
+            if start <= g_end and g_start <= end and start <= end and g_start <= g_end:
+                if g in matched:
+                    continue
                 matched.add(g)
                 outcome = _SAME_TYPE_OVERLAP if g_kind == kind else _OTHER_TYPE
                 counts[g_kind * _N_OUTCOMES + outcome] += 1

@@ -17,12 +17,13 @@ from numpy.typing import NDArray
 from clineval.data.ner_types import Span
 from clineval.metrics.ner_tokens import (
     CorpusText,
+    DocSpans,
     LabelSpace,
-    TokenIndex,
     TokenOffsets,
     corpus_tokens,
     flatten_spans,
     paint_char_labels,
+    span_boundaries,
     token_majority_labels,
 )
 
@@ -107,18 +108,19 @@ def label_tokens(
     """Tokenize every document once and label its tokens from the gold and predicted spans."""
     if not len(texts) == len(gold) == len(pred):
         raise ValueError(f"{len(texts)} texts, {len(gold)} gold and {len(pred)} predicted docs")
-    space = LabelSpace.build(types, gold, pred)
+    gold_spans, pred_spans = DocSpans.of(gold), DocSpans.of(pred)
+    space = LabelSpace.build(types, {*gold_spans.types, *pred_spans.types})
     ids = space.ids()
     corpus = CorpusText.of(texts)
     starts, ends, doc = corpus_tokens(texts, corpus, token_offsets)
-    index = TokenIndex.from_offsets(starts, ends)
     n_labels = len(space.names)
 
-    def labels_of(spans: Sequence[Sequence[Span]]) -> NDArray[np.int64]:
-        flat = flatten_spans(spans, corpus.bases, corpus.lengths, ids)
-        return token_majority_labels(paint_char_labels(corpus.n_chars, flat), index, n_labels)
+    def labels_of(spans: DocSpans) -> NDArray[np.int64]:
+        flat = flatten_spans(spans, corpus, ids)
+        chars = paint_char_labels(corpus.n_chars, flat, n_labels)
+        return token_majority_labels(chars, starts, ends, n_labels, span_boundaries(flat))
 
-    return TokenLabels(space, starts, ends, doc, labels_of(gold), labels_of(pred))
+    return TokenLabels(space, starts, ends, doc, labels_of(gold_spans), labels_of(pred_spans))
 
 
 def token_macro_f1(
@@ -150,10 +152,9 @@ def score_token_labels(labels: TokenLabels, n_docs: int) -> TokenF1Result:
         counts = np.bincount(keys, minlength=size)[: n_docs * n_labels]
         return counts.reshape(n_docs, n_labels)[:, 1 : n_scored + 1].astype(np.int64)
 
-    everything = np.ones(labels.gold.size, dtype=np.bool_)
-    tp = per_doc(labels.gold == labels.pred, labels.gold)
-    gold_count = per_doc(everything, labels.gold)
-    pred_count = per_doc(everything, labels.pred)
+    gold_count = per_doc(labels.gold > 0, labels.gold)  # O tokens never count for a type
+    pred_count = per_doc(labels.pred > 0, labels.pred)
+    tp = per_doc((labels.gold == labels.pred) & (labels.gold > 0), labels.gold)
     fp, fn = pred_count - tp, gold_count - tp
     types = labels.space.names[1 : n_scored + 1]
     per_type: dict[str, TypeScore] = {}

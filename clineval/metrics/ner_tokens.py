@@ -13,9 +13,11 @@ loop per token. Label ids: 0 is O; 1.. are the span types in the order given by 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
+from itertools import chain
+from operator import attrgetter
 
 import numpy as np
 from numpy.typing import NDArray
@@ -47,9 +49,13 @@ def _bmp_tables() -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
     return word, space
 
 
-def _classify(codes: NDArray[np.uint32]) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
+def _classify(
+    codes: NDArray[np.uint32] | NDArray[np.uint8],
+) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
     """(is word character, is whitespace) per code point."""
     word_bmp, space_bmp = _bmp_tables()
+    if codes.dtype == np.uint8:
+        return word_bmp[codes], space_bmp[codes]
     astral = codes >= _BMP
     low = np.where(astral, 0, codes)
     word = word_bmp[low]
@@ -61,8 +67,11 @@ def _classify(codes: NDArray[np.uint32]) -> tuple[NDArray[np.bool_], NDArray[np.
     return word, space
 
 
-def _code_points(text: str) -> NDArray[np.uint32]:
-    # UTF-32 gives exactly one unit per Python character, so indices stay character offsets.
+def _code_points(text: str) -> NDArray[np.uint32] | NDArray[np.uint8]:
+    # One array unit per Python character, so indices stay character offsets: bytes for ASCII
+    # text (a quarter of the memory traffic), UTF-32 otherwise.
+    if text.isascii():
+        return np.frombuffer(text.encode("ascii"), dtype=np.uint8)
     return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
 
 
@@ -73,25 +82,19 @@ def regex_token_offsets(text: str) -> tuple[IntArray, IntArray]:
     two word characters joins its neighbours (`_` is itself a word character), and every other
     non-space character is a token of its own.
     """
-    if not text:
-        empty = np.zeros(0, dtype=np.int64)
-        return empty, empty
     codes = _code_points(text)
     word, space = _classify(codes)
-    n = codes.size
-    prev_word = np.zeros(n, dtype=np.bool_)
-    prev_word[1:] = word[:-1]
-    next_word = np.zeros(n, dtype=np.bool_)
-    next_word[:-1] = word[1:]
-    joining_hyphen = (codes == _HYPHEN) & prev_word & next_word
-    after_joining_hyphen = np.zeros(n, dtype=np.bool_)
-    after_joining_hyphen[1:] = joining_hyphen[:-1]
-    continues = (word & prev_word) | joining_hyphen | (word & after_joining_hyphen)
-    starts = np.flatnonzero(~space & ~continues)
-    # A token ends where the next token starts or at the first whitespace after its start.
-    boundary = np.flatnonzero(space | ~continues)  # positions that end any preceding token
-    boundary = np.append(boundary, n)
-    ends = boundary[np.searchsorted(boundary, starts, side="right")]
+    # joins[i]: character i is a "-" with word characters on both sides.
+    joins = np.zeros(codes.size, dtype=np.bool_)
+    joins[1:-1] = (codes[1:-1] == _HYPHEN) & word[:-2] & word[2:]
+    # continues[i]: character i belongs to the same token as character i - 1.
+    continues = joins.copy()
+    continues[1:] |= word[1:] & (word[:-1] | joins[:-1])
+    starts = np.flatnonzero(~(space | continues))
+    # A token ends after a non-space character whose successor does not continue it.
+    last = ~space
+    last[:-1] &= ~continues[1:]
+    ends = np.flatnonzero(last) + 1
     return starts.astype(np.int64), ends.astype(np.int64)
 
 
@@ -107,17 +110,11 @@ class LabelSpace:
     n_scored: int
 
     @classmethod
-    def build(cls, types: Sequence[str], *span_lists: Sequence[Sequence[Span]]) -> LabelSpace:
+    def build(cls, types: Sequence[str], seen: Iterable[str] = ()) -> LabelSpace:
         names = [O_LABEL, *types]
         if len(set(names)) != len(names):
             raise ValueError(f"types must be distinct and must not contain {O_LABEL!r}: {types}")
-        seen = set(names)
-        for spans_of_docs in span_lists:
-            for spans in spans_of_docs:
-                for span in spans:
-                    if span.type not in seen:
-                        seen.add(span.type)
-                        names.append(span.type)
+        names += sorted(set(seen) - set(names))
         return cls(tuple(names), len(types))
 
     def ids(self) -> dict[str, int]:
@@ -125,115 +122,151 @@ class LabelSpace:
 
 
 @dataclass(frozen=True)
+class DocSpans:
+    """Every span of a corpus as parallel arrays in list order (document coordinates)."""
+
+    doc: IntArray
+    starts: IntArray
+    ends: IntArray
+    types: list[str]
+
+    @classmethod
+    def of(cls, docs: Sequence[Sequence[Span]]) -> DocSpans:
+        counts = np.fromiter(map(len, docs), dtype=np.int64, count=len(docs))
+        flat = list(chain.from_iterable(docs))
+        n = len(flat)
+        return cls(
+            doc=np.repeat(np.arange(len(docs), dtype=np.int64), counts),
+            starts=np.fromiter(map(_start, flat), dtype=np.int64, count=n),
+            ends=np.fromiter(map(_end, flat), dtype=np.int64, count=n),
+            types=list(map(_type, flat)),
+        )
+
+
+_start, _end, _type = attrgetter("start"), attrgetter("end"), attrgetter("type")
+
+
+@dataclass(frozen=True)
 class FlatSpans:
-    """All spans of a corpus as arrays in corpus coordinates, in list order."""
+    """All spans of a corpus in corpus coordinates, in list order, with label ids."""
 
     starts: IntArray
     ends: IntArray
     labels: IntArray
 
 
-def flatten_spans(
-    docs: Sequence[Sequence[Span]],
-    bases: IntArray,
-    lengths: IntArray,
-    label_ids: dict[str, int],
-) -> FlatSpans:
-    """Concatenate every document's spans, shifted by its base offset, checking bounds."""
-    counts = np.fromiter((len(spans) for spans in docs), dtype=np.int64, count=len(docs))
-    flat = [(s.start, s.end, label_ids[s.type]) for spans in docs for s in spans]
-    table = np.array(flat, dtype=np.int64).reshape(-1, 3)
-    doc_of = np.repeat(np.arange(len(docs)), counts)
-    starts, ends = table[:, 0], table[:, 1]
-    bad = (starts < 0) | (ends > lengths[doc_of])
+def flatten_spans(spans: DocSpans, corpus: CorpusText, label_ids: dict[str, int]) -> FlatSpans:
+    """Shift every span by its document's base offset, checking it lies inside the document."""
+    lengths = corpus.lengths[spans.doc]
+    bad = (spans.starts < 0) | (spans.ends > lengths)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise ValueError(
-            f"span ({starts[i]}, {ends[i]}) lies outside document {int(doc_of[i])} "
-            f"of length {int(lengths[doc_of[i]])}"
+            f"span ({spans.starts[i]}, {spans.ends[i]}) lies outside document "
+            f"{int(spans.doc[i])} of length {int(lengths[i])}"
         )
-    shift = bases[doc_of]
-    return FlatSpans(starts + shift, ends + shift, table[:, 2].copy())
+    labels = np.fromiter(
+        map(label_ids.__getitem__, spans.types), dtype=np.int64, count=len(spans.types)
+    )
+    shift = corpus.bases[spans.doc]
+    return FlatSpans(spans.starts + shift, spans.ends + shift, labels)
 
 
-def paint_char_labels(n_chars: int, spans: FlatSpans) -> IntArray:
+def _expand(starts: IntArray, lengths: IntArray) -> IntArray:
+    """Concatenation of arange(start, start + length) for every (start, length)."""
+    before = np.cumsum(lengths) - lengths
+    return np.repeat(starts - before, lengths) + np.arange(int(lengths.sum()), dtype=np.int64)
+
+
+def paint_char_labels(n_chars: int, spans: FlatSpans, n_labels: int) -> NDArray[np.integer]:
     """Label id per character: the LAST span (list order) covering it, else 0 (O).
 
-    Where at most one span covers a character a prefix sum of +label/-label answers it at once;
-    only spans touching a character covered twice or more are repainted in list order.
+    Spans are grouped into clusters of transitively overlapping spans; a span alone in its
+    cluster is painted in one vectorized assignment with the others, and only members of
+    clusters of two or more are repainted one by one in list order (rare in real data).
     """
-    keep = spans.ends > spans.starts
+    dtype: type[np.integer] = np.uint8 if n_labels <= 256 else np.int64
+    chars: NDArray[np.integer] = np.zeros(n_chars, dtype=dtype)
+    keep = np.flatnonzero(spans.ends > spans.starts)
+    if keep.size == 0:
+        return chars
     starts, ends, labels = spans.starts[keep], spans.ends[keep], spans.labels[keep]
-    size = n_chars + 1
-    opened = np.bincount(starts, minlength=size) - np.bincount(ends, minlength=size)
-    cover = np.cumsum(opened)[:n_chars]
-    label_sum = np.cumsum(
-        np.bincount(starts, weights=labels, minlength=size)
-        - np.bincount(ends, weights=labels, minlength=size)
-    )[:n_chars]
-    chars = np.where(cover == 1, np.rint(label_sum), 0).astype(np.int64)
-    multi = cover >= 2
-    if multi.any():
-        multi_before = np.concatenate(([0], np.cumsum(multi)))
-        involved = np.flatnonzero(multi_before[ends] > multi_before[starts])
-        for i in involved.tolist():  # ascending index = list order, so the last span wins
-            chars[starts[i] : ends[i]] = labels[i]
+    order = np.argsort(starts, kind="stable")
+    reach = np.maximum.accumulate(ends[order])
+    opens = np.ones(order.size, dtype=np.bool_)
+    opens[1:] = starts[order][1:] >= reach[:-1]
+    cluster = np.cumsum(opens) - 1
+    alone = np.bincount(cluster)[cluster] == 1
+    single = order[alone]
+    lengths = ends[single] - starts[single]
+    chars[_expand(starts[single], lengths)] = np.repeat(labels[single], lengths).astype(dtype)
+    crowded = np.sort(order[~alone])  # ascending = list order, so the last span wins
+    for i in crowded.tolist():
+        chars[starts[i] : ends[i]] = labels[i]
     return chars
 
 
-@dataclass(frozen=True)
-class TokenIndex:
-    """The characters of every token, flattened: token k owns positions[offsets[k]:offsets[k+1]]."""
+def span_boundaries(spans: FlatSpans) -> IntArray:
+    """Sorted positions where painted labels may change: every span start and end.
 
-    positions: IntArray
-    offsets: IntArray  # n_tokens + 1
-
-    @classmethod
-    def from_offsets(cls, starts: IntArray, ends: IntArray) -> TokenIndex:
-        lengths = np.maximum(ends - starts, 0)
-        offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
-        # position = token start + rank of the character inside its token
-        within = np.arange(offsets[-1], dtype=np.int64) - np.repeat(offsets[:-1], lengths)
-        return cls(np.repeat(starts, lengths) + within, offsets)
-
-    @property
-    def n_tokens(self) -> int:
-        return self.offsets.size - 1
+    Painting is constant between consecutive span boundaries, so these are a superset of the
+    characters whose label differs from the previous character's.
+    """
+    return np.sort(np.concatenate((spans.starts, spans.ends)))  # duplicates are harmless
 
 
-def token_majority_labels(chars: IntArray, index: TokenIndex, n_labels: int) -> IntArray:
-    """Most common character label per token; ties -> the tied label seen first; empty -> O."""
-    n_tokens = index.n_tokens
-    lengths = np.diff(index.offsets)
-    labels = np.zeros(n_tokens, dtype=np.int64)
-    nonempty = lengths > 0
-    char_labels = chars[index.positions]
-    labels[nonempty] = char_labels[index.offsets[:-1][nonempty]]
-    # A token is mixed when some character differs from its first one; only those need counts.
-    token_of_char = np.repeat(np.arange(n_tokens), lengths)
-    differs = char_labels != labels[token_of_char]
-    mixed = np.flatnonzero(np.bincount(token_of_char[differs], minlength=n_tokens) > 0)
+def token_majority_labels(
+    chars: NDArray[np.integer],
+    starts: IntArray,
+    ends: IntArray,
+    n_labels: int,
+    boundaries: IntArray | None = None,
+) -> IntArray:
+    """Most common character label per token; ties -> the tied label seen first; empty -> O.
+
+    Most tokens carry one label throughout, their first character's. Only tokens with a label
+    boundary strictly inside are counted character by character. `boundaries` (sorted) must
+    include every position whose label differs from the one before it (`span_boundaries`);
+    without it the exact change points are computed from `chars`.
+    """
+    labels = np.zeros(starts.size, dtype=np.int64)
+    nonempty = ends > starts
+    labels[nonempty] = chars[starts[nonempty]]
+    if boundaries is None:
+        boundaries = np.flatnonzero(chars[1:] != chars[:-1]) + 1
+    if starts.size and np.all(starts[1:] >= ends[:-1]):
+        # Sorted, disjoint tokens (the regex's, most tokenizers'): look up each boundary's token.
+        token = np.searchsorted(starts, boundaries, side="right") - 1
+        hit = token >= 0
+        token, bound = token[hit], boundaries[hit]
+        flag = np.zeros(starts.size, dtype=np.bool_)
+        flag[token[(bound > starts[token]) & (bound < ends[token])]] = True
+        mixed = np.flatnonzero(flag)
+    else:
+        inside = np.searchsorted(boundaries, ends, side="left") - np.searchsorted(
+            boundaries, starts, side="right"
+        )
+        mixed = np.flatnonzero(inside > 0)
     if mixed.size:
-        labels[mixed] = _resolve_mixed(char_labels, index, mixed, n_labels)
+        labels[mixed] = _resolve_mixed(chars, starts[mixed], ends[mixed] - starts[mixed], n_labels)
     return labels
 
 
 def _resolve_mixed(
-    char_labels: IntArray, index: TokenIndex, mixed: IntArray, n_labels: int
+    chars: NDArray[np.integer], starts: IntArray, lengths: IntArray, n_labels: int
 ) -> IntArray:
-    starts = index.offsets[mixed]
-    lengths = index.offsets[mixed + 1] - starts
-    total = int(lengths.sum())
-    local = np.repeat(np.arange(mixed.size), lengths)
-    rank = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-    labels = char_labels[np.repeat(starts, lengths) + rank]
-    keys = local * n_labels + labels
-    counts = np.bincount(keys, minlength=mixed.size * n_labels).reshape(mixed.size, n_labels)
+    n = starts.size
+    local = np.repeat(np.arange(n, dtype=np.int64), lengths)
+    rank = np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(
+        np.cumsum(lengths) - lengths, lengths
+    )
+    keys = local * n_labels + chars[_expand(starts, lengths)].astype(np.int64)
+    counts = np.bincount(keys, minlength=n * n_labels).reshape(n, n_labels)
     longest = int(lengths.max())
-    first = np.full(mixed.size * n_labels, longest, dtype=np.int64)
+    first = np.full(n * n_labels, longest, dtype=np.int64)
     np.minimum.at(first, keys, rank)
     # More characters wins; among equal counts the label whose first character is leftmost.
-    score = counts * (longest + 1) + (longest - first.reshape(mixed.size, n_labels))
+    score = counts * (longest + 1) + (longest - first.reshape(n, n_labels))
     score[counts == 0] = -1
     return np.argmax(score, axis=1).astype(np.int64)
 
@@ -298,12 +331,13 @@ def document_token_labels(
     For samples.jsonl and for turning character spans into token tags; scoring a corpus goes
     through `clineval.metrics.ner_token_f1.token_macro_f1`, which uses the same functions.
     """
-    space = LabelSpace.build(types, [spans])
+    doc_spans = DocSpans.of([spans])
+    space = LabelSpace.build(types, doc_spans.types)
     corpus = CorpusText.of([text])
     offsets = None if token_offsets is None else [token_offsets]
     starts, ends, _ = corpus_tokens([text], corpus, offsets)
-    flat = flatten_spans([spans], corpus.bases, corpus.lengths, space.ids())
-    chars = paint_char_labels(corpus.n_chars, flat)
-    labels = token_majority_labels(chars, TokenIndex.from_offsets(starts, ends), len(space.names))
+    flat = flatten_spans(doc_spans, corpus, space.ids())
+    chars = paint_char_labels(corpus.n_chars, flat, len(space.names))
+    labels = token_majority_labels(chars, starts, ends, len(space.names), span_boundaries(flat))
     tokens = list(zip(starts.tolist(), ends.tolist(), strict=True))
     return tokens, [space.names[i] for i in labels.tolist()]

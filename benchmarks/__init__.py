@@ -1,0 +1,1 @@
+"""Benchmark scripts: run as modules, print numbers for BENCHMARKS.md."""
