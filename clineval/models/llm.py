@@ -17,11 +17,12 @@ What every call goes through, in order:
   6. the finished call is written to the store (request without any key; response text, model,
      finish reason, temperature, seed, system_fingerprint; token usage).
 
-Transport. The default sends requests with a plain aiohttp session: measured against the
-`openai` SDK (both its aiohttp and httpx transports) it spends far less CPU per call, which
-decides whether a 2-core machine can keep 256 calls in flight (numbers in BENCHMARKS.md).
-`--option llm.transport=openai` (SDK over aiohttp) or `openai-httpx` selects the SDK, with
-its own retries disabled so the policy above stays the only one.
+Transport. The default (`http1`) is clineval's own lean HTTP/1.1 client (clineval.models.
+http1): measured through the whole call path it spends about half the CPU per call of a plain
+aiohttp session and a tenth of the `openai` SDK's (numbers in BENCHMARKS.md), which decides
+whether a 2-core machine can keep 256 calls in flight. `--option llm.transport=aiohttp`,
+`openai` (the SDK's AsyncOpenAI over aiohttp) or `openai-httpx` select the others; the SDK
+runs with its own retries disabled so the policy above stays the only one.
 """
 
 from __future__ import annotations
@@ -47,8 +48,8 @@ from clineval.models.spec import ModelSpec
 from clineval.secrets import redact
 from clineval.store import stable_hash
 
-TRANSPORTS = ("aiohttp", "openai", "openai-httpx")
-DEFAULT_TRANSPORT = "aiohttp"
+TRANSPORTS = ("http1", "aiohttp", "openai", "openai-httpx")
+DEFAULT_TRANSPORT = "http1"
 _RETRYABLE_4XX = {408, 409, 425, 429}
 
 
@@ -214,6 +215,50 @@ class AioHttpTransport:
         await self._session.close()
 
 
+class Http1Transport:
+    """POST /chat/completions with clineval's lean HTTP/1.1 client (the default, least CPU)."""
+
+    def __init__(self, api_key: str | None) -> None:
+        from clineval.models import http1
+
+        self._http1 = http1
+        self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if api_key:
+            self._headers["Authorization"] = f"Bearer {api_key}"
+        self._clients: dict[str, Any] = {}
+
+    async def post_chat(self, base_url: str, body: dict[str, Any], timeout_s: float) -> Any:
+        http1 = self._http1
+        client = self._clients.get(base_url)
+        if client is None:
+            try:
+                client = http1.Http1Client(base_url, self._headers)
+            except ValueError as exc:
+                raise InputError(f"bad base URL: {exc}") from None
+            self._clients[base_url] = client
+        payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        host = _host(base_url)
+        try:
+            async with asyncio.timeout(timeout_s):
+                reply = await client.post("/chat/completions", payload)
+        except TimeoutError:
+            raise AttemptFailed(
+                "timeout", f"no answer from {host} within {timeout_s:g} s", True
+            ) from None
+        except http1.ProtocolError as exc:
+            raise AttemptFailed("bad_response", f"{host}: {exc}", True) from None
+        except OSError as exc:  # refused, reset, closed early, DNS, TLS
+            raise AttemptFailed(
+                "connection", f"{host}: {type(exc).__name__}: {_snippet(str(exc))}", True
+            ) from None
+        return classify_http(reply.status, reply.headers.get("retry-after"), reply.body)
+
+    async def aclose(self) -> None:
+        for client in self._clients.values():
+            client.close()
+        self._clients.clear()
+
+
 class OpenAISDKTransport:
     """The `openai` package's AsyncOpenAI client (aiohttp or httpx under it), retries off."""
 
@@ -283,6 +328,8 @@ def _refused(exc: BaseException) -> bool:
 
 
 def make_transport(name: str, api_key: str | None, pool_size: int) -> Transport:
+    if name == "http1":
+        return Http1Transport(api_key)
     if name == "aiohttp":
         return AioHttpTransport(api_key, pool_size)
     if name in ("openai", "openai-httpx"):
