@@ -1,0 +1,136 @@
+"""Kill a real `clineval run` with SIGKILL in the middle, run it again: no finished call is
+repeated and the final results equal those of an uninterrupted run.
+
+ClinConsensus on its fixture cases, candidate and judge served by the stub server (slowed down
+so that the kill lands mid-run). The stub counts requests per request key, which is what
+proves that nothing stored before the kill was asked again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from llm_stub_server import StubServer, request_key
+
+from clineval.models.spec import ModelSpec
+from clineval.rundir import RESULTS, read_json
+from clineval.store import STORE_FILENAME
+
+KILL_AFTER_CALLS = 60
+
+
+@pytest.fixture(scope="module")
+def stub() -> Iterator[StubServer]:
+    with StubServer(latency=0.0) as server:
+        yield server
+
+
+def _command(stub: StubServer, out: Path, concurrency: int) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "clineval",
+        "--quiet",
+        "run",
+        "clinconsensus",
+        "--model",
+        f"openai:cand@{stub.base_url}",
+        "--judge",
+        f"openai:judge@{stub.base_url}",
+        "--option",
+        "clinconsensus.cases=fixture",
+        "--concurrency",
+        str(concurrency),
+        "--output-dir",
+        str(out),
+    ]
+
+
+def _stored_stub_keys(store_path: Path) -> list[str]:
+    """The stub-side key of every call in a run store (read-only, beside a live writer)."""
+    conn = sqlite3.connect(f"file:{store_path}?mode=ro", uri=True)
+    try:
+        rows = conn.execute("SELECT request FROM calls").fetchall()
+    finally:
+        conn.close()
+    keys = []
+    for (raw,) in rows:
+        request = json.loads(raw)
+        body = {
+            "model": ModelSpec.parse(request["model"]).name,
+            "messages": [{"role": r, "content": c} for r, c in request["messages"]],
+            "response_format": request["response_format"],
+        }
+        keys.append(request_key(body))
+    return keys
+
+
+def _count_calls(store_path: Path) -> int:
+    if not store_path.exists():
+        return 0
+    try:
+        conn = sqlite3.connect(f"file:{store_path}?mode=ro", uri=True, timeout=5)
+        try:
+            return int(conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
+        finally:
+            conn.close()
+    except sqlite3.OperationalError:  # schema not created yet
+        return 0
+
+
+@pytest.mark.slow
+def test_sigkill_mid_run_then_resume(tmp_path: Path, stub: StubServer) -> None:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    # 1. The reference: an uninterrupted run.
+    reference = subprocess.run(
+        _command(stub, tmp_path / "reference", 32), env=env, capture_output=True, timeout=300
+    )
+    assert reference.returncode == 0, reference.stderr.decode()[-2000:]
+    total_calls = stub.stats()["requests"]
+    assert total_calls == 12 * (1 + 30)  # 12 fixture cases: 1 answer + 30 verdicts each
+
+    # 2. The same run, slowed down, killed with SIGKILL once some calls are stored.
+    stub.reset()
+    stub.script([], default={"do": "ok", "latency": 0.05})
+    out = tmp_path / "killed"
+    store_path = out / STORE_FILENAME
+    proc = subprocess.Popen(
+        _command(stub, out, 4), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = time.monotonic() + 120
+    while _count_calls(store_path) < KILL_AFTER_CALLS and time.monotonic() < deadline:
+        assert proc.poll() is None, "the run finished before it could be killed"
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+    finished_before_kill = _stored_stub_keys(store_path)
+    assert KILL_AFTER_CALLS <= len(finished_before_kill) < total_calls
+    asked_before_kill = stub.stats()["by_key"]
+    assert all(asked_before_kill.get(k) == 1 for k in finished_before_kill)
+
+    # 3. Resume: same command, same output directory.
+    stub.script([], default={"do": "ok", "latency": 0.0})
+    resumed = subprocess.run(_command(stub, out, 4), env=env, capture_output=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr.decode()[-2000:]
+    by_key = stub.stats()["by_key"]
+    # No call that had finished (was stored) before the kill was requested again ...
+    repeated = {k for k in finished_before_kill if by_key.get(k, 0) != 1}
+    assert repeated == set()
+    # ... every call was made, and only the few in flight at the kill were made twice.
+    assert len(by_key) == total_calls
+    in_flight_at_kill = [k for k, n in by_key.items() if n > 1]
+    assert len(in_flight_at_kill) <= 4  # the run's concurrency limit
+    assert sum(by_key.values()) == total_calls + len(in_flight_at_kill)
+
+    # 4. The final results equal the uninterrupted run's.
+    assert read_json(out / RESULTS) == read_json(tmp_path / "reference" / RESULTS)
