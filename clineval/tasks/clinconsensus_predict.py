@@ -116,7 +116,13 @@ class _Flow:
         rubric = case.rubrics[index]
         key = verdict_key(case.case_id, rubric.criterion_id)
         stored = self.verdicts[label].get(key)
-        if stored is not None and stored.get("met") is not None:
+        # A verdict made under another judge prompt (the --judge-prompt file was edited) is
+        # made again; the prompt version is also part of every call's cache key.
+        if (
+            stored is not None
+            and stored.get("met") is not None
+            and stored.get("prompt") == self.prompt.version
+        ):
             self.progress.advance(cached=True)
             return
         outcome = await judge_criterion(
@@ -130,7 +136,8 @@ class _Flow:
             max_tokens=self.data.options.judge_max_tokens,
             parse_retries=self.data.options.judge_retries,
         )
-        self.store.put_record(TASK, verdict_kind(label), key, outcome.record(label))
+        record = {**outcome.record(label), "prompt": self.prompt.version}
+        self.store.put_record(TASK, verdict_kind(label), key, record)
         if outcome.retries:
             self.progress.count("retries", outcome.retries)
         if outcome.met is None:

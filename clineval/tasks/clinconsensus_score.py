@@ -174,7 +174,13 @@ def evaluate(ctx: Any, data: Data, prompt: JudgePrompt) -> TaskResult:
         records = list(answers.values()) + [r for recs in stored.values() for r in recs.values()]
         metrics["usage"] = _usage(ctx, records)
 
-    samples = _samples(data, kept, stored, answers, primary, primary_label, complete)
+    # Sample rows cover every case, those without a candidate answer included (a browser of
+    # the run must show them), with their primary verdict rows left empty.
+    full = np.full((len(cases), n), np.nan)
+    full[answered] = primary
+    full_complete = np.zeros(len(cases), dtype=bool)
+    full_complete[answered] = complete
+    samples = _samples(data, list(cases), stored, answers, full, primary_label, full_complete)
     errors = []
     if metrics["candidate_errors"]:
         errors.append(f"{metrics['candidate_errors']} case(s) got no candidate answer")
@@ -226,6 +232,7 @@ def _samples(
                     }
                 )
         row = primary[i]
+        answer = answers.get(case.case_id) or {}
         rows.append(
             {
                 "id": case.case_id,
@@ -234,11 +241,12 @@ def _samples(
                 "task": case.task,
                 "user_role": case.user_role,
                 "query": case.query,
-                "answer": (answers.get(case.case_id) or {}).get("text"),
+                "answer": answer.get("text"),
                 "s": int(np.nansum(row)),
                 "judged": int((~np.isnan(row)).sum()),
                 "complete": bool(complete[i]),
                 "verdicts": verdicts,
+                **({"candidate_error": answer["error"]} if answer.get("error") else {}),
             }
         )
     return rows
