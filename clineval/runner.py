@@ -84,6 +84,20 @@ def _existing_outputs(output_dir: Path) -> tuple[dict[str, Any], dict[str, list[
     return results, samples
 
 
+def _note_llm_calls(manifest: dict[str, Any], ctx: RunContext) -> None:
+    """Model-call counters of this invocation and token usage / cost of all stored calls."""
+    from clineval.concurrency import run_call_state
+    from clineval.models.usage import run_usage
+
+    if ctx.store.count_calls():
+        manifest["llm_usage"] = run_usage(ctx.store, ctx.config.price_table)
+    if ctx.shared:
+        manifest["llm_calls"] = {
+            "totals": run_call_state(ctx).totals(),
+            "by_model": {k: v.as_dict() for k, v in run_call_state(ctx).stats.items()},
+        }
+
+
 def _execute(config: RunConfig, output_dir: Path, *, predict: bool) -> dict[str, Any]:
     output_dir.mkdir(parents=True, exist_ok=True)
     if predict:
@@ -117,6 +131,7 @@ def _execute(config: RunConfig, output_dir: Path, *, predict: bool) -> dict[str,
             }
             failures.extend(f"{name}: {msg}" for msg in result.errors)
             _write_outputs(output_dir, results, samples)
+            _note_llm_calls(manifest, ctx)
             write_json(output_dir / MANIFEST, manifest)
     manifest["status"] = "failed" if failures else "finished"
     manifest["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
