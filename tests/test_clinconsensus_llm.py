@@ -226,3 +226,25 @@ def test_candidate_cannot_grade_itself(tmp_path: Path, stub: StubServer) -> None
     assert samples[0]["answer"] == injected
     assert all(v["met"] is None for v in samples[0]["verdicts"])
     assert _results(out)["judge_errors"] == 4
+
+
+def test_a_failing_panel_judge_fails_the_run(tmp_path: Path, stub: StubServer) -> None:
+    """Judge B (its own stub) only says garbage: the majority rests on judge A alone, so the
+    aggregate has no judge error, but B's own error rate breaks the bound -> exit 1."""
+    with StubServer(latency=0.0) as broken:
+        broken.script([], default={"do": "ok", "content": "no idea"})
+        judges = [
+            "--judge",
+            f"openai:judge-a@{stub.base_url}",
+            "--judge",
+            f"openai:judge-b@{broken.base_url}",
+        ]
+        out = tmp_path / "run"
+        code = _stub_run(stub, out, *judges, "--option", "clinconsensus.judge_retries=0")
+    assert code == 1
+    res = _results(out)
+    assert res["judge_errors"] == 0
+    assert res["per_judge"]["openai:judge-b"]["judge_error_rate"] == 1.0
+    assert res["per_judge"]["openai:judge-a"]["judge_errors"] == 0
+    assert res["agreement"]["pairs"][0]["n_items"] == 0
+    assert res["agreement"]["pairs"][0]["cohen_kappa"] is None

@@ -184,12 +184,16 @@ def evaluate(ctx: Any, data: Data, prompt: JudgePrompt) -> TaskResult:
     errors = []
     if metrics["candidate_errors"]:
         errors.append(f"{metrics['candidate_errors']} case(s) got no candidate answer")
-    rate = headline["judge_error_rate"]
-    if rate > config.max_judge_error_rate:
-        errors.append(
-            f"judge error rate {rate:.2%} ({headline['judge_errors']} criteria without a verdict)"
-            f" exceeds --max-judge-error-rate {config.max_judge_error_rate:.2%}"
-        )
+    # The bound holds for the primary figures AND for each judge of a panel: a judge that
+    # fails often would otherwise quietly shrink the panel the aggregate rests on.
+    bounded = {"": headline, **{f" of {k}": v for k, v in metrics.get("per_judge", {}).items()}}
+    for which, figures in bounded.items():
+        rate = figures["judge_error_rate"]
+        if rate > config.max_judge_error_rate:
+            errors.append(
+                f"judge error rate{which} {rate:.2%} ({figures['judge_errors']} criteria without"
+                f" a verdict) exceeds --max-judge-error-rate {config.max_judge_error_rate:.2%}"
+            )
     return TaskResult(metrics=metrics, samples=samples, errors=errors)
 
 
