@@ -215,3 +215,30 @@ def test_report_is_deterministic_apart_from_the_timestamp(
     b = write_report(hostile_runs["cc"], tmp_path / "b.html").read_text(encoding="utf-8")
     strip = re.compile(r"generated \d{4}-\d\d-\d\d \d\d:\d\d")
     assert strip.sub("", a) == strip.sub("", b)
+
+
+def test_plots_escape_labels_and_draw_one_bar_per_class() -> None:
+    from clineval.report import plots
+
+    labels = ["<script>alert(1)</script>", 'a" onmouseover="x', "脾虚证"]
+    svg = plots.per_class_f1(
+        labels, [0.5, 0.25, 1.0], [10, 5, 1], ["head", "middle", "tail"], "t<b>"
+    )
+    scan = _scan(svg)
+    assert [t for t, _ in scan.elements if t == "script"] == []
+    for _, attrs in scan.elements:
+        assert not [k for k in attrs if k.startswith("on")]
+    assert "&lt;script&gt;" in svg and "t&lt;b&gt;" in svg
+    bars = [
+        a
+        for t, a in scan.elements
+        if t == "rect"
+        and a.get("fill")
+        in (plots.GROUP_COLORS["head"], plots.GROUP_COLORS["middle"], plots.GROUP_COLORS["tail"])
+    ]
+    assert len(bars) >= 3
+    # Bar heights are proportional to F1 (plot area 190 px high).
+    heights = sorted(float(a["height"]) for a in bars if a.get("height") not in (None, "10"))
+    assert heights == pytest.approx([47.5, 95.0, 190.0])
+    curve = plots.reverse_ecdf([1.0, 0.5, 0.25, 0.0], [2], "c")
+    assert "k=2: 0.25 of cases reach k" in curve

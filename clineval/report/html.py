@@ -29,7 +29,6 @@ from clineval.report.sections_common import (
     fill_intervals,
     settings,
 )
-from clineval.report.task_stats import statistics_for
 from clineval.rundir import atomic_write_text
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -86,6 +85,8 @@ def build_sections(run: RunData, compress_over: int = COMPRESS_OVER) -> list[dic
         else:
             section = _generic_section(run, task)
         if any(card.ci is None for card in section["cards"]):
+            from clineval.report.task_stats import statistics_for  # numpy/scipy: only if needed
+
             stats = statistics_for(task, run.results[task], run.samples.get(task, []))
             fill_intervals(section["cards"], stats, seed)
         for block in section["blocks"]:

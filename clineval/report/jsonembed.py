@@ -19,19 +19,31 @@ from typing import Any
 # verdicts with explanations) well under 10 MB. Smaller blocks stay plain, readable JSON.
 COMPRESS_OVER = 1_000_000
 
-_ESCAPES = {
-    ord("<"): "\\u003c",
-    ord(">"): "\\u003e",
-    ord("&"): "\\u0026",
-    0x2028: "\\u2028",
-    0x2029: "\\u2029",
-}
+_ESCAPES = (
+    ("<", "\\u003c"),
+    (">", "\\u003e"),
+    ("&", "\\u0026"),
+    ("\u2028", "\\u2028"),
+    ("\u2029", "\\u2029"),
+)
+
+
+def _dumps(obj: Any) -> str:
+    try:  # fast path: the C encoder; only data with NaN/inf needs the Python clean-up walk
+        return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except ValueError:
+        return json.dumps(
+            without_nan(obj), ensure_ascii=False, separators=(",", ":"), allow_nan=False
+        )
 
 
 def script_json(obj: Any) -> str:
     """Compact JSON (UTF-8 kept, it is smaller than \\u escapes) safe inside a script element."""
-    text = json.dumps(without_nan(obj), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return text.translate(_ESCAPES)
+    text = _dumps(obj)
+    for raw, escaped in _ESCAPES:  # str.replace per character: far faster than str.translate
+        if raw in text:
+            text = text.replace(raw, escaped)
+    return text
 
 
 def without_nan(obj: Any) -> Any:
@@ -54,5 +66,5 @@ def script_payload(obj: Any, compress_over: int = COMPRESS_OVER) -> tuple[str, s
     raw = text.encode("utf-8")
     if len(raw) <= compress_over:
         return "json", text
-    packed = gzip.compress(raw, compresslevel=6, mtime=0)
+    packed = gzip.compress(raw, compresslevel=3, mtime=0)  # 3: most of 6's gain, 1/3 the time
     return "gzip-base64", base64.b64encode(packed).decode("ascii")

@@ -1,68 +1,104 @@
-"""Plots as inline SVG strings (matplotlib, Agg-free SVG backend, no pyplot state).
+"""Plots as inline SVG strings, drawn directly (no plotting library at report time).
 
-Text stays text in the SVG (`svg.fonttype: none`): the browser draws it with its own fonts, so
-Chinese labels render without a CJK font on the machine making the report, and the file stays
-small. matplotlib escapes the text it writes (`<`, `>`, `&`, quotes), so data-derived labels
-cannot inject markup; the report tests check that too.
+Why not matplotlib: importing it and laying out 148 rotated tick labels cost more CPU than the
+rest of a full-size report together (about 2 s of the 5 s budget on this machine), and its SVG
+is large. These four chart kinds are simple enough to write as SVG: the browser draws the text
+with its own fonts (Chinese labels need no CJK font where the report is made), every bar has a
+tooltip (<title>) with its full label and numbers, and the output is a few kB.
+
+Every piece of text goes through `_esc` (XML escaping, quotes included), so a label taken from
+data cannot add markup or attributes; the report tests check that with hostile labels.
 """
 
 from __future__ import annotations
 
-import io
-import re
-import warnings
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from typing import Any
+import math
+from collections.abc import Mapping, Sequence
+from html import escape
 
-import matplotlib
-
-matplotlib.use("Agg")
-
-from matplotlib.figure import Figure
-
-_RC: dict[str, Any] = {
-    "svg.fonttype": "none",
-    "svg.hashsalt": "clineval-report",  # stable ids: the same run gives the same file
-    "font.size": 9,
-    "axes.spines.top": False,
-    "axes.spines.right": False,
-    "axes.grid": True,
-    "grid.alpha": 0.3,
-    "font.family": "DejaVu Sans",
-}
 GROUP_COLORS = {"head": "#2b6cb0", "middle": "#6b8e23", "tail": "#c05621", "": "#4a5568"}
 SERIES_COLORS = ("#2b6cb0", "#38a169", "#d69e2e", "#805ad5", "#c05621")
-_SVG_HEAD = re.compile(r"^.*?(?=<svg)", re.S)
-_SIZE_ATTRS = re.compile(r'<svg([^>]*?) width="[^"]*" height="[^"]*"')
+GRID = "#e2e8f0"
+AXIS = "#4a5568"
 
 
-def _rc() -> Any:
-    """matplotlib's typed rc keys are Literals; our dict of known-good keys is checked at run."""
-    return matplotlib.rc_context(_RC)  # type: ignore[arg-type]
-
-
-@contextmanager
-def _figure(width: float, height: float) -> Iterator[Figure]:
-    with _rc(), warnings.catch_warnings():
-        # Glyph-missing warnings: the browser, not matplotlib, draws the text (see above).
-        warnings.filterwarnings("ignore", message=r".*missing from font.*")
-        yield Figure(figsize=(width, height), layout="constrained")
-
-
-def _to_svg(fig: Figure) -> str:
-    buf = io.StringIO()
-    with _rc(), warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=r".*missing from font.*")
-        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
-    svg = _SVG_HEAD.sub("", buf.getvalue(), count=1)
-    # Let the page size it: drop fixed pt sizes, keep the viewBox (so it scales to the column).
-    return _SIZE_ATTRS.sub(r'<svg\1 class="plot"', svg, count=1)
+def _esc(text: object) -> str:
+    return escape(str(text), quote=True)
 
 
 def _short(label: str, limit: int = 14) -> str:
-    """Tick labels stay short so one odd label cannot squash the plot; tables show it whole."""
+    """Axis labels stay short so one odd label cannot squash a plot; tooltips show it whole."""
     return label if len(label) <= limit else label[: limit - 1] + "…"
+
+
+def _num(x: float) -> str:
+    return f"{x:.1f}".rstrip("0").rstrip(".") if math.isfinite(x) else "0"
+
+
+def _svg(width: float, height: float, title: str, body: list[str]) -> str:
+    return (
+        f'<svg class="plot" width="{_num(width)}" height="{_num(height)}" '
+        f'viewBox="0 0 {_num(width)} {_num(height)}" '
+        f'xmlns="http://www.w3.org/2000/svg" role="img" aria-label="{_esc(title)}">'
+        f'<text class="plot-title" x="{_num(width / 2)}" y="14" text-anchor="middle">'
+        f"{_esc(title)}</text>" + "".join(body) + "</svg>"
+    )
+
+
+def _text(
+    x: float, y: float, text: str, anchor: str = "middle", cls: str = "", extra: str = ""
+) -> str:
+    klass = f' class="{cls}"' if cls else ""
+    attrs = f'x="{_num(x)}" y="{_num(y)}" text-anchor="{anchor}"{klass}{extra}'
+    return f"<text {attrs}>{_esc(text)}</text>"
+
+
+def _rect(x: float, y: float, w: float, h: float, color: str, tip: str) -> str:
+    return (
+        f'<rect x="{_num(x)}" y="{_num(y)}" width="{_num(max(w, 0))}" height="{_num(max(h, 0))}" '
+        f'fill="{color}"><title>{_esc(tip)}</title></rect>'
+    )
+
+
+def _y_axis(
+    left: float, top: float, height: float, width: float, ymax: float, label: str
+) -> list[str]:
+    """Horizontal grid lines with tick values 0 .. ymax, and the axis label."""
+    out = []
+    for i in range(6):
+        v = ymax * i / 5
+        y = top + height - height * i / 5
+        out.append(
+            f'<line x1="{_num(left)}" x2="{_num(left + width)}" y1="{_num(y)}" y2="{_num(y)}" '
+            f'stroke="{GRID}"/>'
+        )
+        out.append(_text(left - 4, y + 3, f"{v:.2g}" if ymax < 10 else f"{v:.0f}", "end", "tick"))
+    out.append(
+        f'<line x1="{_num(left)}" x2="{_num(left)}" y1="{_num(top)}" y2="{_num(top + height)}" '
+        f'stroke="{AXIS}"/>'
+    )
+    if label:
+        cx, cy = left - 30, top + height / 2
+        out.append(
+            _text(
+                cx,
+                cy,
+                label,
+                "middle",
+                "axis-label",
+                f' transform="rotate(-90 {_num(cx)} {_num(cy)})"',
+            )
+        )
+    return out
+
+
+def _legend(x: float, y: float, items: Sequence[tuple[str, str]]) -> list[str]:
+    out = []
+    for name, color in items:
+        out.append(f'<rect x="{_num(x)}" y="{_num(y - 8)}" width="10" height="10" fill="{color}"/>')
+        out.append(_text(x + 14, y + 1, name, "start", "tick"))
+        x += 24 + 7 * len(name)
+    return out
 
 
 def per_class_f1(
@@ -72,30 +108,59 @@ def per_class_f1(
     groups: Sequence[str],
     title: str,
 ) -> str:
-    """F1 bars per class in the given order (callers sort by support), colored by group."""
-    n = len(labels)
-    with _figure(max(6.0, min(0.11 * n + 2, 20.0)), 3.6) as fig:
-        ax = fig.add_subplot()
-        xs = range(n)
-        colors = [GROUP_COLORS.get(g, GROUP_COLORS[""]) for g in groups]
-        ax.bar(xs, f1, color=colors, width=0.8)
-        ax.set_ylim(0, 1.05)
-        ax.set_ylabel("F1")
-        ax.set_xlim(-0.7, n - 0.3)
-        ax.set_xticks(list(xs))
-        ax.set_xticklabels([_short(x) for x in labels], rotation=90, fontsize=5 if n > 60 else 7)
-        ax.set_title(title)
-        twin = ax.twinx()
-        twin.plot(xs, support, color="#1a202c", linewidth=1, marker=".", markersize=2)
-        twin.set_ylabel("support (gold samples)")
-        twin.grid(False)
-        seen = [g for g in ("head", "middle", "tail") if g in set(groups)]
-        if seen:
-            from matplotlib.patches import Patch
-
-            handles = [Patch(color=GROUP_COLORS[g], label=g) for g in seen]
-            ax.legend(handles=handles, loc="upper right", fontsize=7, title="train frequency")
-        return _to_svg(fig)
+    """F1 bars per class in the given order (callers sort by support), colored by group; the
+    support of each class as a line on the right axis."""
+    n = max(len(labels), 1)
+    step = max(7.0, min(26.0, 1100.0 / n))
+    left, top, height = 50.0, 40.0, 190.0
+    width = step * n
+    label_room = 8 + 6 * max((len(_short(x)) for x in labels), default=1)
+    total_w, total_h = left + width + 60, top + height + label_room + 10
+    body = _y_axis(left, top, height, width, 1.0, "F1")
+    max_support = max([s for s in support if math.isfinite(s)] + [1.0])
+    points = []
+    font = 9 if step >= 10 else 7
+    for i, (label, value, sup, group) in enumerate(zip(labels, f1, support, groups, strict=True)):
+        x = left + i * step
+        v = min(max(value, 0.0), 1.0) if math.isfinite(value) else 0.0
+        tip = f"{label} · F1 {value:.3f} · support {sup:.0f}" + (f" · {group}" if group else "")
+        body.append(
+            _rect(
+                x + 0.1 * step,
+                top + height * (1 - v),
+                0.8 * step,
+                height * v,
+                GROUP_COLORS.get(group, GROUP_COLORS[""]),
+                tip,
+            )
+        )
+        points.append(f"{_num(x + step / 2)},{_num(top + height * (1 - sup / max_support))}")
+        lx, ly = x + step / 2 + font / 3, top + height + 6
+        body.append(
+            _text(
+                lx,
+                ly,
+                _short(label),
+                "end",
+                "",
+                f' font-size="{font}" transform="rotate(-90 {_num(lx)} {_num(ly)})"',
+            )
+        )
+    body.append(
+        f'<polyline points="{" ".join(points)}" fill="none" stroke="#1a202c" stroke-width="1.2"/>'
+    )
+    rx = left + width + 4
+    for frac in (0.0, 0.5, 1.0):
+        body.append(
+            _text(rx, top + height * (1 - frac) + 3, f"{max_support * frac:.0f}", "start", "tick")
+        )
+    body.append(_text(rx, top - 6, "support", "start", "tick"))
+    present = [g for g in ("head", "middle", "tail") if g in set(groups)]
+    legend = [
+        (f"{g} (train frequency)" if g == present[0] else g, GROUP_COLORS[g]) for g in present
+    ] + [("— support", "#1a202c")]
+    body += _legend(left + 8, top - 10, legend)
+    return _svg(total_w, total_h, title, body)
 
 
 def grouped_bars(
@@ -106,50 +171,89 @@ def grouped_bars(
     ylim: tuple[float, float] | None = (0.0, 1.05),
 ) -> str:
     """Vertical bars: one group per category, one bar per series (e.g. P/R/F1 per type)."""
-    n, k = len(categories), max(len(series), 1)
-    with _figure(max(4.5, 1.1 * n * k / 3 + 2), 2.8) as fig:
-        ax = fig.add_subplot()
-        width = 0.8 / k
-        for j, (name, values) in enumerate(series.items()):
-            offsets = [i - 0.4 + width * (j + 0.5) for i in range(n)]
-            bars = ax.bar(offsets, values, width=width, label=name, color=SERIES_COLORS[j % 5])
-            ax.bar_label(bars, fmt="%.2f", fontsize=6, padding=1)
-        ax.set_xticks(list(range(n)))
-        ax.set_xticklabels(categories)
-        if ylim is not None:
-            ax.set_ylim(*ylim)
-        ax.set_ylabel(ylabel)
-        ax.set_title(title)
-        if len(series) > 1:
-            ax.legend(fontsize=7, ncols=len(series), loc="lower right")
-        return _to_svg(fig)
+    n, k = max(len(categories), 1), max(len(series), 1)
+    group_w = max(60.0, 26.0 * k + 20)
+    left, top, height = 50.0, 44.0, 170.0
+    width = group_w * n
+    ymax = ylim[1] if ylim is not None else max([1.0] + [v for s in series.values() for v in s])
+    body = _y_axis(left, top, height, width, round(ymax, 2) if ymax != 1.05 else 1.0, ylabel)
+    scale_max = 1.0 if ymax == 1.05 else ymax
+    bar_w = (group_w - 20) / k
+    for j, (name, values) in enumerate(series.items()):
+        color = SERIES_COLORS[j % len(SERIES_COLORS)]
+        for i, value in enumerate(values):
+            v = min(max(value, 0.0), scale_max) if math.isfinite(value) else 0.0
+            x = left + i * group_w + 10 + j * bar_w
+            h = height * v / scale_max
+            body.append(
+                _rect(
+                    x,
+                    top + height - h,
+                    bar_w - 2,
+                    h,
+                    color,
+                    f"{categories[i]} · {name} {value:.4f}",
+                )
+            )
+            body.append(
+                _text(x + bar_w / 2 - 1, top + height - h - 3, f"{value:.2f}", "middle", "tick")
+            )
+    for i, cat in enumerate(categories):
+        body.append(_text(left + (i + 0.5) * group_w, top + height + 14, _short(cat, 18)))
+    if len(series) > 1:
+        body += _legend(
+            left + 4, top - 14, [(name, SERIES_COLORS[j % 5]) for j, name in enumerate(series)]
+        )
+    return _svg(left + width + 20, top + height + 26, title, body)
 
 
 def reverse_ecdf(shares: Sequence[float], ks: Sequence[int], title: str) -> str:
     """share(s >= L) for L = 0..N as a step curve, with the CACS thresholds k marked."""
-    n = len(shares) - 1
-    with _figure(5.5, 3.2) as fig:
-        ax = fig.add_subplot()
-        ax.step(range(n + 1), shares, where="post", color=SERIES_COLORS[0], linewidth=1.6)
-        ax.fill_between(range(n + 1), shares, step="post", alpha=0.12, color=SERIES_COLORS[0])
-        for j, k in enumerate(ks):
-            if 0 <= k <= n:
-                color = SERIES_COLORS[(j + 2) % 5]
-                ax.axvline(k, color=color, linestyle="--", linewidth=1.2)
-                ax.annotate(
+    n = max(len(shares) - 1, 1)
+    left, top, height, width = 50.0, 30.0, 180.0, 380.0
+
+    def px(level: float) -> float:
+        return left + width * level / n
+
+    def py(share: float) -> float:
+        return top + height * (1 - min(max(share, 0.0), 1.0))
+
+    body = _y_axis(left, top, height, width, 1.0, "share of cases with s ≥ L")
+    path = [f"M{_num(px(0))},{_num(py(shares[0]))}"]
+    for level in range(1, n + 1):
+        path.append(f"H{_num(px(level))}V{_num(py(shares[level]))}")
+    path.append(f"H{_num(px(n))}")
+    line = "".join(path)
+    body.append(
+        f'<path d="{line}V{_num(py(0))}H{_num(px(0))}Z" fill="{SERIES_COLORS[0]}" '
+        f'fill-opacity="0.12"/>'
+    )
+    body.append(f'<path d="{line}" fill="none" stroke="{SERIES_COLORS[0]}" stroke-width="2"/>')
+    for level in range(0, n + 1, 5 if n > 12 else 1):
+        body.append(_text(px(level), top + height + 14, str(level), "middle", "tick"))
+    body.append(
+        _text(left + width / 2, top + height + 30, "L = criteria met", "middle", "axis-label")
+    )
+    for j, k in enumerate(ks):
+        if 0 <= k <= n:
+            color = SERIES_COLORS[(j + 2) % len(SERIES_COLORS)]
+            x = px(k)
+            body.append(
+                f'<line x1="{_num(x)}" x2="{_num(x)}" y1="{_num(top)}" '
+                f'y2="{_num(top + height)}" stroke="{color}" stroke-dasharray="5,3" '
+                f'stroke-width="1.5"><title>k = {k}</title></line>'
+            )
+            body.append(
+                _text(
+                    x + 4,
+                    top + height - 8 - 14 * j,
                     f"k={k}: {shares[k]:.2f} of cases reach k",
-                    xy=(k, 0.04 + 0.09 * j),
-                    xytext=(4, 0),
-                    textcoords="offset points",
-                    fontsize=7,
-                    color=color,
+                    "start",
+                    "tick",
+                    f' fill="{color}"',
                 )
-        ax.set_xlim(0, n)
-        ax.set_ylim(0, 1.05)
-        ax.set_xlabel("L = criteria met")
-        ax.set_ylabel("share of cases with s ≥ L")
-        ax.set_title(title)
-        return _to_svg(fig)
+            )
+    return _svg(left + width + 20, top + height + 40, title, body)
 
 
 def horizontal_bars(
@@ -162,21 +266,37 @@ def horizontal_bars(
     fmt: str = "{:.1f}",
 ) -> str:
     """One bar per slice with its sample count beside it (per-slice CACS, per-group F1)."""
-    n = len(categories)
-    with _figure(5.5, max(1.4, 0.28 * n + 0.9)) as fig:
-        ax = fig.add_subplot()
-        ys = list(range(n))[::-1]
-        bars = ax.barh(ys, values, color=SERIES_COLORS[0], height=0.7)
-        ax.bar_label(
-            bars,
-            labels=[f"{fmt.format(v)} (n={c})" for v, c in zip(values, counts, strict=True)],
-            fontsize=7,
-            padding=2,
+    n = max(len(categories), 1)
+    label_w = 12 + 7 * max((len(_short(c, 24)) for c in categories), default=4)
+    left, top, row, width = max(60.0, label_w), 26.0, 20.0, 300.0
+    xmax = xlim[1] if xlim is not None else max([1.0] + [v for v in values if math.isfinite(v)])
+    body = []
+    for i in range(6):
+        x = left + width * i / 5
+        body.append(
+            f'<line x1="{_num(x)}" x2="{_num(x)}" y1="{_num(top)}" '
+            f'y2="{_num(top + row * n)}" stroke="{GRID}"/>'
         )
-        ax.set_yticks(ys)
-        ax.set_yticklabels([_short(c, 24) for c in categories], fontsize=8)
-        if xlim is not None:
-            ax.set_xlim(*xlim)
-        ax.set_xlabel(xlabel)
-        ax.set_title(title)
-        return _to_svg(fig)
+        body.append(_text(x, top + row * n + 13, f"{xmax * i / 5:.3g}", "middle", "tick"))
+    for i, (cat, value, count) in enumerate(zip(categories, values, counts, strict=True)):
+        y = top + i * row
+        v = min(max(value, 0.0), xmax) if math.isfinite(value) else 0.0
+        w = width * v / xmax
+        body.append(
+            _rect(
+                left,
+                y + 3,
+                w,
+                row - 6,
+                SERIES_COLORS[0],
+                f"{cat} · {fmt.format(value)} · n={count}",
+            )
+        )
+        body.append(_text(left - 6, y + row / 2 + 4, _short(cat, 24), "end"))
+        body.append(
+            _text(
+                left + w + 4, y + row / 2 + 4, f"{fmt.format(value)} (n={count})", "start", "tick"
+            )
+        )
+    body.append(_text(left + width / 2, top + row * n + 28, xlabel, "middle", "axis-label"))
+    return _svg(left + width + 90, top + row * n + 36, title, body)

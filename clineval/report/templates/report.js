@@ -208,5 +208,8 @@
       root.querySelector(".detail").textContent = "Could not read the sample data: " + err.message;
     }));
   });
-  Promise.all(pending).then(function () { document.body.setAttribute("data-report-ready", "1"); });
+  // The value is ms since navigation start: the benchmark reads it as the time to open.
+  Promise.all(pending).then(function () {
+    document.body.setAttribute("data-report-ready", String(Math.max(1, Math.round(performance.now()))));
+  });
 })();
