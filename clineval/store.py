@@ -131,6 +131,31 @@ class RunStore:
                 ),
             )
 
+    def put_calls(self, rows: Iterable[tuple[str, str, Any, Any, Any | None]]) -> None:
+        """Many finished calls (key, model, request, response, usage) in one transaction.
+
+        The chat backends commit the calls that finish in the same event-loop turn together:
+        one commit instead of one per call, and each call is still durable before its caller
+        sees the answer.
+        """
+        now = time.time()
+        encoded = [
+            (key, model, _dumps(rq), _dumps(rs), None if u is None else _dumps(u), now)
+            for key, model, rq, rs, u in rows
+        ]
+        with self._lock:
+            self._conn.execute("BEGIN")
+            try:
+                self._conn.executemany(
+                    "INSERT OR REPLACE INTO calls(key, model, request, response, usage, created)"
+                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    encoded,
+                )
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+
     def count_calls(self) -> int:
         with self._lock:
             return int(self._conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0])

@@ -14,7 +14,8 @@ What every call goes through, in order:
   5. bounded retries (`ctx.config.max_retries`) with jittered exponential backoff on 429, 408,
      5xx, timeouts, connection errors and malformed bodies, honouring Retry-After; any other
      4xx fails at once as ChatError("bad_request"); exhausted retries -> ChatError(kind);
-  6. the finished call is written to the store (request without any key; response text, model,
+  6. the finished call is committed to the store before chat() returns (calls finishing in the
+     same event-loop turn share one commit; request without any key; response text, model,
      finish reason, temperature, seed, system_fingerprint; token usage).
 
 Transport. The default (`http1`) is clineval's own lean HTTP/1.1 client (clineval.models.
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import functools
 import itertools
 import json
 import os
@@ -109,6 +111,7 @@ class AttemptFailed(Exception):
         self.retry_after = retry_after
 
 
+@functools.lru_cache(maxsize=256)
 def _host(url: str) -> str:
     """scheme://host:port of a URL, without user:password or path (safe for messages)."""
     parts = urlsplit(url)
@@ -338,6 +341,40 @@ def make_transport(name: str, api_key: str | None, pool_size: int) -> Transport:
 
 
 # ---- the model ------------------------------------------------------------------------------
+class GroupCommit:
+    """Store writes of the calls that finish in one event-loop turn, in one transaction.
+
+    `await put(row)` returns once the row is committed, so a caller never acts on an answer
+    that a crash could still lose; but 50 answers arriving together cost one SQLite commit,
+    not 50 (the commit, not the insert, is what costs CPU).
+    """
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+        self._rows: list[tuple[str, str, Any, Any, Any]] = []
+        self._committed: asyncio.Future[None] | None = None
+
+    async def put(self, row: tuple[str, str, Any, Any, Any]) -> None:
+        self._rows.append(row)
+        if self._committed is None:
+            loop = asyncio.get_running_loop()
+            self._committed = loop.create_future()
+            loop.call_soon(self._flush)  # after the callbacks already queued for this turn
+        await asyncio.shield(self._committed)
+
+    def _flush(self) -> None:
+        rows, committed = self._rows, self._committed
+        self._rows, self._committed = [], None
+        assert committed is not None
+        try:
+            self._store.put_calls(rows)
+        except Exception as exc:  # e.g. disk full: every waiter of this batch gets the error
+            committed.set_exception(exc)
+            committed.exception()  # retrieved here; each waiter re-raises it
+        else:
+            committed.set_result(None)
+
+
 class _Replica:
     __slots__ = ("base_url", "in_flight")
 
@@ -379,6 +416,7 @@ class HTTPChatModel:
         self._rng = rng or random.Random()
         self._on_retry = on_retry
         self._in_flight: dict[str, asyncio.Future[ChatResponse]] = {}
+        self._writer = GroupCommit(store)
         self.stats: ModelCallStats = state.model_stats(f"{label} ({role})")
 
     # -- cache ---------------------------------------------------------------------------------
@@ -475,9 +513,9 @@ class HTTPChatModel:
             if self._on_retry is not None:
                 self._on_retry()
             avoid = replica
-        return self._record(key, request, data)
+        return await self._record(key, request, data)
 
-    def _record(self, key: str, request: ChatRequest, data: dict[str, Any]) -> ChatResponse:
+    async def _record(self, key: str, request: ChatRequest, data: dict[str, Any]) -> ChatResponse:
         choice = data["choices"][0]
         usage_raw = data.get("usage") or {}
         usage = {
@@ -497,7 +535,9 @@ class HTTPChatModel:
         self.stats.completion_tokens += usage.get("completion_tokens", 0)
         # The stored request is the cache payload: model label, settings, messages. No URL
         # (it may carry credentials), no headers, no key.
-        self._store.put_call(key, self.label, request.cache_payload(self.label), response, usage)
+        await self._writer.put(
+            (key, self.label, request.cache_payload(self.label), response, usage)
+        )
         return self._from_stored({"response": response, "usage": usage}, cached=False)
 
 
