@@ -249,3 +249,32 @@ def test_non_chat_backend_is_input_error(tmp_path: Path) -> None:
 
     with pytest.raises(InputError, match="not a chat model"):
         asyncio.run(main())
+
+
+# ---- group commit -----------------------------------------------------------------------------
+def test_group_commit_writes_a_turns_calls_together(tmp_path: Path) -> None:
+    from clineval.models.llm import GroupCommit
+
+    store = RunStore.in_dir(tmp_path)
+    writer = GroupCommit(store)
+
+    async def main() -> None:
+        rows = [
+            (f"k{i}", "openai:m", {"q": i}, {"text": str(i)}, {"prompt_tokens": i})
+            for i in range(5)
+        ]
+        await asyncio.gather(*(writer.put(row) for row in rows))
+
+    asyncio.run(main())
+    assert store.count_calls() == 5
+    assert store.get_call("k3") == {"response": {"text": "3"}, "usage": {"prompt_tokens": 3}}
+    store.close()
+
+    # A failing commit reaches every caller of that batch; nothing is silently dropped.
+    async def failing() -> list[BaseException | None]:
+        return await asyncio.gather(
+            *(writer.put((f"x{i}", "m", {}, {}, None)) for i in range(3)), return_exceptions=True
+        )
+
+    results = asyncio.run(failing())
+    assert all(isinstance(r, Exception) for r in results)
