@@ -28,6 +28,9 @@ HEADLINE_KEYS: dict[str, tuple[str, ...]] = {
 }
 
 
+NOTE_KEYS = ("data_note", "note", "warning")
+
+
 def format_value(key: str, value: float | int) -> str:
     """CACS is in percent (2 decimals); counts are integers; shares/F1 get 4 decimals."""
     if isinstance(value, int) and not isinstance(value, bool):
@@ -180,6 +183,8 @@ def base_section(run: RunData, task: str, family: str) -> dict[str, Any]:
         "fixture": is_fixture_task(run, task),
         "cards": cards,
         "rest": rest,
+        # Free-text notes a task attaches to its results (e.g. "SYNTHETIC fixture ...").
+        "notes": [str(v) for k, v in metrics.items() if k in NOTE_KEYS and isinstance(v, str)],
         "blocks": [],
         "table": None,
     }
