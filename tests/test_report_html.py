@@ -242,3 +242,28 @@ def test_plots_escape_labels_and_draw_one_bar_per_class() -> None:
     assert heights == pytest.approx([47.5, 95.0, 190.0])
     curve = plots.reverse_ecdf([1.0, 0.5, 0.25, 0.0], [2], "c")
     assert "k=2: 0.25 of cases reach k" in curve
+
+
+def test_judge_panel_tables(tmp_path: Path) -> None:
+    metrics = {
+        "cacs@7": 30.0,
+        "aggregate": "majority",
+        "per_judge": {"judge-a": {"cacs@7": 31.25, "rubric_accuracy": 0.5}, "<b>j": {}},
+        "agreement": {
+            "pairs": [
+                {
+                    "judges": ["judge-a", "<b>j"],
+                    "n_items": 360,
+                    "percent_agreement": 0.875,
+                    "cohen_kappa": 0.625,
+                }
+            ],
+            "mean_percent_agreement": 0.875,
+            "mean_cohen_kappa": 0.625,
+        },
+    }
+    write_json(tmp_path / "results.json", {"clinconsensus": metrics})
+    html = render_report(load_run(tmp_path))
+    assert "Each judge of the panel (aggregate: majority)" in html
+    assert "<td>31.25</td>" in html and "<td>0.6250</td>" in html
+    assert "&lt;b&gt;j" in html and "<b>j" not in html

@@ -9,7 +9,7 @@ import numpy as np
 
 from clineval.report import plots
 from clineval.report.rundata import RunData, finite_number
-from clineval.report.sections_common import SampleTable, base_section, filter_values
+from clineval.report.sections_common import SampleTable, base_section, filter_values, flatten
 
 SLICE_KEYS = ("difficulty", "subject", "task", "user_role")
 DEFAULT_N = 30
@@ -135,9 +135,71 @@ def build(run: RunData, task: str) -> dict[str, Any]:
             (0, 100),
         )
         blocks.append({"kind": "plot", "title": f"By {dim}", "svg": svg, "small": True})
+    blocks.extend(_judge_blocks(metrics, ks))
+    usage = metrics.get("usage")
+    if isinstance(usage, dict) and usage:
+        rows = [[k, v] for k, v in flatten(usage)]
+        blocks.append(
+            {
+                "kind": "table",
+                "title": "Token usage and cost",
+                "collapsed": True,
+                "header": ["item", "value"],
+                "rows": rows,
+            }
+        )
     if samples:
         section["table"] = _table(section["anchor"], task, samples)
     return section
+
+
+def _fmt(value: Any, digits: int = 4) -> str:
+    number = finite_number(value)
+    return "" if number is None else f"{number:.{digits}f}"
+
+
+def _judge_blocks(metrics: dict[str, Any], ks: list[int]) -> list[dict[str, Any]]:
+    """A judge panel: each judge's own figures, and the agreement between judges."""
+    out: list[dict[str, Any]] = []
+    per_judge = metrics.get("per_judge")
+    if isinstance(per_judge, dict) and per_judge:
+        keys = [f"cacs@{k}" for k in ks] + ["rubric_accuracy", "judge_error_rate"]
+        rows = [
+            [str(judge)] + [_fmt(fig.get(k), 2 if k.startswith("cacs") else 4) for k in keys]
+            for judge, fig in per_judge.items()
+            if isinstance(fig, dict)
+        ]
+        title = f"Each judge of the panel (aggregate: {metrics.get('aggregate', '?')})"
+        out.append({"kind": "table", "title": title, "header": ["judge", *keys], "rows": rows})
+    agreement = metrics.get("agreement")
+    if isinstance(agreement, dict) and isinstance(agreement.get("pairs"), list):
+        rows = [
+            [
+                " vs ".join(str(j) for j in pair.get("judges", [])),
+                str(pair.get("n_items", "")),
+                _fmt(pair.get("percent_agreement")),
+                _fmt(pair.get("cohen_kappa")),
+            ]
+            for pair in agreement["pairs"]
+            if isinstance(pair, dict)
+        ]
+        rows.append(
+            [
+                "mean",
+                "",
+                _fmt(agreement.get("mean_percent_agreement")),
+                _fmt(agreement.get("mean_cohen_kappa")),
+            ]
+        )
+        out.append(
+            {
+                "kind": "table",
+                "title": "Agreement between judges",
+                "header": ["judges", "criteria", "percent agreement", "Cohen's kappa"],
+                "rows": rows,
+            }
+        )
+    return out
 
 
 def _text(value: Any) -> str:
