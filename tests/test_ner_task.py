@@ -1,0 +1,222 @@
+"""The NER task end to end through the CLI, on the real corpora (skipped without the data)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clineval.cli import main
+from clineval.data.ner_corpora import load_ner_split
+from clineval.models.ner_predictions import write_predictions
+
+CORE_KEYS = (
+    "token_macro_f1",
+    "span_partial_f1",
+    "span_exact_f1",
+    "token_macro_precision",
+    "token_macro_recall",
+    "span_partial_precision",
+    "span_partial_recall",
+    "span_exact_precision",
+    "span_exact_recall",
+)
+
+
+def _results(run_dir: Path) -> dict[str, Any]:
+    return json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
+
+
+def _manifest(run_dir: Path) -> dict[str, Any]:
+    return json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+
+
+def _store_state(run_dir: Path) -> dict[str, Any]:
+    """What a rerun must leave untouched: artifacts and prediction records with timestamps."""
+    with sqlite3.connect(run_dir / "store.sqlite") as conn:
+        artifacts = conn.execute("SELECT name, created FROM artifacts ORDER BY name").fetchall()
+        records = conn.execute(
+            "SELECT key, created FROM records WHERE task = 'ner:ncbi' AND kind = 'prediction'"
+            " ORDER BY key"
+        ).fetchall()
+    return {"artifacts": artifacts, "records": records}
+
+
+@pytest.fixture(scope="module")
+def crf_run(tmp_path_factory: pytest.TempPathFactory, data_root: Path) -> Path:
+    """One CRF run on NCBI (full train split, first 10 test documents)."""
+    run_dir = tmp_path_factory.mktemp("crf") / "run"
+    argv = ["run", "ner:ncbi", "--model", "baseline:crf", "--output-dir", str(run_dir)]
+    argv += ["--data-dir", str(data_root), "--limit", "10"]
+    assert main(argv) == 0
+    return run_dir
+
+
+@pytest.mark.slow
+def test_crf_run_writes_results_samples_and_manifest(crf_run: Path) -> None:
+    results = _results(crf_run)["ner:ncbi"]
+    for key in CORE_KEYS:
+        assert 0.0 <= results[key] <= 1.0, key
+    assert results["n_documents"] == 10
+    assert results["missing_predictions"] == 0
+    assert results["n_gold_spans"] > 0 and results["n_pred_spans"] > 0
+    per_type = results["per_type"]["condition"]
+    assert set(per_type) == {"token", "partial", "exact"}
+    assert per_type["partial"]["f1"] == pytest.approx(results["span_partial_f1"])
+    assert per_type["token"]["f1"] == pytest.approx(results["token_macro_f1"])  # one type
+    notes = _manifest(crf_run)["tasks"]["ner:ncbi"]
+    files = notes["test_split"]["files"]
+    assert files[0]["path"].endswith("NCBItestset_corpus.txt")
+    assert len(files[0]["sha256"]) == 64
+    assert notes["test_split"]["spans"] == 960  # the published test gold count
+    assert notes["crf_trained_now"] is True
+    assert notes["crf_train_documents"] == 593  # the NCBI train split
+    rows = [json.loads(line) for line in (crf_run / "samples.jsonl").read_text().splitlines()]
+    assert len(rows) == 10
+    row = rows[0]
+    assert set(row) >= {"task", "id", "text", "gold", "pred", "scores"}
+    for start, end, kind in row["gold"] + row["pred"]:
+        assert 0 <= start < end <= len(row["text"]) and kind == "condition"
+    # per-document counts add up to the corpus counts
+    total = sum(r["scores"]["partial"]["correct"] for r in rows)
+    assert total == results["span_partial_counts"]["correct"]
+
+
+@pytest.mark.slow
+def test_rerun_reuses_model_and_predictions(crf_run: Path, data_root: Path) -> None:
+    before = _store_state(crf_run)
+    results_before = _results(crf_run)
+    argv = ["run", "ner:ncbi", "--model", "baseline:crf", "--output-dir", str(crf_run)]
+    assert main([*argv, "--data-dir", str(data_root), "--limit", "10"]) == 0
+    assert _store_state(crf_run) == before
+    assert _results(crf_run) == results_before
+    notes = _manifest(crf_run)["tasks"]["ner:ncbi"]
+    assert notes["crf_trained_now"] is False
+    assert notes["predicted_now"] == 0
+    # re-scoring from the store alone gives the same numbers
+    assert main(["score", str(crf_run), "--data-dir", str(data_root)]) == 0
+    assert _results(crf_run) == results_before
+    assert _store_state(crf_run) == before
+
+
+@pytest.mark.slow
+def test_crf_beats_the_gliner_floor_on_ncbi_test(crf_run: Path, data_root: Path) -> None:
+    # Same run dir, full test split: the stored model is reused, 90 more documents predicted.
+    argv = ["run", "ner:ncbi", "--model", "baseline:crf", "--output-dir", str(crf_run)]
+    assert main([*argv, "--data-dir", str(data_root)]) == 0
+    results = _results(crf_run)["ner:ncbi"]
+    assert results["n_documents"] == 100
+    assert results["n_gold_spans"] == 960
+    assert _manifest(crf_run)["tasks"]["ner:ncbi"]["predicted_now"] == 90
+    assert results["span_partial_f1"] > 0.7567  # zero-shot gliner_large-v2.5, NCER paper
+
+
+def _gold_file(tmp_path: Path, data_root: Path, dataset: str, keep: int | None = None) -> Path:
+    split = load_ner_split(dataset, "test", data_root)
+    docs = split.documents if keep is None else split.documents[:keep]
+    path = tmp_path / f"{dataset}-gold-predictions.jsonl"
+    write_predictions(path, {doc.id: doc.entities for doc in docs})
+    return path
+
+
+@pytest.mark.parametrize("dataset", ["ncbi", "chia"])
+def test_gold_as_predictions_scores_one(tmp_path: Path, data_root: Path, dataset: str) -> None:
+    path = _gold_file(tmp_path, data_root, dataset)
+    run_dir = tmp_path / "run"
+    argv = ["run", f"ner:{dataset}", "--model", f"predictions:{path}", "--output-dir"]
+    assert main([*argv, str(run_dir), "--data-dir", str(data_root)]) == 0
+    results = _results(run_dir)[f"ner:{dataset}"]
+    for key in CORE_KEYS:
+        assert results[key] == 1.0, key
+    assert results["missing_predictions"] == 0
+    assert results["n_pred_spans"] == results["n_gold_spans"]
+
+
+def test_missing_documents_are_counted(tmp_path: Path, data_root: Path) -> None:
+    path = _gold_file(tmp_path, data_root, "ncbi", keep=30)
+    run_dir = tmp_path / "run"
+    argv = ["run", "ner:ncbi", "--model", f"predictions:{path}", "--output-dir", str(run_dir)]
+    assert main([*argv, "--data-dir", str(data_root)]) == 0
+    results = _results(run_dir)["ner:ncbi"]
+    assert results["missing_predictions"] == 70
+    assert results["span_partial_precision"] == 1.0
+    assert results["span_partial_recall"] < 0.5
+
+
+def _bad_variants(good_line: dict[str, Any]) -> dict[str, tuple[list[str], int]]:
+    """name -> (file lines, line of the error)."""
+    line = json.dumps(good_line)
+    first = good_line["entities"][0]
+    return {
+        "bad_json": ([line, "", '{"id": "1", "entities": [}'], 3),
+        "unknown_id": ([line, json.dumps({"id": "NOPE", "entities": []})], 2),
+        "bad_offsets": (
+            [json.dumps({**good_line, "entities": [{**first, "end": first["start"]}]})],
+            1,
+        ),
+        "unknown_type": ([json.dumps({**good_line, "entities": [{**first, "type": "gene"}]})], 1),
+    }
+
+
+@pytest.mark.parametrize("variant", ["bad_json", "unknown_id", "bad_offsets", "unknown_type"])
+def test_bad_predictions_file_exit_2_keeps_earlier_results(
+    tmp_path: Path, data_root: Path, variant: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _gold_file(tmp_path, data_root, "ncbi", keep=5)
+    run_dir = tmp_path / "run"
+    argv = ["run", "ner:ncbi", "--model", f"predictions:{path}", "--output-dir", str(run_dir)]
+    argv += ["--data-dir", str(data_root)]
+    assert main(argv) == 0
+    before = _results(run_dir)
+    good_line = json.loads(path.read_text().splitlines()[0])
+    lines, lineno = _bad_variants(good_line)[variant]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert err.startswith(f"error: {path}:{lineno}: ")
+    assert _results(run_dir) == before  # the earlier results are kept
+
+
+def test_failing_second_task_keeps_first_tasks_results(
+    tmp_path: Path, data_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # NCBI ids are unknown to BC5CDR: the second task fails on line 1, the first is written.
+    path = _gold_file(tmp_path, data_root, "ncbi")
+    run_dir = tmp_path / "run"
+    argv = ["run", "ner:ncbi", "ner:bc5cdr", "--model", f"predictions:{path}"]
+    assert main([*argv, "--output-dir", str(run_dir), "--data-dir", str(data_root)]) == 2
+    assert f"{path}:1: unknown document id" in capsys.readouterr().err
+    assert _results(run_dir)["ner:ncbi"]["span_exact_f1"] == 1.0
+
+
+def test_tasks_are_registered_with_data_status(
+    data_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from clineval.tasks import get_task, task_names
+
+    names = [n for n in task_names() if n.startswith("ner:")]
+    assert names == ["ner:ncbi", "ner:bc5cdr", "ner:biored", "ner:chia"]
+    statuses = get_task("ner:chia").data_status(data_root)
+    assert {s.relative_path for s in statuses} >= {"ner/chia/chia_without_scope.zip"}
+    assert all(s.status in ("ok", "not checked") for s in statuses)
+    missing = get_task("ner:ncbi").data_status(data_root / "nowhere")
+    assert all(s.status == "missing" for s in missing)
+    assert main(["tasks", "--data-dir", str(data_root)]) == 0
+    assert "ner:biored" in capsys.readouterr().out
+
+
+def test_model_tokenizer_option_needs_a_model_tokenizer(tmp_path: Path, data_root: Path) -> None:
+    path = _gold_file(tmp_path, data_root, "ncbi", keep=3)
+    argv = ["run", "ner:ncbi", "--model", f"predictions:{path}", "--output-dir"]
+    argv += [str(tmp_path / "run"), "--data-dir", str(data_root)]
+    assert main([*argv, "--option", "ner.tokenizer=model"]) == 2
+
+
+def test_unknown_baseline_is_an_input_error(tmp_path: Path, data_root: Path) -> None:
+    argv = ["run", "ner:ncbi", "--model", "baseline:svm", "--output-dir", str(tmp_path / "r")]
+    assert main([*argv, "--data-dir", str(data_root), "--limit", "1"]) == 2
