@@ -1,6 +1,7 @@
 """`clineval compare RUN_DIR...`: a leaderboard across runs and paired bootstrap tests.
 
-Leaderboard: per task, each family's headline metrics (with the run's stored 95% interval).
+Leaderboard: per task, each family's headline metrics with the run's stored 95% interval (or,
+when the task stored none, a seeded bootstrap interval over the run's samples, as the report).
 Paired test: for every pair of runs that scored the same task, on the sample ids both scored
 (and only when their gold answers agree), the same seeded bootstrap resamples are applied to
 both runs' per-sample statistics (see statistics.py); the report is the difference A - B on the
@@ -113,16 +114,6 @@ def build_comparison(
     runs = [load_run(Path(d)) for d in run_dirs]
     labels = _labels(runs)
     columns = _columns(runs)
-    cells: dict[tuple[int, str, str], Cell] = {}
-    fixture: dict[tuple[int, str], bool] = {}
-    for i, run in enumerate(runs):
-        for task, metrics in run.results.items():
-            fixture[(i, task)] = is_fixture_task(run, task)
-            for t, key in columns:
-                value = _number(metrics.get(key)) if t == task else None
-                if value is not None:
-                    cells[(i, task, key)] = Cell(value, interval_of(metrics, key))
-    pairs: list[PairRow] = []
     tasks = list(dict.fromkeys(t for t, _ in columns))
     stats = {
         (i, task): statistics_for(task, run.results[task], run.samples.get(task, []))
@@ -130,6 +121,21 @@ def build_comparison(
         for task in run.results
         if task in tasks
     }
+    cells: dict[tuple[int, str, str], Cell] = {}
+    fixture: dict[tuple[int, str], bool] = {}
+    for i, run in enumerate(runs):
+        for task, metrics in run.results.items():
+            fixture[(i, task)] = is_fixture_task(run, task)
+            for t, key in columns:
+                value = _number(metrics.get(key)) if t == task else None
+                if value is None:
+                    continue
+                ci = interval_of(metrics, key)
+                stat = stats.get((i, task), {}).get(key)
+                if ci is None and stat is not None:  # as the report: bootstrap over samples
+                    ci = st.bootstrap_interval(stat, n_resamples, seed)
+                cells[(i, task, key)] = Cell(value, ci)
+    pairs: list[PairRow] = []
     jobs = [
         (task, key, i, j)
         for task in tasks
