@@ -123,9 +123,15 @@ def test_tokenizer_hand_cases() -> None:
     assert toks("β-阻滞剂 10mg/d") == ["β-阻滞剂", "10mg", "/", "d"]
 
 
-def test_tokenizer_agrees_with_re_on_random_text() -> None:
+@pytest.mark.parametrize(
+    "alphabet",
+    [
+        "ab_-- \t\r\n.,é1²\u00a0\u2028\U0001d518\U0001d7d8\u3000中()",  # UTF-32 path
+        "".join(map(chr, range(128))) + "aaa---   ",  # ASCII path, every ASCII character
+    ],
+)
+def test_tokenizer_agrees_with_re_on_random_text(alphabet: str) -> None:
     rng = random.Random(7)
-    alphabet = "ab_-- \t\r\n.,é1²\u00a0\u2028\U0001d518\U0001d7d8\u3000中()"
     for _ in range(3000):
         text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
         s, e = regex_token_offsets(text)

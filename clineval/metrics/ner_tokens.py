@@ -67,12 +67,33 @@ def _classify(
     return word, space
 
 
-def _code_points(text: str) -> NDArray[np.uint32] | NDArray[np.uint8]:
-    # One array unit per Python character, so indices stay character offsets: bytes for ASCII
-    # text (a quarter of the memory traffic), UTF-32 otherwise.
+# ASCII fast path: bytes.translate maps every character to its class in one C pass.
+_OTHER, _WORD, _SPACE, _JOINER = 0, 1, 2, 3
+
+
+def _ascii_class(i: int) -> int:
+    char = chr(i)
+    if char == "-":
+        return _JOINER
+    if char.isalnum() or char == "_":
+        return _WORD
+    return _SPACE if char.isspace() else _OTHER
+
+
+_ASCII_CLASSES = bytes(_ascii_class(i) for i in range(256))
+
+
+def _character_classes(
+    text: str,
+) -> tuple[NDArray[np.bool_], NDArray[np.bool_], NDArray[np.bool_]]:
+    """(word character, whitespace, "-") masks; one array cell per Python character."""
     if text.isascii():
-        return np.frombuffer(text.encode("ascii"), dtype=np.uint8)
-    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+        classes = np.frombuffer(text.encode("ascii").translate(_ASCII_CLASSES), dtype=np.uint8)
+        return classes == _WORD, classes == _SPACE, classes == _JOINER
+    # UTF-32 gives exactly one unit per Python character, so indices stay character offsets.
+    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    word, space = _classify(codes)
+    return word, space, codes == _HYPHEN
 
 
 def regex_token_offsets(text: str) -> tuple[IntArray, IntArray]:
@@ -82,11 +103,10 @@ def regex_token_offsets(text: str) -> tuple[IntArray, IntArray]:
     two word characters joins its neighbours (`_` is itself a word character), and every other
     non-space character is a token of its own.
     """
-    codes = _code_points(text)
-    word, space = _classify(codes)
+    word, space, hyphen = _character_classes(text)
     # joins[i]: character i is a "-" with word characters on both sides.
-    joins = np.zeros(codes.size, dtype=np.bool_)
-    joins[1:-1] = (codes[1:-1] == _HYPHEN) & word[:-2] & word[2:]
+    joins = np.zeros(word.size, dtype=np.bool_)
+    joins[1:-1] = hyphen[1:-1] & word[:-2] & word[2:]
     # continues[i]: character i belongs to the same token as character i - 1.
     continues = joins.copy()
     continues[1:] |= word[1:] & (word[:-1] | joins[:-1])
