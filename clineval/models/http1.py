@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 from dataclasses import dataclass
+from typing import cast
 from urllib.parse import urlsplit
 
 _MAX_HEADER_BYTES = 64 * 1024
@@ -55,8 +56,8 @@ class _Connection(asyncio.Protocol):
 
     # -- asyncio callbacks ---------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # Not isinstance-checked: uvloop's transports do not subclass asyncio.Transport.
+        self.transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
         self._buffer += data
