@@ -102,7 +102,7 @@ def test_manifest_matches_source_md_and_real_files(data_root: Path) -> None:
         if entry.sha256 is None:
             assert entry.optional
             continue
-        assert entry.sha256 in sources[top] or entry.sha256_uncompressed in sources[top]
+        assert entry.sha256 in sources[top]
         if entry.sha256_uncompressed is not None:
             assert entry.sha256_uncompressed in sources[top]
         path = data_root / entry.path
