@@ -79,7 +79,7 @@ class LabelMapping:
                 tags[index] = OUTSIDE
                 continue
             target = by_name.get(name.lower()) or aliases.get(name.lower())
-            if target not in types:
+            if target is None or target not in types:
                 tags[index] = OUTSIDE
                 unmapped.append(label)
                 continue
