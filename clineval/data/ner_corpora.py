@@ -130,7 +130,7 @@ def _finish(
     rendered: dict[str, Any] = {
         "files": [
             {
-                "path": str(p.relative_to(root)) if p.is_relative_to(root) else str(p),
+                "path": p.relative_to(root).as_posix() if p.is_relative_to(root) else str(p),
                 "sha256": sha256_file(p),
             }
             for p in files
