@@ -313,3 +313,22 @@ def test_backoff_is_jittered_exponential_and_capped() -> None:
     # Retry-After wins when larger, capped at max_retry_after_s, plus at most 10%.
     assert all(5.0 <= policy.delay(0, 5.0, rng) <= 5.5 for _ in range(100))
     assert all(120.0 <= policy.delay(0, 1e6, rng) <= 132.0 for _ in range(100))
+
+
+def test_cancelled_sender_does_not_cancel_identical_waiters(
+    tmp_path: Path, stub: StubServer
+) -> None:
+    stub.script([], default={"do": "ok", "latency": 0.3})
+    ctx = make_ctx(tmp_path, f"openai:m@{stub.base_url}")
+
+    async def main() -> tuple[BaseException | ChatResponse, ChatResponse]:
+        async with open_chat_model(ctx.model, ctx, retry=FAST) as model:
+            impatient = asyncio.ensure_future(asyncio.wait_for(model.chat(ask(1)), 0.1))
+            await asyncio.sleep(0.01)
+            patient = await model.chat(ask(1))  # joins the impatient caller's request
+            return (await asyncio.gather(impatient, return_exceptions=True))[0], patient
+
+    first, second = asyncio.run(main())
+    assert isinstance(first, TimeoutError)
+    assert second.text.startswith("stub answer") and not second.cached
+    assert ctx.store.count_calls() == 1

@@ -445,15 +445,26 @@ class HTTPChatModel:
         pending = self._in_flight.get(key)
         if pending is not None:  # the same question is already on its way: share its answer
             self.stats.cache_hits += 1
-            return await asyncio.shield(pending)
+            try:
+                return await asyncio.shield(pending)
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if pending.cancelled() and task is not None and not task.cancelling():
+                    # The caller that sent it was cancelled, not this one: ask again.
+                    self.stats.cache_hits -= 1
+                    return await self.chat(request)
+                raise
         future: asyncio.Future[ChatResponse] = asyncio.get_running_loop().create_future()
         self._in_flight[key] = future
         try:
             response = await self._call(key, request)
         except BaseException as exc:
             if not future.done():
-                future.set_exception(exc)
-                future.exception()  # mark retrieved: waiters re-raise it, nobody else must
+                if isinstance(exc, asyncio.CancelledError):
+                    future.cancel()  # waiters for the same request are cancelled with it
+                else:
+                    future.set_exception(exc)
+                    future.exception()  # mark retrieved: waiters re-raise it, nobody else must
             raise
         else:
             future.set_result(response)
