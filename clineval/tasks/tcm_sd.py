@@ -311,7 +311,7 @@ def _predict_hf(ctx: RunContext, data: TcmData, todo: list[tuple[str, TcmRecord]
 def _predict_llm(ctx: RunContext, data: TcmData, todo: list[tuple[str, TcmRecord]]) -> None:
     from clineval.models.tcm_llm import predict_llm
 
-    predict_llm(ctx, data.labels, data.norm, todo)
+    predict_llm(ctx, data.labels, data.norm, todo, _fields(ctx))
 
 
 def predict_data(ctx: RunContext, data: TcmData) -> None:
