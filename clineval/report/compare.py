@@ -32,6 +32,10 @@ from clineval.report.task_stats import statistics_for
 from clineval.rundir import atomic_write_text
 
 FORMATS = ("table", "markdown", "csv", "html")
+INTERVAL_NOTE = (
+    "Intervals are seeded bootstrap percentile intervals. For macro-F1 over many labels with few "
+    "test samples each they can sit below the point estimate: a resample loses rare labels."
+)
 LOWER_IS_BETTER = ("invalid_rate", "judge_error_rate")
 _COUNT_KEYS = ("n", "n_cases")
 
@@ -276,6 +280,7 @@ def render_markdown(comp: Comparison) -> str:
         lines.append("|" + "---|" * len(PAIR_HEADER))
         for pair in comp.pairs:
             lines.append("| " + " | ".join(_md_escape(c) for c in _pair_text(pair)) + " |")
+    lines += ["", INTERVAL_NOTE]
     if any(comp.fixture.values()):
         lines += ["", "(fixture): fixture/synthetic data, not a benchmark result."]
     return "\n".join(lines) + "\n"
