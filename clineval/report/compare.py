@@ -396,6 +396,7 @@ def render_html(comp: Comparison) -> str:
             pair_header=PAIR_HEADER,
             pairs=[_pair_text(p) for p in comp.pairs],
             any_fixture=any(comp.fixture.values()),
+            interval_note=INTERVAL_NOTE,
             css=Markup(asset("report.css")),
         )
     )
