@@ -83,7 +83,7 @@ def test_invalid_json_and_missing_file(tmp_path: Path) -> None:
 def test_verdicts_file_validation(tmp_path: Path) -> None:
     cases = load_cases(FIXTURE)
     c0 = cases[0]
-    good = [
+    good: list[dict[str, Any]] = [
         {"case_id": c0.case_id, "criterion_id": c0.rubrics[0].criterion_id, "criteria_met": True},
         {"case_id": c0.case_id, "criterion_id": c0.rubrics[1].criterion_id, "criteria_met": None},
     ]
