@@ -123,6 +123,8 @@ def span_f1(
         raise ValueError(f"{len(gold)} gold documents but {len(pred)} predicted documents")
     types = tuple(types)
     type_id = {t: k for k, t in enumerate(types)}
+    if len(type_id) != len(types):
+        raise ValueError(f"types must be distinct: {types}")
     n_types = len(types)
     rows = [_score_document(g, p, type_id, n_types) for g, p in zip(gold, pred, strict=True)]
     outcomes = np.array(rows, dtype=np.int64).reshape(len(gold), n_types, _N_OUTCOMES)
