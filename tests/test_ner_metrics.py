@@ -129,6 +129,7 @@ def test_tokenizer_hand_cases() -> None:
         "ab_-- \t\r\n.,é1²\u00a0\u2028\U0001d518\U0001d7d8\u3000中()",  # UTF-32 path
         "".join(map(chr, range(128))) + "aaa---   ",  # ASCII path, every ASCII character
     ],
+    ids=["utf32", "ascii"],
 )
 def test_tokenizer_agrees_with_re_on_random_text(alphabet: str) -> None:
     rng = random.Random(7)
