@@ -1,0 +1,224 @@
+"""TCM-SD end to end through `clineval.cli.main`, on a small synthetic fixture."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sklearn.metrics import accuracy_score, f1_score
+
+from clineval.cli import main
+from clineval.data.tcm_sd import read_vocab
+from clineval.data.tcm_synth import write_synthetic
+from clineval.store import RunStore
+
+
+@pytest.fixture(scope="module")
+def fixture_root(data_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not (data_root / "tcm-sd" / "zy-bert" / "syndrome_vocab.txt").is_file():
+        pytest.skip("TCM-SD label files not available")
+    out = tmp_path_factory.mktemp("tcm-synthetic")
+    write_synthetic(out, seed=1, data_dir=data_root, scale=0.06)
+    return out
+
+
+def _results(run: Path) -> dict[str, Any]:
+    return json.loads((run / "results.json").read_text(encoding="utf-8"))["tcm-sd"]
+
+
+def _samples(run: Path) -> list[dict[str, Any]]:
+    lines = (run / "samples.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def _run(fixture_root: Path, out: Path, *extra: str) -> int:
+    argv = ["run", "tcm-sd", "--output-dir", str(out), "--data-dir", str(fixture_root)]
+    return main([*argv, *extra])
+
+
+@pytest.mark.slow
+def test_tfidf_run_score_and_predictions_file(fixture_root: Path, tmp_path: Path) -> None:
+    run = tmp_path / "tfidf"
+    assert _run(fixture_root, run, "--model", "baseline:tfidf") == 0
+    res = _results(run)
+    samples = _samples(run)
+    labels = read_vocab(fixture_root / "tcm-sd" / "syndrome_vocab.txt")
+    assert res["n"] == len(samples) == 329 and res["n_labels"] == 148
+    assert res["fixture"] is True and "SYNTHETIC" in res["data_note"]
+    # the metrics are what sklearn computes from the written samples
+    gold = [s["gold"] for s in samples]
+    pred = [s["pred"] for s in samples]
+    assert res["macro_f1"] == f1_score(gold, pred, labels=labels, average="macro", zero_division=0)
+    assert res["accuracy"] == accuracy_score(gold, pred)
+    assert res["invalid_rate"] == 0.0
+    low, high = res["macro_f1_ci"]
+    assert 0.0 <= low <= high <= 1.0
+    assert res["accuracy_ci"][0] <= res["accuracy"] <= res["accuracy_ci"][1]
+    assert set(res["per_class"]) == set(labels)
+    row = res["per_class"]["气虚血瘀证"]
+    assert set(row) >= {"precision", "recall", "f1", "support", "train_count", "group"}
+    assert sum(r["support"] for r in res["per_class"].values()) == 329
+    groups = res["head_middle_tail"]
+    assert [groups[g]["n_labels"] for g in ("head", "middle", "tail")] == [50, 49, 49]
+    assert sum(groups[g]["n"] for g in groups) == 329
+    for c in res["confusions"]:
+        assert c["gold"] != c["pred"] and c["count"] >= 1
+    assert set(samples[0]) == {"task", "id", "gold", "pred", "valid", "correct"}
+
+    # score: the same results.json, byte for byte, without any model
+    before = (run / "results.json").read_bytes()
+    assert main(["score", str(run)]) == 0
+    assert (run / "results.json").read_bytes() == before
+
+    # rerun: everything is stored, nothing is predicted (and nothing retrained)
+    assert _run(fixture_root, run, "--model", "baseline:tfidf") == 0
+    notes = json.loads((run / "manifest.json").read_text())["tasks"]["tcm-sd"]
+    assert notes["predicted_now"] == 0
+    assert (run / "results.json").read_bytes() == before
+
+    # the same predictions through a predictions file give the same numbers
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text(
+        "".join(
+            json.dumps({"id": s["id"], "label": s["pred"]}, ensure_ascii=False) + "\n"
+            for s in samples
+        ),
+        encoding="utf-8",
+    )
+    run2 = tmp_path / "file"
+    assert _run(fixture_root, run2, "--model", f"predictions:{preds}") == 0
+    res2 = _results(run2)
+    for key in ("macro_f1", "accuracy", "macro_f1_ci", "per_class", "confusions"):
+        assert res2[key] == res[key]
+
+
+@pytest.mark.slow
+def test_resume_after_partial_run_retrains_from_the_stored_model(
+    fixture_root: Path, tmp_path: Path
+) -> None:
+    run = tmp_path / "resume"
+    assert _run(fixture_root, run, "--model", "baseline:tfidf", "--limit", "30") == 0
+    assert _results(run)["n"] == 30
+    with RunStore.in_dir(run) as store:
+        assert len(store.records("tcm-sd", "prediction")) == 30
+    # a run over everything predicts only the rest, with the cached model
+    assert _run(fixture_root, run, "--model", "baseline:tfidf") == 0
+    notes = json.loads((run / "manifest.json").read_text())["tasks"]["tcm-sd"]
+    assert notes["predicted_now"] == 329 - 30
+    assert notes["tfidf_model"]["trained_now"] is False
+    assert _results(run)["n"] == 329
+
+
+def _write_preds(path: Path, rows: list[Any]) -> Path:
+    path.write_text(
+        "".join(
+            (r if isinstance(r, str) else json.dumps(r, ensure_ascii=False)) + "\n" for r in rows
+        ),
+        encoding="utf-8",
+    )
+    return path
+
+
+def test_predictions_file_is_validated(
+    fixture_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    test_ids = [
+        json.loads(line)["user_id"]
+        for line in (fixture_root / "tcm-sd" / "test.synthetic.json").read_text().splitlines()
+    ]
+    a, b = test_ids[:2]
+    cases = {
+        "bad json": ([{"id": a, "label": "气虚血瘀证"}, "{oops"], ":2: invalid JSON"),
+        "unknown id": ([{"id": "nope", "label": "气虚血瘀证"}], ":1: unknown id 'nope'"),
+        "duplicate": (
+            [{"id": a, "label": "气虚血瘀证"}, {"id": b, "label": "x"}, {"id": a, "label": "y"}],
+            ":3: id '" + a + "' given twice (first on line 1)",
+        ),
+        "no label": ([{"id": a}], ':1: expected the keys "id" and "label"'),
+    }
+    for name, (rows, message) in cases.items():
+        path = _write_preds(tmp_path / f"{name.replace(' ', '_')}.jsonl", rows)
+        code = _run(
+            fixture_root, tmp_path / name.replace(" ", "_"), "--model", f"predictions:{path}"
+        )
+        err = capsys.readouterr().err
+        assert code == 2, name
+        assert err.count("\n") == 1 and f"{path}{message}" in err, err
+
+
+def test_labels_outside_the_148_are_invalid_not_mapped(fixture_root: Path, tmp_path: Path) -> None:
+    rows = [
+        json.loads(line)
+        for line in (fixture_root / "tcm-sd" / "test.synthetic.json").read_text().splitlines()
+    ]
+    preds = [
+        {"id": rows[0]["user_id"], "label": rows[0]["norm_syndrome"]},  # right
+        {"id": rows[1]["user_id"], "label": "风痰阻络证"},  # a raw name: NOT normalized
+        {"id": rows[2]["user_id"], "label": rows[2]["norm_syndrome"] + " "},  # not exact
+        {"id": rows[3]["user_id"], "label": None},
+    ]
+    path = _write_preds(tmp_path / "p.jsonl", preds)
+    run = tmp_path / "run"
+    # the file covers 4 of 329 samples: the rest are missing -> exit 1 after writing results
+    assert _run(fixture_root, run, "--model", f"predictions:{path}") == 1
+    res = _results(run)
+    assert res["n_missing"] == 325 and res["n_invalid"] == 328
+    assert res["accuracy"] == pytest.approx(1 / 329)
+    by_id = {s["id"]: s for s in _samples(run)}
+    assert by_id[rows[1]["user_id"]]["pred"] == "风痰阻络证"
+    assert by_id[rows[1]["user_id"]]["valid"] is False
+    assert by_id[rows[0]["user_id"]]["correct"] is True
+
+
+def test_missing_official_splits_is_a_clear_input_error(
+    data_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["run", "tcm-sd", "--model", "baseline:tfidf", "--output-dir", str(tmp_path / "r")]
+    assert main([*argv, "--data-dir", str(data_root)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "official TCM-SD splits are missing" in err and "tcm.data=synthetic" in err
+    assert not (tmp_path / "r" / FIXTURE).exists()
+
+
+FIXTURE = "tcm-sd-synthetic-fixture"
+
+
+@pytest.mark.slow
+def test_synthetic_only_when_asked_and_dedupe_on_dev(data_root: Path, tmp_path: Path) -> None:
+    if not (data_root / "tcm-sd" / "zy-bert" / "syndrome_vocab.txt").is_file():
+        pytest.skip("TCM-SD label files not available")
+    run = tmp_path / "r"
+    argv = ["run", "tcm-sd", "--model", "baseline:knowledge", "--output-dir", str(run)]
+    argv += ["--data-dir", str(data_root), "--option", "tcm.data=synthetic"]
+    argv += ["--option", "tcm.synth_scale=0.06", "--option", "tcm.split=dev", "--dedupe"]
+    assert main(argv) == 0
+    assert (run / FIXTURE / "tcm-sd" / "dev.synthetic.json").is_file()
+    res = _results(run)
+    assert res["fixture"] is True and res["split"] == "dev"
+    assert res["duplicates"]["shared_ids_with_train"] > 0
+    assert res["dedupe_removed"] == res["duplicates"]["overlapping_with_train"]
+    assert res["n"] == 329 - res["dedupe_removed"]
+    assert 0.0 < res["accuracy"] < 1.0
+    before = (run / "results.json").read_bytes()
+    assert main(["score", str(run)]) == 0
+    assert (run / "results.json").read_bytes() == before
+
+
+def test_shards_partition_the_samples(fixture_root: Path, tmp_path: Path) -> None:
+    rows = [
+        json.loads(line)
+        for line in (fixture_root / "tcm-sd" / "test.synthetic.json").read_text().splitlines()
+    ]
+    path = _write_preds(
+        tmp_path / "p.jsonl", [{"id": r["user_id"], "label": r["norm_syndrome"]} for r in rows]
+    )
+    ids: list[set[str]] = []
+    for i in (1, 2):
+        run = tmp_path / f"s{i}"
+        assert _run(fixture_root, run, "--model", f"predictions:{path}", "--shard", f"{i}/2") == 0
+        ids.append({s["id"] for s in _samples(run)})
+        assert _results(run)["accuracy"] == 1.0
+    assert ids[0].isdisjoint(ids[1]) and len(ids[0] | ids[1]) == 329
