@@ -288,3 +288,19 @@ def test_compare_runs_prints_a_table(two_runs: Any) -> None:
     compare_runs([a, b], fmt="table", console=console)
     text = console.export_text()
     assert "leaderboard" in text and "paired bootstrap" in text and "fixture-run-b" in text
+
+
+def test_sparse_counts_agree_with_dense_matrix_products() -> None:
+    rng = np.random.default_rng(0)
+    dense = rng.integers(0, 3, (40, 7)).astype(float)
+    dense[:, 3] = 0  # an all-zero column
+    counts = st.Counts.from_dense(dense)
+    weights = rng.integers(0, 4, (5, 40)).astype(float)
+    np.testing.assert_allclose(counts.weighted(weights), weights @ dense)
+    np.testing.assert_allclose(counts.total(), dense.sum(axis=0))
+    rows = np.array([5, 2, 30, 7])
+    np.testing.assert_allclose(
+        counts.take(rows).weighted(weights[:, :4]), weights[:, :4] @ dense[rows]
+    )
+    empty = st.Counts.from_dense(np.zeros((3, 2)))
+    assert empty.weighted(np.ones((2, 3))).tolist() == [[0.0, 0.0], [0.0, 0.0]]

@@ -6,16 +6,19 @@ TP/FP/FN summed over samples; CACS@k = mean of per-case terms; rubric accuracy =
 sum(judged). So a metric is stored as a sparse (samples x counts) matrix plus a function of the
 column sums, and a bootstrap replicate is one weighted column sum: weights (B x n, how often each
 sample was drawn) @ counts. Both runs of a paired test use the same draws.
+
+The sparse matrix is a small COO of our own (numpy only): scipy.sparse costs 0.6 s to import,
+more than a whole report takes otherwise, and only this weighted column sum is needed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import sparse
 
 from clineval.metrics.bootstrap import DEFAULT_RESAMPLES, bootstrap_indices
 
@@ -23,25 +26,73 @@ Reducer = Callable[[NDArray[np.float64]], NDArray[np.float64]]
 _CHUNK = 250  # replicates per matrix product: bounds memory at 250 x n floats
 
 
+@dataclass(frozen=True)
+class Counts:
+    """A sparse (n samples x k counts) matrix as coordinates, entries sorted by column."""
+
+    n: int
+    k: int
+    rows: NDArray[np.intp]
+    cols: NDArray[np.intp]
+    vals: NDArray[np.float64]
+
+    @classmethod
+    def from_coo(
+        cls, n: int, k: int, rows: NDArray[np.intp], cols: NDArray[np.intp], vals: NDArray[Any]
+    ) -> Counts:
+        keep = np.asarray(vals) != 0
+        rows, cols = np.asarray(rows, np.intp)[keep], np.asarray(cols, np.intp)[keep]
+        vals = np.asarray(vals, np.float64)[keep]
+        order = np.argsort(cols, kind="stable")
+        return cls(n, k, rows[order], cols[order], vals[order])
+
+    @classmethod
+    def from_dense(cls, dense: NDArray[Any]) -> Counts:
+        arr = np.asarray(dense, dtype=np.float64)
+        rows, cols = np.nonzero(arr)
+        return cls.from_coo(arr.shape[0], arr.shape[1], rows, cols, arr[rows, cols])
+
+    def total(self) -> NDArray[np.float64]:
+        """Column sums over all samples, shape (k,)."""
+        return np.bincount(self.cols, weights=self.vals, minlength=self.k).astype(np.float64)
+
+    def weighted(self, weights: NDArray[np.float64]) -> NDArray[np.float64]:
+        """weights (b x n) @ this matrix -> (b x k), via one gather and a segmented sum."""
+        out = np.zeros((weights.shape[0], self.k))
+        if self.cols.size == 0:
+            return out
+        products = weights[:, self.rows] * self.vals  # (b, nnz), entries grouped by column
+        starts = np.flatnonzero(np.r_[True, self.cols[1:] != self.cols[:-1]])
+        out[:, self.cols[starts]] = np.add.reduceat(products, starts, axis=1)
+        return out
+
+    def take(self, rows: NDArray[np.intp]) -> Counts:
+        """The sub-matrix of the given (distinct) rows, in that order."""
+        new_index = np.full(self.n, -1, dtype=np.intp)
+        new_index[rows] = np.arange(rows.size)
+        mapped = new_index[self.rows]
+        keep = mapped >= 0
+        return Counts.from_coo(rows.size, self.k, mapped[keep], self.cols[keep], self.vals[keep])
+
+
 @dataclass
 class SampleStatistic:
     """One metric of one run: per-sample counts (rows follow `ids`) and how to reduce sums."""
 
     ids: list[str]
-    counts: sparse.csr_matrix
+    counts: Counts
     reduce: Reducer
     # Gold answer per sample, so a paired test can refuse runs scored against different gold.
     gold: list[str] | None = None
 
     def point(self) -> float:
-        sums = np.asarray(self.counts.sum(axis=0), dtype=np.float64).reshape(1, -1)
-        return float(self.reduce(sums)[0])
+        return float(self.reduce(self.counts.total().reshape(1, -1))[0])
 
     def subset(self, rows: NDArray[np.intp]) -> SampleStatistic:
         gold = [self.gold[i] for i in rows] if self.gold is not None else None
         return SampleStatistic(
             ids=[self.ids[i] for i in rows],
-            counts=self.counts[rows],
+            counts=self.counts.take(rows),
             reduce=self.reduce,
             gold=gold,
         )
@@ -102,7 +153,7 @@ def mean_statistic(
 ) -> SampleStatistic:
     """The mean of a per-sample value (accuracy, a CACS term, pass@k)."""
     vals = np.asarray(values, dtype=np.float64)
-    counts = sparse.csr_matrix(np.column_stack([vals, np.ones_like(vals)]))
+    counts = Counts.from_dense(np.column_stack([vals, np.ones_like(vals)]))
     return SampleStatistic(list(ids), counts, ratio, gold)
 
 
@@ -110,7 +161,7 @@ def ratio_statistic(
     ids: Sequence[str], num: Sequence[float], den: Sequence[float]
 ) -> SampleStatistic:
     """A pooled ratio sum(num) / sum(den) (rubric accuracy = met / judged)."""
-    counts = sparse.csr_matrix(
+    counts = Counts.from_dense(
         np.column_stack([np.asarray(num, np.float64), np.asarray(den, np.float64)])
     )
     return SampleStatistic(list(ids), counts, ratio)
@@ -138,14 +189,14 @@ def macro_f1_statistic(
     r_fp, c_fp = rows[wrong], c + p[wrong]
     r = np.concatenate([r_tp, r_fn, r_fp])
     col = np.concatenate([c_tp, c_fn, c_fp])
-    counts = sparse.csr_matrix((np.ones(r.size), (r, col)), shape=(n, 3 * c))
+    counts = Counts.from_coo(n, 3 * c, r, col, np.ones(r.size))
     return SampleStatistic(list(ids), counts, macro_f1_reducer(c), [str(x) for x in gold])
 
 
 def counts_statistic(
     ids: Sequence[str], counts: NDArray[np.float64], reduce: Reducer
 ) -> SampleStatistic:
-    return SampleStatistic(list(ids), sparse.csr_matrix(counts), reduce)
+    return SampleStatistic(list(ids), Counts.from_dense(counts), reduce)
 
 
 # -- bootstrap ----------------------------------------------------------------------------------
@@ -168,10 +219,7 @@ def replicates(
     n = len(stat.ids)
     if n == 0:
         return np.full(n_resamples, np.nan)
-    counts_t = stat.counts.T.tocsr()
-    out = [
-        stat.reduce(np.asarray((counts_t @ w.T).T)) for w in _weight_chunks(n, n_resamples, seed)
-    ]
+    out = [stat.reduce(stat.counts.weighted(w)) for w in _weight_chunks(n, n_resamples, seed)]
     return np.concatenate(out)
 
 

@@ -94,7 +94,7 @@ def tcm_run(
     f1_stat = st.macro_f1_statistic(ids, gold, pred, labels)
     acc_stat = st.mean_statistic(ids, [float(r["correct"]) for r in rows])
     per_class: dict[str, Any] = {}
-    sums = np.asarray(f1_stat.counts.sum(axis=0)).ravel()
+    sums = f1_stat.counts.total()
     train = {lab: int(5000 * w) + 11 for lab, w in zip(labels, weights, strict=True)}
     for c, lab in enumerate(labels):
         tp, fp, fn = sums[c], sums[148 + c], sums[296 + c]
