@@ -1,0 +1,113 @@
+"""`hf:PATH` on TCM-SD with a tiny randomly initialised BERT made here (no download)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from clineval.cli import main
+from clineval.data.tcm_sd import read_records, read_vocab
+from clineval.data.tcm_synth import write_synthetic
+from clineval.errors import InputError
+
+transformers = pytest.importorskip("transformers")
+torch = pytest.importorskip("torch")
+
+
+@pytest.fixture(scope="module")
+def fixture_root(data_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not (data_root / "tcm-sd" / "zy-bert" / "syndrome_vocab.txt").is_file():
+        pytest.skip("TCM-SD label files not available")
+    out = tmp_path_factory.mktemp("tcm-hf-synthetic")
+    write_synthetic(out, seed=2, data_dir=data_root, scale=0.06)
+    return out
+
+
+def _tiny_model(path: Path, labels: list[str], texts: list[str]) -> Path:
+    """A 1-layer BERT over a character vocabulary of the fixture's texts."""
+    path.mkdir(parents=True, exist_ok=True)
+    chars = sorted({c for t in texts for c in t})
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *chars]
+    (path / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    tokenizer = transformers.BertTokenizerFast(
+        vocab_file=str(path / "vocab.txt"), tokenize_chinese_chars=True
+    )
+    tokenizer.save_pretrained(path)
+    config = transformers.BertConfig(
+        vocab_size=len(vocab),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=128,
+        num_labels=len(labels),
+        id2label=dict(enumerate(labels)),
+        label2id={label: i for i, label in enumerate(labels)},
+    )
+    torch.manual_seed(0)
+    transformers.BertForSequenceClassification(config).save_pretrained(path)
+    return path
+
+
+@pytest.mark.slow
+def test_hf_checkpoint_predicts_through_id2label(fixture_root: Path, tmp_path: Path) -> None:
+    from clineval.models.tcm_hf import HFSyndromeClassifier
+
+    labels = read_vocab(fixture_root / "tcm-sd" / "syndrome_vocab.txt")
+    test = read_records(fixture_root / "tcm-sd" / "test.synthetic.json", labels)[:12]
+    # id2label in REVERSED order: predictions must follow the names, not the indices
+    reversed_labels = labels[::-1]
+    texts = [r.chief_complaint + r.description for r in test]
+    path = _tiny_model(tmp_path / "model", reversed_labels, texts)
+    model = HFSyndromeClassifier(path, labels, max_length=64)
+    preds = model.predict(test)
+    # oracle: run the checkpoint directly on the sentence pair and map through its config
+    tok = transformers.AutoTokenizer.from_pretrained(str(path))
+    net = transformers.AutoModelForSequenceClassification.from_pretrained(str(path)).eval()
+    for record, pred in zip(test, preds, strict=True):
+        enc = tok(
+            record.chief_complaint,
+            record.description,
+            truncation="longest_first",
+            max_length=64,
+            return_tensors="pt",
+        )
+        ids = enc["input_ids"][0].tolist()
+        assert ids[0] == tok.cls_token_id and ids.count(tok.sep_token_id) == 2  # a pair
+        with torch.inference_mode():
+            best = int(net(**enc).logits.argmax(-1))
+        assert pred == net.config.id2label[best] == reversed_labels[best]
+
+
+def test_id2label_mismatch_is_a_clear_error(fixture_root: Path, tmp_path: Path) -> None:
+    from clineval.models.tcm_hf import HFSyndromeClassifier
+
+    labels = read_vocab(fixture_root / "tcm-sd" / "syndrome_vocab.txt")
+    wrong = [*labels[:-1], "感冒证"]
+    path = _tiny_model(tmp_path / "wrong", wrong, ["头晕"])
+    with pytest.raises(InputError, match=r"id2label does not match.*'感冒证'"):
+        HFSyndromeClassifier(path, labels)
+    short = _tiny_model(tmp_path / "short", labels[:10], ["头晕"])
+    with pytest.raises(InputError, match="10 classes instead of 148"):
+        HFSyndromeClassifier(short, labels)
+
+
+@pytest.mark.slow
+def test_hf_run_end_to_end(fixture_root: Path, tmp_path: Path) -> None:
+    labels = read_vocab(fixture_root / "tcm-sd" / "syndrome_vocab.txt")
+    rows = (fixture_root / "tcm-sd" / "test.synthetic.json").read_text().splitlines()
+    texts = [json.loads(line)["description"] for line in rows]
+    path = _tiny_model(tmp_path / "model", labels, texts)
+    out = tmp_path / "run"
+    argv = ["run", "tcm-sd", "--model", f"hf:{path}", "--output-dir", str(out)]
+    argv += ["--data-dir", str(fixture_root), "--limit", "40", "--option", "tcm.max_length=64"]
+    assert main(argv) == 0
+    res = json.loads((out / "results.json").read_text())["tcm-sd"]
+    assert res["n"] == 40 and res["invalid_rate"] == 0.0
+    notes = json.loads((out / "manifest.json").read_text())["tasks"]["tcm-sd"]
+    assert notes["hf_model"]["num_labels"] == 148
+    # a missing directory is exit 2
+    bad = ["run", "tcm-sd", "--model", f"hf:{tmp_path / 'nope'}", "--output-dir"]
+    assert main([*bad, str(tmp_path / "r2"), "--data-dir", str(fixture_root)]) == 2
