@@ -238,6 +238,8 @@ def test_base_url_resolution(monkeypatch: pytest.MonkeyPatch) -> None:
     assert openai_base_urls(ModelSpec.parse("openai:m")) == ("http://127.0.0.1:1/v1",)
     spec = ModelSpec.parse("openai:m@http://a/v1", ("http://b/v1",))
     assert openai_base_urls(spec) == ("http://a/v1", "http://b/v1")  # explicit URLs win
+    with pytest.raises(InputError, match="not http"):
+        openai_base_urls(ModelSpec.parse("openai:m", ("127.0.0.1:8000/v1",)))
 
 
 def test_non_chat_backend_is_input_error(tmp_path: Path) -> None:

@@ -116,7 +116,11 @@ def _host(url: str) -> str:
     """scheme://host:port of a URL, without user:password or path (safe for messages)."""
     parts = urlsplit(url)
     host = parts.hostname or "?"
-    return f"{parts.scheme}://{host}" + (f":{parts.port}" if parts.port else "")
+    try:
+        port = parts.port
+    except ValueError:  # a non-numeric port: show none rather than fail while reporting
+        port = None
+    return f"{parts.scheme}://{host}" + (f":{port}" if port else "")
 
 
 def _snippet(raw: bytes | str, limit: int = 200) -> str:
@@ -571,11 +575,17 @@ def _retry_policy(ctx: Any) -> RetryPolicy:
 
 def openai_base_urls(spec: ModelSpec) -> tuple[str, ...]:
     """The spec's base URLs, else $OPENAI_BASE_URL; InputError when there is none."""
-    if spec.base_urls:
-        return tuple(spec.base_urls)
-    env = os.environ.get("OPENAI_BASE_URL")
-    if env:
-        return (env,)
+    urls: tuple[str, ...] = tuple(spec.base_urls)
+    if not urls and os.environ.get("OPENAI_BASE_URL"):
+        urls = (os.environ["OPENAI_BASE_URL"],)
+    for url in urls:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise InputError(
+                f"{spec.label}: base URL {_host(url)!r} is not http(s)://HOST[:PORT]/PATH"
+            )
+    if urls:
+        return urls
     raise InputError(
         f"{spec.label}: no server address (write openai:MODEL@URL, pass --base-url, "
         "or set OPENAI_BASE_URL)"
