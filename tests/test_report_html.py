@@ -140,6 +140,9 @@ def test_results_only_run_and_unknown_task(tmp_path: Path) -> None:
     )
     html = render_report(load_run(tmp_path))
     assert "0.5000" in html and "0.2500" in html and "0.1250" in html
+    overview = html[html.index('id="overview"') : html.index('id="settings"')]
+    assert 'href="#task-tcm-sd"' in overview and "<b>0.5000</b>" in overview
+    assert 'href="#task-mystery"' in overview and "<b>0.1250</b>" in overview
     assert "FIXTURE" not in html  # nothing says fixture, so nothing is labelled so
     assert 'class="sample-table"' not in html  # no samples.jsonl: no table
 

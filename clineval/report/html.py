@@ -102,6 +102,19 @@ def build_sections(run: RunData, compress_over: int = COMPRESS_OVER) -> list[dic
     return sections
 
 
+def overview(sections: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One table per task family: a row per task, a column per headline metric."""
+    tables: dict[str, dict[str, Any]] = {}
+    for section in sections:
+        table = tables.setdefault(section["family"], {"keys": [], "rows": []})
+        cells = {card.key: card for card in section["cards"]}
+        for key in cells:
+            if key not in table["keys"]:
+                table["keys"].append(key)
+        table["rows"].append({"section": section, "cells": cells})
+    return list(tables.values())
+
+
 def render_report(run: RunData, compress_over: int = COMPRESS_OVER) -> str:
     sections = build_sections(run, compress_over)
     script = asset("report.js")
@@ -117,6 +130,7 @@ def render_report(run: RunData, compress_over: int = COMPRESS_OVER) -> str:
             version=clineval.__version__,
             settings=settings(run),
             sections=sections,
+            overview=overview(sections),
             any_fixture=bool(fixture_tasks),
             fixture_tasks=fixture_tasks,
             css=Markup(asset("report.css")),

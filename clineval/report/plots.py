@@ -200,11 +200,13 @@ def grouped_bars(
             )
     for i, cat in enumerate(categories):
         body.append(_text(left + (i + 0.5) * group_w, top + height + 14, _short(cat, 18)))
-    if len(series) > 1:
+    legend_w = sum(24 + 7 * len(name) for name in series) if len(series) > 1 else 0
+    if legend_w:
         body += _legend(
             left + 4, top - 14, [(name, SERIES_COLORS[j % 5]) for j, name in enumerate(series)]
         )
-    return _svg(left + width + 20, top + height + 26, title, body)
+    total_w = max(left + width + 20, left + legend_w + 10, 260.0)
+    return _svg(total_w, top + height + 26, title, body)
 
 
 def reverse_ecdf(shares: Sequence[float], ks: Sequence[int], title: str) -> str:
