@@ -20,6 +20,7 @@ import jinja2
 from markupsafe import Markup
 
 import clineval
+from clineval.progress import track
 from clineval.report import sections_cc, sections_ner, sections_tcm
 from clineval.report.jsonembed import COMPRESS_OVER, script_payload
 from clineval.report.rundata import RunData, load_run, task_family
@@ -74,7 +75,8 @@ def _generic_section(run: RunData, task: str) -> dict[str, Any]:
 def build_sections(run: RunData, compress_over: int = COMPRESS_OVER) -> list[dict[str, Any]]:
     sections = []
     seed = int(run.manifest.get("seed") or 0)
-    for task in run.results:
+    tasks = list(run.results)
+    for task in track(tasks, total=len(tasks), description="report sections"):
         family = task_family(task)
         if family == "ner":
             section = sections_ner.build(run, task, seed=seed)
