@@ -25,14 +25,21 @@ IntArray = NDArray[np.int64]
 FloatArray = NDArray[np.float64]
 
 
+class _LabelIndex(dict[str | None, int]):
+    """label -> class index; any other key (None, a stray string) -> INVALID."""
+
+    def __missing__(self, key: object) -> int:
+        return INVALID
+
+
 def encode(values: Sequence[str | None], index: Mapping[str, int]) -> IntArray:
-    """Label strings -> class indices; anything outside `index` (or None) -> INVALID."""
-    get = index.get
-    return np.fromiter(
-        (INVALID if v is None else get(v, INVALID) for v in values),
-        dtype=np.int64,
-        count=len(values),
-    )
+    """Label strings -> class indices; anything outside `index` (or None) -> INVALID.
+
+    One C-level dict lookup per value (`map` over `__getitem__` of a dict whose `__missing__`
+    answers INVALID): the fastest exact mapping we measured; a vectorized UTF-32 hash was slower.
+    """
+    lookup = _LabelIndex(index)
+    return np.fromiter(map(lookup.__getitem__, values), dtype=np.int64, count=len(values))
 
 
 @dataclass(frozen=True)
