@@ -270,3 +270,38 @@ def test_judge_panel_tables(tmp_path: Path) -> None:
     assert "Each judge of the panel (aggregate: majority)" in html
     assert "<td>31.25</td>" in html and "<td>0.6250</td>" in html
     assert "&lt;b&gt;j" in html and "<b>j" not in html
+
+
+def test_malformed_results_and_rows_still_give_a_report(tmp_path: Path) -> None:
+    """Wrong types anywhere (an older or foreign writer): sections skip what they cannot read."""
+    results = {
+        "ner:x": {"token_macro_f1": 0.5, "per_type": {"a": "oops", "b": {"token": 3}}},
+        "tcm-sd": {
+            "macro_f1": float("nan"),
+            "per_class": {"a": {"f1": None, "support": "x"}, "b": 5},
+            "confusions": [1, [1, 2, "x"], {"gold": "a"}],
+        },
+        "clinconsensus": {"cacs@7": 10, "curve": "bad", "slices": {"difficulty": "x"}},
+    }
+    rows = [
+        {"task": "ner:x", "id": 5, "gold": "oops", "pred": None, "text": 12},
+        {
+            "task": "ner:x",
+            "gold": [[0, 99, "a"], ["x", 1, "b"]],
+            "pred": [{"start": 1}],
+            "text": "short",
+        },
+        {"task": "tcm-sd", "gold": None},
+        {"task": "tcm-sd", "gold": "a", "pred": 3},
+        {"task": "clinconsensus", "verdicts": "x", "s": "y"},
+        {"task": "clinconsensus", "verdicts": [1, {"met": "yes"}], "s": 3},
+        {"task": "zzz", "id": 1},
+    ]
+    write_json(tmp_path / "results.json", results)
+    write_jsonl(tmp_path / "samples.jsonl", rows)
+    html = render_report(load_run(tmp_path))
+    assert html.count('class="task"') == 3
+    from clineval.report.compare import build_comparison, render_markdown
+
+    text = render_markdown(build_comparison([tmp_path, tmp_path], n_resamples=20))
+    assert "nan" not in text  # a NaN metric is left out, not ranked

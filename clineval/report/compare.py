@@ -26,7 +26,14 @@ from clineval.errors import InputError
 from clineval.metrics.bootstrap import DEFAULT_RESAMPLES
 from clineval.progress import track
 from clineval.report import statistics as st
-from clineval.report.rundata import RunData, interval_of, is_fixture_task, load_run, task_family
+from clineval.report.rundata import (
+    RunData,
+    finite_number,
+    interval_of,
+    is_fixture_task,
+    load_run,
+    task_family,
+)
 from clineval.report.sections_common import HEADLINE_KEYS, format_value
 from clineval.report.task_stats import statistics_for
 from clineval.rundir import atomic_write_text
@@ -98,9 +105,7 @@ def _columns(runs: list[RunData]) -> list[tuple[str, str]]:
 
 
 def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value)
+    return finite_number(value)  # NaN (e.g. macro-F1 of no samples) is no score to rank
 
 
 def _gold_agrees(a: st.SampleStatistic, b: st.SampleStatistic) -> bool:
@@ -174,8 +179,8 @@ def _fmt_cell(key: str, cell: Cell | None, with_ci: bool = True) -> str:
 
 def _best(comp: Comparison, task: str, key: str) -> int | None:
     scored = [(i, c.value) for i in range(len(comp.runs)) if (c := comp.cells.get((i, task, key)))]
-    if len(scored) < 2:
-        return None
+    if len(scored) < 2 or len({v for _, v in scored}) == 1:
+        return None  # nothing to single out
     pick = min if key in LOWER_IS_BETTER else max
     return pick(scored, key=lambda t: t[1])[0]
 

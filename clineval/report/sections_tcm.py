@@ -61,11 +61,14 @@ def _confusions(metrics: dict[str, Any]) -> list[tuple[str, str, int]]:
     if isinstance(raw, list):
         for item in raw:
             if isinstance(item, dict):
-                out.append(
-                    (str(item.get("gold")), str(item.get("pred")), int(item.get("count", 0)))
-                )
+                gold, pred, count = item.get("gold"), item.get("pred"), item.get("count")
             elif isinstance(item, list | tuple) and len(item) == 3:
-                out.append((str(item[0]), str(item[1]), int(item[2])))
+                gold, pred, count = item
+            else:
+                continue
+            number = finite_number(count)
+            if gold is not None and pred is not None and number is not None:
+                out.append((str(gold), str(pred), int(number)))
     return sorted(out, key=lambda t: -t[2])[:MAX_CONFUSIONS]
 
 
