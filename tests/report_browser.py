@@ -40,6 +40,7 @@ def browser_session() -> Iterator[Any]:
     profile = tempfile.mkdtemp(prefix="clineval-chromium-")
     options.add_argument(f"--user-data-dir={profile}")
     options.binary_location = CHROMIUM
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     browser = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
     try:
         yield browser
@@ -57,10 +58,18 @@ def open_report(driver: Any, path: Path) -> None:
     )
 
 
+def assert_no_page_errors(driver: Any) -> None:
+    """No JavaScript exception and no Content-Security-Policy violation was logged (a CSP
+    report would mean some data had become markup that tried to run or load something)."""
+    severe = [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
+    assert severe == []
+
+
 def assert_nothing_ran(driver: Any) -> None:
     assert driver.execute_script("return window.__pwned === undefined")
     assert driver.title.startswith("clineval report")
     assert "pwned" not in driver.title
+    assert_no_page_errors(driver)
 
 
 def shot(driver: Any, name: str) -> None:

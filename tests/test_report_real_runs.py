@@ -16,7 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from report_browser import browser_session, card, open_report, page_info, shot
+from report_browser import (
+    assert_no_page_errors,
+    browser_session,
+    card,
+    open_report,
+    page_info,
+    shot,
+)
 
 from clineval.cli import main
 from clineval.report.sections_common import format_value
@@ -89,6 +96,7 @@ def test_clinconsensus_fixture_run_from_verdicts(driver: Any, tmp_path: Path) ->
     assert len(detail.find_elements(By.CSS_SELECTOR, "table.verdicts tbody tr")) == 30
     first = samples[0]
     assert detail.find_element(By.CSS_SELECTOR, ".query").text.strip() == first["query"].strip()
+    assert_no_page_errors(driver)
     shot(driver, "report-fixture-clinconsensus.png")
 
 
@@ -142,6 +150,7 @@ def test_ner_ncbi_run_from_predictions(driver: Any, tmp_path: Path, data_root: P
         title = group.find_element(By.TAG_NAME, "h3").text
         assert f"({counts.get(kind, 0)}" in title
     assert page_info(driver, anchor).startswith(f"{len(samples)} of {len(samples)} samples")
+    assert_no_page_errors(driver)
     shot(driver, "report-ncbi-damaged-gold.png")
 
 
@@ -175,4 +184,5 @@ def test_tcm_synthetic_fixture_run(driver: Any, tmp_path: Path) -> None:
     assert len(bars) == len(metrics["per_class"]) == 148
     assert driver.find_element(By.CSS_SELECTOR, f"#{anchor} .data-note").is_displayed()
     assert page_info(driver, anchor).startswith(f"{len(samples)} of {len(samples)} samples")
+    assert_no_page_errors(driver)
     shot(driver, "report-tcm-synthetic-fixture.png")
