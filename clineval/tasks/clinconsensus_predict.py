@@ -144,19 +144,18 @@ class _Flow:
         self.progress.advance(cached=reply.cached)
         return reply.text
 
-    async def verdict(self, label: str, case: Case, index: int, answer: str) -> None:
-        rubric = case.rubrics[index]
-        key = verdict_key(case.case_id, rubric.criterion_id)
+    def _done(self, label: str, key: str) -> bool:
+        """A usable stored verdict. One made under another judge prompt (the --judge-prompt
+        file was edited) is made again; the prompt version is also in every call's cache key."""
         stored = self.verdicts[label].get(key)
-        # A verdict made under another judge prompt (the --judge-prompt file was edited) is
-        # made again; the prompt version is also part of every call's cache key.
-        if (
+        return (
             stored is not None
             and stored.get("met") is not None
             and stored.get("prompt") == self.prompt.version
-        ):
-            self.progress.advance(cached=True)
-            return
+        )
+
+    async def verdict(self, label: str, case: Case, index: int, answer: str) -> None:
+        rubric = case.rubrics[index]
         outcome = await judge_criterion(
             self.judges[label],
             self.prompt,
@@ -169,7 +168,7 @@ class _Flow:
             parse_retries=self.data.options.judge_retries,
         )
         record = {**outcome.record(label), "prompt": self.prompt.version}
-        self.writer.add(verdict_kind(label), key, record)
+        self.writer.add(verdict_kind(label), verdict_key(case.case_id, rubric.criterion_id), record)
         if outcome.retries:
             self.progress.count("retries", outcome.retries)
         if outcome.met is None:
@@ -177,18 +176,22 @@ class _Flow:
         self.progress.advance(cached=outcome.cached)
 
     async def case(self, case: Case) -> None:
+        # What is already stored is counted at once, without a coroutine per criterion (a
+        # resumed 27,000-criterion run then costs almost nothing here).
+        pending = [
+            (label, i)
+            for label in self.judges
+            for i in range(min(self.data.n_criteria, len(case.rubrics)))
+            if not self._done(label, verdict_key(case.case_id, case.rubrics[i].criterion_id))
+        ]
+        n_stored = self.data.n_criteria * len(self.judges) - len(pending)
+        if n_stored:
+            self.progress.advance(n_stored, cached=True)
         answer = await self.answer(case)
-        n_calls = self.data.n_criteria * len(self.judges)
         if answer is None:
-            self.progress.advance(n_calls)  # nothing to judge; the case is reported as failed
+            self.progress.advance(len(pending))  # nothing to judge; the case is reported failed
             return
-        await asyncio.gather(
-            *(
-                self.verdict(label, case, i, answer)
-                for label in self.judges
-                for i in range(min(self.data.n_criteria, len(case.rubrics)))
-            )
-        )
+        await asyncio.gather(*(self.verdict(label, case, i, answer) for label, i in pending))
 
 
 async def _predict(ctx: Any, data: Data, prompt: JudgePrompt) -> dict[str, Any]:
