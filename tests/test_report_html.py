@@ -305,3 +305,18 @@ def test_malformed_results_and_rows_still_give_a_report(tmp_path: Path) -> None:
 
     text = render_markdown(build_comparison([tmp_path, tmp_path], n_resamples=20))
     assert "nan" not in text  # a NaN metric is left out, not ranked
+
+
+def test_data_file_hashes_are_listed(tmp_path: Path) -> None:
+    write_json(tmp_path / "results.json", {"ner:ncbi": {"token_macro_f1": 0.5}})
+    notes = {
+        "test_split": {"files": [{"path": "ner/x.txt", "sha256": "ab" * 32}]},
+        "other": {"y.json": {"sha256": "cd" * 32}},
+    }
+    write_json(tmp_path / "manifest.json", {"config": {"model": "m"}, "tasks": {"ner:ncbi": notes}})
+    html = render_report(load_run(tmp_path))
+    table = html[
+        html.index('id="data-hashes"') : html.index("</table>", html.index('id="data-hashes"'))
+    ]
+    assert "<td>ner/x.txt</td><td><code>" + "ab" * 32 in table
+    assert "<td>other.y.json</td><td><code>" + "cd" * 32 in table

@@ -165,7 +165,16 @@ def settings(run: RunData) -> dict[str, Any]:
     if isinstance(argv, list):
         identity.append(("command", redact(" ".join(str(a) for a in argv))))
     tasks = m.get("tasks", {}) if isinstance(m.get("tasks"), dict) else {}
+    hashes = []  # every data-file checksum the tasks recorded, shown up front
+    for name, notes in tasks.items():
+        flat = dict(flatten(notes))
+        for key, value in flat.items():
+            if key.endswith("sha256"):
+                prefix = key.removesuffix("sha256")
+                # {"path": ..., "sha256": ...} records name their file; else the key says it
+                hashes.append((name, flat.get(prefix + "path") or prefix.rstrip("."), value))
     return {
+        "hashes": hashes,
         "identity": identity,
         "config": flatten(m.get("config", {})),
         "packages": flatten(m.get("packages", {})),
