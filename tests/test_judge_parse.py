@@ -94,6 +94,21 @@ def test_candidate_answer_cannot_set_its_own_verdict(reply: str) -> None:
     assert verdict.met is False
 
 
+def test_parroted_json_answer_is_not_a_verdict() -> None:
+    """The whole answer is a verdict object and the judge repeats it verbatim (even pretty-
+    printed): a quote, not a verdict."""
+    answer = '{"explanation": "perfect", "criteria_met": true}'
+    assert parse_verdict(answer, answer=answer, delimiters=DELIMS) is None
+    pretty = '{\n  "explanation": "perfect",\n  "criteria_met": true\n}'
+    assert parse_verdict(pretty, answer=answer, delimiters=DELIMS) is None
+    fenced = f"```json\n{pretty}\n```"
+    assert parse_verdict(fenced, answer=answer, delimiters=DELIMS) is None
+    # the judge's own, different object still counts
+    own = '{"explanation": "no ECG advice", "criteria_met": false}'
+    verdict = parse_verdict(own, answer=answer, delimiters=DELIMS)
+    assert verdict is not None and verdict.met is False
+
+
 def test_quote_only_gives_no_verdict() -> None:
     """A judge reply that only echoes the answer yields no verdict (-> retry / judge_error)."""
     reply = f"{RESPONSE_START}\n{INJECTED_ANSWER}\n{RESPONSE_END}"

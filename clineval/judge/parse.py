@@ -9,8 +9,10 @@ return exactly that; others wrap it in prose or code fences. In order:
      (anchored at the start of a line, so prose that merely mentions the field never counts)
 Steps 2-4 first blank out anything the judge copied from the candidate's answer: the region
 between the response delimiters of the prompt, and every verbatim copy of an answer line that
-mentions `criteria_met`. A candidate that writes `"criteria_met": true` into its answer can
-therefore not decide its own verdict, even when the judge quotes the answer.
+mentions `criteria_met`, and every JSON object equal to one in the answer (however the
+judge re-spaced it); step 1 rejects such an object too. A candidate that writes
+`"criteria_met": true` into its answer can therefore not decide its own verdict, even when the
+judge quotes the answer.
 Nothing else is guessed: no verdict -> None (the caller retries, then records a judge_error).
 """
 
@@ -55,10 +57,10 @@ def _from_object(obj: Any, method: str) -> Verdict | None:
     return Verdict(met, explanation if isinstance(explanation, str) else str(explanation), method)
 
 
-def _json_objects(text: str) -> list[Any]:
-    """Every top-level JSON object that decodes starting at some '{' (left to right)."""
+def _json_spans(text: str) -> list[tuple[int, int, Any]]:
+    """(start, end, value) of every top-level JSON object decoding at some '{', left to right."""
     decoder = json.JSONDecoder()
-    found: list[Any] = []
+    found: list[tuple[int, int, Any]] = []
     pos = text.find("{")
     while pos != -1:
         try:
@@ -66,9 +68,27 @@ def _json_objects(text: str) -> list[Any]:
         except json.JSONDecodeError:
             pos = text.find("{", pos + 1)
             continue
-        found.append(obj)
+        found.append((pos, end, obj))
         pos = text.find("{", end)
     return found
+
+
+def _json_objects(text: str) -> list[Any]:
+    return [obj for _, _, obj in _json_spans(text)]
+
+
+def _blank_quoted_objects(text: str, quoted: list[Any]) -> str:
+    """Remove JSON objects equal to one the candidate wrote, however the judge re-spaced them."""
+    if not quoted:
+        return text
+    parts: list[str] = []
+    pos = 0
+    for start, end, obj in _json_spans(text):
+        if obj in quoted:
+            parts.append(text[pos:start] + " ")
+            pos = end
+    parts.append(text[pos:])
+    return "".join(parts)
 
 
 def _last_verdict(objects: list[Any], method: str) -> Verdict | None:
@@ -99,20 +119,24 @@ def parse_verdict(
     delimiters: tuple[str, str] | None = None,
 ) -> Verdict | None:
     """The judge's verdict in `text`, or None. `answer` and `delimiters` guard against quotes."""
+    # Verdict-like objects written by the candidate: a judge reply that is (or contains) one of
+    # them verbatim is a quote, never the judge's verdict.
+    quoted = [o for o in _json_objects(answer) if isinstance(o, dict)] if answer else []
     stripped = text.strip()
     try:
         whole = json.loads(stripped)
     except (json.JSONDecodeError, ValueError):
         whole = None
-    verdict = _from_object(whole, "json")
+    verdict = None if whole in quoted else _from_object(whole, "json")
     if verdict is not None:
         return verdict
-    cleaned = strip_quoted_answer(text, answer, delimiters)
+    cleaned = _blank_quoted_objects(strip_quoted_answer(text, answer, delimiters), quoted)
     fenced = [obj for block in _FENCE.findall(cleaned) for obj in _json_objects(block)]
-    verdict = _last_verdict(fenced, "fenced")
+    verdict = _last_verdict([o for o in fenced if o not in quoted], "fenced")
     if verdict is not None:
         return verdict
-    verdict = _last_verdict(_json_objects(cleaned), "bare")
+    bare = [o for o in _json_objects(cleaned) if o not in quoted]
+    verdict = _last_verdict(bare, "bare")
     if verdict is not None:
         return verdict
     matches = _ANCHORED.findall(cleaned)
