@@ -52,6 +52,7 @@ from clineval.store import stable_hash
 
 TRANSPORTS = ("http1", "aiohttp", "openai", "openai-httpx")
 DEFAULT_TRANSPORT = "http1"
+# 4xx that say "try again later" (timeout, conflict, too early, rate limit), as the openai SDK.
 _RETRYABLE_4XX = {408, 409, 425, 429}
 
 
@@ -456,6 +457,7 @@ class HTTPChatModel:
                 if pending.cancelled() and task is not None and not task.cancelling():
                     # The caller that sent it was cancelled, not this one: ask again.
                     self.stats.cache_hits -= 1
+                    self.stats.requests -= 1
                     return await self.chat(request)
                 raise
         future: asyncio.Future[ChatResponse] = asyncio.get_running_loop().create_future()
@@ -465,7 +467,7 @@ class HTTPChatModel:
         except BaseException as exc:
             if not future.done():
                 if isinstance(exc, asyncio.CancelledError):
-                    future.cancel()  # waiters for the same request are cancelled with it
+                    future.cancel()  # joined callers that are not cancelled ask again
                 else:
                     future.set_exception(exc)
                     future.exception()  # mark retrieved: waiters re-raise it, nobody else must
