@@ -332,3 +332,20 @@ def test_cancelled_sender_does_not_cancel_identical_waiters(
     assert isinstance(first, TimeoutError)
     assert second.text.startswith("stub answer") and not second.cached
     assert ctx.store.count_calls() == 1
+
+
+def test_run_state_survives_several_event_loops(tmp_path: Path, stub: StubServer) -> None:
+    # Tasks may call asyncio.run once for answers and once for verdicts: the run's limit and
+    # counters must work in each loop (an asyncio.Semaphore is bound to one loop).
+    stub.script([], default={"do": "ok", "latency": 0.05})
+    ctx = make_ctx(tmp_path, f"openai:m@{stub.base_url}", concurrency=2)
+
+    async def batch(offset: int) -> None:
+        async with open_chat_model(ctx.model, ctx, retry=FAST) as model:
+            await asyncio.gather(*(model.chat(ask(offset + i)) for i in range(6)))
+
+    asyncio.run(batch(0))
+    asyncio.run(batch(100))
+    stats = stub.stats()
+    assert stats["requests"] == 12 and stats["max_in_flight"] == 2
+    assert stats_of(ctx)["requests"] == 12
