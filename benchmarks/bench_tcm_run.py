@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import shutil
 import subprocess
 import sys
@@ -23,15 +22,30 @@ import tempfile
 import time
 from pathlib import Path
 
+_CHILD = (
+    "import resource, sys\n"
+    "from clineval.cli import main\n"
+    "code = main(sys.argv[1:])\n"
+    "print('MAXRSS_KIB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
+    "sys.exit(code)\n"
+)
+
 
 def _cli(*args: str) -> tuple[float, int]:
-    """Wall seconds and peak RSS (MiB) of `clineval ARGS` in a fresh process."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    """Wall seconds and peak RSS (MiB) of `clineval ARGS` in a fresh process of its own."""
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "clineval", "--quiet", *args], check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, "--quiet", *args],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     seconds = time.perf_counter() - start
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return seconds, max(peak, before) // 1024
+    kib = [
+        int(line.split()[1]) for line in done.stderr.splitlines() if line.startswith("MAXRSS_KIB")
+    ]
+    return seconds, kib[-1] // 1024
 
 
 def main() -> None:
@@ -42,8 +56,10 @@ def main() -> None:
     work = args.workdir or Path(tempfile.mkdtemp(prefix="bench-tcm-"))
     data, run = work / "synthetic-data", work / "run-tfidf"
     shutil.rmtree(run, ignore_errors=True)
-    t_synth, _ = _cli("data", "synth", "tcm-sd", "--out", str(data), "--seed", str(args.seed))
-    print(f"synthesize full-size fixture: {t_synth:.1f} s")
+    t_synth, rss_synth = _cli(
+        "data", "synth", "tcm-sd", "--out", str(data), "--seed", str(args.seed)
+    )
+    print(f"synthesize full-size fixture: {t_synth:.1f} s, peak RSS {rss_synth} MiB")
     t_run, rss = _cli(
         "run", "tcm-sd", "--model", "baseline:tfidf", "--data-dir", str(data),
         "--output-dir", str(run), "--seed", str(args.seed),
@@ -60,9 +76,14 @@ def main() -> None:
         f"accuracy={results['accuracy']:.4f} fixture={results['fixture']}"
     )
     before = (run / "results.json").read_bytes()
-    t_score, _ = _cli("score", str(run))
+    t_score, rss_score = _cli("score", str(run))
     same = (run / "results.json").read_bytes() == before
-    print(f"clineval score (no model): {t_score:.1f} s; results.json unchanged: {same}")
+    print(
+        f"clineval score (no model): {t_score:.1f} s, peak RSS {rss_score} MiB; "
+        f"results.json unchanged: {same}"
+    )
+    store_mib = (run / "store.sqlite").stat().st_size / 2**20
+    print(f"run store (predictions + cached tfidf model): {store_mib:.1f} MiB")
     if args.workdir is None:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -36,6 +36,7 @@ def test_macro_f1_equals_sklearn_and_reference_loop(seed: int, n: int) -> None:
     ref_f1, ref_acc = cls.reference_macro_f1_loop(gold_s, pred_s, LABELS)
     assert ours == pytest.approx(ref_f1, abs=1e-12)
     assert cls.accuracy(gold, pred) == accuracy_score(gold_s, pred_s) == pytest.approx(ref_acc)
+    assert cls.scores(gold, pred, K) == (ours, cls.accuracy(gold, pred))
 
 
 def test_per_label_prf_equals_sklearn() -> None:

@@ -52,18 +52,30 @@ class Counts:
 
 
 def label_counts(gold: IntArray, pred: IntArray, n_labels: int) -> Counts:
+    """Per-label tallies from ONE bincount over (gold, pred) cells, invalid predictions in an
+    extra column: the whole confusion matrix in a single pass over the data."""
     gold = np.asarray(gold, dtype=np.int64)
     pred = np.asarray(pred, dtype=np.int64)
     if gold.shape != pred.shape:
         raise ValueError(f"gold and pred differ in shape: {gold.shape} vs {pred.shape}")
     if gold.size and (gold.min() < 0 or gold.max() >= n_labels):
         raise ValueError("gold indices must lie in [0, n_labels)")
-    hit = gold == pred
+    width = n_labels + 1
+    cells = gold * width + np.where(pred >= 0, pred, n_labels)
+    matrix = np.bincount(cells, minlength=n_labels * width).reshape(n_labels, width)
     return Counts(
-        tp=np.bincount(gold[hit], minlength=n_labels),
-        n_pred=np.bincount(pred[pred >= 0], minlength=n_labels),
-        n_gold=np.bincount(gold, minlength=n_labels),
+        tp=np.ascontiguousarray(np.diagonal(matrix)),
+        n_pred=matrix[:, :n_labels].sum(axis=0),
+        n_gold=matrix.sum(axis=1),
     )
+
+
+def scores(gold: IntArray, pred: IntArray, n_labels: int) -> tuple[float, float]:
+    """(macro-F1, accuracy) from one pass over the data."""
+    counts = label_counts(gold, pred, n_labels)
+    _, _, f1 = per_label_prf(counts)
+    n = int(counts.n_gold.sum())
+    return float(np.mean(f1)), (int(counts.tp.sum()) / n if n else float("nan"))
 
 
 def _divide(num: FloatArray, den: FloatArray) -> FloatArray:

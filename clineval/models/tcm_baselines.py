@@ -55,6 +55,11 @@ class TfidfBaseline:
         if not texts:
             raise InputError("the train split is empty: baseline:tfidf has nothing to learn from")
         self.classifier.fit(self.vectorizer.fit_transform(texts), np.asarray(labels))
+        # The pruned n-grams (hundreds of thousands) are kept only for introspection; sklearn
+        # documents dropping them before pickling, which keeps the stored artifact small.
+        self.vectorizer.stop_words_ = None
+        # Likewise the raw counts: prediction reads only feature_log_prob_ (half the bytes).
+        del self.classifier.feature_count_
         return self
 
     def predict(self, texts: Sequence[str]) -> list[str]:
