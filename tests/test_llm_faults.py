@@ -210,18 +210,24 @@ def test_dead_replica_is_avoided(tmp_path: Path, stub: StubServer) -> None:
     assert stub.stats()["requests"] == 10  # every call reached the live replica
 
 
-def test_load_spread_over_replicas(tmp_path: Path) -> None:
-    with StubServer(latency=0.05) as a, StubServer(latency=0.05) as b:
+def _spread(tmp_path: Path, latencies: tuple[float, float], calls: int) -> tuple[int, int]:
+    with StubServer(latency=latencies[0]) as a, StubServer(latency=latencies[1]) as b:
         ctx = make_ctx(tmp_path, "openai:m", base_urls=[a.base_url, b.base_url], concurrency=8)
 
         async def main() -> None:
             async with open_chat_model(ctx.model, ctx, retry=FAST) as model:
-                await asyncio.gather(*(model.chat(ask(i)) for i in range(40)))
+                await asyncio.gather(*(model.chat(ask(i)) for i in range(calls)))
 
         asyncio.run(main())
-        counts = a.stats()["requests"], b.stats()["requests"]
-    assert sum(counts) == 40
-    assert counts == (20, 20)  # least-in-flight with round-robin ties splits evenly
+        return a.stats()["requests"], b.stats()["requests"]
+
+
+def test_load_spread_over_replicas(tmp_path: Path) -> None:
+    a, b = _spread(tmp_path / "even", (0.05, 0.05), 40)
+    assert a + b == 40 and min(a, b) >= 14  # equal replicas share the load
+    slow, fast = _spread(tmp_path / "skewed", (0.4, 0.02), 60)
+    # Least-in-flight: the slow replica holds its requests longer, so it is picked less often.
+    assert slow + fast == 60 and fast >= 3 * slow
 
 
 def test_one_concurrency_limit_for_all_models_of_a_run(tmp_path: Path) -> None:

@@ -509,8 +509,9 @@ class HTTPChatModel:
         avoid: _Replica | None = None
         retries = 0
         while True:
-            replica = self._pick(avoid)
             async with semaphore:
+                # Picked once a slot is free, so "fewest in flight" is the state right now.
+                replica = self._pick(avoid)
                 replica.in_flight += 1
                 self.stats.http_attempts += 1
                 try:
