@@ -154,7 +154,7 @@ class _Flow:
             and stored.get("prompt") == self.prompt.version
         )
 
-    async def verdict(self, label: str, case: Case, index: int, answer: str) -> None:
+    async def verdict(self, label: str, case: Case, index: int, key: str, answer: str) -> None:
         rubric = case.rubrics[index]
         outcome = await judge_criterion(
             self.judges[label],
@@ -168,7 +168,7 @@ class _Flow:
             parse_retries=self.data.options.judge_retries,
         )
         record = {**outcome.record(label), "prompt": self.prompt.version}
-        self.writer.add(verdict_kind(label), verdict_key(case.case_id, rubric.criterion_id), record)
+        self.writer.add(verdict_kind(label), key, record)
         if outcome.retries:
             self.progress.count("retries", outcome.retries)
         if outcome.met is None:
@@ -178,11 +178,15 @@ class _Flow:
     async def case(self, case: Case) -> None:
         # What is already stored is counted at once, without a coroutine per criterion (a
         # resumed 27,000-criterion run then costs almost nothing here).
+        keys = [
+            verdict_key(case.case_id, rubric.criterion_id)
+            for rubric in case.rubrics[: self.data.n_criteria]
+        ]
         pending = [
             (label, i)
             for label in self.judges
-            for i in range(min(self.data.n_criteria, len(case.rubrics)))
-            if not self._done(label, verdict_key(case.case_id, case.rubrics[i].criterion_id))
+            for i in range(len(keys))
+            if not self._done(label, keys[i])
         ]
         n_stored = self.data.n_criteria * len(self.judges) - len(pending)
         if n_stored:
@@ -191,7 +195,9 @@ class _Flow:
         if answer is None:
             self.progress.advance(len(pending))  # nothing to judge; the case is reported failed
             return
-        await asyncio.gather(*(self.verdict(label, case, i, answer) for label, i in pending))
+        await asyncio.gather(
+            *(self.verdict(label, case, i, keys[i], answer) for label, i in pending)
+        )
 
 
 async def _predict(ctx: Any, data: Data, prompt: JudgePrompt) -> dict[str, Any]:
