@@ -200,7 +200,7 @@ def test_connection_refused(tmp_path: Path, transport: str) -> None:
 
 def test_dead_replica_is_avoided(tmp_path: Path, stub: StubServer) -> None:
     dead = f"http://127.0.0.1:{_closed_port()}/v1"
-    ctx = make_ctx(tmp_path, "openai:m", base_urls=[dead, stub.base_url])
+    ctx = make_ctx(tmp_path, "openai:m", base_urls=[dead, stub.base_url], concurrency=1)
 
     async def main() -> list[ChatResponse]:
         async with open_chat_model(ctx.model, ctx, retry=FAST) as model:
@@ -208,6 +208,10 @@ def test_dead_replica_is_avoided(tmp_path: Path, stub: StubServer) -> None:
 
     assert len(asyncio.run(main())) == 10
     assert stub.stats()["requests"] == 10  # every call reached the live replica
+    # After its first refusal the dead replica rests: one call at a time, so only the first
+    # call to it paid a retry (round-robin alone would send every second call there).
+    totals = stats_of(ctx)
+    assert totals["http_attempts"] - 10 == totals["retries"] <= 1
 
 
 def _spread(tmp_path: Path, latencies: tuple[float, float], calls: int) -> tuple[int, int]:

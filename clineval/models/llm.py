@@ -381,11 +381,24 @@ class GroupCommit:
 
 
 class _Replica:
-    __slots__ = ("base_url", "in_flight")
+    """One base URL of a model, with its load and health."""
+
+    __slots__ = ("base_url", "down_until", "failures", "in_flight")
 
     def __init__(self, base_url: str):
         self.base_url = base_url
         self.in_flight = 0
+        self.failures = 0  # consecutive connection failures / timeouts
+        self.down_until = 0.0  # time.monotonic() before which new calls go elsewhere
+
+    def failed(self) -> None:
+        """An unreachable replica rests 1, 2, 4 ... 30 s, so calls stop paying its timeouts."""
+        self.failures += 1
+        self.down_until = time.monotonic() + min(30.0, 2.0 ** (self.failures - 1))
+
+    def succeeded(self) -> None:
+        self.failures = 0
+        self.down_until = 0.0
 
 
 class HTTPChatModel:
@@ -494,13 +507,16 @@ class HTTPChatModel:
         return body
 
     def _pick(self, avoid: _Replica | None) -> _Replica:
-        """Fewest requests in flight; ties by round-robin; skip the replica that just failed."""
+        """Fewest requests in flight, ties round-robin; replicas resting after connection
+        failures and the one this call just failed on are used only if nothing else is left."""
         replicas = self._replicas
         if len(replicas) == 1:
             return replicas[0]
         start = next(self._rr) % len(replicas)
         order = replicas[start:] + replicas[:start]
-        candidates = [r for r in order if r is not avoid] or order
+        now = time.monotonic()
+        candidates = [r for r in order if r is not avoid and r.down_until <= now]
+        candidates = candidates or [r for r in order if r is not avoid] or order
         return min(candidates, key=lambda r: r.in_flight)
 
     async def _call(self, key: str, request: ChatRequest) -> ChatResponse:
@@ -516,9 +532,12 @@ class HTTPChatModel:
                 self.stats.http_attempts += 1
                 try:
                     data = await self._transport.post_chat(replica.base_url, body, self._timeout_s)
+                    replica.succeeded()
                     break
                 except AttemptFailed as failure:
                     error = failure
+                    if failure.kind in ("connection", "timeout"):
+                        replica.failed()
                 finally:
                     replica.in_flight -= 1
             if not error.retryable or retries >= self._policy.max_retries:
