@@ -8,8 +8,8 @@ Cases are SYNTHETIC: the project's fixture cases repeated under new ids
 ("synthetic-NNNN", written to a temporary clinconsensus_synthetic_cases.jsonl), since only
 their shape matters to the flow. The stub (tests/llm_stub_server.py) runs in its own process,
 so the CPU time reported is the harness's alone. Prints: calls, wall time vs the ideal
-calls / concurrency * latency, harness CPU per call, and the HTTP requests of a second run
-on the same run directory (must be 0).
+calls / concurrency * latency, harness CPU per call, the HTTP requests of a second run on
+the same run directory (must be 0), and the cost of `clineval score` (evaluate only).
 """
 
 from __future__ import annotations
@@ -92,7 +92,8 @@ def main() -> None:
         stub.reset()
         code2, wall2, cpu2 = run_once(argv)
         rerun_requests = stub.stats()["requests"]
-    print(f"exit codes: first {code}, rerun {code2}")
+        code3, wall3, cpu3 = run_once(["--quiet", "score", str(out)])
+    print(f"exit codes: first {code}, rerun {code2}, score {code3}")
     print(
         f"calls: {calls} ({args.cases} candidate + {judge_calls} judge); HTTP requests {requests}"
     )
@@ -103,6 +104,7 @@ def main() -> None:
     print(f"harness CPU: {cpu:.2f} s total, {1000 * cpu / calls:.3f} ms per call")
     print(f"rerun from the store: wall {wall2:.2f} s, CPU {cpu2:.2f} s")
     print(f"rerun HTTP requests: {rerun_requests}")
+    print(f"clineval score (evaluate only, no model): wall {wall3:.2f} s, CPU {cpu3:.2f} s")
 
 
 if __name__ == "__main__":
