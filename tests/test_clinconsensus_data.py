@@ -211,3 +211,20 @@ def test_missing_cases_source_is_input_error(tmp_path: Path, capsys) -> None:
     argv = ["run", "clinconsensus", "--model", "predictions:x.jsonl", "--data-dir", str(tmp_path)]
     assert main([*argv, "--output-dir", str(tmp_path / "o")]) == 2
     assert "clinconsensus_low.jsonl" in capsys.readouterr().err
+
+
+def test_options_k_bootstrap_and_unknown(tmp_path: Path, capsys) -> None:
+    s = [30, 7, 6, 10]
+    opts = ["--option", "clinconsensus.k=3,30", "--option", "clinconsensus.bootstrap=0"]
+    code, res, _ = _run(tmp_path, _verdict_rows(s), *opts)
+    assert code == 0
+    # k=3: max(0, s-2) = 28, 5, 4, 8 -> 45; 100 * 45 / (4 * 28)
+    assert res["cacs@3"] == pytest.approx(100 * 45 / 112)
+    assert res["cacs@30"] == pytest.approx(100 * 1 / 4)  # only s=30 scores, 1 / (N-k+1) = 1
+    assert res["pass@3"] == 1.0
+    assert not [k for k in res if k.endswith("_ci95")]
+    (tmp_path / "x").mkdir()
+    argv = ["run", "clinconsensus", "--model", "predictions:v.jsonl", "--cases", str(FIXTURE)]
+    code = main([*argv, "--option", "clinconsensus.bogus=1", "-o", str(tmp_path / "x" / "o")])
+    assert code == 2
+    assert "clinconsensus.bogus" in capsys.readouterr().err

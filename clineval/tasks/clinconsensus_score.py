@@ -60,12 +60,8 @@ def summarize(
     complete = np.ones(len(matrix), bool) if errors_as_unmet else judged == n
     out: dict[str, Any] = {}
     s = met[complete]
-    if n_resamples > 0:
-        out.update(case_level_metrics(s, n, ks, n_resamples=n_resamples, seed=seed))
-    else:
-        out.update(
-            {k: v for k, v in case_level_metrics(s, n, ks, seed=seed).items() if "_ci" not in k}
-        )
+    figures = case_level_metrics(s, n, ks, n_resamples=n_resamples, seed=seed)
+    out.update({k: v for k, v in figures.items() if n_resamples > 0 or "_ci" not in k})
     if errors_as_unmet:
         acc_met, acc_judged = met, np.full(len(matrix), n)
     else:
