@@ -181,6 +181,10 @@ def test_sharded_run_merges_to_the_unsharded_result(tmp_path: Path, stub: StubSe
     assert manifest["config"]["shard"] is None
     assert sorted(m["shard"] for m in manifest["merged_from"]) == ["1/3", "2/3", "3/3"]
     assert manifest["missing_shards"] == []
+    # The command line does the same.
+    cli_args = ["--quiet", "merge", *map(str, shard_dirs), "-o", str(tmp_path / "merged-cli")]
+    assert cli_main(cli_args) == 0
+    assert read_json(tmp_path / "merged-cli" / RESULTS) == full
     # `clineval score` on the merged directory gives the same again.
     assert cli_main(["--quiet", "score", str(tmp_path / "merged")]) == 0
     assert read_json(tmp_path / "merged" / RESULTS) == full
