@@ -222,3 +222,11 @@ def test_shards_partition_the_samples(fixture_root: Path, tmp_path: Path) -> Non
         ids.append({s["id"] for s in _samples(run)})
         assert _results(run)["accuracy"] == 1.0
     assert ids[0].isdisjoint(ids[1]) and len(ids[0] | ids[1]) == 329
+    # merging the shards gives the unsharded result
+    assert (
+        main(["merge", str(tmp_path / "s1"), str(tmp_path / "s2"), "-o", str(tmp_path / "m")]) == 0
+    )
+    assert _run(fixture_root, tmp_path / "whole", "--model", f"predictions:{path}") == 0
+    merged, whole = _results(tmp_path / "m"), _results(tmp_path / "whole")
+    for key in ("n", "macro_f1", "accuracy", "macro_f1_ci", "per_class", "head_middle_tail"):
+        assert merged[key] == whole[key]

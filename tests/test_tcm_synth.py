@@ -94,3 +94,18 @@ def test_text_is_learnable_but_not_trivially_separable(small: Path, data_root: P
     assert 10 / len(vocab) < accuracy < 0.9
     row = json.loads((small / "tcm-sd" / "train.synthetic.json").read_text().splitlines()[0])
     assert row["synthetic"] is True and set(row) >= {"user_id", "norm_syndrome", "detection"}
+
+
+@pytest.mark.slow
+def test_cli_writes_the_full_size_fixture(data_root: Path, tmp_path: Path) -> None:
+    from clineval.cli import main
+
+    _vocab(data_root)
+    out = tmp_path / "full"
+    argv = ["data", "synth", "tcm-sd", "--out", str(out), "--data-dir", str(data_root)]
+    assert main(argv) == 0
+    counts = {
+        split: len((out / "tcm-sd" / f"{split}.synthetic.json").read_text().splitlines())
+        for split in ("train", "dev", "test")
+    }
+    assert counts == {"train": 43_180, "dev": 5_486, "test": 5_486}
