@@ -1,11 +1,15 @@
 """The lean HTTP/1.1 client against a raw TCP server on 127.0.0.1 that sends scripted bytes:
 Content-Length and chunked bodies, bodies split into tiny writes, close-delimited bodies,
-kept-alive connections, and a kept-alive connection the server closed while idle."""
+kept-alive connections, a kept-alive connection the server closed while idle, and TLS."""
 
 from __future__ import annotations
 
 import asyncio
+import shutil
+import ssl
+import subprocess
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 
@@ -22,7 +26,7 @@ class Script:
     piecewise: bool = False  # send replies 3 bytes at a time
 
 
-async def _serve(script: Script) -> asyncio.Server:
+async def _serve(script: Script, tls: ssl.SSLContext | None = None) -> asyncio.Server:
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         script.connections += 1
         try:
@@ -45,17 +49,20 @@ async def _serve(script: Script) -> asyncio.Server:
             pass
         writer.close()
 
-    return await asyncio.start_server(handle, "127.0.0.1", 0)
+    return await asyncio.start_server(handle, "127.0.0.1", 0, ssl=tls)
 
 
 def _ok(body: bytes, extra: bytes = b"") -> bytes:
     return b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n%s\r\n%s" % (len(body), extra, body)
 
 
-async def _exchange(script: Script, n: int, prefix: str = "/v1") -> list[Reply]:
-    server = await _serve(script)
+async def _exchange(
+    script: Script, n: int, prefix: str = "/v1", tls: ssl.SSLContext | None = None
+) -> list[Reply]:
+    server = await _serve(script, tls)
     port = server.sockets[0].getsockname()[1]
-    client = Http1Client(f"http://127.0.0.1:{port}{prefix}", {"Authorization": "Bearer k"})
+    scheme = "https" if tls else "http"
+    client = Http1Client(f"{scheme}://127.0.0.1:{port}{prefix}", {"Authorization": "Bearer k"})
     try:
         return [await client.post("/chat/completions", b'{"a": 1}') for _ in range(n)]
     finally:
@@ -140,3 +147,39 @@ def test_reused_connection_dropped_before_reply_is_retried_once_on_a_new_one() -
     replies = asyncio.run(_exchange(script, 2))
     assert [r.body for r in replies] == [b"1", b"2"]
     assert script.connections == 2 and len(script.requests) == 3
+
+
+def _self_signed(tmp_path: Path) -> tuple[Path, Path]:
+    """A throw-away certificate for 127.0.0.1 (openssl CLI), as a hosted API's TLS stand-in."""
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl command not available")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        [
+            *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"),
+            *("-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1"),
+            *("-addext", "subjectAltName=IP:127.0.0.1"),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return cert, key
+
+
+def test_https_with_a_trusted_certificate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cert, key = _self_signed(tmp_path)
+    server_tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_tls.load_cert_chain(cert, key)
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # trust it the way a user trusts a CA file
+    script = Script([(_ok(b'{"tls": 1}'), False), (_ok(b'{"tls": 2}'), False)])
+    replies = asyncio.run(_exchange(script, 2, tls=server_tls))
+    assert [r.body for r in replies] == [b'{"tls": 1}', b'{"tls": 2}']
+    assert script.connections == 1
+
+
+def test_https_refuses_an_untrusted_certificate(tmp_path: Path) -> None:
+    cert, key = _self_signed(tmp_path)
+    server_tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_tls.load_cert_chain(cert, key)
+    with pytest.raises(ssl.SSLCertVerificationError):
+        asyncio.run(_exchange(Script([(_ok(b"{}"), False)]), 1, tls=server_tls))
