@@ -81,6 +81,9 @@ def test_llamacpp_end_to_end_then_score_without_calls(tmp_path: Path) -> None:
     results_before = (out / "results.json").read_text()
     assert main(["score", str(out)]) == 0
     assert (out / "results.json").read_text() == results_before
+    # the same run command again: everything is stored, no model is even started
+    assert main(argv) == 0
+    assert _results(out) == res
     with RunStore.in_dir(out) as store:
         assert store.count_calls() == calls_before
 
@@ -130,6 +133,8 @@ def test_stub_run_then_resume_makes_no_http_call(tmp_path: Path, stub: StubServe
     assert _stub_run(stub, out) == 0
     assert stub.stats()["requests"] == 0
     assert _results(out) == first
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["tasks"]["clinconsensus"]["progress"]["all_stored"] is True
 
 
 def test_judge_garbage_is_judge_error_and_exit_1(tmp_path: Path, stub: StubServer) -> None:

@@ -200,10 +200,27 @@ class _Flow:
         )
 
 
+def _all_stored(ctx: Any, data: Data, prompt: JudgePrompt) -> bool:
+    """Every answer and verdict is stored: then no model is opened (no llama.cpp start-up)."""
+    answers = ctx.store.records(TASK, ANSWER_KIND)
+    if any((answers.get(c.case_id) or {}).get("text") is None for c in data.cases):
+        return False
+    for label in data.judges:
+        records = ctx.store.records(TASK, verdict_kind(label))
+        for case in data.cases:
+            for rubric in case.rubrics[: data.n_criteria]:
+                rec = records.get(verdict_key(case.case_id, rubric.criterion_id)) or {}
+                if rec.get("met") is None or rec.get("prompt") != prompt.version:
+                    return False
+    return True
+
+
 async def _predict(ctx: Any, data: Data, prompt: JudgePrompt) -> dict[str, Any]:
     from clineval.models.llm import open_chat_model
 
     total = len(data.cases) * (1 + data.n_criteria * len(data.judges))
+    if _all_stored(ctx, data, prompt):
+        return {"done": total, "total": total, "all_stored": True}
     async with AsyncExitStack() as stack:
         candidate = await stack.enter_async_context(open_chat_model(ctx.model, ctx, "candidate"))
         judges: dict[str, ChatModel] = {}
