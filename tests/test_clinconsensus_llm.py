@@ -127,6 +127,7 @@ def test_stub_run_then_resume_makes_no_http_call(tmp_path: Path, stub: StubServe
     assert stub.stats()["requests"] == 2 + 2 * 5
     first = _results(out)
     assert first["judge_errors"] == 0 and first["n_judged"] == 10
+    assert first["judge_prompt"] == ["clinconsensus-judge-v1"]
     samples = _samples(out)
     assert sum(s["s"] for s in samples) == round(first["rubric_accuracy"] * 10)
     stub.reset()
@@ -253,3 +254,20 @@ def test_a_failing_panel_judge_fails_the_run(tmp_path: Path, stub: StubServer) -
     assert res["per_judge"]["openai:judge-a"]["judge_errors"] == 0
     assert res["agreement"]["pairs"][0]["n_items"] == 0
     assert res["agreement"]["pairs"][0]["cohen_kappa"] is None
+
+
+def test_custom_judge_prompt_then_score_without_the_file(tmp_path: Path, stub: StubServer) -> None:
+    prompt = tmp_path / "official_prompt.txt"
+    prompt.write_text(
+        "问题：{query}\n回答：{response}\n标准：{criterion}\n"
+        '只输出 JSON {"explanation": "...", "criteria_met": true/false}',
+        encoding="utf-8",
+    )
+    out = tmp_path / "run"
+    assert _stub_run(stub, out, "--judge-prompt", str(prompt), cases=1, crit=3) == 0
+    res = _results(out)
+    assert len(res["judge_prompt"]) == 1 and res["judge_prompt"][0].startswith("custom-")
+    assert res["n_judged"] == 3
+    prompt.unlink()  # re-scoring reads the store only
+    assert main(["score", str(out)]) == 0
+    assert _results(out) == res

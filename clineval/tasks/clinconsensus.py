@@ -45,7 +45,7 @@ class ClinConsensusTask(Task):
     def evaluate(self, ctx: RunContext, data: Any) -> TaskResult:
         from clineval.tasks.clinconsensus_score import evaluate
 
-        return evaluate(ctx, data, load_judge_prompt(ctx.config.judge_prompt))
+        return evaluate(ctx, data)
 
 
 def register_tasks(register: Callable[[str, Callable[[], Any]], None]) -> None:

@@ -21,7 +21,6 @@ from numpy.typing import NDArray
 
 from clineval.data.clinconsensus import Case, verdict_key
 from clineval.judge.ensemble import aggregate, agreement_table, count_ties
-from clineval.judge.prompt import JudgePrompt
 from clineval.metrics.cacs import (
     case_level_metrics,
     reverse_ecdf,
@@ -110,7 +109,7 @@ def _usage(ctx: Any, records: list[dict[str, Any]]) -> dict[str, Any]:
     return summarize_usage(calls, load_price_table(ctx.config.price_table))
 
 
-def evaluate(ctx: Any, data: Data, prompt: JudgePrompt) -> TaskResult:
+def evaluate(ctx: Any, data: Data) -> TaskResult:
     config = ctx.config
     opts = data.options
     n, ks, cases = data.n_criteria, opts.ks, data.cases
@@ -152,7 +151,10 @@ def evaluate(ctx: Any, data: Data, prompt: JudgePrompt) -> TaskResult:
         "slices": _slices(scored, s[complete], n, ks),
         "judges": list(data.judges),
         "judge_is_candidate": data.judge_is_candidate,
-        "judge_prompt": prompt.version,
+        # read from the stored verdicts, not the --judge-prompt file (score needs no file)
+        "judge_prompt": sorted(
+            {str(r["prompt"]) for recs in stored.values() for r in recs.values() if r.get("prompt")}
+        ),
         "candidate": None if from_file else ctx.model.label,
     }
     if n != 30:
