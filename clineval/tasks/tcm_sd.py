@@ -45,7 +45,7 @@ from clineval.datapaths import resolve_data_root
 from clineval.errors import InputError
 from clineval.metrics import classification as cls
 from clineval.metrics.bootstrap import DEFAULT_RESAMPLES
-from clineval.progress import track
+from clineval.progress import task_progress, track
 from clineval.shard import select_shard
 from clineval.store import stable_hash
 from clineval.tasks.base import DataFileStatus, RunContext, Task, TaskResult
@@ -243,7 +243,9 @@ def _predict_tfidf(ctx: RunContext, data: TcmData, todo: list[tuple[str, TcmReco
         ctx.note(TASK, "tfidf_model", {"artifact": name, "trained_now": False})
     else:
         texts = [record_text(r, fields) for r in data.train]
-        model = TfidfBaseline().fit(texts, [str(r.label) for r in data.train])
+        with task_progress(f"tcm-sd tfidf training on {len(texts):,} records", 1) as progress:
+            model = TfidfBaseline().fit(texts, [str(r.label) for r in data.train])
+            progress.advance()
         ctx.store.put_artifact(name, model.to_bytes(), {"n_train": len(texts), "fields": fields})
         ctx.note(TASK, "tfidf_model", {"artifact": name, "trained_now": True})
     predict_in_batches(
