@@ -37,6 +37,7 @@ from clineval.judge.ensemble import AGGREGATES
 from clineval.judge.run import DEFAULT_JUDGE_MAX_TOKENS, DEFAULT_PARSE_RETRIES
 from clineval.metrics.cacs import DEFAULT_KS
 from clineval.models.spec import ModelSpec
+from clineval.shard import select_shard
 
 TASK = "clinconsensus"
 ANSWER_KIND = "answer"
@@ -132,13 +133,7 @@ def _select(cases: list[Case], limit: int | None, shard: str | None) -> list[Cas
     """--limit first (the first N of the file), then --shard I/N of those."""
     if limit is not None:
         cases = cases[: max(0, limit)]
-    if shard:
-        try:
-            from clineval.shard import select_shard  # written by the LLM-backends engineer
-        except ImportError:
-            raise InputError("--shard is not available in this build") from None
-        cases = list(select_shard(cases, shard, key=lambda c: c.case_id))
-    return cases
+    return select_shard(cases, shard, key=lambda c: c.case_id)
 
 
 def resolve_cases_path(config: Any, options: Options, data_root: Path | None) -> Path:

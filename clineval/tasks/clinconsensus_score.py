@@ -101,6 +101,8 @@ def _slices(cases: list[Case], s: NDArray[np.int64], n: int, ks: tuple[int, ...]
 
 
 def _usage(ctx: Any, records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Tokens of this task's stored answers and verdicts ("calls" counts those records; a
+    verdict's tokens include its retries)."""
     calls = [
         (str(r.get("model") or r.get("judge")), r.get("usage"))
         for r in records
