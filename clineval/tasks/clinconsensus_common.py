@@ -15,7 +15,8 @@ Where verdicts come from (decided once here, recorded in results["source"]):
     {case_id, criterion_id, criteria_met: true|false|null}; no model is called. Both given must
     name the same file.
   - otherwise the candidate is `--model` and the judges are `--judge` (default: the candidate
-    model judges its own answers; results say so in judge_is_candidate).
+    model judges its own answers; results["judge_is_candidate"] is true whenever the candidate
+    is one of the judges).
 """
 
 from __future__ import annotations
@@ -198,7 +199,7 @@ def load_data(ctx: Any) -> Data:
         judges = tuple(s.label for s in specs)
         if len(set(judges)) != len(judges):
             raise InputError(f"the same judge is given twice: {', '.join(judges)}")
-        judge_is_candidate = not config.judges
+        judge_is_candidate = not config.judges or config.model in config.judges
     return Data(
         cases_path=path,
         fixture=is_fixture_file(path),
