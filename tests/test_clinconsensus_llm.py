@@ -271,3 +271,21 @@ def test_custom_judge_prompt_then_score_without_the_file(tmp_path: Path, stub: S
     prompt.unlink()  # re-scoring reads the store only
     assert main(["score", str(out)]) == 0
     assert _results(out) == res
+
+
+def test_candidate_error_is_reported_then_retried_on_resume(
+    tmp_path: Path, stub: StubServer
+) -> None:
+    stub.script([{"do": "status", "status": 400, "body": "prompt rejected"}])
+    out = tmp_path / "run"
+    assert _stub_run(stub, out, cases=1, crit=3) == 1
+    res = _results(out)
+    assert res["candidate_errors"] == 1 and res["n_cases_scored"] == 0
+    (row,) = _samples(out)
+    assert row["answer"] is None and "bad_request" in row["candidate_error"]
+    assert stub.stats()["requests"] == 1  # no judge call for a case without an answer
+    stub.reset()
+    assert _stub_run(stub, out, cases=1, crit=3) == 0
+    res = _results(out)
+    assert res["candidate_errors"] == 0 and res["n_judged"] == 3
+    assert stub.stats()["requests"] == 1 + 3
