@@ -39,7 +39,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 from clineval.concurrency import ModelCallStats, RunCallState, run_call_state
@@ -49,6 +49,9 @@ from clineval.models.llm_base import ChatError, ChatModel, ChatRequest, ChatResp
 from clineval.models.spec import ModelSpec
 from clineval.secrets import redact
 from clineval.store import stable_hash
+
+if TYPE_CHECKING:
+    from clineval.tasks.base import RunContext
 
 TRANSPORTS = ("http1", "aiohttp", "openai", "openai-httpx")
 DEFAULT_TRANSPORT = "http1"
@@ -615,7 +618,9 @@ def openai_base_urls(spec: ModelSpec) -> tuple[str, ...]:
 
 
 @asynccontextmanager
-async def _shared_llamacpp(state: RunCallState, gguf: str, settings: LlamaCppSettings):
+async def _shared_llamacpp(
+    state: RunCallState, gguf: str, settings: LlamaCppSettings
+) -> AsyncIterator[str]:
     """One llama.cpp server per GGUF for the whole run (candidate and judge may share it)."""
     path = check_gguf(gguf)
     key = f"llamacpp:{path}"
@@ -637,7 +642,7 @@ async def _shared_llamacpp(state: RunCallState, gguf: str, settings: LlamaCppSet
 @asynccontextmanager
 async def open_chat_model(
     spec: ModelSpec,
-    ctx: Any,
+    ctx: RunContext,
     role: str = "candidate",
     *,
     retry: RetryPolicy | None = None,
