@@ -40,9 +40,13 @@ TABLE: list[tuple[str, bool | None, str | None]] = [
     ),
     ("criteria_met: false\nbecause the dose is wrong", False, "pattern"),
     ('- "criteria_met": True', True, "pattern"),
+    # a one-line object cut before its closing brace: the field ends the reply
+    ('{"explanation": "mentions ECG", "criteria_met": false', False, "pattern"),
+    ('So my verdict is "criteria_met": true }', True, "pattern"),
     # prose that merely mentions the field mid-line is not a verdict
     ('I would set "criteria_met": true if the dose were right.', None, None),
     ("The response meets the criterion.", None, None),
+    ('The answer wrote "criteria_met": true in the middle. Final: unclear.', None, None),
     ("", None, None),
     ('{"explanation": "no field"}', None, None),
     ('{"explanation": "x", "criteria_met": "maybe"}', None, None),

@@ -5,8 +5,9 @@ return exactly that; others wrap it in prose or code fences. In order:
   1. the whole reply is a JSON object                -> use it
   2. fenced code blocks (```json ... ```)             -> the LAST one holding a verdict object
   3. bare JSON objects anywhere in the text           -> the LAST one holding a verdict object
-  4. a line that starts with the judge's own field    -> the LAST `criteria_met: true|false`
-     (anchored at the start of a line, so prose that merely mentions the field never counts)
+  4. the judge's own field, anchored                  -> the LAST line that STARTS with
+     `criteria_met: true|false`, else the field as the very END of the reply; prose that
+     mentions the field mid-text never counts
 Steps 2-4 first blank out anything the judge copied from the candidate's answer: the region
 between the response delimiters of the prompt, and every verbatim copy of an answer line that
 mentions `criteria_met`, and every JSON object equal to one in the answer (however the
@@ -28,6 +29,12 @@ _FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n?(.*?)```", re.DOTALL)
 _ANCHORED = re.compile(
     r"""^[ \t>*\-{,]*["']?criteria_met["']?[ \t]*[:=][ \t]*["']?(true|false)\b""",
     re.IGNORECASE | re.MULTILINE,
+)
+# The same field as the very end of the reply (a one-line object that lost its closing brace,
+# or prose ending in the field): the judge's own last word, not something it quoted mid-text.
+_AT_END = re.compile(
+    r"""["']?criteria_met["']?[ \t]*[:=][ \t]*["']?(true|false)["']?\s*}?\s*(?:```)?\s*\Z""",
+    re.IGNORECASE,
 )
 _BOOL_WORDS = {"true": True, "false": False}
 
@@ -142,4 +149,7 @@ def parse_verdict(
     matches = _ANCHORED.findall(cleaned)
     if matches:
         return Verdict(_BOOL_WORDS[matches[-1].lower()], "", "pattern")
+    end = _AT_END.search(cleaned)
+    if end:
+        return Verdict(_BOOL_WORDS[end.group(1).lower()], "", "pattern")
     return None
