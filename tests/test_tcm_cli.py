@@ -230,3 +230,28 @@ def test_shards_partition_the_samples(fixture_root: Path, tmp_path: Path) -> Non
     merged, whole = _results(tmp_path / "m"), _results(tmp_path / "whole")
     for key in ("n", "macro_f1", "accuracy", "macro_f1_ci", "per_class", "head_middle_tail"):
         assert merged[key] == whole[key]
+
+
+def test_dedupe_accepts_a_predictions_file_for_the_whole_split(
+    fixture_root: Path, tmp_path: Path
+) -> None:
+    rows = [
+        json.loads(line)
+        for line in (fixture_root / "tcm-sd" / "dev.synthetic.json").read_text().splitlines()
+    ]
+    train_ids = {
+        json.loads(line)["user_id"]
+        for line in (fixture_root / "tcm-sd" / "train.synthetic.json").read_text().splitlines()
+    }
+    labels = {r["user_id"]: r["norm_syndrome"] for r in rows}
+    path = _write_preds(
+        tmp_path / "p.jsonl", [{"id": i, "label": lab} for i, lab in labels.items()]
+    )
+    run = tmp_path / "run"
+    argv = ["--model", f"predictions:{path}", "--option", "tcm.split=dev", "--dedupe"]
+    assert _run(fixture_root, run, *argv) == 0
+    res = _results(run)
+    overlapping = sum(r["user_id"] in train_ids for r in rows)
+    assert overlapping > 0 and res["dedupe_removed"] == overlapping
+    assert res["n"] == len(rows) - overlapping and res["accuracy"] == 1.0
+    assert not {s["id"] for s in _samples(run)} & train_ids

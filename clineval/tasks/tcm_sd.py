@@ -153,21 +153,22 @@ def load_data(ctx: RunContext) -> TcmData:
     }
     if train:
         notes["duplicates"] = duplicate_report(records, train).as_dict()
+    # Ids and sample keys come from the whole split, before --dedupe, so they never depend on
+    # the options (a predictions file may cover the whole split).
+    split_ids = {r.user_id for r in records}
+    pairs = list(zip(sample_keys(records), records, strict=True))
     if ctx.config.dedupe:
         if not train:
             raise InputError("--dedupe needs the train split", path=root / "tcm-sd" / "train.json")
-        keep = [not hit for hit in overlaps_train(records, train)]
-        notes["dedupe_removed"] = len(records) - sum(keep)
-        records = [r for r, k in zip(records, keep, strict=True) if k]
-    split_ids = {r.user_id for r in records}
-    keys = sample_keys(records)
-    pairs = list(zip(keys, records, strict=True))
+        hits = overlaps_train(records, train)
+        notes["dedupe_removed"] = sum(hits)
+        pairs = [pair for pair, hit in zip(pairs, hits, strict=True) if not hit]
     if ctx.config.limit is not None:
         pairs = pairs[: ctx.config.limit]
     pairs = select_shard(pairs, ctx.config.shard, key=lambda kr: kr[0])
     index = {label: i for i, label in enumerate(labels)}
     train_counts = np.bincount([index[r.label] for r in train if r.label], minlength=len(labels))
-    fixture = eval_synthetic or any(r.synthetic for r in records)
+    fixture = eval_synthetic or any(r.synthetic for _, r in pairs)
     notes["n_evaluated"] = len(pairs)
     notes["fixture"] = fixture
     return TcmData(
