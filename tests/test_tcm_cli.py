@@ -255,3 +255,14 @@ def test_dedupe_accepts_a_predictions_file_for_the_whole_split(
     assert overlapping > 0 and res["dedupe_removed"] == overlapping
     assert res["n"] == len(rows) - overlapping and res["accuracy"] == 1.0
     assert not {s["id"] for s in _samples(run)} & train_ids
+
+
+def test_nothing_to_evaluate_writes_strict_json(fixture_root: Path, tmp_path: Path) -> None:
+    run = tmp_path / "empty"
+    assert _run(fixture_root, run, "--model", "baseline:tfidf", "--limit", "0") == 0
+
+    def reject(constant: str) -> None:
+        raise AssertionError(f"{constant} in results.json")
+
+    res = json.loads((run / "results.json").read_text(), parse_constant=reject)["tcm-sd"]
+    assert res["n"] == 0 and res["macro_f1"] is None and res["macro_f1_ci"] is None

@@ -399,16 +399,18 @@ def evaluate_data(ctx: RunContext, data: TcmData) -> TaskResult:
         for g, p, c in cls.top_confusions(gold, pred, k, TOP_CONFUSIONS)
     ]
     metrics: dict[str, Any] = {
-        "macro_f1": float(np.mean(f1)) if n else float("nan"),
-        "accuracy": int(counts.tp.sum()) / n if n else float("nan"),
-        "invalid_rate": float(np.mean(~valid)) if n else float("nan"),
+        # None rather than NaN when nothing was evaluated (--limit 0, an empty shard): NaN is
+        # not JSON.
+        "macro_f1": float(np.mean(f1)) if n else None,
+        "accuracy": int(counts.tp.sum()) / n if n else None,
+        "invalid_rate": float(np.mean(~valid)) if n else None,
         "n": n,
         "n_invalid": int((~valid).sum()),
         "n_missing": missing,
         "n_labels": k,
         "labels_without_gold": int((counts.n_gold == 0).sum()),
-        "macro_f1_ci": list(ci["macro_f1"]),
-        "accuracy_ci": list(ci["accuracy"]),
+        "macro_f1_ci": list(ci["macro_f1"]) if n else None,
+        "accuracy_ci": list(ci["accuracy"]) if n else None,
         "bootstrap": {"resamples": DEFAULT_RESAMPLES, "seed": seed, "level": 0.95},
         "split": data.split,
         "model": ctx.model.label,
