@@ -235,13 +235,16 @@ def data_synth(
     out: Annotated[Path, typer.Option("--out")],
     seed: Annotated[int, typer.Option("--seed")] = 0,
     data_dir: Annotated[str | None, typer.Option("--data-dir")] = None,
+    scale: Annotated[
+        float, typer.Option("--scale", help="Size relative to the official splits, (0, 1].")
+    ] = 1.0,
 ) -> None:
     """Write a synthetic (fixture) dataset in a benchmark's official format."""
     if task != "tcm-sd":
         raise InputError(f"no synthetic generator for {task!r} (available: tcm-sd)")
     from clineval.data.tcm_synth import write_synthetic
 
-    for path in write_synthetic(out, seed=seed, data_dir=data_dir):
+    for path in write_synthetic(out, seed=seed, data_dir=data_dir, scale=scale):
         stdout.print(f"wrote {path}")
 
 
