@@ -3,7 +3,8 @@
 The parser accepts what careful graders accept and nothing more:
   * full-width punctuation and spaces (NFKC), quotes, brackets, markdown, `<think>` blocks;
   * a bare label, optionally after a marker such as 答案：/证型：/Answer: (the LAST marked
-    answer wins, so a model that reasons first and answers last is read right);
+    answer wins, so a model that reasons first and answers last is read right), or alone on
+    the first line of a reply that explains itself below;
   * a name from the benchmark's own normalization table (风痰阻络证 -> 风痰瘀阻证; 脾虚证 by
     the record's disease), and a label missing its final 证 when that is the whole answer;
   * a label inside prose, when the prose names exactly ONE label.
@@ -124,6 +125,11 @@ class AnswerParser:
             answer = self._search(line, lcd_name)
             if answer.label is not None or "names" in answer.reason:
                 return answer
+        # "LABEL" on a line of its own, then an explanation (which may name other labels)
+        first = next((ln for ln in cleaned.splitlines() if ln.strip(_EDGE)), "")
+        label, status = self._resolve(first, lcd_name)
+        if label is not None:
+            return ParsedAnswer(label, status)
         return self._search(cleaned, lcd_name)
 
 
