@@ -160,6 +160,13 @@ class RunStore:
         with self._lock:
             return int(self._conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
 
+    def call_usage(self) -> list[tuple[str, Any | None]]:
+        """(model, usage) of every stored call: what token and cost totals need, without
+        decoding the (large) requests and responses."""
+        with self._lock:
+            rows = self._conn.execute("SELECT model, usage FROM calls ORDER BY created").fetchall()
+        return [(m, json.loads(u) if u else None) for m, u in rows]
+
     def iter_calls(self) -> list[dict[str, Any]]:
         with self._lock:
             rows = self._conn.execute(

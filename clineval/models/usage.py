@@ -121,4 +121,4 @@ def summarize_usage(
 def run_usage(store: Any, price_table: str | Path | None = None) -> dict[str, Any]:
     """Usage + estimated cost of every call in a run store (`RunStore`)."""
     prices = load_price_table(price_table)
-    return summarize_usage(((c["model"], c["usage"]) for c in store.iter_calls()), prices)
+    return summarize_usage(store.call_usage(), prices)
