@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import random
 import re
 from collections import Counter
@@ -332,8 +331,3 @@ def write_synthetic(
     readme.write_text(_readme(seed, scale, counts, knowledge_sha), encoding="utf-8")
     written.append(readme)
     return written
-
-
-def minimum_scale(n_labels: int = 148) -> float:
-    """The smallest scale that still gives every class its 2 dev + 2 test records."""
-    return math.ceil(2 * n_labels) / FULL_DEV
