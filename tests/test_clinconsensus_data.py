@@ -154,7 +154,9 @@ def test_score_verdicts_file_hand_computed(tmp_path: Path) -> None:
     samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
     assert [r["s"] for r in samples] == s
     first = samples[0]
-    assert {"id", "difficulty", "subject", "task", "user_role", "query", "answer"} <= set(first)
+    assert {"id", "difficulty", "subject", "case_task", "user_role", "query"} <= set(first)
+    assert first["task"] == "clinconsensus" and first["case_task"] == "诊断与鉴别诊断"
+    assert "answer" in first
     assert len(first["verdicts"]) == 30
     assert set(first["verdicts"][0]) >= {"criterion_id", "criterion", "met", "explanation", "judge"}
     # re-scoring from the store gives the same results
@@ -228,3 +230,19 @@ def test_options_k_bootstrap_and_unknown(tmp_path: Path, capsys) -> None:
     code = main([*argv, "--option", "clinconsensus.bogus=1", "-o", str(tmp_path / "x" / "o")])
     assert code == 2
     assert "clinconsensus.bogus" in capsys.readouterr().err
+
+
+def test_reimport_replaces_earlier_verdicts_and_missing_rows_are_errors(tmp_path: Path) -> None:
+    s = [30, 7, 6, 10]
+    rows = _verdict_rows(s)
+    code, first, out = _run(tmp_path, rows)
+    assert code == 0 and first["judge_errors"] == 0
+    # the same run directory, the file now lacks case 0's first 3 rows: they become judge
+    # errors (not the stale "met" verdicts of the first import)
+    code, again, _ = _run(tmp_path, rows[3:], "--max-judge-error-rate", "0.05")
+    assert code == 0
+    assert again["judge_errors"] == 3 and again["n_cases_scored"] == 3
+    samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in samples] == [f"fixture-00{i}" for i in range(1, 5)]  # rewritten
+    errors = [v["error"] for v in samples[0]["verdicts"][:3]]
+    assert errors == ["no row in the verdicts file"] * 3

@@ -11,7 +11,6 @@ and candidate errors are tried again (a cached unparseable reply costs no HTTP c
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from contextlib import AsyncExitStack
 from typing import Any
@@ -31,25 +30,30 @@ from clineval.tasks.clinconsensus_common import (
 
 
 def import_verdicts(ctx: Any, data: Data) -> None:
-    """--verdicts FILE: validated against the whole cases file, stored like judge verdicts."""
+    """--verdicts FILE: validated against the whole cases file, stored like judge verdicts.
+
+    Every selected (case, criterion) gets a record, so a criterion the file does not cover is
+    an explicit judge_error, and a record left by an earlier import into the same run
+    directory never survives the file that replaced it.
+    """
     assert data.verdicts_path is not None
     verdicts = load_verdicts(data.verdicts_path, data.all_cases)
-    selected = {c.case_id for c in data.cases}
     source = str(data.verdicts_path)
     items = []
-    for key, met in verdicts.items():
-        case_id = key_case(key)
-        if case_id not in selected:
-            continue
-        error = None if met is not None else "null verdict in the verdicts file"
-        items.append((key, {"met": met, "explanation": "", "error": error, "source": source}))
+    missing = 0
+    for case in data.cases:
+        for rubric in case.rubrics[: data.n_criteria]:
+            key = verdict_key(case.case_id, rubric.criterion_id)
+            if key not in verdicts:
+                missing += 1
+                error: str | None = "no row in the verdicts file"
+            else:
+                error = None if verdicts[key] is not None else "null verdict in the verdicts file"
+            record = {"met": verdicts.get(key), "explanation": "", "error": error}
+            items.append((key, {**record, "source": source}))
     ctx.store.put_records(TASK, verdict_kind(VERDICTS_FILE_JUDGE), items)
     ctx.note(TASK, "verdicts_file", source)
-
-
-def key_case(key: str) -> str:
-    """The case_id of a verdict_key."""
-    return str(json.loads(key)[0])
+    ctx.note(TASK, "criteria_missing_from_verdicts_file", missing)
 
 
 class _BufferedRecords:

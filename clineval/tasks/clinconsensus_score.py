@@ -9,6 +9,11 @@ judge_errors never count as "not met" unless the user asks (--judge-errors-as-un
 official script's behaviour). Otherwise rubric accuracy = met / judged, and the case-level
 metrics (CACS@k, pass@k, the curve, slices) use only the cases whose every criterion was
 judged ("n_cases_scored"): a case with a missing verdict has no known s_i.
+
+samples.jsonl, one row per case: id, difficulty, subject, case_task (the case's `task`; the
+runner's own "task" field names the benchmark), user_role, query, answer, s (met), judged,
+complete, verdicts [{criterion_id, criterion, met, explanation, judge, error?}] (every judge's,
+plus the aggregate's when there are several), candidate_error when the answer failed.
 """
 
 from __future__ import annotations
@@ -242,7 +247,8 @@ def _samples(
                 "id": case.case_id,
                 "difficulty": case.difficulty,
                 "subject": case.subject,
-                "task": case.task,
+                # not "task": the runner tags every samples.jsonl row with "task" = task name
+                "case_task": case.task,
                 "user_role": case.user_role,
                 "query": case.query,
                 "answer": answer.get("text"),
