@@ -15,7 +15,6 @@ evaluate  reads only the store: token macro F1 (primary), span partial (nervalua
 from __future__ import annotations
 
 import functools
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ TEST_SPLIT = "test"
 # on train alone keeps the 4-corpus demo well inside its time budget on a 2-core machine.
 TRAIN_SPLITS = ("train",)
 TOKENIZER_OPTION = "ner.tokenizer"  # "regex" (default) | "model" (hf backend only)
+CRF_WORKERS_OPTION = "ner.crf_workers"  # processes that train CRF models at once
 
 METRIC_NAMES = (
     "token_macro_f1",
@@ -149,18 +149,18 @@ class NerTask(Task):
         self._put(ctx, rows)
 
     def _predict_crf(self, ctx: RunContext, todo: list[NerDocument]) -> None:
-        from clineval.models.ner_crf import CrfConfig, open_tagger, train_crf
+        from clineval.models.ner_crf import CrfConfig, open_tagger
 
         if ctx.model.name != "crf":
             raise InputError(f"unknown baseline {ctx.model.name!r} for {self.name} (known: crf)")
-        config = CrfConfig()
-        artifact = config.artifact_name(self.dataset, TRAIN_SPLITS)
+        artifact = CrfConfig().artifact_name(self.dataset, TRAIN_SPLITS)
         ctx.note(self.name, "crf_artifact", artifact)
         model = ctx.store.get_artifact(artifact)
         if model is None and todo:
-            model = self._train_crf(ctx, config, artifact, train_crf)
-        else:
-            ctx.note(self.name, "crf_trained_now", False)
+            _train_missing_crfs(ctx, self.dataset)
+            model = ctx.store.get_artifact(artifact)
+        elif "crf_trained_now" not in ctx.manifest_notes.get(self.name, {}):
+            ctx.note(self.name, "crf_trained_now", False)  # (an earlier task may have trained it)
         if not todo:
             return
         assert model is not None
@@ -176,43 +176,6 @@ class NerTask(Task):
                     self._put(ctx, batch)
                     batch = []
             self._put(ctx, batch)
-
-    def _train_crf(
-        self,
-        ctx: RunContext,
-        config: Any,
-        artifact: str,
-        train: Callable[..., bytes],
-    ) -> bytes:
-        from clineval.data.ner_corpora import load_ner_split
-
-        root = self._root(ctx)
-        documents: list[NerDocument] = []
-        files: list[dict[str, Any]] = []
-        for split in TRAIN_SPLITS:
-            prepared = load_ner_split(self.dataset, split, root)
-            documents.extend(prepared.documents)
-            files.extend(prepared.notes.get("files", []))
-        started = time.time()
-        with _bar(
-            f"{self.name} CRF train ({len(documents)} docs, L-BFGS iterations)",
-            config.max_iterations,
-        ) as advance:
-            model = train(documents, config, on_iteration=advance)
-        seconds = round(time.time() - started, 2)
-        meta = {
-            "dataset": self.dataset,
-            "splits": list(TRAIN_SPLITS),
-            "documents": len(documents),
-            "files": files,
-            "config": config.as_dict(),
-            "train_seconds": seconds,
-        }
-        ctx.store.put_artifact(artifact, model, meta)
-        ctx.note(self.name, "crf_trained_now", True)
-        ctx.note(self.name, "crf_train_seconds", seconds)
-        ctx.note(self.name, "crf_train_documents", len(documents))
-        return model
 
     def _predict_hf(self, ctx: RunContext, todo: list[NerDocument]) -> None:
         from clineval.models.ner_hf import LABEL_MAP_OPTION, HfTagger
@@ -281,6 +244,53 @@ class NerTask(Task):
         metrics["missing_predictions"] = missing
         metrics["model"] = ctx.model.label
         return TaskResult(metrics=metrics, samples=samples)
+
+
+# Largest training sets first, so that two workers finish close together.
+_TRAIN_ORDER = ("chia", "biored", "bc5cdr", "ncbi")
+
+
+def _train_missing_crfs(ctx: RunContext, dataset: str) -> None:
+    """Train the CRF of `dataset` and of every other NER task of this run that lacks one.
+
+    The models are trained in parallel (one process per core, `--option ner.crf_workers=N`),
+    stored as artifacts, and each task's manifest notes say that it was trained in this run.
+    """
+    from clineval.models.ner_crf import CrfConfig
+    from clineval.models.ner_crf_jobs import CrfJob, default_workers, train_many
+
+    config = CrfConfig()
+    wanted = {dataset} | {
+        name.split(":", 1)[1]
+        for name in ctx.config.tasks
+        if name.startswith("ner:") and name.split(":", 1)[1] in DATASET_TYPES
+    }
+    missing = [
+        d
+        for d in sorted(wanted, key=lambda d: (*_TRAIN_ORDER, d).index(d))
+        if ctx.store.get_artifact(config.artifact_name(d, TRAIN_SPLITS)) is None
+    ]
+    root = str(ctx.data_root) if ctx.data_root is not None else ""
+    jobs = [CrfJob(d, root, TRAIN_SPLITS, config) for d in missing]
+    raw = ctx.config.options.get(CRF_WORKERS_OPTION)
+    try:
+        workers = default_workers() if raw is None else int(raw)
+    except ValueError:
+        raise InputError(f"--option {CRF_WORKERS_OPTION}={raw!r} is not an integer") from None
+    total = config.max_iterations * len(jobs)
+    label = f"CRF training ({', '.join(missing)}; L-BFGS iterations)"
+    with _bar(label, total) as advance:
+        for trained in train_many(jobs, workers, advance):
+            name = f"ner:{trained.job.dataset}"
+            ctx.store.put_artifact(
+                config.artifact_name(trained.job.dataset, TRAIN_SPLITS),
+                trained.model,
+                trained.meta(),
+            )
+            ctx.note(name, "crf_trained_now", True)
+            ctx.note(name, "crf_train_seconds", trained.seconds)
+            ctx.note(name, "crf_train_documents", trained.documents)
+            ctx.note(name, "crf_train_workers", min(max(workers, 1), len(jobs)))
 
 
 def register_tasks(register: Callable[[str, Callable[[], Any]], None]) -> None:

@@ -1,0 +1,119 @@
+"""The CRF baseline: features, training on fixture documents, model bytes, parallel training."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from clineval.data.ner_types import NerDocument, Span
+from clineval.models.ner_bio import word_offsets
+from clineval.models.ner_crf import CrfConfig, document_features, open_tagger, train_crf
+from clineval.models.ner_crf_jobs import CrfJob, run_job, train_many
+
+
+def test_features_of_a_hand_example() -> None:
+    text = "BRCA1-linked breast cancer (x)"
+    feats = document_features(text, word_offsets(text))
+    first, second, paren = feats[0], feats[1], feats[3]
+    assert first["w"] == "brca1-linked"
+    # full shape "XXXXd-xxxxxx" is longer than 8 characters: the collapsed one stands in
+    assert first["sh"] == first["ss"] == "Xd-x"
+    assert first["p3"] == "brc" and first["s3"] == "ked"
+    assert first["hlast"] == "linked"
+    assert "upper" not in first  # "linked" is lower case
+    assert first["cap"] == 1.0 and first["digit"] == 1.0 and first["hyphen"] == 1.0
+    assert document_features("DNA", [(0, 3)])[0]["upper"] == 1.0
+    assert first["-1w"] == "<pad>" and first["1w"] == "breast" and first["2w"] == "cancer"
+    assert "bg-" not in first and first["bg+"] == "brca1-linked|breast"
+    assert second["sh"] == "xxxxxx" and "upper" not in second and "cap" not in second
+    assert second["-1w"] == "brca1-linked" and second["bg-"] == "brca1-linked|breast"
+    assert paren["w"] == "(" and paren["gap"] == "1"
+    assert feats[4]["gap"] == "0"  # "x" follows "(" directly
+    assert feats[-1]["1w"] == "<pad>"
+
+
+def test_artifact_name_changes_with_every_setting() -> None:
+    base = CrfConfig()
+    names = {
+        base.artifact_name("ncbi", ("train",)),
+        base.artifact_name("bc5cdr", ("train",)),
+        base.artifact_name("ncbi", ("train", "dev")),
+        CrfConfig(c1=0.5).artifact_name("ncbi", ("train",)),
+        CrfConfig(c2=0.5).artifact_name("ncbi", ("train",)),
+        CrfConfig(max_iterations=7).artifact_name("ncbi", ("train",)),
+        CrfConfig(feature_version="other").artifact_name("ncbi", ("train",)),
+    }
+    assert len(names) == 7
+    assert base.artifact_name("ncbi", ("train",)) == CrfConfig().artifact_name("ncbi", ("train",))
+
+
+_DRUGS = ["aspirin", "ibuprofen", "warfarin", "heparin"]
+_CONDITIONS = ["asthma", "gout", "migraine", "anemia"]
+_FILLER = ["the", "patient", "was", "given", "for", "with", "and", "after", "severe", "a"]
+
+
+def _fixture_documents(n: int, seed: int) -> list[NerDocument]:
+    """Synthetic fixture sentences: '<filler> <drug> <filler> <condition> ...'."""
+    rng = random.Random(seed)
+    docs = []
+    for k in range(n):
+        parts: list[str] = []
+        spans: list[Span] = []
+        pos = 0
+        for _ in range(6):
+            for word, kind in (
+                (rng.choice(_FILLER), None),
+                (rng.choice(_DRUGS), "drug"),
+                (rng.choice(_FILLER), None),
+                (rng.choice(_CONDITIONS), "condition"),
+            ):
+                if kind is not None:
+                    spans.append(Span(pos, pos + len(word), kind))
+                parts.append(word)
+                pos += len(word) + 1
+        docs.append(NerDocument(f"fixture-{seed}-{k}", " ".join(parts), spans))
+    return docs
+
+
+def test_training_on_fixture_documents_learns_the_entities() -> None:
+    train = _fixture_documents(30, seed=1)
+    ticks: list[int] = []
+    model = train_crf(train, CrfConfig(max_iterations=30), on_iteration=lambda: ticks.append(1))
+    assert len(ticks) >= 1 and len(ticks) <= 30  # one tick per L-BFGS iteration
+    assert model[:4] == b"lCRF"  # a crfsuite model file, not a pickle
+    test = _fixture_documents(5, seed=2)
+    with open_tagger(model) as tagger:
+        assert set(tagger.labels) == {"O", "B-drug", "B-condition"}
+        for doc in test:
+            assert tagger.predict(doc.text) == doc.entities
+        assert tagger.predict("") == []
+    # the same data and settings give the same model
+    assert train_crf(train, CrfConfig(max_iterations=30)) == model
+
+
+@pytest.mark.slow
+def test_parallel_training_equals_in_process_training(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    # Two tiny jobs through the spawn pool vs in-process: identical model bytes.
+    pytest.importorskip("multiprocessing")
+    from clineval.datapaths import resolve_data_root
+
+    root = resolve_data_root(None)
+    if root is None or not (root / "ner").is_dir():
+        pytest.skip("real data root not available")
+    config = CrfConfig(max_iterations=3)
+    jobs = [
+        CrfJob("ncbi", str(root), ("dev",), config),
+        CrfJob("biored", str(root), ("dev",), config),
+    ]
+    ticks: list[int] = []
+    results = {r.job.dataset: r for r in train_many(jobs, 2, lambda: ticks.append(1))}
+    assert set(results) == {"ncbi", "biored"}
+    assert len(ticks) == 6  # every worker iteration reached the parent's progress bar
+    for job in jobs:
+        alone = run_job(job)
+        assert alone.model == results[job.dataset].model
+        assert alone.documents == results[job.dataset].documents == 100
+        assert alone.meta()["config"]["max_iterations"] == 3
