@@ -266,3 +266,26 @@ def test_nothing_to_evaluate_writes_strict_json(fixture_root: Path, tmp_path: Pa
 
     res = json.loads((run / "results.json").read_text(), parse_constant=reject)["tcm-sd"]
     assert res["n"] == 0 and res["macro_f1"] is None and res["macro_f1_ci"] is None
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--option", "tcm.split=train"], "tcm.split='train': expected test or dev"),
+        (["--option", "tcm.data=real"], "tcm.data='real': expected official or synthetic"),
+        (["--option", "tcm.fields=history"], "--option tcm.fields"),
+        (["--model", "baseline:bert"], "unknown TCM-SD baseline 'bert'"),
+        (["--model", "hf:/nonexistent", "--option", "tcm.batch=x"], "tcm.batch='x'"),
+    ],
+)
+def test_bad_options_exit_2(
+    fixture_root: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    extra: list[str],
+    message: str,
+) -> None:
+    model = [] if "--model" in extra else ["--model", "baseline:tfidf"]
+    assert _run(fixture_root, tmp_path / "r", *model, *extra) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err, err

@@ -83,6 +83,17 @@ def _option(ctx: RunContext, key: str, default: str) -> str:
     return ctx.config.options.get(f"tcm.{key}", default)
 
 
+def _int_option(ctx: RunContext, key: str, default: int) -> int:
+    raw = _option(ctx, key, str(default))
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise InputError(f"--option tcm.{key}={raw!r}: expected a positive integer")
+    return value
+
+
 def _roots(data_root: Path, ctx_root: Path | None) -> list[Path]:
     """Where label files may live: the split's root, the run's data root, the default root."""
     roots = [data_root]
@@ -300,15 +311,10 @@ def _predict_file(ctx: RunContext, data: TcmData, todo: list[tuple[str, TcmRecor
 def _predict_hf(ctx: RunContext, data: TcmData, todo: list[tuple[str, TcmRecord]]) -> None:
     from clineval.models.tcm_hf import HFSyndromeClassifier
 
-    model = HFSyndromeClassifier(
-        Path(ctx.model.name),
-        data.labels,
-        max_length=int(_option(ctx, "max_length", "512")),
-    )
+    batch, max_length = _int_option(ctx, "batch", 32), _int_option(ctx, "max_length", 512)
+    model = HFSyndromeClassifier(Path(ctx.model.name), data.labels, max_length=max_length)
     ctx.note(TASK, "hf_model", model.describe())
-    predict_in_batches(
-        ctx, todo, model.predict, "tcm-sd hf", batch=int(_option(ctx, "batch", "32"))
-    )
+    predict_in_batches(ctx, todo, model.predict, "tcm-sd hf", batch=batch)
 
 
 def _predict_llm(ctx: RunContext, data: TcmData, todo: list[tuple[str, TcmRecord]]) -> None:
