@@ -207,14 +207,14 @@ def main() -> None:
         run_dir = Path(tmp) / "run"
         assert stub.proc is not None
         stub_cpu0 = process_cpu_seconds(stub.proc.pid)
-        first = run_clineval(cases, run_dir, stub.base_url, args.concurrency, "http1")
+        first = run_clineval(cases, run_dir, stub.base_url, args.concurrency, "aiohttp")
         stub_cpu = process_cpu_seconds(stub.proc.pid) - stub_cpu0
         sent = stub.stats()["requests"]
-        print(line("clineval (http1 transport, store on)", n_calls, first, ideal))
+        print(line("clineval (aiohttp transport, store on)", n_calls, first, ideal))
         stub_us = stub_cpu / n_calls * 1e6
         print(f"  stub server process: {stub_cpu:.2f} s CPU = {stub_us:.0f} us/request")
         first["stub_cpu_s"] = stub_cpu
-        second = run_clineval(cases, run_dir, stub.base_url, args.concurrency, "http1")
+        second = run_clineval(cases, run_dir, stub.base_url, args.concurrency, "aiohttp")
         resent = stub.stats()["requests"] - sent
         print(line("clineval rerun from the store", n_calls, second))
         print(
@@ -241,7 +241,7 @@ def main() -> None:
             subset = cases[:per_case]
             k = per_case * args.criteria
             report["transports"] = {}
-            for transport in ("http1", "aiohttp", "openai", "openai-httpx"):
+            for transport in ("aiohttp", "openai", "openai-httpx"):
                 sub_dir = Path(tmp) / f"run-{transport}"
                 result = run_clineval(subset, sub_dir, stub.base_url, args.concurrency, transport)
                 print(

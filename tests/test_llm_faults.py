@@ -26,7 +26,7 @@ from clineval.store import RunStore
 from clineval.tasks.base import RunContext
 
 FAST = RetryPolicy(max_retries=3, base_delay_s=0.01, max_delay_s=0.05)
-TRANSPORTS = ["http1", "aiohttp", "openai"]
+TRANSPORTS = ["aiohttp", "openai"]
 
 
 @pytest.fixture(scope="module")

@@ -18,11 +18,12 @@ What every call goes through, in order:
      same event-loop turn share one commit; request without any key; response text, model,
      finish reason, temperature, seed, system_fingerprint; token usage).
 
-Transport. The default (`http1`) is clineval's own lean HTTP/1.1 client (clineval.models.
-http1): measured through the whole call path it spends about half the CPU per call of a plain
-aiohttp session and a tenth of the `openai` SDK's (numbers in BENCHMARKS.md), which decides
-whether a 2-core machine can keep 256 calls in flight. `--option llm.transport=aiohttp`,
-`openai` (the SDK's AsyncOpenAI over aiohttp) or `openai-httpx` select the others; the SDK
+Transport. The request and response are the OpenAI chat-completions wire format, the same
+that the `openai` SDK sends. The default transport posts it with one pooled aiohttp session:
+measured through the whole call path it spends about a quarter of the CPU per call of the
+`openai` SDK (even over the SDK's own aiohttp option; numbers in BENCHMARKS.md), which decides
+whether a 2-core machine can keep 256 judge calls in flight. `--option llm.transport=openai`
+(the SDK's AsyncOpenAI over aiohttp) or `openai-httpx` select the SDK; it then
 runs with its own retries disabled so the policy above stays the only one.
 """
 
@@ -53,8 +54,8 @@ from clineval.store import stable_hash
 if TYPE_CHECKING:
     from clineval.tasks.base import RunContext
 
-TRANSPORTS = ("http1", "aiohttp", "openai", "openai-httpx")
-DEFAULT_TRANSPORT = "http1"
+TRANSPORTS = ("aiohttp", "openai", "openai-httpx")
+DEFAULT_TRANSPORT = "aiohttp"
 # 4xx that say "try again later" (timeout, conflict, too early, rate limit), as the openai SDK.
 _RETRYABLE_4XX = {408, 409, 425, 429}
 
@@ -183,7 +184,7 @@ class Transport(Protocol):
 
 
 class AioHttpTransport:
-    """POST /chat/completions with one pooled aiohttp session (the default, lowest CPU)."""
+    """POST /chat/completions with one pooled aiohttp session (the default: least CPU per call)."""
 
     def __init__(self, api_key: str | None, pool_size: int):
         import aiohttp
@@ -224,50 +225,6 @@ class AioHttpTransport:
 
     async def aclose(self) -> None:
         await self._session.close()
-
-
-class Http1Transport:
-    """POST /chat/completions with clineval's lean HTTP/1.1 client (the default, least CPU)."""
-
-    def __init__(self, api_key: str | None) -> None:
-        from clineval.models import http1
-
-        self._http1 = http1
-        self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if api_key:
-            self._headers["Authorization"] = f"Bearer {api_key}"
-        self._clients: dict[str, Any] = {}
-
-    async def post_chat(self, base_url: str, body: dict[str, Any], timeout_s: float) -> Any:
-        http1 = self._http1
-        client = self._clients.get(base_url)
-        if client is None:
-            try:
-                client = http1.Http1Client(base_url, self._headers)
-            except ValueError as exc:
-                raise InputError(f"bad base URL: {exc}") from None
-            self._clients[base_url] = client
-        payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
-        host = _host(base_url)
-        try:
-            async with asyncio.timeout(timeout_s):
-                reply = await client.post("/chat/completions", payload)
-        except TimeoutError:
-            raise AttemptFailed(
-                "timeout", f"no answer from {host} within {timeout_s:g} s", True
-            ) from None
-        except http1.ProtocolError as exc:
-            raise AttemptFailed("bad_response", f"{host}: {exc}", True) from None
-        except OSError as exc:  # refused, reset, closed early, DNS, TLS
-            raise AttemptFailed(
-                "connection", f"{host}: {type(exc).__name__}: {_snippet(str(exc))}", True
-            ) from None
-        return classify_http(reply.status, reply.headers.get("retry-after"), reply.body)
-
-    async def aclose(self) -> None:
-        for client in self._clients.values():
-            client.close()
-        self._clients.clear()
 
 
 class OpenAISDKTransport:
@@ -339,8 +296,6 @@ def _refused(exc: BaseException) -> bool:
 
 
 def make_transport(name: str, api_key: str | None, pool_size: int) -> Transport:
-    if name == "http1":
-        return Http1Transport(api_key)
     if name == "aiohttp":
         return AioHttpTransport(api_key, pool_size)
     if name in ("openai", "openai-httpx"):
