@@ -60,6 +60,10 @@ def print_results(results: dict[str, Any]) -> None:
         for key, value in _headline(metrics):
             table.add_row(key, value)
         stdout.print(table)
+        if metrics.get("fixture") is True:
+            # Fixture/synthetic data must be named as such wherever its numbers appear.
+            note = str(metrics.get("data_note") or "fixture data: not a benchmark result")
+            stdout.print(f"{task}: {note}", style="bold yellow", markup=False)
 
 
 @app.command()
