@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 FIELD = "criteria_met"
@@ -120,6 +121,12 @@ def strip_quoted_answer(text: str, answer: str | None, delimiters: tuple[str, st
     return text
 
 
+@lru_cache(maxsize=512)
+def _quoted_objects(answer: str) -> list[Any]:
+    """JSON objects in a candidate answer (cached: one answer meets 30 criteria). Read-only."""
+    return [o for o in _json_objects(answer) if isinstance(o, dict)]
+
+
 def parse_verdict(
     text: str,
     answer: str | None = None,
@@ -128,7 +135,7 @@ def parse_verdict(
     """The judge's verdict in `text`, or None. `answer` and `delimiters` guard against quotes."""
     # Verdict-like objects written by the candidate: a judge reply that is (or contains) one of
     # them verbatim is a quote, never the judge's verdict.
-    quoted = [o for o in _json_objects(answer) if isinstance(o, dict)] if answer else []
+    quoted = _quoted_objects(answer) if answer and "{" in answer else []
     stripped = text.strip()
     try:
         whole = json.loads(stripped)

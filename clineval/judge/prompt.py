@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -92,27 +93,32 @@ class JudgePrompt:
     system: str | None
     custom: bool
 
+    @cached_property
+    def _pieces(self) -> tuple[str, ...]:
+        """The template split at its placeholders: text, placeholder, text, ... (once)."""
+        pieces: list[str] = []
+        pos = 0
+        while True:
+            hits = [(self.template.find(p, pos), p) for p in PLACEHOLDERS]
+            hits = [(at, p) for at, p in hits if at != -1]
+            if not hits:
+                pieces.append(self.template[pos:])
+                return tuple(pieces)
+            at, name = min(hits)
+            pieces += [self.template[pos:at], name]
+            pos = at + len(name)
+
     def messages(self, query: str, response: str, criterion: str) -> tuple[tuple[str, str], ...]:
-        body = self.template
-        # One pass over the placeholders, in template order, so text inserted for one
+        # Substituted in one pass over the pre-split template, so text inserted for one
         # placeholder is never searched for another ({criterion} inside an answer stays text).
         values = {
             "{query}": _defuse(query),
             "{response}": _defuse(response),
             "{criterion}": _defuse(criterion),
         }
-        parts: list[str] = []
-        pos = 0
-        while True:
-            hits = [(body.find(p, pos), p) for p in PLACEHOLDERS if body.find(p, pos) != -1]
-            if not hits:
-                parts.append(body[pos:])
-                break
-            at, name = min(hits)
-            parts.append(body[pos:at])
-            parts.append(values[name])
-            pos = at + len(name)
-        user = "".join(parts)
+        user = "".join(
+            values.get(piece, piece) if i % 2 else piece for i, piece in enumerate(self._pieces)
+        )
         if self.system is None:
             return (("user", user),)
         return (("system", self.system), ("user", user))

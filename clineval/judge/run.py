@@ -29,15 +29,19 @@ DEFAULT_PARSE_RETRIES = 2
 DEFAULT_JUDGE_MAX_TOKENS = 1024
 
 
+_FORMATS: dict[str, dict[str, Any] | None] = {
+    "json_schema": {
+        "type": "json_schema",
+        "json_schema": {"name": "verdict", "strict": True, "schema": VERDICT_SCHEMA},
+    },
+    "json_object": {"type": "json_object"},
+    "text": None,
+}
+
+
 def response_format(level: str) -> dict[str, Any] | None:
-    if level == "json_schema":
-        return {
-            "type": "json_schema",
-            "json_schema": {"name": "verdict", "strict": True, "schema": VERDICT_SCHEMA},
-        }
-    if level == "json_object":
-        return {"type": "json_object"}
-    return None
+    """The OpenAI `response_format` of a ladder level (shared objects: never mutate them)."""
+    return _FORMATS[level]
 
 
 class FormatLadder:
