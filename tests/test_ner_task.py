@@ -220,3 +220,23 @@ def test_model_tokenizer_option_needs_a_model_tokenizer(tmp_path: Path, data_roo
 def test_unknown_baseline_is_an_input_error(tmp_path: Path, data_root: Path) -> None:
     argv = ["run", "ner:ncbi", "--model", "baseline:svm", "--output-dir", str(tmp_path / "r")]
     assert main([*argv, "--data-dir", str(data_root), "--limit", "1"]) == 2
+
+
+def test_corrupt_data_file_is_exit_2_naming_it(
+    tmp_path: Path, data_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A data root whose NCBI test file differs by one character from the published file.
+    root = tmp_path / "data"
+    (root / "ner" / "ncbi_disease").mkdir(parents=True)
+    for source in (data_root / "ner" / "ncbi_disease").iterdir():
+        target = root / "ner" / "ncbi_disease" / source.name
+        if source.name == "NCBItestset_corpus.txt":
+            text = source.read_text(encoding="utf-8")
+            target.write_text(text.replace("cancer", "cancen", 1), encoding="utf-8")
+        else:
+            target.symlink_to(source)
+    argv = ["run", "ner:ncbi", "--model", "baseline:crf", "--output-dir", str(tmp_path / "r")]
+    assert main([*argv, "--data-dir", str(root)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "NCBItestset_corpus.txt: checksum mismatch" in err
+    assert len(err.splitlines()) == 1

@@ -63,15 +63,14 @@ def _bar(description: str, total: int | None) -> Iterator[Callable[[], None]]:
         yield lambda: progress.advance(task_id)
 
 
-def _file_status(root: Path | None, relative: str) -> str:
-    """A data file's status, via the checksum manifest when clineval.data.checksums has one."""
-    if root is None:
-        return "missing"
-    try:
-        from clineval.data.checksums import file_status  # type: ignore[attr-defined]
-    except ImportError:
-        return "not checked" if (root / relative).is_file() else "missing"
-    return str(file_status(root, relative))
+def verify_files(root: Path, dataset: str, splits: Iterable[str]) -> None:
+    """InputError (exit 2) when a data file is missing or its sha256 differs from the manifest."""
+    from clineval.data.checksums import require_verified
+    from clineval.data.ner_corpora import data_files
+
+    for split in splits:
+        for relative in data_files(dataset, split):
+            require_verified(root, relative)
 
 
 class NerTask(Task):
@@ -86,12 +85,13 @@ class NerTask(Task):
 
     # ---- data ------------------------------------------------------------------------------
     def data_status(self, data_root: Path | None) -> list[DataFileStatus]:
+        from clineval.data.checksums import file_status
         from clineval.data.ner_corpora import data_files
 
         seen: list[str] = []
         for split in (TEST_SPLIT, *TRAIN_SPLITS):
             seen.extend(p for p in data_files(self.dataset, split) if p not in seen)
-        return [DataFileStatus(p, _file_status(data_root, p)) for p in seen]
+        return [DataFileStatus(p, file_status(data_root, p)) for p in seen]
 
     def _root(self, ctx: RunContext) -> Path:
         if ctx.data_root is None:
@@ -103,7 +103,9 @@ class NerTask(Task):
     def load(self, ctx: RunContext) -> NerData:
         from clineval.data.ner_corpora import load_ner_split
 
-        split = load_ner_split(self.dataset, TEST_SPLIT, self._root(ctx))
+        root = self._root(ctx)
+        verify_files(root, self.dataset, (TEST_SPLIT,))
+        split = load_ner_split(self.dataset, TEST_SPLIT, root)
         documents = split.documents
         if ctx.config.limit is not None:
             documents = documents[: max(ctx.config.limit, 0)]
@@ -270,8 +272,11 @@ def _train_missing_crfs(ctx: RunContext, dataset: str) -> None:
         for d in sorted(wanted, key=lambda d: (*_TRAIN_ORDER, d).index(d))
         if ctx.store.get_artifact(config.artifact_name(d, TRAIN_SPLITS)) is None
     ]
-    root = str(ctx.data_root) if ctx.data_root is not None else ""
-    jobs = [CrfJob(d, root, TRAIN_SPLITS, config) for d in missing]
+    if ctx.data_root is None:
+        raise InputError("the CRF baseline needs the NER corpora: pass --data-dir")
+    for name in missing:
+        verify_files(ctx.data_root, name, TRAIN_SPLITS)
+    jobs = [CrfJob(d, str(ctx.data_root), TRAIN_SPLITS, config) for d in missing]
     raw = ctx.config.options.get(CRF_WORKERS_OPTION)
     try:
         workers = default_workers() if raw is None else int(raw)
