@@ -9,12 +9,15 @@ Cases are SYNTHETIC: the project's fixture cases repeated under new ids
 their shape matters to the flow. The stub (tests/llm_stub_server.py) runs in its own process,
 so the CPU time reported is the harness's alone. Prints: calls, wall time vs the ideal
 calls / concurrency * latency, harness CPU per call, the HTTP requests of a second run on
-the same run directory (must be 0), and the cost of `clineval score` (evaluate only).
+the same run directory (must be 0), the cost of `clineval score` (evaluate only), and the
+task's own CPU per judge call measured alone (prompt, judge flow, parse, batched verdict
+records) with an in-process judge that answers at once (no HTTP, no call cache).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import resource
 import sys
@@ -28,6 +31,7 @@ from llm_stub_server import StubServer
 
 from clineval.cli import main as cli_main
 from clineval.data.clinconsensus import fixture_path
+from clineval.models.llm_base import ChatRequest, ChatResponse
 
 
 def write_synthetic_cases(path: Path, n_cases: int) -> Path:
@@ -45,6 +49,51 @@ def write_synthetic_cases(path: Path, n_cases: int) -> Path:
             ]
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
     return path
+
+
+class CannedJudge:
+    """An in-process ChatModel that answers at once: isolates the task's own CPU per call."""
+
+    label = "bench:canned"
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        return ChatResponse(text=CANNED, model="canned", usage={"prompt_tokens": 1})
+
+
+CANNED = '{"explanation": "提到了心电图检查", "criteria_met": true}'
+
+
+def task_side_cpu(cases_file: Path, store_dir: Path) -> tuple[int, float]:
+    """CPU of prompt building + judge flow + parsing + batched verdict records, no HTTP."""
+    from clineval.data.clinconsensus import load_cases, verdict_key
+    from clineval.judge.prompt import builtin_prompt
+    from clineval.judge.run import FormatLadder, judge_criterion
+    from clineval.store import RunStore
+    from clineval.tasks.clinconsensus_predict import _BufferedRecords
+
+    cases = load_cases(cases_file)
+    prompt, model, ladder = builtin_prompt(), CannedJudge(), FormatLadder()
+    answer = "建议立即就医，完善心电图和肌钙蛋白检查。" * 20
+
+    async def one(case_id: str, criterion_id: str, criterion: str, query: str) -> None:
+        outcome = await judge_criterion(model, prompt, query, answer, criterion, ladder)
+        writer.add("verdict:bench", verdict_key(case_id, criterion_id), outcome.record("b"))
+
+    async def all_calls() -> None:
+        await asyncio.gather(
+            *(
+                one(c.case_id, r.criterion_id, r.criterion, c.query)
+                for c in cases
+                for r in c.rubrics
+            )
+        )
+
+    with RunStore.in_dir(store_dir) as store:
+        writer = _BufferedRecords(store)
+        cpu = cpu_seconds()
+        asyncio.run(all_calls())
+        writer.flush()
+        return sum(len(c.rubrics) for c in cases), cpu_seconds() - cpu
 
 
 def cpu_seconds() -> float:
@@ -93,6 +142,7 @@ def main() -> None:
         code2, wall2, cpu2 = run_once(argv)
         rerun_requests = stub.stats()["requests"]
         code3, wall3, cpu3 = run_once(["--quiet", "score", str(out)])
+        n_side, cpu_side = task_side_cpu(cases, Path(tmp) / "side")
     print(f"exit codes: first {code}, rerun {code2}, score {code3}")
     print(
         f"calls: {calls} ({args.cases} candidate + {judge_calls} judge); HTTP requests {requests}"
@@ -105,6 +155,10 @@ def main() -> None:
     print(f"rerun from the store: wall {wall2:.2f} s, CPU {cpu2:.2f} s")
     print(f"rerun HTTP requests: {rerun_requests}")
     print(f"clineval score (evaluate only, no model): wall {wall3:.2f} s, CPU {cpu3:.2f} s")
+    print(
+        f"task side alone (in-process canned judge, no HTTP, no call cache): {n_side} judge"
+        f" calls, CPU {cpu_side:.2f} s, {1e6 * cpu_side / n_side:.0f} us per call"
+    )
 
 
 if __name__ == "__main__":
