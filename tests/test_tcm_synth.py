@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from clineval.data.tcm_norm import load_norm_table
 from clineval.data.tcm_sd import find_split, read_records, read_vocab
 from clineval.data.tcm_synth import class_sizes, write_synthetic
 
@@ -63,8 +64,12 @@ def test_small_fixture_files_records_and_split(small: Path, data_root: Path) -> 
         assert per["dev"][label] == per["test"][label] == math.ceil(n / 10)
     for records in splits.values():
         assert all(r.synthetic and r.user_id.startswith("synthetic-") for r in records)
-    # raw syndromes vary through the normalization table, like the release
-    assert any(r.syndrome != r.label for r in splits["train"])
+    # raw syndromes vary through the normalization table, like the release, and every record's
+    # label is the table applied to its raw syndrome and disease (SUB_MERGE included)
+    table = load_norm_table(data_root / "tcm-sd" / "zy-bert" / "syndrome.utf8.csv")
+    every = [r for records in splits.values() for r in records]
+    assert all(table.normalize(r.syndrome, r.lcd_name) == r.label for r in every)
+    assert sum(r.syndrome != r.label for r in every) > 50
     # a few dev rows are copies of train rows (the release has 19 shared user_ids)
     train_ids = {r.user_id for r in splits["train"]}
     assert 0 < sum(r.user_id in train_ids for r in splits["dev"]) <= 19

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from clineval.data.tcm_norm import NormTable, load_norm_table
+from clineval.data.tcm_norm import SUB_MERGE_RULES, NormTable, load_norm_table
 from clineval.data.tcm_sd import (
     KNOWLEDGE_NAMES,
     NORM_TABLE_NAMES,
@@ -225,6 +225,15 @@ def generate(
     sizes = class_sizes(vocab, rng, scale)
     composer = _Composer(vocab, knowledge, rng)
     raw_names = _raw_names(norm, vocab)
+    # Labels the table would drop if a doctor wrote them verbatim (气滞证 is DELETE; its records
+    # come from 气机阻滞证): such a record's raw syndrome is always another name.
+    not_raw = {label for label in vocab if norm is not None and norm.normalize(label) != label}
+    by_disease = {
+        target: (raw, disease)
+        for raw, rule in SUB_MERGE_RULES.items()
+        for disease, target in rule.items()
+        if norm is not None and raw in norm and target in vocab
+    }
     disease_ids: dict[str, str] = {}
     splits: dict[str, list[dict[str, object]]] = {"train": [], "dev": [], "test": []}
     serial = 0
@@ -234,8 +243,11 @@ def generate(
             serial += 1
             chief, description, detection, disease = composer.compose(label)
             raw = label
-            if raw_names[label] and rng.random() < 0.1:
+            if raw_names[label] and (label in not_raw or rng.random() < 0.1):
                 raw = rng.choice(raw_names[label])
+            elif label in by_disease and rng.random() < 0.1:
+                # the table's SUB_MERGE: 脾虚证 in 崩漏病 / 带下病 records
+                raw, disease = by_disease[label]
             lcd_id = disease_ids.setdefault(disease, f"SYN{len(disease_ids) + 1:04d}")
             per_class.append(
                 {
