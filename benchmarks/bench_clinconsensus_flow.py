@@ -69,7 +69,7 @@ def task_side_cpu(cases_file: Path, store_dir: Path) -> tuple[int, float]:
     from clineval.judge.prompt import builtin_prompt
     from clineval.judge.run import FormatLadder, judge_criterion
     from clineval.store import RunStore
-    from clineval.tasks.clinconsensus_predict import _BufferedRecords
+    from clineval.tasks.clinconsensus_predict import BufferedRecords
 
     cases = load_cases(cases_file)
     prompt, model, ladder = builtin_prompt(), CannedJudge(), FormatLadder()
@@ -89,7 +89,7 @@ def task_side_cpu(cases_file: Path, store_dir: Path) -> tuple[int, float]:
         )
 
     with RunStore.in_dir(store_dir) as store:
-        writer = _BufferedRecords(store)
+        writer = BufferedRecords(store)
         cpu = cpu_seconds()
         asyncio.run(all_calls())
         writer.flush()

@@ -3,9 +3,11 @@
 Everything is one flat asyncio.gather: each case awaits its answer and then fans out its judge
 calls, and every call waits only for the run's single concurrency limit inside the chat client
 (no pool per case, no pool per criterion, so a slow case never idles the others' slots).
-Each answer and each verdict goes to the run store the moment it is finished, so a killed run
-resumes where it stopped: stored answers and stored verdicts are skipped; stored judge_errors
-and candidate errors are tried again (a cached unparseable reply costs no HTTP call).
+Every model call is in the run store the moment it finishes (the chat client commits it);
+answers are recorded at once and verdicts in small batches, so a killed run resumes where it
+stopped without repeating a call: stored answers and verdicts are skipped, a verdict lost with
+an unwritten batch is re-derived from the cached call, and stored judge_errors and candidate
+errors are tried again (a cached unparseable reply costs no HTTP call).
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ def import_verdicts(ctx: Any, data: Data) -> None:
     ctx.note(TASK, "criteria_missing_from_verdicts_file", missing)
 
 
-class _BufferedRecords:
+class BufferedRecords:
     """Verdict records written in small batches (one SQLite transaction each).
 
     One commit per verdict was a visible share of the CPU per judge call. Losing a batch to a
@@ -108,7 +110,7 @@ class _Flow:
         self.answers: dict[str, Any] = self.store.records(TASK, ANSWER_KIND)
         self.verdicts = {label: self.store.records(TASK, verdict_kind(label)) for label in judges}
         self.ladders = {label: self._ladder(label) for label in judges}
-        self.writer = _BufferedRecords(self.store)
+        self.writer = BufferedRecords(self.store)
 
     def _ladder(self, label: str) -> FormatLadder:
         # Remembered per (judge, prompt version): a resumed run starts where this one ended.
