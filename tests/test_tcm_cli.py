@@ -289,3 +289,17 @@ def test_bad_options_exit_2(
     assert _run(fixture_root, tmp_path / "r", *model, *extra) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err, err
+
+
+def test_resume_refuses_other_prediction_settings(
+    fixture_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = tmp_path / "run"
+    argv = ["--model", "baseline:knowledge", "--limit", "5"]
+    assert _run(fixture_root, run, *argv) == 0
+    capsys.readouterr()
+    other = ["--option", "tcm.fields=chief_complaint,description,detection"]
+    assert _run(fixture_root, run, *argv, *other) == 2
+    err = capsys.readouterr().err
+    assert "refusing to add ones made with fields=" in err and err.count("\n") == 1
+    assert _run(fixture_root, run, *argv) == 0  # the original settings still resume

@@ -323,7 +323,35 @@ def _predict_llm(ctx: RunContext, data: TcmData, todo: list[tuple[str, TcmRecord
     predict_llm(ctx, data.labels, data.norm, todo, _fields(ctx))
 
 
+# Options that change what a model predicts; a resume must not mix predictions made with others.
+_PREDICTION_OPTIONS = ("data", "split", "synth_scale", "fields", "embed", "knowledge", "max_length")
+
+
+def check_prediction_settings(ctx: RunContext) -> None:
+    """Refuse to add predictions to a run store that holds ones made with other settings."""
+    settings = {
+        "model": ctx.model.label,
+        **{key: ctx.config.options.get(f"tcm.{key}") for key in _PREDICTION_OPTIONS},
+    }
+    stored = ctx.store.get_meta("tcm-sd.prediction_settings")
+    if stored is None:
+        ctx.store.set_meta("tcm-sd.prediction_settings", settings)
+        return
+    differing = sorted(
+        k for k in settings.keys() | stored.keys() if settings.get(k) != stored.get(k)
+    )
+    if differing:
+        first = differing[0]
+        raise InputError(
+            f"this run directory holds TCM-SD predictions made with {first}="
+            f"{stored.get(first)!r}; refusing to add ones made with {first}="
+            f"{settings.get(first)!r} (use another --output-dir)",
+            path=ctx.output_dir,
+        )
+
+
 def predict_data(ctx: RunContext, data: TcmData) -> None:
+    check_prediction_settings(ctx)
     todo = pending(ctx, data)
     ctx.note(TASK, "predicted_now", len(todo))
     if not todo:
