@@ -38,11 +38,12 @@ Features = dict[str, str | float]
 class CrfConfig:
     """Training hyperparameters (L-BFGS with elastic-net regularisation)."""
 
-    # Chosen on the dev splits (models trained on train only). c1/c2 from the grid c1 in
-    # {0.05, 0.1, 0.2, 0.3} x c2 in {0.01, 0.05, 0.2}: best span partial F1 on NCBI, BC5CDR and
-    # BioRED dev. 60 L-BFGS iterations instead of 100 cost 0.4-0.8 points of dev partial F1 on
-    # each corpus and save 40% of the optimisation time, which keeps the 4-corpus demo inside
-    # its 3-minute budget on a busy 2-core machine (BENCHMARKS.md, NER demo).
+    # Chosen on the dev splits (models trained on train only). (c1, c2) tried: (0.05, 0.01),
+    # (0.1, 0.05), (0.2, 0.05), (0.1, 0.2), (0.3, 0.01); (0.05, 0.01) had the best span
+    # partial F1 on NCBI, BC5CDR and BioRED dev. 60 L-BFGS iterations instead of 100 cost
+    # 0.4-0.8 points of dev partial F1 on each corpus and save 40% of the optimisation time,
+    # which keeps the 4-corpus demo inside its 3-minute budget on a busy 2-core machine
+    # (BENCHMARKS.md, NER demo).
     c1: float = 0.05
     c2: float = 0.01
     max_iterations: int = 60
