@@ -142,6 +142,9 @@ def test_extraction_over_http_stores_located_spans(
     assert notes["format_fallbacks"] == 1
     assert notes["parse_status"] == {"ok": 1}
     results = _results(out)
+    assert results["invalid_outputs"] == 0
+    sample = json.loads((out / "samples.jsonl").read_text().splitlines()[0])
+    assert sample["model_output"] == {"raw_output": reply, "parse": "ok", "not_found": []}
     assert results["span_partial_precision"] == 1.0
     assert results["n_pred_spans"] == len(expected)
     # rerun: everything comes from the store, the stub sees no request

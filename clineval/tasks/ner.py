@@ -245,6 +245,19 @@ class NerTask(Task):
         )
         metrics["missing_predictions"] = missing
         metrics["model"] = ctx.model.label
+        if ctx.model.backend in ("openai", "llamacpp"):
+            # Replies without usable JSON score as empty predictions; say how many there were.
+            parses = [stored[d.id].get("parse") for d in data.documents if d.id in stored]
+            metrics["invalid_outputs"] = sum(p == "invalid" for p in parses)
+            metrics["invalid_output_rate"] = metrics["invalid_outputs"] / max(len(parses), 1)
+            for row in samples:
+                record = stored.get(row["id"])
+                if record is not None:
+                    row["model_output"] = {
+                        key: record[key]
+                        for key in ("raw_output", "parse", "not_found")
+                        if key in record
+                    }
         return TaskResult(metrics=metrics, samples=samples)
 
 
