@@ -79,8 +79,14 @@ def train_many(
         return
     # spawn, not fork: the parent holds threads (progress display) and an open SQLite file.
     context = multiprocessing.get_context("spawn")
+    try:
+        manager = context.Manager()
+    except OSError:  # no way to start helper processes here (sandbox, no /dev/shm): one by one
+        for job in jobs:
+            yield _in_process(job, on_iteration)
+        return
     with (
-        context.Manager() as manager,
+        manager,
         ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=context) as pool,
     ):
         ticks = manager.Queue()
