@@ -1,15 +1,21 @@
 """Clinical NER (the NCER benchmark): `ner:ncbi`, `ner:bc5cdr`, `ner:biored`, `ner:chia`.
 
-load      the test split, prepared as NCER does (clineval.data.ner_corpora), its notes into
-          the manifest; `--limit N` keeps the first N documents.
+load      the test split, prepared as NCER does (clineval.data.ner_corpora), after checking
+          its files' sha256; its notes into the manifest; `--limit N` keeps the first N docs.
 predict   by model backend, one store record per document (kind "prediction", value
           {"entities": [[start, end, type], ...]}); documents already stored are skipped:
-            baseline:crf      CRF trained on the train split (cached as a store artifact)
-            predictions:FILE  JSONL of spans or BIO tags (clineval.models.ner_predictions)
+            baseline:crf      CRF trained on the train split (a store artifact; the first
+                              NER task of a run trains every missing model of the run's NER
+                              tasks at once, one process per core)
+            predictions:FILE  JSONL of spans or BIO tags (clineval.models.ner_predictions),
+                              re-read on every run; documents it lacks count as missing
             hf:PATH           local token-classification checkpoint (clineval.models.ner_hf)
             openai:/llamacpp: NER by extraction with a chat model (clineval.models.ner_llm)
 evaluate  reads only the store: token macro F1 (primary), span partial (nervaluate ent_type)
-          and exact (strict) F1, per type, plus one samples.jsonl row per document.
+          and exact (strict) F1, per type, plus one samples.jsonl row per document
+          (clineval.tasks.ner_scoring). Options: `ner.tokenizer=model` (hf only) adds
+          `token_macro_f1_model_tokens`; `ner.crf_workers=N`; `ner.label_map=L:type,...` (hf);
+          `ner.response_format=json_schema|json_object|none` (LLM).
 """
 
 from __future__ import annotations
