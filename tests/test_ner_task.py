@@ -13,6 +13,7 @@ import pytest
 from clineval.cli import main
 from clineval.data.ner_corpora import load_ner_split
 from clineval.models.ner_predictions import write_predictions
+from clineval.store import RunStore
 
 CORE_KEYS = (
     "token_macro_f1",
@@ -111,13 +112,20 @@ def test_crf_beats_the_gliner_floor_on_ncbi_test(
     # predicted (a copy, so the shared fixture stays as the other tests expect it).
     run_dir = tmp_path / "run"
     shutil.copytree(crf_run, run_dir)
+    # one stored prediction made by another CRF model (older settings): predicted again
+    with RunStore.in_dir(run_dir) as store:
+        records = store.records("ner:ncbi", "prediction")
+        stale_id = next(iter(records))
+        store.put_record("ner:ncbi", "prediction", stale_id, {**records[stale_id], "model": "old"})
     argv = ["run", "ner:ncbi", "--model", "baseline:crf", "--output-dir", str(run_dir)]
     assert main([*argv, "--data-dir", str(data_root)]) == 0
     results = _results(run_dir)["ner:ncbi"]
     assert results["n_documents"] == 100
     assert results["n_gold_spans"] == 960
     notes = _manifest(run_dir)["tasks"]["ner:ncbi"]
-    assert notes["predicted_now"] == 90 and notes["crf_trained_now"] is False
+    assert notes["predicted_now"] == 91 and notes["crf_trained_now"] is False
+    with RunStore.in_dir(run_dir) as store:
+        assert store.records("ner:ncbi", "prediction")[stale_id]["model"] == notes["crf_artifact"]
     assert results["span_partial_f1"] > 0.7567  # zero-shot gliner_large-v2.5, NCER paper
 
 

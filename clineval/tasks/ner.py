@@ -127,6 +127,8 @@ class NerTask(Task):
             return
         stored = ctx.store.records(self.name, PREDICTION)
         todo = [doc for doc in data.documents if doc.id not in stored]
+        if backend == "baseline":
+            todo = self._crf_todo(ctx, data, stored)
         ctx.note(self.name, "predicted_now", len(todo))
         if backend == "baseline":
             self._predict_crf(ctx, todo)
@@ -156,12 +158,29 @@ class NerTask(Task):
             rows.append((doc.id, value))
         self._put(ctx, rows)
 
-    def _predict_crf(self, ctx: RunContext, todo: list[NerDocument]) -> None:
-        from clineval.models.ner_crf import CrfConfig, open_tagger
+    def _crf_artifact(self, ctx: RunContext) -> str:
+        from clineval.models.ner_crf import CrfConfig
 
         if ctx.model.name != "crf":
             raise InputError(f"unknown baseline {ctx.model.name!r} for {self.name} (known: crf)")
-        artifact = CrfConfig().artifact_name(self.dataset, TRAIN_SPLITS)
+        return CrfConfig().artifact_name(self.dataset, TRAIN_SPLITS)
+
+    def _crf_todo(
+        self, ctx: RunContext, data: NerData, stored: dict[str, Any]
+    ) -> list[NerDocument]:
+        """Documents without a prediction of the current model (a run directory made with
+        other CRF settings or features keeps its records, but they are predicted again)."""
+        artifact = self._crf_artifact(ctx)
+        return [
+            doc
+            for doc in data.documents
+            if doc.id not in stored or stored[doc.id].get("model") != artifact
+        ]
+
+    def _predict_crf(self, ctx: RunContext, todo: list[NerDocument]) -> None:
+        from clineval.models.ner_crf import open_tagger
+
+        artifact = self._crf_artifact(ctx)
         ctx.note(self.name, "crf_artifact", artifact)
         model = ctx.store.get_artifact(artifact)
         if model is None and todo:
@@ -178,7 +197,8 @@ class NerTask(Task):
             _bar(f"{self.name} CRF predict", len(todo)) as advance,
         ):
             for doc in todo:
-                batch.append((doc.id, {"entities": spans_to_json(tagger.predict(doc.text))}))
+                spans = spans_to_json(tagger.predict(doc.text))
+                batch.append((doc.id, {"entities": spans, "model": artifact}))
                 advance()
                 if len(batch) >= 50:  # stored as it goes: an interrupted run keeps its work
                     self._put(ctx, batch)
