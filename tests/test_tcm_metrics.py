@@ -7,7 +7,7 @@ import pytest
 from sklearn.metrics import accuracy_score, f1_score, precision_recall_fscore_support
 
 from clineval.metrics import classification as cls
-from clineval.metrics.bootstrap import bootstrap_indices
+from clineval.metrics.bootstrap import stratified_bootstrap_indices
 
 K = 148
 LABELS = [f"证{i:03d}" for i in range(K)]
@@ -72,7 +72,7 @@ def test_encode_marks_outside_labels_invalid() -> None:
 def test_bootstrap_equals_a_loop_over_the_same_resamples() -> None:
     gold, pred = _random_case(6, 300)
     f1s, accs = cls.bootstrap_macro_f1(gold, pred, K, n_resamples=50, seed=11, max_cells=1000)
-    idx = bootstrap_indices(gold.size, 50, 11)
+    idx = stratified_bootstrap_indices(gold, 50, 11)
     for b in range(50):
         g, p = gold[idx[b]], pred[idx[b]]
         expected = f1_score(g, p, labels=list(range(K)), average="macro", zero_division=0)

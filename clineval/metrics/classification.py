@@ -18,7 +18,11 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from clineval.metrics.bootstrap import DEFAULT_RESAMPLES, bootstrap_indices, percentile_interval
+from clineval.metrics.bootstrap import (
+    DEFAULT_RESAMPLES,
+    percentile_interval,
+    stratified_bootstrap_indices,
+)
 
 INVALID = -1
 IntArray = NDArray[np.int64]
@@ -113,7 +117,7 @@ def bootstrap_macro_f1(
     seed: int = 0,
     max_cells: int = 20_000_000,
 ) -> tuple[FloatArray, FloatArray]:
-    """(macro-F1, accuracy) of each bootstrap resample, vectorized over resamples.
+    """(macro-F1, accuracy) of each resample (stratified by gold label), vectorized.
 
     Each resample's per-label counts come from one bincount over (resample, label) cells;
     resamples are processed in chunks so memory stays near `max_cells` integers.
@@ -123,7 +127,8 @@ def bootstrap_macro_f1(
     n = gold.size
     if n == 0:
         return np.full(n_resamples, np.nan), np.full(n_resamples, np.nan)
-    idx = bootstrap_indices(n, n_resamples, seed)
+    # Resample within gold labels: every label keeps its support (see the helper's note).
+    idx = stratified_bootstrap_indices(gold, n_resamples, seed)
     f1_out = np.empty(n_resamples)
     acc_out = np.empty(n_resamples)
     width = n_labels + 1  # one extra column takes invalid predictions

@@ -40,8 +40,9 @@ from clineval.rundir import atomic_write_text
 
 FORMATS = ("table", "markdown", "csv", "html")
 INTERVAL_NOTE = (
-    "Intervals are seeded bootstrap percentile intervals. For macro-F1 over many labels with few "
-    "test samples each they can sit below the point estimate: a resample loses rare labels."
+    "Intervals are seeded bootstrap percentile intervals: the run's own where it stored one "
+    "(TCM-SD Macro-F1 resamples within gold labels, so every label keeps its support), "
+    "else computed here over the run's samples."
 )
 LOWER_IS_BETTER = ("invalid_rate", "judge_error_rate")
 _COUNT_KEYS = ("n", "n_cases")
