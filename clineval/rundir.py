@@ -20,6 +20,7 @@ from typing import Any
 
 import clineval
 from clineval.errors import InputError
+from clineval.jsonl import iter_json_objects
 
 MANIFEST = "manifest.json"
 RESULTS = "results.json"
@@ -71,22 +72,7 @@ def read_json(path: Path) -> Any:
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
-    try:
-        with open(path, encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise InputError(f"invalid JSON: {exc.msg}", path=path, line=lineno) from None
-                if not isinstance(row, dict):
-                    raise InputError("expected a JSON object", path=path, line=lineno)
-                rows.append(row)
-    except FileNotFoundError:
-        raise InputError("file not found", path=path) from None
-    return rows
+    return [row for _, row in iter_json_objects(path)]
 
 
 def git_revision() -> str | None:

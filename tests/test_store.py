@@ -31,3 +31,28 @@ def test_records_calls_and_artifacts_survive_reopen(tmp_path: Path) -> None:
 def test_stable_hash_ignores_key_order_but_not_values() -> None:
     assert stable_hash({"a": 1, "b": [1, 2]}) == stable_hash({"b": [1, 2], "a": 1})
     assert stable_hash({"a": 1}) != stable_hash({"a": 2})
+
+
+def test_jsonl_reader_names_file_and_line_for_each_fault(tmp_path: Path) -> None:
+    import pytest
+
+    from clineval.errors import InputError
+    from clineval.jsonl import iter_json_objects
+
+    path = tmp_path / "x.jsonl"
+    path.write_bytes('\ufeff{"a": 1}\n\n{"b": 2}\n'.encode())
+    assert list(iter_json_objects(path)) == [(1, {"a": 1}), (3, {"b": 2})]
+    cases = {
+        b'{"a": 1}\n{"a": \n': ":2: invalid JSON",
+        b'{"a": 1}\n[1, 2]\n': ":2: expected a JSON object",
+        b'{"a": 1}\n{"a": "\xff"}\n': ":2: not UTF-8 text",
+    }
+    for content, expected in cases.items():
+        path.write_bytes(content)
+        with pytest.raises(InputError) as info:
+            list(iter_json_objects(path))
+        assert expected in info.value.one_line() and str(path) in info.value.one_line()
+    with pytest.raises(InputError, match="not found"):
+        list(iter_json_objects(tmp_path / "missing.jsonl"))
+    with pytest.raises(InputError, match="directory"):
+        list(iter_json_objects(tmp_path))

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from clineval.errors import InputError
+from clineval.jsonl import iter_json_objects
 
 RUBRICS_PER_CASE = 30
 OFFICIAL_RELATIVE_PATH = "clinconsensus/clinconsensus_low.jsonl"
@@ -134,33 +135,12 @@ def parse_case(row: dict[str, Any], path: Path, line: int) -> Case:
     )
 
 
-def _json_lines(path: Path) -> Iterable[tuple[int, Any]]:
-    """(line number, decoded value) of every non-blank line; errors name the file and line."""
-    if path.is_dir():
-        raise InputError("expected a JSONL file, got a directory", path=path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("file not found", path=path) from None
-    except UnicodeDecodeError:
-        raise InputError("file is not UTF-8 text", path=path) from None
-    for lineno, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            yield lineno, json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"invalid JSON: {exc.msg}", path=path, line=lineno) from None
-
-
 def load_cases(path: str | Path) -> list[Case]:
     """All cases of a file in file order; raises InputError(path, line) on the first bad line."""
     path = Path(path)
     cases: list[Case] = []
     first_line: dict[str, int] = {}
-    for lineno, row in _json_lines(path):
-        if not isinstance(row, dict):
-            raise InputError("expected a JSON object", path=path, line=lineno)
+    for lineno, row in iter_json_objects(path):
         case = parse_case(row, path, lineno)
         if case.case_id in first_line:
             raise InputError(
@@ -190,9 +170,7 @@ def load_verdicts(path: str | Path, cases: Iterable[Case]) -> dict[str, bool | N
     path = Path(path)
     known = {c.case_id: {r.criterion_id for r in c.rubrics} for c in cases}
     out: dict[str, bool | None] = {}
-    for lineno, row in _json_lines(path):
-        if not isinstance(row, dict):
-            raise InputError("expected a JSON object", path=path, line=lineno)
+    for lineno, row in iter_json_objects(path):
         case_id = _as_id(row.get("case_id"))
         criterion_id = _as_id(row.get("criterion_id"))
         if case_id is None or criterion_id is None:

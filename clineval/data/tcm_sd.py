@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from clineval.errors import InputError
+from clineval.jsonl import iter_json_objects
 
 SPLITS = ("train", "dev", "test")
 TEXT_FIELDS = ("chief_complaint", "description", "detection")
@@ -114,19 +115,8 @@ def read_records(path: Path, labels: list[str], require_label: bool = True) -> l
     """All records of one JSON Lines file, in file order."""
     label_set = set(labels)
     records: list[TcmRecord] = []
-    if not path.is_file():
-        raise InputError("data file not found", path=path)
-    with open(path, encoding="utf-8-sig") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"invalid JSON: {exc.msg}", path=path, line=lineno) from None
-            if not isinstance(row, dict):
-                raise InputError("expected a JSON object", path=path, line=lineno)
-            records.append(parse_record(row, label_set, path, lineno, require_label))
+    for lineno, row in iter_json_objects(path, what="data file"):
+        records.append(parse_record(row, label_set, path, lineno, require_label))
     return records
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from clineval.data.ner_types import NerDocument, Span
 from clineval.errors import InputError
+from clineval.jsonl import iter_json_objects
 from clineval.models.ner_bio import bio_to_spans, is_bio_tag, word_offsets
 
 
@@ -108,24 +109,8 @@ def read_predictions(
     """
     path = Path(path)
     out: dict[str, list[Span]] = {}
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise InputError("predictions file not found", path=path) from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"predictions file is not UTF-8 ({exc.reason})", path=path) from None
-    except OSError as exc:
-        raise InputError(f"cannot read predictions file: {exc.strerror}", path=path) from None
-    for lineno, line in enumerate(lines, start=1):
+    for lineno, row in iter_json_objects(path, what="predictions file"):
         where = (path, lineno)
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"invalid JSON: {exc.msg}", *where) from None
-        if not isinstance(row, dict):
-            raise InputError("expected a JSON object", *where)
         doc_id = _doc_id(row, where)
         doc = documents.get(doc_id)
         if doc is None:
