@@ -116,23 +116,29 @@ def _execute(config: RunConfig, output_dir: Path, *, predict: bool) -> dict[str,
     with RunStore.in_dir(output_dir) as store:
         ctx = _make_context(config, output_dir, store)
         write_json(output_dir / MANIFEST, manifest)
-        for name in config.tasks:
-            task = get_task(name)
-            started = time.time()
-            data = task.load(ctx)
-            if predict:
-                task.predict(ctx, data)
-            result: TaskResult = task.evaluate(ctx, data)
-            results[name] = result.metrics
-            samples[name] = result.samples
-            manifest["tasks"][name] = {
-                **ctx.manifest_notes.get(name, {}),
-                "seconds": round(time.time() - started, 3),
-            }
-            failures.extend(f"{name}: {msg}" for msg in result.errors)
-            _write_outputs(output_dir, results, samples)
-            _note_llm_calls(manifest, ctx)
+        try:
+            for name in config.tasks:
+                task = get_task(name)
+                started = time.time()
+                data = task.load(ctx)
+                if predict:
+                    task.predict(ctx, data)
+                result: TaskResult = task.evaluate(ctx, data)
+                results[name] = result.metrics
+                samples[name] = result.samples
+                manifest["tasks"][name] = {
+                    **ctx.manifest_notes.get(name, {}),
+                    "seconds": round(time.time() - started, 3),
+                }
+                failures.extend(f"{name}: {msg}" for msg in result.errors)
+                _write_outputs(output_dir, results, samples)
+                _note_llm_calls(manifest, ctx)
+                write_json(output_dir / MANIFEST, manifest)
+        except BaseException as exc:
+            # Results of finished tasks are already on disk; say in the manifest why it stopped.
+            manifest["status"] = f"stopped: {type(exc).__name__}: {redact(str(exc))}"[:500]
             write_json(output_dir / MANIFEST, manifest)
+            raise
     manifest["status"] = "failed" if failures else "finished"
     manifest["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     write_json(output_dir / MANIFEST, manifest)

@@ -207,6 +207,9 @@ def test_failing_second_task_keeps_first_tasks_results(
     assert main([*argv, "--output-dir", str(run_dir), "--data-dir", str(data_root)]) == 2
     assert f"{path}:1: unknown document id" in capsys.readouterr().err
     assert _results(run_dir)["ner:ncbi"]["span_exact_f1"] == 1.0
+    manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["status"].startswith("stopped: InputError:")
+    assert "ner:ncbi" in manifest["tasks"]
 
 
 def test_tasks_are_registered_with_data_status(
