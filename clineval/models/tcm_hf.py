@@ -50,9 +50,13 @@ class HFSyndromeClassifier:
             raise InputError("hf model directory not found", path=path)
         if not (path / "config.json").is_file():
             raise InputError("not a Hugging Face checkpoint (no config.json)", path=path)
-        import torch
-        from transformers import AutoModelForSequenceClassification, AutoTokenizer
-
+        try:
+            import torch
+            from transformers import AutoModelForSequenceClassification, AutoTokenizer
+        except ImportError as exc:
+            raise InputError(
+                f"hf:PATH needs torch and transformers (pip install 'clineval[hf]'): {exc}"
+            ) from None
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
             self.model = AutoModelForSequenceClassification.from_pretrained(
