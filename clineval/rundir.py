@@ -21,6 +21,7 @@ from typing import Any
 import clineval
 from clineval.errors import InputError
 from clineval.jsonl import iter_json_objects
+from clineval.secrets import redact
 
 MANIFEST = "manifest.json"
 RESULTS = "results.json"
@@ -106,7 +107,7 @@ def base_manifest(config: dict[str, Any]) -> dict[str, Any]:
         "git_revision": git_revision(),
         "packages": package_versions(),
         "platform": platform.platform(),
-        "argv": [a for a in sys.argv],
+        "argv": [redact(a) for a in sys.argv],
         "config": config,
         "seed": config.get("seed"),
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

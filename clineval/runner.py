@@ -38,15 +38,26 @@ def _check_resume_compatible(output_dir: Path, config: RunConfig) -> dict[str, A
         return None
     previous = read_json(path)
     old = previous.get("config", {})
+    new = public_config(config)
     for name in _IDENTITY_FIELDS:
-        if name in old and old[name] != getattr(config, name):
+        if name in old and old[name] != new[name]:
             raise InputError(
                 f"this run directory holds a run with {name}={old[name]!r}; "
-                f"refusing to resume it with {name}={getattr(config, name)!r} "
+                f"refusing to resume it with {name}={new[name]!r} "
                 "(use another --output-dir)",
                 path=path,
             )
     return previous
+
+
+def public_config(config: RunConfig) -> dict[str, Any]:
+    """The config as manifest.json keeps it: credentials in model / judge / server URLs
+    (http://user:KEY@host, ?api-key=...) masked, as the file is meant to be shared."""
+    data = config.model_dump()
+    data["model"] = redact(data["model"])
+    data["judges"] = [redact(j) for j in data["judges"]]
+    data["base_urls"] = [redact(u) for u in data["base_urls"]]
+    return data
 
 
 def _make_context(config: RunConfig, output_dir: Path, store: RunStore) -> RunContext:
@@ -102,8 +113,7 @@ def _execute(config: RunConfig, output_dir: Path, *, predict: bool) -> dict[str,
     output_dir.mkdir(parents=True, exist_ok=True)
     if predict:
         previous = _check_resume_compatible(output_dir, config)
-        manifest = base_manifest(config.model_dump())
-        manifest["argv"] = [redact(a) for a in manifest["argv"]]
+        manifest = base_manifest(public_config(config))
         if previous is not None:
             manifest["resumed_from"] = previous.get("started")
             manifest["tasks"] = previous.get("tasks", {})

@@ -37,6 +37,7 @@ from clineval.report.rundata import (
 from clineval.report.sections_common import HEADLINE_KEYS, format_value
 from clineval.report.task_stats import statistics_for
 from clineval.rundir import atomic_write_text
+from clineval.secrets import redact
 
 FORMATS = ("table", "markdown", "csv", "html")
 INTERVAL_NOTE = (
@@ -187,7 +188,7 @@ def _best(comp: Comparison, task: str, key: str) -> int | None:
 
 
 def _model(run: RunData) -> str:
-    return str(run.manifest.get("config", {}).get("model", "?"))
+    return redact(str(run.manifest.get("config", {}).get("model", "?")))
 
 
 def _run_label(comp: Comparison, i: int) -> str:

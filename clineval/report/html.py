@@ -1,10 +1,11 @@
 """`clineval report RUN_DIR`: one self-contained HTML file (inline CSS, JS, SVG; no network).
 
-Safety: the template autoescapes every value; plots are SVG written by matplotlib (which escapes
-its text); sample data travel as JSON in <script type="application/json"> with `<`, `>`, `&`
-escaped (see jsonembed) and are put into the page with textContent only. A Content-Security-
-Policy allows exactly the report's own script (by hash) and no network: even a string that
-slipped through as markup could neither run nor fetch anything.
+Safety: the template autoescapes every value; plots are SVG strings from clineval.report.plots
+(which escapes every piece of text); sample data travel as JSON in <script
+type="application/json"> with `<`, `>`, `&` escaped (see jsonembed) and are put into the page
+with textContent only. A Content-Security-Policy allows exactly the report's own script (by
+hash) and no network: even a string that slipped through as markup could neither run nor fetch
+anything.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from clineval.report.sections_common import (
     settings,
 )
 from clineval.rundir import atomic_write_text
+from clineval.secrets import redact
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -93,7 +95,7 @@ def build_sections(run: RunData, compress_over: int = COMPRESS_OVER) -> list[dic
             fill_intervals(section["cards"], stats, seed)
         for block in section["blocks"]:
             if "svg" in block:
-                block["svg"] = Markup(block["svg"])  # matplotlib output, text escaped by it
+                block["svg"] = Markup(block["svg"])  # from plots.py, text escaped there
         table = section["table"]
         encoding, payload = (
             ("json", "") if table is None else script_payload(table.spec(), compress_over)
@@ -127,7 +129,7 @@ def render_report(run: RunData, compress_over: int = COMPRESS_OVER) -> str:
         .render(
             run_name=run.path.name,
             run_path=str(run.path),
-            model=str(run.manifest.get("config", {}).get("model", "?")),
+            model=redact(str(run.manifest.get("config", {}).get("model", "?"))),
             generated=time.strftime("%Y-%m-%d %H:%M"),
             version=clineval.__version__,
             settings=settings(run),

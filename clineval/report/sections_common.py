@@ -1,7 +1,7 @@
 """Pieces every task section shares: headline metrics with intervals, settings, table specs.
 
 A section is a plain dict the template renders. Values in it are data (escaped by the
-template), except `svg` entries, which are markup made by matplotlib (it escapes its text).
+template), except `svg` entries: markup made by clineval.report.plots (it escapes its text).
 """
 
 from __future__ import annotations
