@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from clineval.errors import InputError
+from clineval.models.spec import ModelSpec
 from clineval.rundir import MANIFEST, base_manifest, read_json, write_json
 from clineval.shard import parse_shard
 from clineval.store import STORE_FILENAME, RunStore
@@ -46,10 +47,21 @@ def _read_shard(run_dir: Path) -> tuple[dict[str, Any], tuple[int, int]]:
     return manifest, parse_shard(shard)
 
 
+def _what_was_asked(config: dict[str, Any]) -> dict[str, Any]:
+    """The config without HOW fields; model and judge specs without their @URL (a shard may
+    reach the same model at another address, as with --base-url)."""
+    out = {k: v for k, v in config.items() if k not in _HOW_FIELDS}
+    if isinstance(out.get("model"), str):
+        out["model"] = ModelSpec.parse(out["model"]).label
+    if isinstance(out.get("judges"), list):
+        out["judges"] = [ModelSpec.parse(j).label for j in out["judges"]]
+    return out
+
+
 def _check_same_run(configs: list[dict[str, Any]], run_dirs: list[Path]) -> None:
-    first = {k: v for k, v in configs[0].items() if k not in _HOW_FIELDS}
+    first = _what_was_asked(configs[0])
     for config, run_dir in zip(configs[1:], run_dirs[1:], strict=True):
-        other = {k: v for k, v in config.items() if k not in _HOW_FIELDS}
+        other = _what_was_asked(config)
         differing = sorted(k for k in first.keys() | other.keys() if first.get(k) != other.get(k))
         if differing:
             raise InputError(

@@ -14,7 +14,7 @@ from llm_stub_server import StubServer
 
 from clineval.cli import main as cli_main
 from clineval.errors import InputError
-from clineval.merge import copy_store_rows, merge_runs
+from clineval.merge import _check_same_run, copy_store_rows, merge_runs
 from clineval.rundir import MANIFEST, RESULTS, SAMPLES, read_json, read_jsonl, write_json
 from clineval.shard import parse_shard, select_shard, shard_of
 from clineval.store import STORE_FILENAME, RunStore
@@ -120,6 +120,19 @@ def test_merge_refuses_mismatched_shards(tmp_path: Path) -> None:
         merge_runs([one], one)
     with pytest.raises(InputError, match="no run store"):
         merge_runs([tmp_path / "nowhere"], tmp_path / "out")
+    with pytest.raises(InputError, match="judges"):
+        _check_same_run(
+            [{"judges": ["openai:j1@http://a/v1"]}, {"judges": ["openai:j2@http://a/v1"]}],
+            [one, one],
+        )
+    # The same model and judge reached at other addresses: parts of one run.
+    _check_same_run(
+        [
+            {"model": "openai:m@http://a:1/v1", "judges": ["openai:j@http://a:1/v1"]},
+            {"model": "openai:m@http://b:2/v1", "judges": ["openai:j@http://b:2/v1"]},
+        ],
+        [one, one],
+    )
     assert not (tmp_path / "out" / STORE_FILENAME).exists()  # nothing half-merged
 
 
