@@ -9,20 +9,21 @@ instead of being silently discarded.
 from __future__ import annotations
 
 import bisect
-import re
 from collections.abc import Sequence
 
 from clineval.data.ner_types import Span
-
-# The NCER splitter for non-subword models (DESIGN.md, token metric).
-WORD_RE = re.compile(r"\w+(?:[-_]\w+)*|\S")
+from clineval.metrics.ner_tokens import TOKEN_RE
 
 OUTSIDE = "O"
 
 
 def word_offsets(text: str) -> list[tuple[int, int]]:
-    """Character offsets of the benchmark's regex tokens, in text order."""
-    return [m.span() for m in WORD_RE.finditer(text)]
+    """Character offsets of the benchmark's regex tokens, in text order.
+
+    The regex is the token metric's own (`TOKEN_RE`), so CRF tags, predictions files and the
+    metric can never disagree on what a token is.
+    """
+    return [m.span() for m in TOKEN_RE.finditer(text)]
 
 
 def spans_to_bio(spans: Sequence[Span], tokens: Sequence[tuple[int, int]]) -> list[str]:

@@ -12,21 +12,9 @@ from typing import Any
 
 from clineval.data.ner_types import NerDocument, Span
 from clineval.metrics.ner_span import SpanCounts, span_f1
-from clineval.metrics.ner_token_f1 import TokenF1Result, TypeScore, token_macro_f1
+from clineval.metrics.ner_token_f1 import TokenF1Result, token_macro_f1
 
 MODEL_TOKENS_SUFFIX = "_model_tokens"
-
-
-def _type_score(score: TypeScore) -> dict[str, Any]:
-    return {
-        "precision": score.precision,
-        "recall": score.recall,
-        "f1": score.f1,
-        "support": score.support,
-        "tp": score.tp,
-        "fp": score.fp,
-        "fn": score.fn,
-    }
 
 
 def _span_score(counts: SpanCounts) -> dict[str, Any]:
@@ -96,12 +84,12 @@ def score_documents(
     per_type: dict[str, Any] = {}
     for name in types:
         entry: dict[str, Any] = {
-            "token": _type_score(token.per_type[name]),
+            "token": token.per_type[name].as_dict(),
             "partial": _span_score(partial.per_type[name]),
             "exact": _span_score(exact.per_type[name]),
         }
         if model_token is not None:
-            entry["token" + MODEL_TOKENS_SUFFIX] = _type_score(model_token.per_type[name])
+            entry["token" + MODEL_TOKENS_SUFFIX] = model_token.per_type[name].as_dict()
         per_type[name] = entry
     metrics["per_type"] = per_type
     metrics["span_partial_counts"] = _span_doc(partial.total)
