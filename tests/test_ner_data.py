@@ -472,6 +472,23 @@ def test_bioc_passage_offsets_must_fit_title_plus_space(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="document 42: passage offsets") as info:
         load_ner_split("bc5cdr", "test", tmp_path)
     assert info.value.path == str(path)
+    assert info.value.line == 1 + next(
+        i for i, t in enumerate(BIOC.splitlines()) if "<document>" in t
+    )
+
+
+def test_bioc_annotation_outside_text_names_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "ner/bc5cdr/CDR_TestSet.BioC.xml.gz"
+    path.parent.mkdir(parents=True)
+    # annotation 3 (aspirin, 47..54) moved past the 55-character text
+    bad = BIOC.replace("offset='47' length='7'", "offset='50' length='7'", 1)
+    path.write_bytes(gzip.compress(bad.encode()))
+    with pytest.raises(InputError, match="document 42 annotation 3: span 50-57 outside") as info:
+        load_ner_split("bc5cdr", "test", tmp_path)
+    assert info.value.path == str(path)
+    assert info.value.line == 1 + next(
+        i for i, t in enumerate(bad.splitlines()) if "annotation id='3'" in t
+    )
 
 
 def test_pubtator_and_bioc_agree_on_real_files(data_root: Path) -> None:
@@ -511,3 +528,14 @@ def test_ncbi_source_type_counts(data_root: Path) -> None:
     train = load_ner_split("ncbi", "train", data_root).notes
     assert train["spans"] == 5145 and train["documents"] == 593
     assert train["duplicate_document_ids"] == ["8528200"]
+
+
+def test_ncer_text_maps_empty_spans_to_raw_coordinates() -> None:
+    # raw "ab\r\n1" (5 characters) -> NCER "ab\n1" (4): the CRLF is one character and is not
+    # doubled ("1" is not in [a-zA-Z,.]). NCER position 3 is "1", raw position 4.
+    prepared = ncer_text("ab\r\n1")
+    assert prepared.text == "ab\n1"
+    assert prepared.to_raw(3, 3) == (4, 4)
+    assert prepared.to_raw(4, 4) == (5, 5)  # the end of NCER's text is the end of the raw text
+    assert prepared.to_raw(0, 0) == (0, 0)
+    assert ncer_text("").to_raw(0, 0) == (0, 0)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -34,9 +34,17 @@ class NcerText:
     raw_end: np.ndarray  # int64, len(text)
 
     def to_raw(self, start: int, end: int) -> tuple[int, int]:
-        """Map an NCER span (end exclusive, non-empty) to raw-text coordinates."""
+        """Map an NCER span (end exclusive) to raw-text coordinates.
+
+        An empty span (an entity with an empty text column) maps to the empty span at the raw
+        position of its NCER position, so both ends stay in raw coordinates.
+        """
         if end <= start:
-            return int(self.raw_start[start]) if start < len(self.text) else start, start
+            if start < len(self.text):
+                point = int(self.raw_start[start])
+            else:  # at (or past) the end of NCER's text: the end of the raw text
+                point = int(self.raw_end[-1]) if len(self.text) else 0
+            return point, point
         return int(self.raw_start[start]), int(self.raw_end[end - 1])
 
 
@@ -74,7 +82,6 @@ class ChiaPrepCounts:
     dropped_several_matches: int = 0
     discontinuous: int = 0  # mapped-type entities with more than one fragment
     discontinuous_dropped: int = 0
-    moved_examples: list[str] = field(default_factory=list)
 
     def add(self, other: ChiaPrepCounts) -> None:
         self.kept_in_place += other.kept_in_place
