@@ -23,6 +23,7 @@ class BiocAnnotation:
     type: str
     locations: tuple[tuple[int, int], ...]  # (offset, length), in file order
     text: str
+    line: int  # 1-based line of the <annotation> tag, for error messages
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +38,7 @@ class BiocPassage:
 class BiocDocument:
     id: str
     passages: tuple[BiocPassage, ...]
+    line: int  # 1-based line of the <document> tag, for error messages
 
 
 def _int(value: str | None, what: str, where: str, path: str, line: int) -> int:
@@ -123,7 +125,7 @@ class _BiocHandler:
         elif name == "document":
             if not self.doc_id:
                 raise InputError("a <document> without <id>", path=self.path, line=self.doc_line)
-            self.docs.append(BiocDocument(self.doc_id, tuple(self.passages)))
+            self.docs.append(BiocDocument(self.doc_id, tuple(self.passages), self.doc_line))
 
     def _captured(self, name: str, parent: str, value: str) -> None:
         if parent == "document" and name == "id":
@@ -153,7 +155,7 @@ class _BiocHandler:
         if not ann.locations:
             raise InputError(f"{here}: no location", path=self.path, line=ann.line)
         self.passage.annotations.append(
-            BiocAnnotation(ann.id, ann_type, tuple(ann.locations), ann.text)
+            BiocAnnotation(ann.id, ann_type, tuple(ann.locations), ann.text, ann.line)
         )
         self.annotation = None
 

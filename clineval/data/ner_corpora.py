@@ -150,7 +150,7 @@ def _finish(
     return PreparedSplit(dataset=dataset, split=split, documents=kept, types=types, notes=rendered)
 
 
-def _load_pubtator(dataset: str, path: Path, notes: _Notes) -> list[NerDocument]:
+def _load_pubtator(path: Path, notes: _Notes) -> list[NerDocument]:
     """NCBI (original release) and BioRED: PubTator mentions, title + " " + abstract."""
     docs = []
     for source in read_pubtator(path):
@@ -182,13 +182,16 @@ def _load_bc5cdr(path: Path, notes: _Notes) -> list[NerDocument]:
         passages = source.passages
         if len(passages) != 2 or passages[0].type != "title":
             raise InputError(
-                f"document {source.id}: expected a title and an abstract passage", path=path
+                f"document {source.id}: expected a title and an abstract passage",
+                path=path,
+                line=source.line,
             )
         title, abstract = passages
         if title.offset != 0 or abstract.offset != len(title.text) + 1:
             raise InputError(
                 f"document {source.id}: passage offsets are not title=0, abstract=len(title)+1",
                 path=path,
+                line=source.line,
             )
         text = title.text + " " + abstract.text
         seen: set[tuple[int, int, str]] = set()
@@ -205,6 +208,7 @@ def _load_bc5cdr(path: Path, notes: _Notes) -> list[NerDocument]:
                         f"document {source.id} annotation {ann.id}: span {start}-{end} "
                         f"outside the text ({len(text)} characters)",
                         path=path,
+                        line=ann.line,
                     )
                 if len(ann.locations) > 1:
                     # A composite mention's component: its text names all locations, so it
@@ -286,11 +290,7 @@ def load_ner_split(dataset: str, split: str, data_root: str | Path) -> PreparedS
     else:
         path = require_file(root, SPLIT_FILES[dataset][split])
         files.append(path)
-        docs = (
-            _load_bc5cdr(path, notes)
-            if dataset == "bc5cdr"
-            else _load_pubtator(dataset, path, notes)
-        )
+        docs = _load_bc5cdr(path, notes) if dataset == "bc5cdr" else _load_pubtator(path, notes)
     return _finish(dataset, split, docs, notes, files, root)
 
 
