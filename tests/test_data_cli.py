@@ -260,6 +260,23 @@ def test_fetch_gzips_uncompressed_upstream_file(
     assert gzip.decompress(path.read_bytes()) == gzip.decompress((data_root / rel).read_bytes())
 
 
+def test_fetch_replaces_a_truncated_gzip_in_the_cache(
+    data_root: Path, tmp_path: Path, serve: Serve
+) -> None:
+    """A cached .gz cut short (gzip header, no end) is downloaded again, not an error."""
+    rel = "ner/bc5cdr/CDR_TestSet.BioC.xml.gz"
+    cache = tmp_path / "cache"
+    (cache / rel).parent.mkdir(parents=True)
+    good = (data_root / rel).read_bytes()
+    (cache / rel).write_bytes(good[: len(good) // 2])
+    base_url, requests = serve(data_root)
+    entry = next(e for e in load_manifest() if e.path == rel)
+    path = fetch_module._fetch_one(Source(rel, None), entry, cache, base_url)
+    assert requests == [f"/{rel}"]
+    assert path.read_bytes() == good
+    assert file_status(cache, rel) == OK
+
+
 def test_official_sources_cover_every_required_ner_file() -> None:
     official = {s.relative for sources in SOURCES.values() for s in sources if s.url}
     required = {e.path for e in load_manifest() if e.group.startswith("ner:") and not e.optional}

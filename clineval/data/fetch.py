@@ -28,10 +28,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clineval.data.checksums import (
+    OK,
     ManifestEntry,
+    entry_status,
     manifest_entry,
     sha256_bytes,
-    sha256_file,
 )
 from clineval.errors import InputError
 from clineval.progress import track
@@ -134,7 +135,9 @@ def fetch(
 
 def _fetch_one(source: Source, entry: ManifestEntry, root: Path, base_url: str | None) -> Path:
     target = root / source.relative
-    if target.is_file() and _valid(target, entry):
+    # The same check as `data verify` (a re-gzipped copy with the right content is kept; a
+    # corrupt cached file, gzip or not, is downloaded again).
+    if entry_status(root, entry) == OK:
         return target
     if base_url is not None:
         url = base_url.rstrip("/") + "/" + urllib.parse.quote(source.relative)
@@ -160,15 +163,6 @@ def _fetch_one(source: Source, entry: ManifestEntry, root: Path, base_url: str |
         )
     _write_atomic(target, data)
     return target
-
-
-def _valid(path: Path, entry: ManifestEntry) -> bool:
-    if sha256_file(path) == entry.sha256:
-        return True
-    if entry.sha256_uncompressed is None:
-        return False
-    data = path.read_bytes()
-    return _looks_gzip(data) and sha256_bytes(_gunzip(data, str(path))) == entry.sha256_uncompressed
 
 
 def _looks_gzip(data: bytes) -> bool:
