@@ -1,6 +1,7 @@
 """The built-in NER baseline: a linear-chain CRF (sklearn-crfsuite) over the benchmark's tokens.
 
-One model per dataset, trained on its train (+ dev) split with BIO tags over the regex tokens
+One model per dataset, trained on the splits the task asks for (the NER task uses train only,
+`clineval.tasks.ner.TRAIN_SPLITS`) with BIO tags over the regex tokens
 `\\w+(?:[-_]\\w+)*|\\S`, so the baseline sees exactly the units the token metric scores. Features
 are plain lexical ones (lowercase form, affixes, word shape, character classes, a +-2 window and
 word bigrams); each document is one sequence, since abstracts are short enough for crfsuite.
