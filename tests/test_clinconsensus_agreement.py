@@ -66,14 +66,24 @@ def test_balanced_f1_matches_sklearn(tmp_path: Path) -> None:
 def test_bad_labels_file_names_line(tmp_path: Path, capsys) -> None:
     run = _scored_run(tmp_path, np.ones(120))
     case = load_cases(FIXTURE)[0]
-    rows = [
-        {"case_id": case.case_id, "criterion_id": case.rubrics[0].criterion_id, "criteria_met": 1},
-    ]
-    labels = _write(tmp_path / "labels.jsonl", rows)
+    good = {"case_id": case.case_id, "criterion_id": case.rubrics[0].criterion_id}
+    # the bad row is the file's 3rd line: the blank line before it still counts as a line
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text(
+        json.dumps({**good, "criteria_met": True})
+        + "\n\n"
+        + json.dumps({**good, "criteria_met": 1})
+        + "\n",
+        "utf-8",
+    )
     assert main(["judge-agreement", str(run), "--labels", str(labels)]) == 2
-    assert f"{labels}:1:" in capsys.readouterr().err
+    assert f"{labels}:3: 'criteria_met' must be true or false" in capsys.readouterr().err
+    # an id that is a JSON boolean is not an id
+    labels = _write(tmp_path / "labels.jsonl", [{**good, "case_id": True, "criteria_met": True}])
+    assert main(["judge-agreement", str(run), "--labels", str(labels)]) == 2
+    assert f"{labels}:1: needs 'case_id'" in capsys.readouterr().err
     # labels for criteria this run never judged: a clear input error, not a table of zeros
     rows = [{"case_id": "fixture-012", "criterion_id": "fixture-012-r01", "criteria_met": True}]
     labels = _write(tmp_path / "labels.jsonl", rows)
     assert main(["judge-agreement", str(run), "--labels", str(labels)]) == 2
-    assert "no" in capsys.readouterr().err
+    assert "none of the labelled (case_id, criterion_id) pairs" in capsys.readouterr().err

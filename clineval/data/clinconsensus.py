@@ -69,7 +69,7 @@ def is_fixture_file(path: Path) -> bool:
     return "fixture" in path.name.lower()
 
 
-def _as_id(value: Any) -> str | None:
+def as_id(value: Any) -> str | None:
     """Ids may be written as strings or integers in a release; anything else is invalid."""
     if isinstance(value, bool):
         return None
@@ -92,7 +92,7 @@ def _parse_rubrics(raw: Any, path: Path, line: int) -> tuple[Rubric, ...]:
     for i, item in enumerate(raw):
         if not isinstance(item, dict):
             raise InputError(f"rubrics[{i}] is not an object", path=path, line=line)
-        cid = _as_id(item.get("criterion_id"))
+        cid = as_id(item.get("criterion_id"))
         text = item.get("criterion")
         if cid is None:
             raise InputError(f"rubrics[{i}] has no valid 'criterion_id'", path=path, line=line)
@@ -111,7 +111,7 @@ def parse_case(row: dict[str, Any], path: Path, line: int) -> Case:
     for name in _STRING_FIELDS:
         value = row.get(name)
         if name == "case_id":
-            value = _as_id(value)
+            value = as_id(value)
         if not isinstance(value, str) or (name != "clinical_context" and not value.strip()):
             raise InputError(f"missing or invalid field {name!r}", path=path, line=line)
         values[name] = value
@@ -171,8 +171,8 @@ def load_verdicts(path: str | Path, cases: Iterable[Case]) -> dict[str, bool | N
     known = {c.case_id: {r.criterion_id for r in c.rubrics} for c in cases}
     out: dict[str, bool | None] = {}
     for lineno, row in iter_json_objects(path):
-        case_id = _as_id(row.get("case_id"))
-        criterion_id = _as_id(row.get("criterion_id"))
+        case_id = as_id(row.get("case_id"))
+        criterion_id = as_id(row.get("criterion_id"))
         if case_id is None or criterion_id is None:
             raise InputError("needs 'case_id' and 'criterion_id'", path=path, line=lineno)
         if "criteria_met" not in row:

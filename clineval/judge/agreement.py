@@ -21,10 +21,11 @@ from rich.console import Console
 from rich.table import Table
 
 from clineval.config import RunConfig
-from clineval.data.clinconsensus import verdict_key
+from clineval.data.clinconsensus import as_id, verdict_key
 from clineval.errors import InputError
+from clineval.jsonl import iter_json_objects
 from clineval.judge.ensemble import aggregate, cohen_kappa
-from clineval.rundir import MANIFEST, read_json, read_jsonl, write_json
+from clineval.rundir import MANIFEST, read_json, write_json
 from clineval.store import STORE_FILENAME, RunStore
 from clineval.tasks.clinconsensus_common import TASK, Options, judge_labels, verdict_kind
 
@@ -34,17 +35,19 @@ OUTPUT = "judge_agreement.json"
 def read_labels(path: Path) -> list[tuple[str, bool, str | None]]:
     """(verdict key, human label, labeler) per line; errors name the file and line."""
     out: list[tuple[str, bool, str | None]] = []
-    for lineno, row in enumerate(read_jsonl(path), start=1):
-        case_id, criterion_id = row.get("case_id"), row.get("criterion_id")
+    # iter_json_objects numbers the file's own lines (blank lines included), so an error
+    # names the line a user sees in an editor.
+    for lineno, row in iter_json_objects(path, what="labels file"):
+        case_id, criterion_id = as_id(row.get("case_id")), as_id(row.get("criterion_id"))
         met = row.get("criteria_met")
-        if not isinstance(case_id, str | int) or not isinstance(criterion_id, str | int):
+        if case_id is None or criterion_id is None:
             raise InputError("needs 'case_id' and 'criterion_id'", path=path, line=lineno)
         if not isinstance(met, bool):
             raise InputError("'criteria_met' must be true or false", path=path, line=lineno)
         labeler = row.get("labeler")
         out.append(
             (
-                verdict_key(str(case_id), str(criterion_id)),
+                verdict_key(case_id, criterion_id),
                 met,
                 None if labeler is None else str(labeler),
             )
