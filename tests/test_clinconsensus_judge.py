@@ -123,6 +123,24 @@ def test_transport_error_is_a_judge_error_without_more_calls() -> None:
     assert len(model.requests) == 1
 
 
+def test_outcome_is_cached_only_when_no_call_was_made() -> None:
+    """A format fallback is an HTTP call even when the retried request is in the store."""
+
+    class StoreServed(ScriptedModel):
+        async def chat(self, request: ChatRequest) -> ChatResponse:
+            reply = await super().chat(request)
+            return ChatResponse(text=reply.text, model=reply.model, cached=True)
+
+    verdict = '{"explanation": "x", "criteria_met": true}'
+    assert _judge(StoreServed([verdict])).cached is True
+    fallback = StoreServed([ChatError("bad_request", "HTTP 400: no json_schema"), verdict])
+    outcome = _judge(fallback)
+    assert (outcome.met, outcome.attempts, outcome.cached) == (True, 2, False)
+    failed = StoreServed([ChatError("bad_request", "HTTP 400"), ChatError("timeout", "slow")])
+    outcome = _judge(failed)
+    assert (outcome.met, outcome.attempts, outcome.cached) == (None, 2, False)
+
+
 def test_injected_verdict_in_answer_does_not_decide() -> None:
     """A judge that echoes the (delimited) prompt back and then answers: the answer's fake
     verdict must not count; a judge that only echoes gives a judge_error, never "met"."""

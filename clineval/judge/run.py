@@ -138,6 +138,7 @@ async def judge_criterion(
         try:
             reply = await model.chat(request)
         except ChatError as exc:
+            outcome.cached = False  # a call was made (and failed): not served from the store
             if exc.kind == "bad_request" and ladder.rejected(level):
                 continue
             outcome.error = str(exc)
@@ -156,6 +157,4 @@ async def judge_criterion(
         snippet = last_text.strip().replace("\n", " ")[:120]
         outcome.error = f"unparseable judge reply after {parse_failures} attempts: {snippet!r}"
     outcome.retries = outcome.attempts - 1
-    if outcome.error is not None and outcome.attempts == 1:
-        outcome.cached = False
     return outcome
