@@ -76,8 +76,8 @@ def test_norm_table_rules(zy: Path, labels: list[str]) -> None:
 def test_norm_table_rejects_bad_rows() -> None:
     with pytest.raises(InputError, match=r"t\.csv:2: unknown action"):
         parse_norm_table("甲证,甲证,KEEP,\n乙证,甲证,MAYBE,\n", path="t.csv")
-    with pytest.raises(InputError, match="MERGE cycle"):
-        parse_norm_table("甲证,乙证,MERGE,\n乙证,甲证,MERGE,\n")
+    with pytest.raises(InputError, match=r"^t\.csv: MERGE cycle .*甲证 -> 乙证"):
+        parse_norm_table("甲证,乙证,MERGE,\n乙证,甲证,MERGE,\n", path="t.csv")
     with pytest.raises(InputError, match=r":2: duplicate row"):
         parse_norm_table("甲证,甲证,KEEP,\n甲证,NULL,DELETE,\n", path="t.csv")
 
@@ -196,3 +196,28 @@ def test_knowledge_reads_json_lines_with_the_original_key(tmp_path: Path) -> Non
     path = _write(tmp_path / "syndrome_knowledge.json", [json.dumps(r) for r in rows])
     entry = read_knowledge(path)["甲证"]
     assert (entry.definition, entry.common_disease) == ("定义", "病")
+
+
+def test_unreadable_label_and_knowledge_files_are_input_errors(tmp_path: Path) -> None:
+    vocab = tmp_path / "syndrome_vocab.txt"
+    vocab.write_bytes("气虚证\r\n".encode("gbk"))
+    with pytest.raises(InputError, match=r"syndrome_vocab\.txt: label vocabulary is not UTF-8"):
+        read_vocab(vocab)
+    with pytest.raises(InputError, match="cannot read the label vocabulary: Is a directory"):
+        read_vocab(tmp_path)
+    not_gzip = tmp_path / "syndrome_knowledge_fixed.json.gz"
+    not_gzip.write_text("[]", encoding="utf-8")
+    with pytest.raises(InputError, match=r"json\.gz: cannot read the knowledge corpus"):
+        read_knowledge(not_gzip)
+    gbk = tmp_path / "gbk.json"
+    gbk.write_bytes(json.dumps({"Name": "甲证"}, ensure_ascii=False).encode("gbk"))
+    with pytest.raises(InputError, match="knowledge corpus is not UTF-8"):
+        read_knowledge(gbk)
+    # an entry without a Name: JSON Lines name the line, an array the entry
+    lines = _write(tmp_path / "k.json", [json.dumps({"Name": "甲证"}), "", json.dumps({})])
+    with pytest.raises(InputError, match=r"k\.json:3: entry has no Name"):
+        read_knowledge(lines)
+    array = tmp_path / "a.json"
+    array.write_text(json.dumps([{"Name": "甲证"}, {"Definition": "x"}]), encoding="utf-8")
+    with pytest.raises(InputError, match=r"a\.json: entry 2 of the array has no Name"):
+        read_knowledge(array)

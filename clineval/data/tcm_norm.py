@@ -41,8 +41,9 @@ class NormRule:
 class NormTable:
     """Raw syndrome name -> normalized label (or None when the benchmark drops it)."""
 
-    def __init__(self, rules: dict[str, NormRule]):
+    def __init__(self, rules: dict[str, NormRule], path: str | Path | None = None):
         self.rules = rules
+        self._path = path  # named in errors
         # name -> label (None: dropped); names whose chain ends in a SUB_MERGE row are kept
         # apart, in _by_disease, because their label depends on the record's disease.
         self._resolved: dict[str, str | None] = {}
@@ -51,7 +52,7 @@ class NormTable:
             end = self._chain_end(name)
             if end in rules and rules[end].action == "SUB_MERGE":
                 self._by_disease[name] = end
-            elif end in rules and rules[end].action != "MERGE" and end == name:
+            elif end == name:  # not a MERGE row: its own KEEP or DELETE decides
                 rule = rules[name]
                 self._resolved[name] = rule.target if rule.action == "KEEP" else None
             else:
@@ -63,7 +64,9 @@ class NormTable:
         target: str | None = name
         while target is not None and target in self.rules and self.rules[target].action == "MERGE":
             if target in seen:
-                raise InputError(f"MERGE cycle in the normalization table: {' -> '.join(seen)}")
+                raise InputError(
+                    f"MERGE cycle in the normalization table: {' -> '.join(seen)}", path=self._path
+                )
             seen.append(target)
             target = self.rules[target].target
         return target
@@ -113,7 +116,7 @@ def parse_norm_table(text: str, path: str | Path | None = None) -> NormTable:
             action=action,
             note=note,
         )
-    return NormTable(rules)
+    return NormTable(rules, path=path)
 
 
 def load_norm_table(path: Path) -> NormTable:

@@ -65,6 +65,10 @@ def read_vocab(path: Path) -> list[str]:
         text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise InputError("label vocabulary not found", path=path) from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"label vocabulary is not UTF-8 text ({exc.reason})", path=path) from None
+    except OSError as exc:
+        raise InputError(f"cannot read the label vocabulary: {exc.strerror}", path=path) from None
     labels: list[str] = []
     seen: dict[str, int] = {}
     for lineno, line in enumerate(text.splitlines(), start=1):
@@ -128,25 +132,33 @@ def read_knowledge(path: Path) -> dict[str, KnowledgeEntry]:
             text = fh.read()
     except FileNotFoundError:
         raise InputError("knowledge corpus not found", path=path) from None
-    rows: list[Any]
+    except UnicodeDecodeError as exc:
+        raise InputError(f"knowledge corpus is not UTF-8 text ({exc.reason})", path=path) from None
+    except (OSError, EOFError) as exc:  # a directory, a bad or truncated gzip file
+        reason = getattr(exc, "strerror", None) or exc
+        raise InputError(f"cannot read the knowledge corpus: {reason}", path=path) from None
+    # (line of the entry, or None inside a JSON array, where entries are counted instead; entry)
+    rows: list[tuple[int | None, Any]]
     stripped = text.lstrip()
     if stripped.startswith("["):
         try:
-            rows = json.loads(text)
+            array = json.loads(text)
         except json.JSONDecodeError as exc:
             raise InputError(f"invalid JSON: {exc.msg}", path=path, line=exc.lineno) from None
+        rows = [(None, row) for row in array]
     else:
         rows = []
         for lineno, line in enumerate(text.splitlines(), start=1):
             if line.strip():
                 try:
-                    rows.append(json.loads(line))
+                    rows.append((lineno, json.loads(line)))
                 except json.JSONDecodeError as exc:
                     raise InputError(f"invalid JSON: {exc.msg}", path=path, line=lineno) from None
     entries: dict[str, KnowledgeEntry] = {}
-    for i, row in enumerate(rows, start=1):
+    for i, (entry_line, row) in enumerate(rows, start=1):
         if not isinstance(row, dict) or not isinstance(row.get("Name"), str):
-            raise InputError(f"entry {i} has no Name", path=path)
+            where = "entry" if entry_line is not None else f"entry {i} of the array"
+            raise InputError(f"{where} has no Name", path=path, line=entry_line)
         disease = row.get("Common_disease", row.get("Common_isease", ""))  # original typo
         entries[row["Name"].strip()] = KnowledgeEntry(
             name=row["Name"].strip(),
