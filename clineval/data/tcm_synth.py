@@ -14,7 +14,6 @@ The same seed (and scale) gives byte-identical files.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 import re
@@ -24,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from clineval.data.checksums import sha256_file
 from clineval.data.tcm_norm import SUB_MERGE_RULES, NormTable, load_norm_table
 from clineval.data.tcm_sd import (
     KNOWLEDGE_NAMES,
@@ -337,7 +337,7 @@ def write_synthetic(
     vocab_out = folder / VOCAB_NAME
     vocab_out.write_bytes("".join(f"{label}\r\n" for label in vocab).encode("utf-8"))
     written.append(vocab_out)
-    knowledge_sha = hashlib.sha256(knowledge_path.read_bytes()).hexdigest()
+    knowledge_sha = sha256_file(knowledge_path)
     readme = folder / "SYNTHETIC_README.md"
     counts = {split: len(rows) for split, rows in splits.items()}
     readme.write_text(_readme(seed, scale, counts, knowledge_sha), encoding="utf-8")

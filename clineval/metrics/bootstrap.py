@@ -44,14 +44,3 @@ def percentile_interval(values: NDArray[np.floating], level: float = 0.95) -> tu
     alpha = (1.0 - level) / 2.0
     low, high = np.quantile(values, [alpha, 1.0 - alpha])
     return float(low), float(high)
-
-
-def mean_interval(
-    per_sample: NDArray[np.floating], n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0
-) -> tuple[float, float]:
-    """Bootstrap interval of a mean of per-sample values (accuracy, CACS terms, ...)."""
-    values = np.asarray(per_sample, dtype=np.float64)
-    if values.size == 0:
-        return (float("nan"), float("nan"))
-    idx = bootstrap_indices(values.size, n_resamples, seed)
-    return percentile_interval(values[idx].mean(axis=1))

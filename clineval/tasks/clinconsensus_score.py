@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from clineval.data.clinconsensus import Case, verdict_key
+from clineval.data.clinconsensus import RUBRICS_PER_CASE, Case, verdict_key
 from clineval.judge.ensemble import aggregate, agreement_table, count_ties
 from clineval.metrics.cacs import (
     case_level_metrics,
@@ -164,7 +164,7 @@ def evaluate(ctx: Any, data: Data) -> TaskResult:
         ),
         "candidate": None if from_file else ctx.model.label,
     }
-    if n != 30:
+    if n != RUBRICS_PER_CASE:
         metrics["note"] = f"only the first {n} criteria of each case were judged (max_criteria)"
     if len(data.judges) > 1:
         metrics["aggregate"] = opts.aggregate

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from clineval.data.checksums import sha256_file
 from clineval.data.tcm_norm import NormTable, load_norm_table
 from clineval.data.tcm_sd import (
     KNOWLEDGE_NAMES,
@@ -103,14 +104,6 @@ def _roots(data_root: Path, ctx_root: Path | None) -> list[Path]:
     return roots
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _synthetic_root(ctx: RunContext) -> Path:
     """The run's synthetic fixture, generated once into the run directory (deterministic for
     the run's seed and scale, so `clineval score` finds the same data)."""
@@ -154,7 +147,7 @@ def load_data(ctx: RunContext) -> TcmData:
     notes: dict[str, Any] = {
         "split": split,
         "files": {
-            p.name: {"path": str(p), "sha256": _sha256(p)}
+            p.name: {"path": str(p), "sha256": sha256_file(p)}
             for p in (eval_path, train_path, vocab_path)
             if p is not None
         },
@@ -270,7 +263,6 @@ def _predict_tfidf(ctx: RunContext, data: TcmData, todo: list[tuple[str, TcmReco
 
 
 def _predict_knowledge(ctx: RunContext, data: TcmData, todo: list[tuple[str, TcmRecord]]) -> None:
-
     from clineval.models.tcm_baselines import KnowledgeBaseline, record_text
 
     explicit = ctx.config.options.get("tcm.knowledge")
@@ -286,7 +278,9 @@ def _predict_knowledge(ctx: RunContext, data: TcmData, todo: list[tuple[str, Tcm
         )
     embed = ctx.config.options.get("tcm.embed")
     model = KnowledgeBaseline(data.labels, read_knowledge(path), embed=embed)
-    ctx.note(TASK, "knowledge", {"path": str(path), "sha256": _sha256(path), "model": model.name})
+    ctx.note(
+        TASK, "knowledge", {"path": str(path), "sha256": sha256_file(path), "model": model.name}
+    )
     fields = _fields(ctx)
     predict_in_batches(
         ctx,
@@ -302,7 +296,7 @@ def _predict_file(ctx: RunContext, data: TcmData, todo: list[tuple[str, TcmRecor
 
     path = Path(ctx.model.name)
     by_id = read_predictions(path, data.split_ids)
-    ctx.note(TASK, "predictions_file", {"path": str(path), "sha256": _sha256(path)})
+    ctx.note(TASK, "predictions_file", {"path": str(path), "sha256": sha256_file(path)})
     ctx.store.put_records(
         TASK, KIND, ((k, {"pred": by_id[r.user_id]}) for k, r in todo if r.user_id in by_id)
     )
