@@ -97,6 +97,10 @@ def run(
     from clineval.config import RunConfig
     from clineval.runner import run as run_tasks
 
+    if concurrency < 1:
+        raise InputError(f"--concurrency {concurrency} must be >= 1")
+    if not timeout > 0:
+        raise InputError(f"--timeout {timeout:g} must be a positive number of seconds")
     options: dict[str, str] = {}
     for item in option or []:
         key, sep, value = item.partition("=")

@@ -97,3 +97,17 @@ def test_redact(text: str, expected: str) -> None:
     from clineval.secrets import redact
 
     assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [("--concurrency", "0", "--concurrency 0 must be >= 1"), ("--timeout", "0", "--timeout 0")],
+)
+def test_bad_call_limits_exit_2(
+    flag: str, value: str, message: str, tmp_path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["run", "clinconsensus", "--model", "openai:m@http://127.0.0.1:9/v1"]
+    code = main([*args, flag, value, "--output-dir", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and err.count("\n") == 1
+    assert not (tmp_path / "run").exists()  # refused before anything was written

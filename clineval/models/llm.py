@@ -12,7 +12,7 @@ What every call goes through, in order:
      sleeping between retries;
   4. a replica: the base URL with the fewest requests in flight (ties round-robin);
   5. bounded retries (`ctx.config.max_retries`) with jittered exponential backoff on 429, 408,
-     5xx, timeouts, connection errors and malformed bodies, honouring Retry-After; any other
+     409, 425, 5xx, timeouts, connection errors and malformed bodies, honouring Retry-After; other
      4xx fails at once as ChatError("bad_request"); exhausted retries -> ChatError(kind);
   6. the finished call is committed to the store before chat() returns (calls finishing in the
      same event-loop turn share one commit; request without any key; response text, model,
