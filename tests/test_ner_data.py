@@ -199,6 +199,9 @@ def test_pubtator_mismatch_is_counted_not_moved(tmp_path: Path) -> None:
         ("1|t|T\ngarbage line\n", 2, "expected"),
         ("1\t0\t1\tT\tDisease\tD\n", 1, "before any"),
         ("1|t|T\n1|a|A\n1\t-3\t1\tT\tDisease\tD\n", 3, "start offset"),
+        # "²" passes str.isdigit() but not int(): still a one-line InputError
+        ("1|t|T\n1|a|A\n1\t\u00b2\t1\tT\tDisease\tD\n", 3, "start offset"),
+        ("1|t|T\n1|a|A\n1\t0\t\u00b2\tT\tDisease\tD\n", 3, "end offset"),
     ],
 )
 def test_pubtator_malformed_lines(
@@ -283,6 +286,11 @@ def test_bioc_malformed(tmp_path: Path) -> None:
     assert info.value.line == 1 + next(
         i for i, t in enumerate(bad_offset.splitlines()) if "offset='4x'" in t
     )
+    # Both pass a plain str.isdigit() check (after stripping every "-"), but not int().
+    for value in ("\u00b2", "--5"):
+        path.write_text(BIOC.replace("<offset>15</offset>", f"<offset>{value}</offset>"))
+        with pytest.raises(InputError, match=f"passage offset {value!r} is not an integer"):
+            read_bioc(path)
 
 
 # --- brat --------------------------------------------------------------------------------
@@ -339,6 +347,8 @@ def test_brat_loose_pair(tmp_path: Path) -> None:
         ("T1\tCondition\tHeart\n", 1, "without type or offsets"),
         ("T1\tCondition 9 5\tHeart\n", 1, "before start"),
         ("T1\tCondition 0 5;7\tHeart\n", 1, "bad offsets"),
+        ("T1\tCondition 0 \u00b2\tHeart\n", 1, "bad offsets"),  # isdigit() but not int()
+        ("T1\tCondition 0 \u0665\tHeart\n", 1, "bad offsets"),  # Arabic-Indic 5
         ("R1\tAND Arg1:T1 Arg2:T2\nstray text\n", 2, "unknown brat annotation line"),
     ],
 )

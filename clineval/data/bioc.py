@@ -42,7 +42,9 @@ class BiocDocument:
 
 
 def _int(value: str | None, what: str, where: str, path: str, line: int) -> int:
-    if value is None or not value.strip().lstrip("-").isdigit():
+    digits = (value or "").strip().removeprefix("-")
+    # ASCII digits only: str.isdigit() also accepts "²", which int() rejects.
+    if value is None or not (digits.isascii() and digits.isdigit()):
         raise InputError(f"{where}: {what} {value!r} is not an integer", path=path, line=line)
     return int(value)
 

@@ -51,7 +51,8 @@ def _fragments(spec: str, path: str, line: int) -> tuple[tuple[int, int], ...]:
     out = []
     for part in spec.split(";"):
         bounds = part.split()
-        if len(bounds) != 2 or not all(b.isdigit() for b in bounds):
+        # ASCII digits only: str.isdigit() also accepts "²", which int() rejects.
+        if len(bounds) != 2 or not all(b.isascii() and b.isdigit() for b in bounds):
             raise InputError(f"bad offsets {part.strip()!r} (want 'start end')", path, line)
         start, end = int(bounds[0]), int(bounds[1])
         if end < start:
@@ -62,7 +63,7 @@ def _fragments(spec: str, path: str, line: int) -> tuple[tuple[int, int], ...]:
 
 _OTHER_PREFIXES = ("R", "E", "*", "A", "M", "N", "#")
 # The common, well-formed T line; anything else goes through the checks that name the problem.
-_T_LINE = re.compile(r"(T[^\t]*)\t([^\t ]+) (\d+ \d+(?:;\d+ \d+)*)\t(.*)\Z", re.DOTALL)
+_T_LINE = re.compile(r"(T[^\t]*)\t([^\t ]+) (\d+ \d+(?:;\d+ \d+)*)\t(.*)\Z", re.DOTALL | re.ASCII)
 
 
 def parse_ann(content: str, path: str) -> list[BratEntity]:

@@ -81,7 +81,7 @@ def parse_pubtator(content: str, path: str | Path) -> list[PubtatorDocument]:
             if len(fields) < 4:
                 raise InputError(f"relation line with {len(fields)} fields", path=path, line=number)
             continue
-        if not fields[1].isdigit():
+        if not _is_offset(fields[1]):
             raise InputError(
                 f"start offset {fields[1]!r} is not a non-negative integer", path=path, line=number
             )
@@ -110,12 +110,17 @@ def _header_line(
     return current
 
 
+def _is_offset(field: str) -> bool:
+    """ASCII digits only: str.isdigit() also accepts "²", which int() rejects."""
+    return field.isascii() and field.isdigit()
+
+
 def _mention(fields: list[str], path: str | Path, n: int) -> PubtatorMention:
     if len(fields) < 5:
         raise InputError(
             f"mention line needs PMID, start, end, text, type; got {len(fields)} fields", path, n
         )
-    if not fields[2].isdigit():
+    if not _is_offset(fields[2]):
         raise InputError(f"end offset {fields[2]!r} is not a non-negative integer", path, n)
     start, end = int(fields[1]), int(fields[2])
     if end < start:
