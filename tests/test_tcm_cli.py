@@ -186,6 +186,23 @@ def test_missing_official_splits_is_a_clear_input_error(
 FIXTURE = "tcm-sd-synthetic-fixture"
 
 
+def test_a_vocabulary_of_other_than_148_labels_is_refused(
+    fixture_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "root"
+    (root / "tcm-sd").mkdir(parents=True)
+    src = fixture_root / "tcm-sd"
+    (root / "tcm-sd" / "test.synthetic.json").write_bytes(
+        (src / "test.synthetic.json").read_bytes()
+    )
+    vocab = root / "tcm-sd" / "syndrome_vocab.txt"
+    vocab.write_bytes(b"\r\n".join((src / "syndrome_vocab.txt").read_bytes().split(b"\r\n")[1:]))
+    argv = ["run", "tcm-sd", "--model", "baseline:tfidf", "--output-dir", str(tmp_path / "r")]
+    assert main([*argv, "--data-dir", str(root)]) == 2
+    err = capsys.readouterr().err
+    assert f"{vocab}: expected the 148 TCM-SD labels, found 147" in err and err.count("\n") == 1
+
+
 @pytest.mark.slow
 def test_synthetic_only_when_asked_and_dedupe_on_dev(data_root: Path, tmp_path: Path) -> None:
     if not (data_root / "tcm-sd" / "zy-bert" / "syndrome_vocab.txt").is_file():

@@ -65,8 +65,11 @@ def test_replies_are_parsed_stored_and_never_asked_twice(
     assert "气虚不摄证" in prompt and "气虚血溢证" in prompt and "主诉：" in prompt
     res = _results(out)
     assert res["n"] == 6 and res["n_invalid"] == 2 and res["invalid_rate"] == pytest.approx(2 / 6)
+    # a reply mapped through the normalization table is counted, not silent
+    assert res["parse_status"] == {"exact": 3, "invalid": 2, "normalized": 1}
     samples = [json.loads(x) for x in (out / "samples.jsonl").read_text().splitlines()]
     assert all("raw_output" in s for s in samples)
+    assert sorted(s["parse"] for s in samples) == statuses
     # rerun: everything comes from the store, the stub sees no request
     assert main(_argv(stub, fixture_root, out, 6)) == 0
     assert stub.stats()["requests"] == 6
