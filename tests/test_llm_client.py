@@ -253,6 +253,23 @@ def test_non_chat_backend_is_input_error(tmp_path: Path) -> None:
         asyncio.run(main())
 
 
+def test_url_credentials_and_api_key_together_is_input_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Basic auth in the URL and a Bearer key cannot both be sent (aiohttp raised ValueError,
+    an internal error); the message names neither secret."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-fixture-key-0123456789")
+    ctx = make_ctx(tmp_path, "openai:m@http://alice:PW-fixture-secret@127.0.0.1:9/v1")
+
+    async def main() -> None:
+        async with open_chat_model(ctx.model, ctx):
+            pass
+
+    with pytest.raises(InputError, match="user:password") as info:
+        asyncio.run(main())
+    assert "PW-fixture-secret" not in str(info.value) and "0123456789" not in str(info.value)
+
+
 # ---- group commit -----------------------------------------------------------------------------
 def test_group_commit_writes_a_turns_calls_together(tmp_path: Path) -> None:
     from clineval.models.llm import GroupCommit

@@ -639,7 +639,14 @@ async def open_chat_model(
 
     if spec.backend == "openai":
         api_key = os.environ.get("OPENAI_API_KEY") or None
-        async with http_model(openai_base_urls(spec), api_key) as model:
+        urls = openai_base_urls(spec)
+        if api_key and any(urlsplit(u).username is not None for u in urls):
+            # HTTP has one Authorization header: Basic (from the URL) or Bearer (the key).
+            raise InputError(
+                f"{spec.label}: a base URL carries user:password and $OPENAI_API_KEY is set; "
+                "use one of the two"
+            )
+        async with http_model(urls, api_key) as model:
             yield model
     elif spec.backend == "llamacpp":
         settings = LlamaCppSettings.from_options(ctx.config.options)
