@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,20 @@ TYPE_MAPS: dict[str, dict[str, str]] = {
         "Measurement": "measurement",
     },
 }
+
+
+def type_names(types: Sequence[str]) -> dict[str, str]:
+    """Lowercased names a model may use for each of `types` -> that type: the type itself and
+    every corpus type the NCER preparation maps to it (Disease -> condition, ...)."""
+    names = {
+        source.lower(): target
+        for mapping in TYPE_MAPS.values()
+        for source, target in mapping.items()
+        if target in types
+    }
+    names.update({t.lower(): t for t in types})
+    return names
+
 
 # Data files per dataset and split, relative to the data root.
 SPLIT_FILES: dict[str, dict[str, str]] = {

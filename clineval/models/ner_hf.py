@@ -45,17 +45,6 @@ def parse_label_map(text: str | None) -> dict[str, str]:
     return out
 
 
-def _default_aliases() -> dict[str, str]:
-    """Corpus type names -> OMOP types, as the NCER preparation maps them (lowercased)."""
-    from clineval.data.ner_corpora import TYPE_MAPS
-
-    aliases: dict[str, str] = {}
-    for mapping in TYPE_MAPS.values():
-        for source, target in mapping.items():
-            aliases.setdefault(source.lower(), target)
-    return aliases
-
-
 @dataclass
 class LabelMapping:
     """Checkpoint label id -> BIO tag over the dataset's types (or O)."""
@@ -67,8 +56,10 @@ class LabelMapping:
     def build(
         cls, id2label: dict[int, str], types: Sequence[str], extra: dict[str, str] | None = None
     ) -> LabelMapping:
-        by_name = {t.lower(): t for t in types}
-        aliases = {**_default_aliases(), **(extra or {})}
+        from clineval.data.ner_corpora import type_names
+
+        by_name = {t.lower(): t for t in types}  # a type's own name wins over any alias
+        aliases = {**type_names(types), **(extra or {})}
         tags: dict[int, str] = {}
         unmapped: list[str] = []
         for index, label in sorted(id2label.items()):

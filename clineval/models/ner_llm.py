@@ -95,18 +95,6 @@ class ParsedReply:
     dropped: int = 0  # items without text or with a type outside the dataset
 
 
-def _type_lookup(types: Sequence[str]) -> dict[str, str]:
-    from clineval.data.ner_corpora import TYPE_MAPS
-
-    lookup = {}
-    for mapping in TYPE_MAPS.values():
-        for source, target in mapping.items():
-            if target in types:
-                lookup[source.lower()] = target
-    lookup.update({t.lower(): t for t in types})
-    return lookup
-
-
 def _json_candidates(reply: str) -> list[Any]:
     """Every JSON array/object that decodes in the reply, fenced blocks first, left to right."""
     found: list[Any] = []
@@ -149,7 +137,9 @@ def _items(value: Any) -> list[Any] | None:
 
 
 def _mentions(items: list[Any], types: Sequence[str]) -> tuple[list[tuple[str, str]], int]:
-    lookup = _type_lookup(types)
+    from clineval.data.ner_corpora import type_names
+
+    lookup = type_names(types)
     out: list[tuple[str, str]] = []
     dropped = 0
     for item in items:
