@@ -87,3 +87,23 @@ def test_bad_labels_file_names_line(tmp_path: Path, capsys) -> None:
     labels = _write(tmp_path / "labels.jsonl", rows)
     assert main(["judge-agreement", str(run), "--labels", str(labels)]) == 2
     assert "none of the labelled (case_id, criterion_id) pairs" in capsys.readouterr().err
+
+
+def test_a_judge_without_verdicts_has_the_same_keys_as_one_with() -> None:
+    from clineval.judge.agreement import compare
+
+    full = compare(np.array([1.0, 0.0]), np.array([1.0, 1.0]))
+    empty = compare(np.array([1.0, 0.0]), np.array([np.nan, np.nan]))
+    assert set(empty) == set(full)
+    assert empty["n_pairs"] == 0 and empty["n_without_verdict"] == 2
+    assert all(empty[k] is None for k in set(full) - {"n_pairs", "n_without_verdict"})
+
+
+def test_broken_manifest_is_an_input_error(tmp_path: Path, capsys) -> None:
+    run = _scored_run(tmp_path, np.ones(120))
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["config"] = {"seed": "not a number"}
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    labels = _write(tmp_path / "labels.jsonl", [{"case_id": "x", "criterion_id": "y"}])
+    assert main(["judge-agreement", str(run), "--labels", str(labels)]) == 2
+    assert "manifest.json: manifest has no valid run config" in capsys.readouterr().err

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
@@ -73,8 +74,10 @@ def compare(human: NDArray[np.float64], judge: NDArray[np.float64]) -> dict[str,
     truth = human[has].astype(bool)
     pred = judge[has].astype(bool)
     out: dict[str, Any] = {"n_pairs": int(has.sum()), "n_without_verdict": int((~has).sum())}
-    if truth.size == 0:
-        return {**out, "accuracy": None, "f1_met": None, "f1_not_met": None, "balanced_f1": None}
+    if truth.size == 0:  # the same keys as below, so readers of the JSON need no special case
+        figures = ("accuracy", "cohen_kappa", "f1_met", "f1_not_met", "balanced_f1")
+        rates = ("human_met_rate", "judge_met_rate")
+        return {**out, **dict.fromkeys(figures + rates)}
     f1_met = binary_f1(truth, pred, True)
     f1_unmet = binary_f1(truth, pred, False)
     return {
@@ -102,7 +105,11 @@ def _stored(store: RunStore, label: str, keys: list[str]) -> NDArray[np.float64]
 def judge_agreement(run_dir: Path, labels_path: Path) -> dict[str, Any]:
     if not (run_dir / STORE_FILENAME).is_file():
         raise InputError("not a run directory (no run store)", path=run_dir)
-    config = RunConfig.model_validate(read_json(run_dir / MANIFEST)["config"])
+    manifest = read_json(run_dir / MANIFEST)
+    try:
+        config = RunConfig.model_validate(manifest["config"])
+    except (TypeError, KeyError, ValidationError):
+        raise InputError("manifest has no valid run config", path=run_dir / MANIFEST) from None
     labels = read_labels(labels_path)
     keys = [k for k, _, _ in labels]
     human = np.array([1.0 if met else 0.0 for _, met, _ in labels])
