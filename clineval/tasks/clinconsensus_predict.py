@@ -58,6 +58,17 @@ def import_verdicts(ctx: Any, data: Data) -> None:
     ctx.note(TASK, "criteria_missing_from_verdicts_file", missing)
 
 
+def usable_verdict(record: Any, prompt: JudgePrompt) -> bool:
+    """A stored verdict that needs no new judge call: it has a verdict, made under this judge
+    prompt (one made under another, e.g. an edited --judge-prompt file, is made again; the
+    prompt version is also in every call's cache key)."""
+    return (
+        isinstance(record, dict)
+        and record.get("met") is not None
+        and record.get("prompt") == prompt.version
+    )
+
+
 class BufferedRecords:
     """Verdict records written in small batches (one SQLite transaction each).
 
@@ -151,14 +162,7 @@ class _Flow:
         return reply.text
 
     def _done(self, label: str, key: str) -> bool:
-        """A usable stored verdict. One made under another judge prompt (the --judge-prompt
-        file was edited) is made again; the prompt version is also in every call's cache key."""
-        stored = self.verdicts[label].get(key)
-        return (
-            stored is not None
-            and stored.get("met") is not None
-            and stored.get("prompt") == self.prompt.version
-        )
+        return usable_verdict(self.verdicts[label].get(key), self.prompt)
 
     async def verdict(self, label: str, case: Case, index: int, key: str, answer: str) -> None:
         rubric = case.rubrics[index]
@@ -215,8 +219,8 @@ def _all_stored(ctx: Any, data: Data, prompt: JudgePrompt) -> bool:
         records = ctx.store.records(TASK, verdict_kind(label))
         for case in data.cases:
             for rubric in case.rubrics[: data.n_criteria]:
-                rec = records.get(verdict_key(case.case_id, rubric.criterion_id)) or {}
-                if rec.get("met") is None or rec.get("prompt") != prompt.version:
+                key = verdict_key(case.case_id, rubric.criterion_id)
+                if not usable_verdict(records.get(key), prompt):
                     return False
     return True
 
