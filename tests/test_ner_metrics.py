@@ -357,10 +357,10 @@ def test_random_agreement_with_oracles(seed: int) -> None:
         assert document_token_labels(text, spans, types)[1] == naive_token_labels(text, spans)
     assert_span_matches_nervaluate(gold, pred, types)
     # per-document span counts: nervaluate on that document alone
-    spans = span_f1(gold, pred, types)
+    span_scores = span_f1(gold, pred, types)
     for d in range(len(texts)):
         results, _ = nerv([gold[d]], [pred[d]], types)
-        for scheme, mine in (("ent_type", spans.partial), ("strict", spans.exact)):
+        for scheme, mine in (("ent_type", span_scores.partial), ("strict", span_scores.exact)):
             got = mine.doc(d).as_dict()
             assert {k: got[k] for k in COUNT_FIELDS} == {
                 k: results[scheme][k] for k in COUNT_FIELDS
