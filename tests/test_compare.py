@@ -304,3 +304,19 @@ def test_sparse_counts_agree_with_dense_matrix_products() -> None:
     )
     empty = st.Counts.from_dense(np.zeros((3, 2)))
     assert empty.weighted(np.ones((2, 3))).tolist() == [[0.0, 0.0], [0.0, 0.0]]
+
+
+def test_compare_table_shows_bracketed_names_as_text(tmp_path: Path) -> None:
+    """Run names and model specs are user text: "[red]" or "[/x]" in them is shown, not parsed
+    as rich markup (which swallowed the tag, or raised MarkupError: an internal error)."""
+    from rich.console import Console
+
+    a = _tcm_run(tmp_path / "[red]a", ["a", "b", "c"], ["a", "b", "c"])
+    b = _tcm_run(tmp_path / "[bold]b", ["a", "b", "c"], ["a", "c", "c"])
+    write_json(b / "manifest.json", {"config": {"model": "predictions:[/x]p.jsonl"}})
+    console = Console(record=True, width=200, file=io.StringIO())
+    compare_runs([a, b], fmt="table", console=console)
+    text = console.export_text()
+    assert "[red]a (fixture)" in text and "baseline:[red]a" in text
+    assert "predictions:[/x]p.jsonl" in text
+    assert "[red]a vs [bold]b" in text  # the paired-test rows

@@ -20,6 +20,7 @@ from typing import Any
 
 from markupsafe import Markup
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from clineval.errors import InputError
@@ -238,13 +239,14 @@ def render_table(comp: Comparison, console: Console) -> None:
     table.add_column("run")
     table.add_column("model")
     for task, key in comp.columns:
-        table.add_column(f"{task}\n{key}", justify="right")
+        table.add_column(escape(f"{task}\n{key}"), justify="right")
     for i, run in enumerate(comp.runs):
         cells = []
         for task, key in comp.columns:
             text = _fmt_cell(key, comp.cells.get((i, task, key)))
             cells.append(f"[bold]{text}[/bold]" if _best(comp, task, key) == i else text)
-        table.add_row(_run_label(comp, i), _model(run), *cells)
+        # Run names and model specs are user text: escaped, so "[" in them is not rich markup.
+        table.add_row(escape(_run_label(comp, i)), escape(_model(run)), *cells)
     console.print(table)
     tested = [p for p in comp.pairs if p.result is not None]
     if tested:
@@ -255,7 +257,7 @@ def render_table(comp: Comparison, console: Console) -> None:
             )
         for row in tested:
             t = _pair_text(row)
-            pairs.add_row(f"{t[0]} {t[1]}", f"{t[2]} vs {t[3]}", *t[4:10])
+            pairs.add_row(escape(f"{t[0]} {t[1]}"), escape(f"{t[2]} vs {t[3]}"), *t[4:10])
         console.print(pairs)
     for row in comp.pairs:
         if row.result is None:
