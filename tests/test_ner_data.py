@@ -363,6 +363,19 @@ def test_brat_malformed_lines_name_zip_member_and_line(
     assert info.value.line == bad_line
 
 
+def test_brat_damaged_zip_member_is_an_input_error(tmp_path: Path) -> None:
+    zip_path = tmp_path / "chia_damaged_fixture.zip"
+    with zipfile.ZipFile(zip_path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("top/D1_inc.txt", BRAT_TXT * 20)
+        archive.writestr("top/D1_inc.ann", BRAT_ANN)
+    data = bytearray(zip_path.read_bytes())
+    data[40 + len("top/D1_inc.txt")] ^= 0xFF  # a byte of the .txt member's compressed data
+    zip_path.write_bytes(bytes(data))
+    with pytest.raises(InputError, match="damaged zip member") as info:
+        read_brat_zip(zip_path)
+    assert info.value.path == "chia_damaged_fixture.zip:top/D1_inc.txt"
+
+
 def test_brat_parse_ann_keeps_only_text_bound() -> None:
     entities = parse_ann(BRAT_ANN, "x.ann")
     assert [(e.type, e.line) for e in entities] == [

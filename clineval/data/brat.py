@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import re
 import zipfile
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -182,11 +183,20 @@ def _zip_index(version: FileVersion) -> dict[str, tuple[str, str]]:
 def _zip_document(version: FileVersion, stem: str) -> BratDocument:
     txt_member, ann_member = _zip_index(version)[stem]
     zip_name = Path(version[0]).name
-    archive = _open_zip(version)
-    text = _decode(archive.read(txt_member), f"{zip_name}:{txt_member}")
-    ann_where = f"{zip_name}:{ann_member}"
-    entities = parse_ann(_decode(archive.read(ann_member), ann_where), ann_where)
+    txt_where, ann_where = f"{zip_name}:{txt_member}", f"{zip_name}:{ann_member}"
+    text = _decode(_read_member(version, txt_member, txt_where), txt_where)
+    entities = parse_ann(
+        _decode(_read_member(version, ann_member, ann_where), ann_where), ann_where
+    )
     return BratDocument(stem, text, tuple(entities))
+
+
+def _read_member(version: FileVersion, member: str, where: str) -> bytes:
+    """A member's bytes; a damaged member (bad CRC, bad deflate data) is an InputError."""
+    try:
+        return _open_zip(version).read(member)
+    except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
+        raise InputError(f"damaged zip member: {exc}", path=where) from None
 
 
 @functools.lru_cache(maxsize=4)
