@@ -246,3 +246,13 @@ def test_reimport_replaces_earlier_verdicts_and_missing_rows_are_errors(tmp_path
     assert [r["id"] for r in samples] == [f"fixture-00{i}" for i in range(1, 5)]  # rewritten
     errors = [v["error"] for v in samples[0]["verdicts"][:3]]
     assert errors == ["no row in the verdicts file"] * 3
+
+
+def test_a_renamed_copy_of_the_fixture_is_still_reported_as_fixture(tmp_path: Path) -> None:
+    cases = tmp_path / "clinconsensus_low.jsonl"
+    cases.write_bytes(FIXTURE.read_bytes())
+    verdicts = _write(tmp_path / "verdicts.jsonl", _verdict_rows([30, 7, 6, 10]))
+    out = tmp_path / "run"
+    argv = ["run", "clinconsensus", "--model", f"predictions:{verdicts}", "--cases", str(cases)]
+    assert main([*argv, "--output-dir", str(out), "--limit", "4"]) == 0
+    assert json.loads((out / "results.json").read_text())["clinconsensus"]["fixture"] is True

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from clineval.data.clinconsensus import (
+    FIXTURE_PREFIX,
     OFFICIAL_RELATIVE_PATH,
     RUBRICS_PER_CASE,
     Case,
@@ -202,7 +203,8 @@ def load_data(ctx: Any) -> Data:
         judge_is_candidate = not config.judges or config.model in config.judges
     return Data(
         cases_path=path,
-        fixture=is_fixture_file(path),
+        # also by the ids: a copy of the fixture under another name is still the fixture
+        fixture=is_fixture_file(path) or any(c.case_id.startswith(FIXTURE_PREFIX) for c in cases),
         all_cases=tuple(all_cases),
         cases=tuple(cases),
         options=options,
