@@ -137,6 +137,12 @@ def merge_runs(run_dirs: list[Path], output_dir: Path) -> dict[str, Any]:
 
     output_dir.mkdir(parents=True, exist_ok=True)
     counts = copy_store_rows([d / STORE_FILENAME for d in run_dirs], output_dir / STORE_FILENAME)
+    if counts["record_conflicts"]:
+        log.warning(
+            "%d per-sample records differ between shards (the shards overlap); the first "
+            "shard's value was kept",
+            counts["record_conflicts"],
+        )
     config = {**configs[0], "shard": None}
     manifest = base_manifest(config)
     manifest["merged_from"] = [

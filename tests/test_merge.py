@@ -194,6 +194,7 @@ def test_sharded_run_merges_to_the_unsharded_result(tmp_path: Path, stub: StubSe
     assert manifest["config"]["shard"] is None
     assert sorted(m["shard"] for m in manifest["merged_from"]) == ["1/3", "2/3", "3/3"]
     assert manifest["missing_shards"] == []
+    assert manifest["merge_rows_copied"]["record_conflicts"] == 0  # disjoint shards
     # The command line does the same.
     cli_args = ["--quiet", "merge", *map(str, shard_dirs), "-o", str(tmp_path / "merged-cli")]
     assert cli_main(cli_args) == 0
