@@ -171,6 +171,8 @@ def test_custom_judge_prompt(tmp_path) -> None:
     bad.write_text("Q: {query} A: {response}")
     with pytest.raises(InputError, match="criterion"):
         load_judge_prompt(bad)
+    with pytest.raises(InputError, match="cannot read the judge prompt file: Is a directory"):
+        load_judge_prompt(tmp_path)
 
 
 # ---- ensemble -------------------------------------------------------------------------------

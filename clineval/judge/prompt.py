@@ -146,6 +146,8 @@ def load_judge_prompt(path: str | Path | None) -> JudgePrompt:
         raise InputError("judge prompt file not found", path=p) from None
     except UnicodeDecodeError:
         raise InputError("judge prompt file is not UTF-8 text", path=p) from None
+    except OSError as exc:  # a directory, no permission
+        raise InputError(f"cannot read the judge prompt file: {exc.strerror}", path=p) from None
     missing = [ph for ph in PLACEHOLDERS if ph not in text]
     if missing:
         raise InputError(f"judge prompt lacks placeholder(s) {', '.join(missing)}", path=p)
