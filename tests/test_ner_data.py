@@ -20,7 +20,9 @@ from clineval.data.bioc import read_bioc
 from clineval.data.brat import parse_ann, read_brat_pair, read_brat_zip
 from clineval.data.chia import ncer_split, ncer_surviving_spans, ncer_text
 from clineval.data.ner_corpora import (
+    CHIA_SPLIT_IDS,
     CHIA_ZIP,
+    chia_split_ids,
     data_files,
     document_ids,
     load_ner_split,
@@ -562,3 +564,13 @@ def test_ncer_text_maps_empty_spans_to_raw_coordinates() -> None:
     assert prepared.to_raw(4, 4) == (5, 5)  # the end of NCER's text is the end of the raw text
     assert prepared.to_raw(0, 0) == (0, 0)
     assert ncer_text("").to_raw(0, 0) == (0, 0)
+
+
+@pytest.mark.parametrize("content", [b"\xff\xfe not UTF-8", b"[1, 2]", b'{"test_all": [1]}'])
+def test_bad_chia_split_id_file_is_an_input_error(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / CHIA_SPLIT_IDS
+    path.parent.mkdir(parents=True)
+    path.write_bytes(content)
+    with pytest.raises(InputError) as info:
+        chia_split_ids(tmp_path, "test")
+    assert info.value.path == str(path)

@@ -235,6 +235,18 @@ def test_model_tokenizer_option_needs_a_model_tokenizer(tmp_path: Path, data_roo
     assert main([*argv, "--option", "ner.tokenizer=model"]) == 2
 
 
+def test_misspelt_tokenizer_option_is_an_input_error(
+    tmp_path: Path, data_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _gold_file(tmp_path, data_root, "ncbi", keep=3)
+    argv = ["run", "ner:ncbi", "--model", f"predictions:{path}", "--output-dir"]
+    argv += [str(tmp_path / "run"), "--data-dir", str(data_root)]
+    capsys.readouterr()
+    assert main([*argv, "--option", "ner.tokenizer=modle"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "ner.tokenizer='modle'" in err
+
+
 def test_unknown_baseline_is_an_input_error(tmp_path: Path, data_root: Path) -> None:
     argv = ["run", "ner:ncbi", "--model", "baseline:svm", "--output-dir", str(tmp_path / "r")]
     assert main([*argv, "--data-dir", str(data_root), "--limit", "1"]) == 2

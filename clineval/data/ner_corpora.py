@@ -249,7 +249,7 @@ def chia_split_ids(root: Path, split: str) -> list[str]:
     try:
         payload = json.loads(path.read_text(encoding="utf-8"))
         ids = payload[CHIA_SPLIT_KEYS[split]]
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+    except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as exc:
         raise InputError(f"not an NCER split-id file ({exc})", path=path) from None
     if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
         raise InputError(f"{CHIA_SPLIT_KEYS[split]!r} is not a list of ids", path=path)

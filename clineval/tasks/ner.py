@@ -61,6 +61,14 @@ def spans_from_json(rows: Iterable[Sequence[Any]]) -> list[Span]:
     return [Span(int(r[0]), int(r[1]), str(r[2])) for r in rows]
 
 
+def _model_tokenizer(ctx: RunContext) -> bool:
+    """True for `--option ner.tokenizer=model`; a misspelt value is an error, not "regex"."""
+    value = ctx.config.options.get(TOKENIZER_OPTION, "regex")
+    if value not in ("regex", "model"):
+        raise InputError(f"--option {TOKENIZER_OPTION}={value!r}: use regex or model")
+    return value == "model"
+
+
 @contextmanager
 def _bar(description: str, total: int | None) -> Iterator[Callable[[], None]]:
     """A plain progress bar (items, not model calls); quiet under --quiet."""
@@ -110,6 +118,7 @@ class NerTask(Task):
         from clineval.data.ner_corpora import load_ner_split
 
         root = self._root(ctx)
+        _model_tokenizer(ctx)  # a misspelt option stops the run before any model call
         verify_files(root, self.dataset, (TEST_SPLIT,))
         split = load_ner_split(self.dataset, TEST_SPLIT, root)
         documents = split.documents
@@ -212,7 +221,7 @@ class NerTask(Task):
             return
         tagger = HfTagger.load(ctx.model.name, self.types, ctx.config.options.get(LABEL_MAP_OPTION))
         ctx.note(self.name, "hf_label_map", tagger.label_map_note())
-        keep_tokens = ctx.config.options.get(TOKENIZER_OPTION, "regex") == "model"
+        keep_tokens = _model_tokenizer(ctx)
         batch: list[tuple[str, dict[str, Any]]] = []
         with _bar(f"{self.name} HF predict", len(todo)) as advance:
             for doc in todo:
@@ -257,7 +266,7 @@ class NerTask(Task):
                 model_tokens = None
             else:
                 model_tokens.append([(int(s), int(e)) for s, e in tokens])
-        use_model_tokens = ctx.config.options.get(TOKENIZER_OPTION, "regex") == "model"
+        use_model_tokens = _model_tokenizer(ctx)
         if use_model_tokens and model_tokens is None:
             raise InputError(
                 f"--option {TOKENIZER_OPTION}=model needs a model with its own tokenizer "
