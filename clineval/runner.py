@@ -40,7 +40,8 @@ def _check_resume_compatible(output_dir: Path, config: RunConfig) -> dict[str, A
     old = previous.get("config", {})
     new = public_config(config)
     for name in _IDENTITY_FIELDS:
-        if name in old and old[name] != new[name]:
+        # (a manifest written before URLs were redacted holds the raw value)
+        if name in old and old[name] not in (new[name], getattr(config, name)):
             raise InputError(
                 f"this run directory holds a run with {name}={old[name]!r}; "
                 f"refusing to resume it with {name}={new[name]!r} "

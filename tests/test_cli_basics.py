@@ -80,6 +80,12 @@ def test_credentials_in_server_urls_stay_out_of_run_files(
     for s in secrets:
         assert s not in out.out and s not in out.err
     assert b"http://***@127.0.0.1:9/v1" in (run_dir / "manifest.json").read_bytes()
+    # Another model in the same directory is refused (exit 2), naming both without secrets.
+    other = [a.replace("openai:m@", "openai:other@") for a in args]
+    assert main(other) == 2
+    err = capsys.readouterr().err
+    assert "refusing to resume" in err and "openai:other@http://***@127.0.0.1:9/v1" in err
+    assert not any(s in err for s in secrets)
 
 
 @pytest.mark.parametrize(
