@@ -111,3 +111,17 @@ def test_hf_run_end_to_end(fixture_root: Path, tmp_path: Path) -> None:
     # a missing directory is exit 2
     bad = ["run", "tcm-sd", "--model", f"hf:{tmp_path / 'nope'}", "--output-dir"]
     assert main([*bad, str(tmp_path / "r2"), "--data-dir", str(fixture_root)]) == 2
+
+
+def test_id2label_errors_name_the_config_file(tmp_path: Path) -> None:
+    from clineval.models.tcm_hf import check_id2label
+
+    config = str(tmp_path / "config.json").replace(".", r"\.")
+    with pytest.raises(InputError, match=f"^{config}: config id2label keys are not class"):
+        check_id2label({"LABEL_A": "甲证"}, ["甲证"], tmp_path)
+    with pytest.raises(InputError, match=f"^{config}: config id2label is not indexed 0"):
+        check_id2label({1: "甲证"}, ["甲证"], tmp_path)
+    assert check_id2label({"1": "乙证", "0": "甲证"}, ["乙证", "甲证"], tmp_path) == [
+        "甲证",
+        "乙证",
+    ]

@@ -22,9 +22,11 @@ def check_id2label(id2label: dict[Any, Any], labels: Sequence[str], path: Path) 
     try:
         names = {int(k): str(v) for k, v in id2label.items()}
     except (TypeError, ValueError):
-        raise InputError("config id2label keys are not class indices", path=path) from None
+        raise InputError(
+            "config id2label keys are not class indices", path=path / "config.json"
+        ) from None
     if sorted(names) != list(range(len(names))):
-        raise InputError("config id2label is not indexed 0..K-1", path=path)
+        raise InputError("config id2label is not indexed 0..K-1", path=path / "config.json")
     ordered = [names[i] for i in range(len(names))]
     expected = set(labels)
     unknown = [n for n in ordered if n not in expected]
