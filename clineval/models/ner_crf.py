@@ -174,11 +174,10 @@ def _trainer_class(on_iteration: Callable[[], None] | None) -> type[pycrfsuite.T
 def train_crf(
     documents: Sequence[NerDocument],
     config: CrfConfig,
-    workdir: str | None = None,
     on_iteration: Callable[[], None] | None = None,
 ) -> bytes:
     """Train on the documents and return the crfsuite model file's bytes."""
-    with tempfile.TemporaryDirectory(dir=workdir, prefix="clineval-crf-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="clineval-crf-") as tmp:
         path = os.path.join(tmp, "model.crfsuite")
         crf = sklearn_crfsuite.CRF(
             algorithm="lbfgs",
