@@ -56,8 +56,9 @@ def parse_pubtator(content: str, path: str | Path) -> list[PubtatorDocument]:
     """Parse PubTator text; malformed lines raise InputError naming ``path`` and the line."""
     docs: list[PubtatorDocument] = []
     current: _Builder | None = None
-    # Line numbers follow str.splitlines semantics on "\n" only: PubTator files are LF files and
-    # a stray CR inside a title must not shift every later line number.
+    # Lines end at "\n" only (not str.splitlines, which also breaks at "\r", "\x1c", "\u2028",
+    # ...): PubTator files are LF files, and such a character inside a title must neither split
+    # the title nor shift every later line number.
     for number, raw in enumerate(content.split("\n"), start=1):
         line = raw.rstrip("\r")
         if not line.strip():
