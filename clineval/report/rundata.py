@@ -26,15 +26,6 @@ class RunData:
     results: dict[str, dict[str, Any]]
     samples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
-    @property
-    def label(self) -> str:
-        """A short name for the run in leaderboards: the model spec and the directory name."""
-        model = str(self.manifest.get("config", {}).get("model", "?"))
-        return f"{self.path.name} ({model})"
-
-    def is_fixture(self, task: str) -> bool:
-        return is_fixture_task(self, task)
-
 
 def load_run(run_dir: Path, *, with_samples: bool = True) -> RunData:
     """The run's manifest, results and samples; InputError when it is not a run directory."""
