@@ -256,3 +256,19 @@ def test_a_renamed_copy_of_the_fixture_is_still_reported_as_fixture(tmp_path: Pa
     argv = ["run", "clinconsensus", "--model", f"predictions:{verdicts}", "--cases", str(cases)]
     assert main([*argv, "--output-dir", str(out), "--limit", "4"]) == 0
     assert json.loads((out / "results.json").read_text())["clinconsensus"]["fixture"] is True
+
+
+def test_no_scored_case_writes_strict_json(tmp_path: Path) -> None:
+    """Every case has a null verdict, so no case is scored: nulls, never NaN, in results."""
+
+    def reject(constant: str) -> None:
+        raise AssertionError(f"{constant} in results.json")
+
+    verdicts = _write(tmp_path / "verdicts.jsonl", _verdict_rows([5, 5], errors={0: 1, 1: 1}))
+    out = tmp_path / "run"
+    argv = ["run", "clinconsensus", "--model", f"predictions:{verdicts}", "--cases", str(FIXTURE)]
+    main([*argv, "--output-dir", str(out), "--limit", "2", "--max-judge-error-rate", "1"])
+    text = (out / "results.json").read_text()
+    res = json.loads(text, parse_constant=reject)["clinconsensus"]
+    assert res["n_cases_scored"] == 0 and res["cacs@7"] is None
+    assert res["curve"]["share_at_least"] == [None] * 31

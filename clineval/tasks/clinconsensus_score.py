@@ -153,7 +153,8 @@ def evaluate(ctx: Any, data: Data) -> TaskResult:
         "candidate_errors": int((~answered).sum()),
         "curve": {
             "threshold": list(range(n + 1)),
-            "share_at_least": [float(x) for x in reverse_ecdf(s[complete], n)],
+            # null at every level when no case was scored (NaN is not JSON)
+            "share_at_least": [_finite(float(x)) for x in reverse_ecdf(s[complete], n)],
         },
         "slices": _slices(scored, s[complete], n, ks),
         "judges": list(data.judges),
