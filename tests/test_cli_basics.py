@@ -15,6 +15,7 @@ from clineval.models.spec import ModelSpec
         ("baseline:crf", "baseline", "crf", ()),
         ("openai:qwen@http://127.0.0.1:8000/v1", "openai", "qwen", ("http://127.0.0.1:8000/v1",)),
         ("openai:org/model@name", "openai", "org/model@name", ()),
+        ("openai:m@HTTPS://h/v1", "openai", "m", ("HTTPS://h/v1",)),
         ("predictions:/tmp/a b.jsonl", "predictions", "/tmp/a b.jsonl", ()),
         ("llamacpp:/m/x.gguf", "llamacpp", "/m/x.gguf", ()),
     ],

@@ -29,7 +29,7 @@ class ModelSpec:
             raise InputError(f"unknown model backend {backend!r} in {text!r} (known: {BACKENDS})")
         name, urls = rest, tuple(extra_base_urls)
         if backend == "openai":
-            at = rest.rfind("@http")
+            at = rest.lower().rfind("@http")  # HTTP:// too: else the URL would become the name
             if at > 0:
                 name, urls = rest[:at], (rest[at + 1 :], *extra_base_urls)
         return cls(backend=backend, name=name, base_urls=urls)
