@@ -564,6 +564,15 @@ def test_ncer_text_maps_empty_spans_to_raw_coordinates() -> None:
     assert prepared.to_raw(4, 4) == (5, 5)  # the end of NCER's text is the end of the raw text
     assert prepared.to_raw(0, 0) == (0, 0)
     assert ncer_text("").to_raw(0, 0) == (0, 0)
+    assert prepared.to_raw(7, 9) == (5, 5)  # past the end: clamped, not an IndexError
+
+
+def test_empty_annotation_text_past_the_end_does_not_crash() -> None:
+    # NCER keeps an entity when its slice equals the annotation text; past the end of the text
+    # both are "" (a malformed .ann): the span survives as an empty span at the raw end.
+    (ent,) = parse_ann("T1\tCondition 20 25\t\n", "x.ann")
+    spans, counts = ncer_surviving_spans("ab\r\n1", [ent], {"Condition": "condition"})
+    assert spans == [(5, 5, "condition")] and counts.kept_in_place == 1
 
 
 @pytest.mark.parametrize("content", [b"\xff\xfe not UTF-8", b"[1, 2]", b'{"test_all": [1]}'])

@@ -37,8 +37,10 @@ class NcerText:
         """Map an NCER span (end exclusive) to raw-text coordinates.
 
         An empty span (an entity with an empty text column) maps to the empty span at the raw
-        position of its NCER position, so both ends stay in raw coordinates.
+        position of its NCER position, so both ends stay in raw coordinates. Offsets past the
+        end of NCER's text (only an empty annotation text can survive there) are clamped to it.
         """
+        start, end = min(start, len(self.text)), min(end, len(self.text))
         if end <= start:
             if start < len(self.text):
                 point = int(self.raw_start[start])
