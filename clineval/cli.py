@@ -274,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except InputError as exc:
         if _state["debug"]:
-            traceback.print_exc()
+            print(redact(traceback.format_exc()), file=sys.stderr, end="")
         print(f"error: {redact(exc.one_line())}", file=sys.stderr)
         return 2
     except (JudgeErrorRateExceeded, Exception) as exc:
@@ -284,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {redact(str(exc))}", file=sys.stderr)
             return 1
         if _state["debug"]:
-            traceback.print_exc()
+            print(redact(traceback.format_exc()), file=sys.stderr, end="")
         print(f"internal error: {type(exc).__name__}: {redact(str(exc))}", file=sys.stderr)
         return 1
     return 0

@@ -32,6 +32,17 @@ class TaskFailures(Exception):
     """Results were written, but a task asked for a non-zero exit (e.g. judge-error bound)."""
 
 
+def _identity(name: str, value: Any) -> Any:
+    """What must match on resume. Model and judge specs compare without their server URL: the
+    same model reached at another address (a moved server, other replicas) answers the same
+    cached calls, whose keys never contain a URL either."""
+    if name == "model" and isinstance(value, str):
+        return ModelSpec.parse(value).label
+    if name == "judges" and isinstance(value, list):
+        return [ModelSpec.parse(v).label for v in value]
+    return value
+
+
 def _check_resume_compatible(output_dir: Path, config: RunConfig) -> dict[str, Any] | None:
     path = output_dir / MANIFEST
     if not path.exists():
@@ -40,8 +51,7 @@ def _check_resume_compatible(output_dir: Path, config: RunConfig) -> dict[str, A
     old = previous.get("config", {})
     new = public_config(config)
     for name in _IDENTITY_FIELDS:
-        # (a manifest written before URLs were redacted holds the raw value)
-        if name in old and old[name] not in (new[name], getattr(config, name)):
+        if name in old and _identity(name, old[name]) != _identity(name, new[name]):
             raise InputError(
                 f"this run directory holds a run with {name}={old[name]!r}; "
                 f"refusing to resume it with {name}={new[name]!r} "

@@ -87,6 +87,10 @@ def test_credentials_in_server_urls_stay_out_of_run_files(
     err = capsys.readouterr().err
     assert "refusing to resume" in err and "openai:other@http://***@127.0.0.1:9/v1" in err
     assert not any(s in err for s in secrets)
+    # The same model at another address (a moved server) resumes: cache keys hold no URL.
+    moved = [a.replace("127.0.0.1:9/v1", "127.0.0.1:7/v1") for a in args]
+    assert main(moved) == 1
+    assert "refusing to resume" not in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
