@@ -45,10 +45,6 @@ def set_quiet(quiet: bool) -> None:
     _quiet = quiet
 
 
-def is_quiet() -> bool:
-    return _quiet
-
-
 def make_progress() -> Progress:
     """A rich Progress with done/total, rate-friendly columns and ETA; disabled when quiet."""
     return Progress(

@@ -209,14 +209,6 @@ class RunStore:
                 self._conn.execute("ROLLBACK")
                 raise
 
-    def get_record(self, task: str, kind: str, key: str) -> Any | None:
-        with self._lock:
-            row = self._conn.execute(
-                "SELECT value FROM records WHERE task = ? AND kind = ? AND key = ?",
-                (task, kind, key),
-            ).fetchone()
-        return None if row is None else json.loads(row[0])
-
     def records(self, task: str, kind: str) -> dict[str, Any]:
         """All records of one (task, kind), keyed by record key, in insertion order."""
         with self._lock:
