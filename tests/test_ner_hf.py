@@ -11,11 +11,15 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+from sklearn.metrics import classification_report  # noqa: E402
+from test_ner_metrics import naive_token_labels  # noqa: E402
+
 from clineval.cli import main  # noqa: E402
 from clineval.data.ner_types import Span  # noqa: E402
 from clineval.errors import InputError  # noqa: E402
 from clineval.models.ner_bio import word_offsets  # noqa: E402
 from clineval.models.ner_hf import HfTagger, LabelMapping, plan_windows  # noqa: E402
+from clineval.store import RunStore  # noqa: E402
 
 # Tiny WordPiece vocabulary: whole words, a few continuation pieces, single characters, so
 # that most words split into several subwords and every character is covered.
@@ -145,13 +149,46 @@ def test_missing_checkpoint_is_an_input_error(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_cli_hf_run_with_model_tokenizer_metric(tmp_path: Path, data_root: Path) -> None:
-    path = _build_checkpoint(tmp_path / "ckpt", BIO)
+    # I-condition wins everywhere: each document is one predicted span from its first to its
+    # last word, so every token is predicted "condition" and the expected scores follow from
+    # the gold labels alone (naive reference + sklearn, over either tokenization).
+    path = _build_checkpoint(tmp_path / "ckpt", BIO, favour=2)
     out = tmp_path / "run"
     argv = ["run", "ner:ncbi", "--model", f"hf:{path}", "--output-dir", str(out), "--limit", "2"]
+    argv += ["--data-dir", str(data_root)]
     assert main([*argv, "--option", "ner.tokenizer=model"]) == 0
     results = json.loads((out / "results.json").read_text())["ner:ncbi"]
-    for key in ("token_macro_f1", "token_macro_f1_model_tokens", "span_partial_f1"):
-        assert 0.0 <= results[key] <= 1.0
+    rows = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    with RunStore.in_dir(out) as store:
+        records = store.records("ner:ncbi", "prediction")
+    gold_regex: list[str] = []
+    gold_model: list[str] = []
+    for row in rows:
+        text = row["text"]
+        gold = [Span(s, e, t) for s, e, t in row["gold"]]
+        words = word_offsets(text)
+        assert row["pred"] == [[words[0][0], words[-1][1], "condition"]]
+        tokens = [(s, e) for s, e in records[row["id"]]["model_tokens"]]
+        # the tiny vocabulary covers every character: subwords partition the non-space text
+        assert sorted(i for s, e in tokens for i in range(s, e)) == [
+            i for i, c in enumerate(text) if not c.isspace()
+        ]
+        gold_regex += naive_token_labels(text, gold)
+        gold_model += naive_token_labels(text, gold, tokens)
+    expected = {}
+    for key, labels in (
+        ("token_macro_f1", gold_regex),
+        ("token_macro_f1_model_tokens", gold_model),
+    ):
+        predicted = ["condition"] * len(labels)
+        report = classification_report(
+            labels, predicted, labels=["condition"], zero_division=0, output_dict=True
+        )
+        expected[key] = report["macro avg"]["f1-score"]
+    # the two tokenizations give different scores, so each result is told apart
+    assert expected["token_macro_f1"] != pytest.approx(expected["token_macro_f1_model_tokens"])
+    for key, value in expected.items():
+        assert results[key] == pytest.approx(value, abs=1e-9), key
     assert "token_model_tokens" in results["per_type"]["condition"]
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["tasks"]["ner:ncbi"]["hf_label_map"]["labels"]["B-condition"] == "B-condition"
