@@ -475,7 +475,7 @@ def evaluate_data(ctx: RunContext, data: TcmData) -> TaskResult:
     for key, record, p, raw, parse, v in rows:
         row: dict[str, Any] = {"id": key, "gold": record.label, "pred": p}
         if raw is not None:
-            row["raw_output"] = raw
+            row["raw_output"] = raw if data.fixture else _clip_raw_output(raw)
         if parse is not None:
             row["parse"] = parse
         row["valid"] = bool(v)
@@ -485,6 +485,21 @@ def evaluate_data(ctx: RunContext, data: TcmData) -> TaskResult:
     if missing:
         errors.append(f"{missing} of {n} samples have no prediction (scored as invalid)")
     return TaskResult(metrics=metrics, samples=samples, errors=errors)
+
+
+# A model may echo the record it was given; real TCM-SD text (non-commercial licence, possibly
+# residual identifiers) must not spread into samples.jsonl and reports. The full reply stays in
+# the run store, which only the user's own commands read.
+RAW_OUTPUT_SHOWN = 80
+
+
+def _clip_raw_output(raw: str) -> str:
+    if len(raw) <= RAW_OUTPUT_SHOWN:
+        return raw
+    return (
+        raw[:RAW_OUTPUT_SHOWN]
+        + f"… [{len(raw) - RAW_OUTPUT_SHOWN} more characters in the run store]"
+    )
 
 
 class TcmSdTask(Task):
