@@ -109,8 +109,6 @@ class SpanF1Result:
     types: tuple[str, ...]
     partial: SchemeResult
     exact: SchemeResult
-    # (n_docs, n_types, 5) raw outcome counts, in case a caller wants per-document per-type.
-    doc_outcomes: NDArray[np.int64]
 
 
 def span_f1(
@@ -132,7 +130,6 @@ def span_f1(
         types=types,
         partial=_scheme(outcomes, types, same_type_overlap_correct=True),
         exact=_scheme(outcomes, types, same_type_overlap_correct=False),
-        doc_outcomes=outcomes,
     )
 
 
