@@ -449,7 +449,12 @@ def evaluate_data(ctx: RunContext, data: TcmData) -> TaskResult:
         "labels_without_gold": int((counts.n_gold == 0).sum()),
         "macro_f1_ci": list(ci["macro_f1"]) if n else None,
         "accuracy_ci": list(ci["accuracy"]) if n else None,
-        "bootstrap": {"resamples": DEFAULT_RESAMPLES, "seed": seed, "level": 0.95},
+        "bootstrap": {
+            "resamples": DEFAULT_RESAMPLES,
+            "seed": seed,
+            "level": 0.95,
+            "method": "percentile; records resampled within each gold label",
+        },
         "split": data.split,
         "model": ctx.model.label,
         "fixture": data.fixture,
