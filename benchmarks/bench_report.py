@@ -54,17 +54,12 @@ def _open_ms(paths: list[Path]) -> dict[Path, float]:
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.support.ui import WebDriverWait
 
+    # The same headless flags as the browser tests (tests/report_browser.py).
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from report_browser import FLAGS
+
     options = webdriver.ChromeOptions()
-    for flag in (
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-    ):
+    for flag in FLAGS:
         options.add_argument(flag)
     profile = tempfile.mkdtemp(prefix="bench-report-chromium-")
     options.add_argument(f"--user-data-dir={profile}")

@@ -343,41 +343,14 @@ def render_csv(comp: Comparison) -> str:
             )
     for pair in comp.pairs:
         r = pair.result
-        if r is None:
-            out.writerow(
-                [
-                    "paired",
-                    pair.task,
-                    pair.metric,
-                    pair.run_a,
-                    pair.run_b,
-                    "",
-                    "",
-                    "",
-                    "",
-                    "",
-                    "",
-                    "",
-                    pair.note,
-                ]
-            )
-            continue
+        # A pair without shared samples keeps its row (with the note saying why), blank figures.
+        figures = (
+            ["", "", "", "", ""]
+            if r is None
+            else [repr(r.delta), repr(r.ci[0]), repr(r.ci[1]), repr(r.p_value), r.n_shared]
+        )
         out.writerow(
-            [
-                "paired",
-                pair.task,
-                pair.metric,
-                pair.run_a,
-                pair.run_b,
-                "",
-                "",
-                repr(r.delta),
-                repr(r.ci[0]),
-                repr(r.ci[1]),
-                repr(r.p_value),
-                r.n_shared,
-                pair.note,
-            ]
+            ["paired", pair.task, pair.metric, pair.run_a, pair.run_b, "", "", *figures, pair.note]
         )
     return buf.getvalue()
 
