@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from llm_stub_server import StubServer
 
-from clineval.concurrency import run_call_state
+from clineval.concurrency import gather_bounded, run_call_state
 from clineval.config import RunConfig
 from clineval.models.llm import RetryPolicy, open_chat_model
 from clineval.models.llm_base import ChatRequest
@@ -114,17 +114,22 @@ def make_ctx(run_dir: Path, base_url: str, concurrency: int, transport: str) -> 
 def run_clineval(
     cases: list[list[ChatRequest]], run_dir: Path, base_url: str, concurrency: int, transport: str
 ) -> dict[str, Any]:
-    """All cases and criteria at once through open_chat_model, as the ClinConsensus task does."""
+    """All cases at once, each fanning out its criteria through gather_bounded and
+    open_chat_model, as the ClinConsensus task does."""
     ctx = make_ctx(run_dir, base_url, concurrency, transport)
+    state = run_call_state(ctx)
 
     async def main() -> int:
         async with open_chat_model(
             ctx.model, ctx, "judge", retry=RetryPolicy(max_retries=3)
         ) as model:
 
+            async def answered(request: ChatRequest) -> bool:
+                # The task records each reply and keeps no response object: nor does this.
+                return bool((await model.chat(request)).text)
+
             async def case(rows: list[ChatRequest]) -> int:
-                done = await asyncio.gather(*(model.chat(r) for r in rows))
-                return sum(1 for r in done if r.text)
+                return sum(await gather_bounded(state, (answered(r) for r in rows)))
 
             return sum(await asyncio.gather(*(case(rows) for rows in cases)))
 

@@ -262,6 +262,47 @@ def test_url_credentials_and_api_key_together_is_input_error(
 
 
 # ---- group commit -----------------------------------------------------------------------------
+def test_group_commit_batches_the_calls_that_finish_during_a_commit(tmp_path: Path) -> None:
+    """One commit at a time, in a worker thread; whatever arrives meanwhile is the next batch."""
+    import threading
+
+    from clineval.models.llm import GroupCommit
+
+    class SlowStore:
+        def __init__(self) -> None:
+            self.store = RunStore.in_dir(tmp_path)
+            self.batches: list[list[str]] = []
+            self.threads: set[str] = set()
+            self.release = threading.Event()
+
+        def put_calls(self, rows: list[tuple[str, str, str, Any, Any]]) -> None:
+            self.threads.add(threading.current_thread().name)
+            self.batches.append([row[0] for row in rows])
+            self.release.wait(5)  # the first commit is held until the others are queued
+            self.store.put_calls(rows)
+
+    slow = SlowStore()
+    writer = GroupCommit(slow)
+
+    async def main() -> None:
+        first = asyncio.ensure_future(writer.put(("a", "m", "{}", {"text": "a"}, None)))
+        while not slow.batches:  # the first commit is running in its thread
+            await asyncio.sleep(0.005)
+        later = [
+            asyncio.ensure_future(writer.put((k, "m", "{}", {"text": k}, None))) for k in "bcd"
+        ]
+        await asyncio.sleep(0.05)
+        assert not first.done()  # not answered before its row is committed
+        slow.release.set()
+        await asyncio.gather(first, *later)
+
+    asyncio.run(main())
+    assert slow.batches == [["a"], ["b", "c", "d"]]
+    assert threading.current_thread().name not in slow.threads
+    assert slow.store.count_calls() == 4
+    slow.store.close()
+
+
 def test_group_commit_writes_a_turns_calls_together(tmp_path: Path) -> None:
     from clineval.models.llm import GroupCommit
 
@@ -270,7 +311,7 @@ def test_group_commit_writes_a_turns_calls_together(tmp_path: Path) -> None:
 
     async def main() -> None:
         rows = [
-            (f"k{i}", "openai:m", {"q": i}, {"text": str(i)}, {"prompt_tokens": i})
+            (f"k{i}", "openai:m", f'{{"q":{i}}}', {"text": str(i)}, {"prompt_tokens": i})
             for i in range(5)
         ]
         await asyncio.gather(*(writer.put(row) for row in rows))
@@ -278,12 +319,13 @@ def test_group_commit_writes_a_turns_calls_together(tmp_path: Path) -> None:
     asyncio.run(main())
     assert store.count_calls() == 5
     assert store.get_call("k3") == {"response": {"text": "3"}, "usage": {"prompt_tokens": 3}}
+    assert {c["key"]: c["request"] for c in store.iter_calls()}["k3"] == {"q": 3}
     store.close()
 
     # A failing commit reaches every caller of that batch; nothing is silently dropped.
     async def failing() -> list[BaseException | None]:
         return await asyncio.gather(
-            *(writer.put((f"x{i}", "m", {}, {}, None)) for i in range(3)), return_exceptions=True
+            *(writer.put((f"x{i}", "m", "{}", {}, None)) for i in range(3)), return_exceptions=True
         )
 
     results = asyncio.run(failing())

@@ -33,6 +33,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from clineval.concurrency import gather_bounded, run_call_state
 from clineval.data.ner_types import NerDocument, Span
 from clineval.models.llm_base import ChatError, ChatModel, ChatRequest
 from clineval.models.ner_bio import word_offsets
@@ -307,11 +308,12 @@ async def _run(
     summary = ExtractionSummary(response_format=fmt)
     async with open_chat_model(ctx.model, ctx, "candidate") as model:
         with task_progress(f"{task} extraction", len(documents)) as progress:
-            await asyncio.gather(
-                *(
+            await gather_bounded(
+                run_call_state(ctx),
+                (
                     _one(ctx, model, doc, types, fmt, summary, store_one, progress.advance)
                     for doc in documents
-                )
+                ),
             )
             return {**summary.as_dict(), "progress": counters_of(progress)}
 

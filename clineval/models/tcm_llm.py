@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from clineval.concurrency import gather_bounded, run_call_state
 from clineval.data.tcm_norm import NormTable
 from clineval.data.tcm_sd import TcmRecord
 from clineval.models.llm_base import ChatError, ChatModel, ChatRequest
@@ -73,8 +74,9 @@ async def _run(
     parser = AnswerParser(labels, norm)
     async with open_chat_model(ctx.model, ctx, "candidate") as model:
         with task_progress(TASK, len(todo)) as progress:
-            await asyncio.gather(
-                *(_one(ctx, model, parser, k, r, labels, fields, progress) for k, r in todo)
+            await gather_bounded(
+                run_call_state(ctx),
+                (_one(ctx, model, parser, k, r, labels, fields, progress) for k, r in todo),
             )
             return counters_of(progress)
 

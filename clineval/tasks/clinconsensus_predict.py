@@ -17,6 +17,7 @@ import time
 from contextlib import AsyncExitStack
 from typing import Any
 
+from clineval.concurrency import gather_bounded, run_call_state
 from clineval.data.clinconsensus import Case, load_verdicts, verdict_key
 from clineval.judge.prompt import CANDIDATE_TEMPLATE_VERSION, JudgePrompt, candidate_messages
 from clineval.judge.run import FormatLadder, judge_criterion
@@ -205,8 +206,9 @@ class _Flow:
         if answer is None:
             self.progress.advance(len(pending))  # nothing to judge; the case is reported failed
             return
-        await asyncio.gather(
-            *(self.verdict(label, case, i, keys[i], answer) for label, i in pending)
+        await gather_bounded(
+            run_call_state(self.ctx),
+            (self.verdict(label, case, i, keys[i], answer) for label, i in pending),
         )
 
 

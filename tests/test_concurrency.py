@@ -1,0 +1,110 @@
+"""gather_bounded: asyncio.gather's results, with at most BUDGET_PER_SLOT x limit live calls."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from clineval.concurrency import BUDGET_PER_SLOT, RunCallState, gather_bounded
+
+
+def test_results_in_order_and_never_more_live_coroutines_than_the_budget() -> None:
+    state = RunCallState(limit=3)
+    budget = BUDGET_PER_SLOT * 3
+    live = 0
+    most_live = 0
+    created = finished = 0
+
+    async def call(i: int) -> int:
+        nonlocal live, most_live, finished
+        live += 1
+        most_live = max(most_live, live)
+        await asyncio.sleep(0.001 * (i % 5))  # finish out of order
+        live -= 1
+        finished += 1
+        return i * i
+
+    def calls():  # type: ignore[no-untyped-def]
+        nonlocal created
+        for i in range(200):
+            created += 1
+            assert created - finished <= budget  # created only once a token is held
+            yield call(i)
+
+    async def main() -> list[int]:
+        first, second = await asyncio.gather(
+            gather_bounded(state, calls()), gather_bounded(state, (call(i) for i in range(50)))
+        )
+        return first + second
+
+    results = asyncio.run(main())
+    assert results == [i * i for i in range(200)] + [i * i for i in range(50)]
+    # the budget is shared by both gathers of the run
+    assert most_live == budget
+
+
+def test_generator_is_advanced_only_when_a_token_is_free() -> None:
+    state = RunCallState(limit=1)  # budget 4
+    started: list[int] = []
+
+    async def main() -> None:
+        release = asyncio.Event()
+
+        async def call(i: int) -> int:
+            await release.wait()
+            return i
+
+        def calls():  # type: ignore[no-untyped-def]
+            for i in range(10):
+                started.append(i)
+                yield call(i)
+
+        task = asyncio.ensure_future(gather_bounded(state, calls()))
+        await asyncio.sleep(0.02)
+        assert started == list(range(BUDGET_PER_SLOT))  # 4 created, the 5th waits for a token
+        release.set()
+        assert await task == list(range(10))
+
+    asyncio.run(main())
+
+
+def test_first_error_propagates_as_is_and_cancels_the_rest() -> None:
+    state = RunCallState(limit=2)
+    cancelled: list[int] = []
+
+    async def call(i: int) -> int:
+        try:
+            if i == 3:
+                await asyncio.sleep(0.01)
+                raise KeyError("boom")
+            await asyncio.sleep(10)
+            return i
+        except asyncio.CancelledError:
+            cancelled.append(i)
+            raise
+
+    async def main() -> None:
+        with pytest.raises(KeyError, match="boom"):  # not an ExceptionGroup
+            await gather_bounded(state, (call(i) for i in range(100)))
+
+    asyncio.run(main())
+    # the calls alive when call 3 failed were cancelled; none after it were created
+    assert sorted(cancelled) == [i for i in range(2 * BUDGET_PER_SLOT) if i != 3]
+
+
+def test_empty_input_and_the_budget_is_returned() -> None:
+    state = RunCallState(limit=1)
+
+    async def main() -> tuple[list[int], int]:
+        empty: list[int] = await gather_bounded(state, iter([]))
+
+        async def one() -> int:
+            return 1
+
+        ones = await gather_bounded(state, (one() for _ in range(20)))
+        return empty + ones, state.call_budget()._value
+
+    results, free = asyncio.run(main())
+    assert results == [1] * 20
+    assert free == BUDGET_PER_SLOT  # every token came back
