@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from llm_stub_server import StubServer
 
-from clineval.concurrency import gather_bounded, run_call_state
+from clineval.concurrency import gather_bounded, run_call_state, run_model_calls
 from clineval.config import RunConfig
 from clineval.models.llm import RetryPolicy, open_chat_model
 from clineval.models.llm_base import ChatRequest
@@ -134,7 +134,7 @@ def run_clineval(
             return sum(await asyncio.gather(*(case(rows) for rows in cases)))
 
     cpu0, t0 = cpu_seconds(), time.perf_counter()
-    answered = asyncio.run(main())
+    answered = run_model_calls(main())
     wall, cpu = time.perf_counter() - t0, cpu_seconds() - cpu0
     totals = run_call_state(ctx).totals()
     ctx.store.close()

@@ -159,8 +159,9 @@ def test_judge_garbage_is_judge_error_and_exit_1(tmp_path: Path, stub: StubServe
 def test_format_falls_back_when_server_rejects_json_schema(
     tmp_path: Path, stub: StubServer
 ) -> None:
-    # concurrency 1 fixes the order: candidate, judge 1 (400), judges 2 and 3 (already built
-    # with json_schema, they are answered), judge 1 again with json_object
+    # concurrency 1 fixes the order: candidate, judge 1 (400), judge 2 (already built with
+    # json_schema: the call budget of 2 x concurrency let it exist; it is answered), judge 1
+    # again with json_object, judge 3 (created after the step down: json_object)
     stub.script([{"do": "ok"}, {"do": "status", "status": 400, "body": "no json_schema"}])
     out = tmp_path / "run"
     assert _stub_run(stub, out, "--concurrency", "1", cases=1, crit=3) == 0
@@ -169,7 +170,7 @@ def test_format_falls_back_when_server_rejects_json_schema(
     with RunStore.in_dir(out) as store:
         assert store.get_meta(meta_key) == "json_object"
         formats = [v["format"] for v in store.records("clinconsensus", kind).values()]
-    assert sorted(formats) == ["json_object", "json_schema", "json_schema"]
+    assert sorted(formats) == ["json_object", "json_object", "json_schema"]
     assert _results(out)["judge_errors"] == 0
     # resuming with two more criteria: the ladder is remembered, no json_schema is tried
     stub.reset()

@@ -108,3 +108,25 @@ def test_empty_input_and_the_budget_is_returned() -> None:
     results, free = asyncio.run(main())
     assert results == [1] * 20
     assert free == BUDGET_PER_SLOT  # every token came back
+
+
+def test_model_calls_run_on_uvloop_unless_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+
+    import uvloop
+
+    from clineval.concurrency import EVENT_LOOP_ENV, run_model_calls
+
+    async def loop_and_frozen() -> tuple[type, bool]:
+        return type(asyncio.get_running_loop()), gc.get_freeze_count() > 0
+
+    monkeypatch.delenv(EVENT_LOOP_ENV, raising=False)
+    loop_type, frozen = run_model_calls(loop_and_frozen())
+    assert issubclass(loop_type, uvloop.Loop)
+    assert frozen  # the heap from before the phase is left out of collections ...
+    assert gc.get_freeze_count() == 0  # ... and given back afterwards
+
+    monkeypatch.setenv(EVENT_LOOP_ENV, "asyncio")
+    loop_type, _ = run_model_calls(loop_and_frozen())
+    assert not issubclass(loop_type, uvloop.Loop)
+    assert issubclass(loop_type, asyncio.BaseEventLoop)

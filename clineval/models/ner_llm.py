@@ -26,14 +26,13 @@ bounded retries stores nothing and the document is asked again by the next run.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from clineval.concurrency import gather_bounded, run_call_state
+from clineval.concurrency import gather_bounded, run_call_state, run_model_calls
 from clineval.data.ner_types import NerDocument, Span
 from clineval.models.llm_base import ChatError, ChatModel, ChatRequest
 from clineval.models.ner_bio import word_offsets
@@ -326,4 +325,4 @@ def extract_entities_for_documents(
     store_one: Callable[[str, dict[str, Any]], None],
 ) -> dict[str, Any]:
     """Ask the run's chat model for each document's entities; store each as it arrives."""
-    return asyncio.run(_run(ctx, task, documents, types, store_one))
+    return run_model_calls(_run(ctx, task, documents, types, store_one))

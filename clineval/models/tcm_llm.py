@@ -10,10 +10,9 @@ next run with the same --output-dir asks again.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
-from clineval.concurrency import gather_bounded, run_call_state
+from clineval.concurrency import gather_bounded, run_call_state, run_model_calls
 from clineval.data.tcm_norm import NormTable
 from clineval.data.tcm_sd import TcmRecord
 from clineval.models.llm_base import ChatError, ChatModel, ChatRequest
@@ -88,5 +87,5 @@ def predict_llm(
     todo: list[tuple[str, TcmRecord]],
     fields: tuple[str, ...],
 ) -> None:
-    counters = asyncio.run(_run(ctx, labels, norm, todo, fields))
+    counters = run_model_calls(_run(ctx, labels, norm, todo, fields))
     ctx.note(TASK, "llm", {"template_version": TEMPLATE_VERSION, **counters})

@@ -17,7 +17,7 @@ import time
 from contextlib import AsyncExitStack
 from typing import Any
 
-from clineval.concurrency import gather_bounded, run_call_state
+from clineval.concurrency import gather_bounded, run_call_state, run_model_calls
 from clineval.data.clinconsensus import Case, load_verdicts, verdict_key
 from clineval.judge.prompt import CANDIDATE_TEMPLATE_VERSION, JudgePrompt, candidate_messages
 from clineval.judge.run import FormatLadder, judge_criterion
@@ -251,5 +251,5 @@ def predict(ctx: Any, data: Data, prompt: JudgePrompt) -> None:
     if data.verdicts_path is not None:
         import_verdicts(ctx, data)
         return
-    counters = asyncio.run(_predict(ctx, data, prompt))
+    counters = run_model_calls(_predict(ctx, data, prompt))
     ctx.note(TASK, "progress", counters)
