@@ -134,6 +134,8 @@ def main() -> None:
             str(out),
         ]
         code, wall, cpu = run_once(argv)
+        manifest = json.loads((out / "manifest.json").read_text("utf-8"))
+        phases = manifest["tasks"]["clinconsensus"]["phase_seconds"]
         requests = stub.stats()["requests"]
         calls = args.cases * (1 + args.criteria)
         judge_calls = args.cases * args.criteria
@@ -150,6 +152,11 @@ def main() -> None:
     print(
         f"first run: wall {wall:.2f} s, ideal {ideal:.2f} s "
         f"({calls} / {args.concurrency} * {args.latency} s), ratio {wall / ideal:.3f}"
+    )
+    print(
+        f"  of which the predict phase (all model calls): {phases['predict']:.2f} s, ratio "
+        f"{phases['predict'] / ideal:.3f}; load {phases['load']:.2f} s, evaluate "
+        f"{phases['evaluate']:.2f} s; the rest is start-up and writing the run files"
     )
     print(f"harness CPU: {cpu:.2f} s total, {1000 * cpu / calls:.3f} ms per call")
     print(f"rerun from the store: wall {wall2:.2f} s, CPU {cpu2:.2f} s")

@@ -141,15 +141,20 @@ def _execute(config: RunConfig, output_dir: Path, *, predict: bool) -> dict[str,
             for name in config.tasks:
                 task = get_task(name)
                 started = time.time()
+                phases: dict[str, float] = {}
                 data = task.load(ctx)
+                phases["load"] = time.time()
                 if predict:
                     task.predict(ctx, data)
+                    phases["predict"] = time.time()
                 result: TaskResult = task.evaluate(ctx, data)
+                phases["evaluate"] = time.time()
                 results[name] = result.metrics
                 samples[name] = result.samples
                 manifest["tasks"][name] = {
                     **ctx.manifest_notes.get(name, {}),
                     "seconds": round(time.time() - started, 3),
+                    "phase_seconds": _phase_seconds(started, phases),
                 }
                 failures.extend(f"{name}: {msg}" for msg in result.errors)
                 _write_outputs(output_dir, results, samples)
@@ -166,6 +171,15 @@ def _execute(config: RunConfig, output_dir: Path, *, predict: bool) -> dict[str,
     if failures:
         raise TaskFailures("; ".join(failures))
     return results
+
+
+def _phase_seconds(started: float, ends: dict[str, float]) -> dict[str, float]:
+    """Wall seconds of each phase, from the time each one ended (in order)."""
+    out, previous = {}, started
+    for phase, end in ends.items():
+        out[phase] = round(end - previous, 3)
+        previous = end
+    return out
 
 
 def run(config: RunConfig, output_dir: Path) -> dict[str, Any]:

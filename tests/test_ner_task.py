@@ -76,6 +76,11 @@ def test_crf_run_writes_results_samples_and_manifest(crf_run: Path) -> None:
     assert notes["test_split"]["spans"] == 960  # the published test gold count
     assert notes["crf_trained_now"] is True
     assert notes["crf_train_documents"] == 593  # the NCBI train split
+    phases = notes["phase_seconds"]
+    assert list(phases) == ["load", "predict", "evaluate"]
+    assert all(v >= 0 for v in phases.values())
+    assert sum(phases.values()) == pytest.approx(notes["seconds"], abs=0.01)
+    assert phases["predict"] > phases["evaluate"]  # training the CRF is the long part
     rows = [json.loads(line) for line in (crf_run / "samples.jsonl").read_text().splitlines()]
     assert len(rows) == 10
     row = rows[0]
