@@ -14,9 +14,9 @@ What every call goes through, in order:
   5. bounded retries (`ctx.config.max_retries`) with jittered exponential backoff on 429, 408,
      409, 425, 5xx, timeouts, connection errors and malformed bodies, honouring Retry-After; other
      4xx fails at once as ChatError("bad_request"); exhausted retries -> ChatError(kind);
-  6. the finished call is committed to the store before chat() returns (calls finishing in the
-     same event-loop turn share one commit; request without any key; response text, model,
-     finish reason, temperature, seed, system_fingerprint; token usage).
+  6. the finished call is committed to the store before chat() returns (calls finishing close
+     together share one commit, made in a worker thread; request without any key; response
+     text, model, finish reason, temperature, seed, system_fingerprint; token usage).
 
 Transport. The request and response are the OpenAI chat-completions wire format, the same
 that the `openai` SDK sends. The default transport posts it with one pooled aiohttp session:
