@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -148,7 +149,9 @@ def test_missing_checkpoint_is_an_input_error(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_cli_hf_run_with_model_tokenizer_metric(tmp_path: Path, data_root: Path) -> None:
+def test_cli_hf_run_with_model_tokenizer_metric(
+    tmp_path: Path, data_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     # I-condition wins everywhere: each document is one predicted span from its first to its
     # last word, so every token is predicted "condition" and the expected scores follow from
     # the gold labels alone (naive reference + sklearn, over either tokenization).
@@ -192,3 +195,11 @@ def test_cli_hf_run_with_model_tokenizer_metric(tmp_path: Path, data_root: Path)
     assert "token_model_tokens" in results["per_type"]["condition"]
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["tasks"]["ner:ncbi"]["hf_label_map"]["labels"]["B-condition"] == "B-condition"
+
+    # A document without a stored prediction: its model tokens are unknown, and the error
+    # says so (not that hf:PATH has no tokenizer).
+    with sqlite3.connect(out / "store.sqlite") as conn:
+        conn.execute("DELETE FROM records WHERE kind = 'prediction' AND key = ?", (rows[0]["id"],))
+    capsys.readouterr()
+    assert main(["score", str(out)]) == 2
+    assert "1 document(s) have no stored prediction" in capsys.readouterr().err

@@ -268,6 +268,12 @@ class NerTask(Task):
                 model_tokens.append([(int(s), int(e)) for s, e in tokens])
         use_model_tokens = _model_tokenizer(ctx)
         if use_model_tokens and model_tokens is None:
+            if ctx.model.backend == "hf" and missing:
+                raise InputError(
+                    f"--option {TOKENIZER_OPTION}=model: {missing} document(s) have no stored "
+                    f"prediction of {ctx.model.label}, so their model tokens are unknown; run "
+                    "the same `clineval run` again to predict them"
+                )
             raise InputError(
                 f"--option {TOKENIZER_OPTION}=model needs a model with its own tokenizer "
                 f"(hf:PATH); {ctx.model.label} stored no model tokens"
