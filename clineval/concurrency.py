@@ -169,6 +169,8 @@ async def gather_bounded(state: RunCallState, coros: Iterable[Coroutine[Any, Any
             task.cancel()
         if running:
             await asyncio.gather(*running, return_exceptions=True)
+        if finished.done() and not finished.cancelled():
+            finished.exception()  # seen (if we were cancelled first, nobody else will look)
     return results
 
 

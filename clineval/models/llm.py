@@ -425,9 +425,6 @@ class HTTPChatModel:
         self.stats: ModelCallStats = state.model_stats(f"{label} ({role})")
 
     # -- cache ---------------------------------------------------------------------------------
-    def cache_key(self, request: ChatRequest) -> str:
-        return hash_text(canonical_json(request.cache_payload(self.label)))
-
     @staticmethod
     def _from_stored(stored: Mapping[str, Any], cached: bool) -> ChatResponse:
         resp = stored["response"]
