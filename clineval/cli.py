@@ -66,6 +66,59 @@ def print_results(results: dict[str, Any]) -> None:
             stdout.print(f"{task}: {note}", style="bold yellow", markup=False)
 
 
+def _money(value: float | None) -> str:
+    return "-" if value is None else f"${value:,.2f}"
+
+
+def print_plan(summary: dict[str, Any]) -> None:
+    """The table of `clineval run --dry-run`."""
+    from clineval.plan import UNBOUNDED_REPLY_TOKENS
+
+    table = Table(title="model calls this run would make (dry run: none made)")
+    table.add_column("task / role / model")
+    for column in ("send", "stored", "~prompt tok", "max out tok", "cost"):
+        table.add_column(column, justify="right")
+    for row in summary["rows"]:
+        unbounded = row["unbounded_replies"]
+        ceiling = f"{row['max_completion_tokens']:,}"
+        table.add_row(
+            f"{row['task']} {row['role']}\n{row['model']}",
+            f"{row['to_send']:,}",
+            f"{row['stored']:,}",
+            f"{row['prompt_tokens']:,}",
+            ceiling + (f"\n+{unbounded:,} unbounded" if unbounded else ""),
+            f"{_money(row['cost_low'])}-\n{_money(row['cost_high'])}"
+            if row["cost_low"] is not None
+            else "-",
+        )
+    stdout.print(table)
+    if not summary["rows"]:
+        stdout.print("no model calls: the model of this run is not a chat model")
+        return
+    total_cost = (
+        f"{_money(summary['cost_low'])} .. {_money(summary['cost_high'])}"
+        if summary["cost_low"] is not None
+        else "unknown (give --price-table for every model)"
+    )
+    stdout.print(
+        f"total: {summary['to_send']:,} calls to send, {summary['stored']:,} already stored; "
+        f"~{summary['prompt_tokens']:,} prompt tokens, at most "
+        f"{summary['max_completion_tokens']:,} completion tokens; cost {total_cost}"
+    )
+    bounded = sum(r["bounded_prompts"] for r in summary["rows"])
+    stdout.print(
+        "prompt tokens are estimated (1 per CJK character, 1 per 4 other characters)"
+        + (
+            f"; {bounded:,} judge prompts hold answers not made yet, counted at the candidate's"
+            f" max_tokens ({UNBOUNDED_REPLY_TOKENS:,} without --max-tokens)"
+            if bounded
+            else ""
+        )
+        + "; retries are not counted",
+        style="dim",
+    )
+
+
 @app.command()
 def run(
     tasks: Annotated[list[str], typer.Argument(help="Task names, see `clineval tasks`.")],
@@ -92,9 +145,16 @@ def run(
     option: Annotated[
         list[str] | None, typer.Option("--option", help="Task option KEY=VALUE.")
     ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run", help="Count and price the model calls the run would make; call none."
+        ),
+    ] = False,
 ) -> None:
     """Run TASK... with a model; rerun with the same --output-dir to resume."""
     from clineval.config import RunConfig
+    from clineval.runner import plan as plan_tasks
     from clineval.runner import run as run_tasks
 
     if concurrency < 1:
@@ -130,6 +190,9 @@ def run(
         price_table=price_table,
         options=options,
     )
+    if dry_run:
+        print_plan(plan_tasks(config, output_dir))
+        return
     results = run_tasks(config, output_dir)
     print_results(results)
     stdout.print(f"run directory: {output_dir}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -185,6 +186,29 @@ def _phase_seconds(started: float, ends: dict[str, float]) -> dict[str, float]:
 def run(config: RunConfig, output_dir: Path) -> dict[str, Any]:
     """Run (or resume) every task of the config into output_dir."""
     return _execute(config, output_dir, predict=True)
+
+
+def plan(config: RunConfig, output_dir: Path) -> dict[str, Any]:
+    """The model calls `run` would make (clineval run --dry-run): counted, estimated, priced.
+
+    Reads an existing run store to leave out what is stored, and changes nothing in it (a run
+    directory without a store gets none: an empty one in a temporary directory stands in).
+    """
+    from clineval.models.usage import load_price_table
+    from clineval.plan import CallPlan, plan_summary
+    from clineval.store import STORE_FILENAME
+
+    prices = load_price_table(config.price_table)
+    _check_resume_compatible(output_dir, config)
+    with tempfile.TemporaryDirectory(prefix="clineval-plan-") as empty:
+        existing = output_dir / STORE_FILENAME
+        with RunStore(existing if existing.is_file() else Path(empty) / STORE_FILENAME) as store:
+            ctx = _make_context(config, output_dir, store)
+            calls = CallPlan(store)
+            for name in config.tasks:
+                task = get_task(name)
+                task.plan(ctx, task.load(ctx), calls)
+    return plan_summary(calls.rows(), prices)
 
 
 def score(output_dir: Path, data_dir: str | None = None) -> dict[str, Any]:

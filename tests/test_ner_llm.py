@@ -4,6 +4,7 @@ path over HTTP against the scripted stub server, and the real llama.cpp server (
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -201,3 +202,32 @@ def test_llamacpp_extraction_end_to_end(tmp_path: Path, data_root: Path, gguf: P
     with RunStore.in_dir(out) as store:
         assert store.count_calls() == calls
     assert _results(out) == results
+
+
+def test_dry_run_plans_exactly_the_calls_the_run_makes(
+    tmp_path: Path, data_root: Path, stub: Any
+) -> None:
+    from clineval.config import RunConfig
+    from clineval.runner import plan
+
+    config = RunConfig(
+        tasks=["ner:ncbi"],
+        model=f"openai:stub@{stub.base_url}",
+        data_dir=str(data_root),
+        limit=2,
+        max_retries=0,
+    )
+    stub.reset()
+    stub.script([], default={"do": "ok", "content": '{"entities": []}'})
+    out = tmp_path / "run"
+    (before,) = plan(config, out)["rows"]
+    assert (before["to_send"], before["stored"]) == (2, 0) and not out.exists()
+    argv = ["run", "ner:ncbi", "--model", f"openai:stub@{stub.base_url}", "--output-dir"]
+    argv += [str(out), "--data-dir", str(data_root), "--limit", "2", "--max-retries", "0"]
+    assert main(argv) == 0
+    assert stub.stats()["requests"] == 2
+    # the run sent the planned requests: each is now found in the store by its key
+    with sqlite3.connect(out / "store.sqlite") as conn:
+        conn.execute("DELETE FROM records WHERE kind = 'prediction'")
+    (after,) = plan(config, out)["rows"]
+    assert (after["to_send"], after["stored"]) == (0, 2)

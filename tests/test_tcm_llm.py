@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ import pytest
 from llm_stub_server import StubServer
 
 from clineval.cli import main
+from clineval.config import RunConfig
 from clineval.data.tcm_synth import write_synthetic
 from clineval.store import RunStore
 
@@ -105,3 +107,35 @@ def test_llamacpp_zero_shot_end_to_end(tmp_path: Path, fixture_root: Path, gguf:
         (record,) = store.records("tcm-sd", "prediction").values()
     assert isinstance(record["raw_output"], str)
     assert record["parse"] in ("exact", "normalized", "found", "invalid")
+
+
+def test_dry_run_plans_exactly_the_calls_the_run_makes(
+    tmp_path: Path, fixture_root: Path, stub: Any
+) -> None:
+    from clineval.runner import plan
+
+    def planned(out: Path) -> dict[str, Any]:
+        config = RunConfig(
+            tasks=["tcm-sd"],
+            model=f"openai:stub@{stub.base_url}",
+            data_dir=str(fixture_root),
+            limit=4,
+            max_retries=0,
+        )
+        (row,) = plan(config, out)["rows"]
+        return dict(row)
+
+    stub.reset()
+    stub.script([], default={"do": "ok", "content": "气虚血瘀证"})
+    out = tmp_path / "run"
+    before = planned(out)
+    assert (before["to_send"], before["stored"], before["role"]) == (4, 0, "candidate")
+    assert before["prompt_tokens"] > 4 * 148 * 3  # every prompt lists the 148 labels
+    assert not out.exists() and stub.stats()["requests"] == 0
+    assert main(_argv(stub, fixture_root, out, 4)) == 0
+    assert stub.stats()["requests"] == 4
+    # the run sent the planned requests: each is now found in the store by its key
+    with sqlite3.connect(out / "store.sqlite") as conn:
+        conn.execute("DELETE FROM records WHERE kind = 'prediction'")
+    after = planned(out)
+    assert (after["to_send"], after["stored"], after["prompt_tokens"]) == (0, 4, 0)

@@ -106,6 +106,25 @@ def _add_usage(total: dict[str, int], usage: dict[str, int]) -> None:
             total[name] = total.get(name, 0) + value
 
 
+def judge_request(
+    messages: tuple[tuple[str, str], ...],
+    template_version: str,
+    level: str,
+    seed: int,
+    max_tokens: int | None,
+    parse_failures: int = 0,
+) -> ChatRequest:
+    """The judge call after `parse_failures` unparseable replies, at ladder `level`."""
+    return ChatRequest(
+        messages=messages,
+        temperature=0.0 if parse_failures == 0 else RETRY_TEMPERATURE,
+        max_tokens=max_tokens,
+        seed=seed + parse_failures,
+        response_format=response_format(level),
+        template_version=template_version,
+    )
+
+
 async def judge_criterion(
     model: ChatModel,
     prompt: JudgePrompt,
@@ -125,14 +144,7 @@ async def judge_criterion(
     last_text = ""
     while parse_failures <= parse_retries:
         level = ladder.level
-        request = ChatRequest(
-            messages=messages,
-            temperature=0.0 if parse_failures == 0 else RETRY_TEMPERATURE,
-            max_tokens=max_tokens,
-            seed=seed + parse_failures,
-            response_format=response_format(level),
-            template_version=prompt.version,
-        )
+        request = judge_request(messages, prompt.version, level, seed, max_tokens, parse_failures)
         outcome.attempts += 1
         outcome.format = level
         try:

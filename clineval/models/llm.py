@@ -48,10 +48,15 @@ import orjson
 from clineval.concurrency import ModelCallStats, RunCallState, run_call_state
 from clineval.errors import InputError
 from clineval.models.llamacpp_server import LlamaCppServer, LlamaCppSettings, check_gguf
-from clineval.models.llm_base import ChatError, ChatModel, ChatRequest, ChatResponse
+from clineval.models.llm_base import (
+    ChatError,
+    ChatModel,
+    ChatRequest,
+    ChatResponse,
+    request_key,
+)
 from clineval.models.spec import ModelSpec
 from clineval.secrets import redact
-from clineval.store import canonical_json, hash_text
 
 if TYPE_CHECKING:
     from clineval.tasks.base import RunContext
@@ -439,9 +444,7 @@ class HTTPChatModel:
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
         self.stats.requests += 1
-        # Encoded once: hashed for the key here, stored as the call's request by _record.
-        request_json = canonical_json(request.cache_payload(self.label))
-        key = hash_text(request_json)
+        request_json, key = request_key(request, self.label)  # the JSON is stored by _record
         stored = self._store.get_call(key)
         if stored is not None:
             self.stats.cache_hits += 1

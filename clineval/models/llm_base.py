@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from clineval.store import canonical_json, hash_text
+
 
 @dataclass(frozen=True)
 class ChatRequest:
@@ -32,6 +34,13 @@ class ChatRequest:
             "response_format": self.response_format,
             "template_version": self.template_version,
         }
+
+
+def request_key(request: ChatRequest, model_label: str) -> tuple[str, str]:
+    """(the request's canonical JSON, its run-store key). Encoded once: the JSON is hashed for
+    the key and is what the store keeps as the call's request."""
+    request_json = canonical_json(request.cache_payload(model_label))
+    return request_json, hash_text(request_json)
 
 
 @dataclass

@@ -239,6 +239,16 @@ class ExtractionSummary:
         }
 
 
+def format_option(ctx: Any) -> str:
+    """The response_format the run asks for (--option ner.response_format)."""
+    from clineval.errors import InputError
+
+    fmt = str(ctx.config.options.get(FORMAT_OPTION, "json_schema"))
+    if fmt not in ("json_schema", "json_object", "none"):
+        raise InputError(f"--option {FORMAT_OPTION}={fmt!r}: use json_schema, json_object, none")
+    return fmt
+
+
 def make_request(ctx: Any, text: str, types: Sequence[str], fmt: str) -> ChatRequest:
     return ChatRequest(
         messages=build_messages(text, types),
@@ -297,13 +307,10 @@ async def _run(
     types: Sequence[str],
     store_one: Callable[[str, dict[str, Any]], None],
 ) -> dict[str, Any]:
-    from clineval.errors import InputError
     from clineval.models.llm import open_chat_model
     from clineval.progress import counters_of, task_progress
 
-    fmt = ctx.config.options.get(FORMAT_OPTION, "json_schema")
-    if fmt not in ("json_schema", "json_object", "none"):
-        raise InputError(f"--option {FORMAT_OPTION}={fmt!r}: use json_schema, json_object, none")
+    fmt = format_option(ctx)
     summary = ExtractionSummary(response_format=fmt)
     async with open_chat_model(ctx.model, ctx, "candidate") as model:
         with task_progress(f"{task} extraction", len(documents)) as progress:

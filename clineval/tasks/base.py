@@ -13,11 +13,14 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clineval.config import RunConfig
 from clineval.models.spec import ModelSpec
 from clineval.store import RunStore
+
+if TYPE_CHECKING:
+    from clineval.plan import CallPlan
 
 
 @dataclass
@@ -74,3 +77,9 @@ class Task(ABC):
     @abstractmethod
     def evaluate(self, ctx: RunContext, data: Any) -> TaskResult:
         """Score stored outputs. Must not call any model."""
+
+    def plan(self, ctx: RunContext, data: Any, calls: CallPlan) -> None:
+        """List the model calls `predict` would make to `calls` (clineval run --dry-run),
+        building each request as predict does. Must not call a model or write anything.
+        Tasks whose model is not a chat model add nothing."""
+        return None

@@ -16,6 +16,7 @@ from typing import Any
 
 from clineval.data.clinconsensus import OFFICIAL_RELATIVE_PATH
 from clineval.judge.prompt import load_judge_prompt
+from clineval.plan import CallPlan
 from clineval.tasks.base import DataFileStatus, RunContext, Task, TaskResult
 from clineval.tasks.clinconsensus_common import TASK, Data, load_data
 
@@ -41,6 +42,11 @@ class ClinConsensusTask(Task):
         from clineval.tasks.clinconsensus_predict import predict
 
         predict(ctx, data, load_judge_prompt(ctx.config.judge_prompt))
+
+    def plan(self, ctx: RunContext, data: Any, calls: CallPlan) -> None:
+        from clineval.tasks.clinconsensus_predict import plan_calls
+
+        plan_calls(ctx, data, load_judge_prompt(ctx.config.judge_prompt), calls)
 
     def evaluate(self, ctx: RunContext, data: Any) -> TaskResult:
         from clineval.tasks.clinconsensus_score import evaluate

@@ -20,8 +20,9 @@ from typing import Any
 from clineval.concurrency import gather_bounded, run_call_state, run_model_calls
 from clineval.data.clinconsensus import Case, load_verdicts, verdict_key
 from clineval.judge.prompt import CANDIDATE_TEMPLATE_VERSION, JudgePrompt, candidate_messages
-from clineval.judge.run import FormatLadder, judge_criterion
+from clineval.judge.run import FORMAT_LEVELS, FormatLadder, judge_criterion, judge_request
 from clineval.models.llm_base import ChatError, ChatModel, ChatRequest
+from clineval.plan import UNBOUNDED_REPLY_TOKENS, CallPlan
 from clineval.progress import TaskProgress, task_progress
 from clineval.tasks.clinconsensus_common import (
     ANSWER_KIND,
@@ -100,6 +101,26 @@ class BufferedRecords:
         self._since = time.monotonic()
 
 
+def candidate_request(config: Any, case: Case) -> ChatRequest:
+    return ChatRequest(
+        messages=candidate_messages(case.query),
+        temperature=config.temperature,
+        max_tokens=config.max_tokens,
+        seed=config.seed,
+        template_version=CANDIDATE_TEMPLATE_VERSION,
+    )
+
+
+def ladder_meta_key(judge_label: str, prompt: JudgePrompt) -> str:
+    # Remembered per (judge, prompt version): a resumed run starts where this one ended.
+    return f"{TASK}.response_format:{judge_label}:{prompt.version}"
+
+
+def stored_ladder_level(store: Any, judge_label: str, prompt: JudgePrompt) -> str:
+    level = store.get_meta(ladder_meta_key(judge_label, prompt))
+    return level if isinstance(level, str) and level in FORMAT_LEVELS else FORMAT_LEVELS[0]
+
+
 class _Flow:
     """The state of one predict step (models, prompt, stored records, progress)."""
 
@@ -125,11 +146,9 @@ class _Flow:
         self.writer = BufferedRecords(self.store)
 
     def _ladder(self, label: str) -> FormatLadder:
-        # Remembered per (judge, prompt version): a resumed run starts where this one ended.
-        meta_key = f"{TASK}.response_format:{label}:{self.prompt.version}"
-        start = self.store.get_meta(meta_key)
+        meta_key = ladder_meta_key(label, self.prompt)
         return FormatLadder(
-            start if isinstance(start, str) else "json_schema",
+            stored_ladder_level(self.store, label, self.prompt),
             on_change=lambda level: self.store.set_meta(meta_key, level),
         )
 
@@ -138,14 +157,7 @@ class _Flow:
         if stored is not None and stored.get("text") is not None:
             self.progress.advance(cached=True)
             return str(stored["text"])
-        config = self.ctx.config
-        request = ChatRequest(
-            messages=candidate_messages(case.query),
-            temperature=config.temperature,
-            max_tokens=config.max_tokens,
-            seed=config.seed,
-            template_version=CANDIDATE_TEMPLATE_VERSION,
-        )
+        request = candidate_request(self.ctx.config, case)
         record: dict[str, Any] = {"model": self.candidate.label}
         try:
             reply = await self.candidate.chat(request)
@@ -253,3 +265,42 @@ def predict(ctx: Any, data: Data, prompt: JudgePrompt) -> None:
         return
     counters = run_model_calls(_predict(ctx, data, prompt))
     ctx.note(TASK, "progress", counters)
+
+
+def plan_calls(ctx: Any, data: Data, prompt: JudgePrompt, calls: CallPlan) -> None:
+    """The calls `predict` would make, for `clineval run --dry-run` (nothing sent or written).
+
+    A judge call's prompt holds the candidate's answer: exact when the answer is stored,
+    else counted with the candidate's max_tokens (or UNBOUNDED_REPLY_TOKENS) in its place.
+    """
+    if data.verdicts_path is not None:
+        return
+    candidate = ctx.model.label
+    answers = ctx.store.records(TASK, ANSWER_KIND)
+    verdicts = {label: ctx.store.records(TASK, verdict_kind(label)) for label in data.judges}
+    levels = {label: stored_ladder_level(ctx.store, label, prompt) for label in data.judges}
+    opts, seed = data.options, ctx.config.seed
+    answer_bound = ctx.config.max_tokens or UNBOUNDED_REPLY_TOKENS
+    for case in data.cases:
+        answer = (answers.get(case.case_id) or {}).get("text")
+        if answer is None:
+            request = candidate_request(ctx.config, case)
+            stored = calls.add(TASK, "candidate", candidate, request)
+            if stored is not None:  # called before, its record not written: the cache has it
+                answer = stored["response"]["text"]
+        else:
+            calls.add_stored(TASK, "candidate", candidate, 1)
+        for label in data.judges:
+            for rubric in case.rubrics[: data.n_criteria]:
+                key = verdict_key(case.case_id, rubric.criterion_id)
+                if usable_verdict(verdicts[label].get(key), prompt):
+                    calls.add_stored(TASK, "judge", label, 1)
+                    continue
+                messages = prompt.messages(case.query, answer or "", rubric.criterion)
+                request = judge_request(
+                    messages, prompt.version, levels[label], seed, opts.judge_max_tokens
+                )
+                if answer is None:
+                    calls.add_bounded(TASK, "judge", label, request, answer_bound)
+                else:
+                    calls.add(TASK, "judge", label, request)

@@ -29,6 +29,7 @@ from typing import Any
 
 from clineval.data.ner_types import DATASET_TYPES, NerDocument, PreparedSplit, Span
 from clineval.errors import InputError
+from clineval.plan import CallPlan
 from clineval.progress import make_progress
 from clineval.tasks.base import DataFileStatus, RunContext, Task, TaskResult
 
@@ -147,6 +148,21 @@ class NerTask(Task):
             self._predict_llm(ctx, todo)
         else:  # pragma: no cover - ModelSpec.parse rejects other backends
             raise InputError(f"{ctx.model.label} cannot run {self.name}")
+
+    def plan(self, ctx: RunContext, data: NerData, calls: CallPlan) -> None:
+        if ctx.model.backend not in ("openai", "llamacpp"):
+            return
+        from clineval.models.ner_llm import format_option, make_request
+
+        fmt = format_option(ctx)
+        stored = ctx.store.records(self.name, PREDICTION)
+        label = ctx.model.label
+        for doc in data.documents:
+            if doc.id in stored:
+                calls.add_stored(self.name, "candidate", label, 1)
+            else:
+                request = make_request(ctx, doc.text, self.types, fmt)
+                calls.add(self.name, "candidate", label, request)
 
     def _put(self, ctx: RunContext, rows: list[tuple[str, dict[str, Any]]]) -> None:
         if rows:

@@ -48,6 +48,7 @@ from clineval.datapaths import resolve_data_root
 from clineval.errors import InputError
 from clineval.metrics import classification as cls
 from clineval.metrics.bootstrap import DEFAULT_RESAMPLES
+from clineval.plan import CallPlan
 from clineval.progress import task_progress, track
 from clineval.shard import select_shard
 from clineval.store import stable_hash
@@ -531,6 +532,17 @@ class TcmSdTask(Task):
 
     def predict(self, ctx: RunContext, data: TcmData) -> None:
         predict_data(ctx, data)
+
+    def plan(self, ctx: RunContext, data: TcmData, calls: CallPlan) -> None:
+        if ctx.model.backend not in ("openai", "llamacpp"):
+            return
+        from clineval.models.tcm_llm import make_request
+
+        fields, label = _fields(ctx), ctx.model.label
+        todo = pending(ctx, data)
+        calls.add_stored(TASK, "candidate", label, len(data.records) - len(todo))
+        for _, record in todo:
+            calls.add(TASK, "candidate", label, make_request(ctx, record, data.labels, fields))
 
     def evaluate(self, ctx: RunContext, data: TcmData) -> TaskResult:
         return evaluate_data(ctx, data)

@@ -1,0 +1,140 @@
+"""`clineval run --dry-run`: the model calls a run would make, before it makes any.
+
+Each LLM task lists the requests it would send (built by the same code that sends them) to a
+`CallPlan`; the plan looks each one up in the run store, so a resumed run counts only what is
+left, and totals calls, estimated prompt tokens, the completion-token ceiling (max_tokens) and,
+with a price table, a cost range. Nothing is sent and nothing is written.
+
+Prompt tokens are an estimate without the model's tokenizer: one token per CJK character and
+one per four other characters (Chinese text is ~1-1.5 tokens a character in common
+tokenizers; English ~4 characters a token). Calls whose prompt contains an answer that does
+not exist yet (a ClinConsensus judge call before the candidate has answered) are counted with
+the candidate's max_tokens in place of the answer: an upper bound. Retries are not counted.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from clineval.models.llm_base import ChatRequest, request_key
+from clineval.models.usage import PriceTable, find_price
+
+# CJK ideographs (basic + extension A + compatibility), kana, hangul and CJK punctuation /
+# full-width forms: roughly one token each.
+_WIDE = re.compile(
+    "[\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]"
+)
+
+
+# Length assumed for a reply that has no max_tokens, where a prompt will contain it.
+UNBOUNDED_REPLY_TOKENS = 2048
+
+
+def estimate_tokens(text: str) -> int:
+    """Rough token count: 1 per CJK character, 1 per 4 other characters (rounded up)."""
+    wide = len(_WIDE.findall(text))
+    narrow = len(text) - wide
+    return wide + (narrow + 3) // 4
+
+
+def request_tokens(request: ChatRequest) -> int:
+    """Estimated prompt tokens of a chat request (messages + ~4 tokens of framing each)."""
+    return sum(estimate_tokens(content) + 4 for _, content in request.messages)
+
+
+@dataclass
+class PlannedCalls:
+    """The calls of one (task, role, model) that a run would make."""
+
+    task: str
+    role: str  # "candidate" or "judge"
+    model: str  # model label (no URL, no key)
+    to_send: int = 0  # first attempts the run still has to make
+    stored: int = 0  # answered by the run store: free
+    prompt_tokens: int = 0  # estimated, of the calls to send
+    max_completion_tokens: int = 0  # ceiling: max_tokens of each call to send
+    bounded_prompts: int = 0  # of the calls to send: prompt estimated with an upper bound
+    unbounded_replies: int = 0  # of the calls to send: no max_tokens, no completion ceiling
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+class CallPlan:
+    """Collects the requests tasks would send; tells stored calls from calls to make."""
+
+    def __init__(self, store: Any):
+        self._store = store
+        self._rows: dict[tuple[str, str, str], PlannedCalls] = {}
+
+    def _row(self, task: str, role: str, model: str) -> PlannedCalls:
+        key = (task, role, model)
+        if key not in self._rows:
+            self._rows[key] = PlannedCalls(task, role, model)
+        return self._rows[key]
+
+    def add(self, task: str, role: str, model: str, request: ChatRequest) -> dict[str, Any] | None:
+        """One request that the run would send; returns the stored call if the store has it
+        (then it is free), else None."""
+        row = self._row(task, role, model)
+        _, key = request_key(request, model)
+        stored: dict[str, Any] | None = self._store.get_call(key)
+        if stored is not None:
+            row.stored += 1
+            return stored
+        row.to_send += 1
+        row.prompt_tokens += request_tokens(request)
+        row.max_completion_tokens += request.max_tokens or 0
+        if request.max_tokens is None:
+            row.unbounded_replies += 1
+        return None
+
+    def add_bounded(
+        self, task: str, role: str, model: str, request: ChatRequest, unknown_tokens: int
+    ) -> None:
+        """A request whose prompt will also hold `unknown_tokens` tokens not known yet."""
+        row = self._row(task, role, model)
+        row.to_send += 1
+        row.bounded_prompts += 1
+        row.prompt_tokens += request_tokens(request) + unknown_tokens
+        row.max_completion_tokens += request.max_tokens or 0
+        if request.max_tokens is None:
+            row.unbounded_replies += 1
+
+    def add_stored(self, task: str, role: str, model: str, n: int) -> None:
+        """Calls whose results the task already keeps (e.g. stored verdicts): no request."""
+        self._row(task, role, model).stored += n
+
+    def rows(self) -> list[PlannedCalls]:
+        return list(self._rows.values())
+
+
+def plan_summary(rows: list[PlannedCalls], prices: PriceTable) -> dict[str, Any]:
+    """Rows as dicts with a cost range where a price is known, and the totals."""
+    out = []
+    total_low = total_high = 0.0
+    priced_all = True
+    for row in rows:
+        item = row.as_dict()
+        price = find_price(prices, row.model)
+        if price is None:
+            item["cost_low"] = item["cost_high"] = None
+            priced_all = priced_all and row.to_send == 0
+        else:
+            # low: prompts only; high: every call writes its whole max_tokens
+            item["cost_low"] = price.cost(row.prompt_tokens, 0)
+            item["cost_high"] = price.cost(row.prompt_tokens, row.max_completion_tokens)
+            total_low += item["cost_low"]
+            total_high += item["cost_high"]
+        out.append(item)
+    return {
+        "rows": out,
+        "to_send": sum(r.to_send for r in rows),
+        "stored": sum(r.stored for r in rows),
+        "prompt_tokens": sum(r.prompt_tokens for r in rows),
+        "max_completion_tokens": sum(r.max_completion_tokens for r in rows),
+        "cost_low": total_low if priced_all else None,
+        "cost_high": total_high if priced_all else None,
+    }
