@@ -319,19 +319,29 @@ def data_synth(
         stdout.print(f"wrote {path}")
 
 
+INTERRUPTED = 130  # the shell's code for a process stopped by SIGINT
+_INTERRUPTED_MESSAGE = (
+    "aborted (interrupted): every model call that finished is in the run store; "
+    "run the same command again to resume"
+)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     err = Console(stderr=True)
     try:
         # Without standalone mode click returns a `typer.Exit(code)` as the call's value.
         result = app(args=args, standalone_mode=False, prog_name="clineval")
+        if result == INTERRUPTED:  # typer's answer to Ctrl-C (KeyboardInterrupt) here
+            err.print(_INTERRUPTED_MESSAGE, markup=False)
+            return INTERRUPTED
         if isinstance(result, int) and not isinstance(result, bool):
             return result
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
-    except click.exceptions.Abort:
-        err.print("aborted")
-        return 130
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        err.print(_INTERRUPTED_MESSAGE, markup=False)
+        return INTERRUPTED
     except click.ClickException as exc:
         exc.show()
         return 2

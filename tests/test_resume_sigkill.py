@@ -136,3 +136,42 @@ def test_sigkill_mid_run_then_resume(tmp_path: Path, stub: StubServer) -> None:
 
     # 4. The final results equal the uninterrupted run's.
     assert read_json(out / RESULTS) == read_json(tmp_path / "reference" / RESULTS)
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_promptly_with_a_stopped_manifest_then_resume(
+    tmp_path: Path, stub: StubServer
+) -> None:
+    """SIGINT (Ctrl-C) mid-run: exit 130 within seconds, the manifest says why it stopped,
+    every call that finished is in the store, and the resumed run asks none of them again."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    stub.reset()
+    stub.script([], default={"do": "ok", "latency": 0.05})
+    out = tmp_path / "interrupted"
+    store_path = out / STORE_FILENAME
+    proc = subprocess.Popen(
+        _command(stub, out, 4), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    deadline = time.monotonic() + 120
+    while _count_calls(store_path) < KILL_AFTER_CALLS and time.monotonic() < deadline:
+        assert proc.poll() is None, "the run finished before it could be interrupted"
+        time.sleep(0.02)
+    interrupted_at = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    stopped_in = time.monotonic() - interrupted_at
+    assert proc.returncode == 130, err.decode()[-2000:]
+    assert "aborted" in err.decode()
+    assert stopped_in < 10  # in-flight calls are cancelled, not awaited to the end
+    manifest = read_json(out / "manifest.json")
+    assert manifest["status"].startswith("stopped: KeyboardInterrupt")
+    finished = _stored_stub_keys(store_path)
+    assert len(finished) >= KILL_AFTER_CALLS
+
+    stub.script([], default={"do": "ok", "latency": 0.0})
+    resumed = subprocess.run(_command(stub, out, 4), env=env, capture_output=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr.decode()[-2000:]
+    by_key = stub.stats()["by_key"]
+    assert {k for k in finished if by_key.get(k, 0) != 1} == set()
+    assert len(by_key) == 12 * (1 + 30)
+    assert read_json(out / "manifest.json")["status"] == "finished"
