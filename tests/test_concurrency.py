@@ -130,3 +130,23 @@ def test_model_calls_run_on_uvloop_unless_turned_off(monkeypatch: pytest.MonkeyP
     loop_type, _ = run_model_calls(loop_and_frozen())
     assert not issubclass(loop_type, uvloop.Loop)
     assert issubclass(loop_type, asyncio.BaseEventLoop)
+
+
+def test_an_error_in_the_generator_cancels_what_it_started() -> None:
+    state = RunCallState(limit=1)
+
+    async def call(i: int) -> int:
+        await asyncio.sleep(10)
+        return i
+
+    def calls():  # type: ignore[no-untyped-def]
+        yield call(0)
+        raise ValueError("bad case file")
+
+    async def main() -> None:
+        with pytest.raises(ValueError, match="bad case file"):
+            await gather_bounded(state, calls())
+        assert asyncio.all_tasks() == {asyncio.current_task()}  # nothing left running
+        assert state.call_budget()._value == BUDGET_PER_SLOT  # tokens all given back
+
+    asyncio.run(main())
