@@ -266,7 +266,7 @@ def test_group_commit_batches_the_calls_that_finish_during_a_commit(tmp_path: Pa
     """One commit at a time, in a worker thread; whatever arrives meanwhile is the next batch."""
     import threading
 
-    from clineval.models.llm import GroupCommit
+    from clineval.models.chat_store import GroupCommit
 
     class SlowStore:
         def __init__(self) -> None:
@@ -304,7 +304,7 @@ def test_group_commit_batches_the_calls_that_finish_during_a_commit(tmp_path: Pa
 
 
 def test_group_commit_writes_a_turns_calls_together(tmp_path: Path) -> None:
-    from clineval.models.llm import GroupCommit
+    from clineval.models.chat_store import GroupCommit
 
     store = RunStore.in_dir(tmp_path)
     writer = GroupCommit(store)

@@ -4,19 +4,15 @@
         response = await model.chat(ChatRequest(messages=(("user", "..."),)))
 
 What every call goes through, in order:
-  1. the run store: key = stable_hash(request.cache_payload(model.label)); a stored answer is
-     returned at once, without HTTP (this is what makes resume and reruns free);
-  2. single flight: an identical request already in the air is awaited, not sent twice;
+  1. the run store, 2. single flight, and last the commit of the finished call: see
+     clineval.models.chat_store (shared with the in-process Hugging Face backend);
   3. the run's ONE concurrency limit (`ctx.config.concurrency`, shared by every model of the
      run, see clineval.concurrency), held only while a request is on the wire, never while
      sleeping between retries;
   4. a replica: the base URL with the fewest requests in flight (ties round-robin);
   5. bounded retries (`ctx.config.max_retries`) with jittered exponential backoff on 429, 408,
      409, 425, 5xx, timeouts, connection errors and malformed bodies, honouring Retry-After; other
-     4xx fails at once as ChatError("bad_request"); exhausted retries -> ChatError(kind);
-  6. the finished call is committed to the store before chat() returns (calls finishing close
-     together share one commit, made in a worker thread; request without any key; response
-     text, model, finish reason, temperature, seed, system_fingerprint; token usage).
+     4xx fails at once as ChatError("bad_request"); exhausted retries -> ChatError(kind).
 
 Transport. The request and response are the OpenAI chat-completions wire format, the same
 that the `openai` SDK sends. The default transport posts it with one pooled aiohttp session:
@@ -37,7 +33,7 @@ import json
 import os
 import random
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -45,15 +41,14 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from clineval.concurrency import ModelCallStats, RunCallState, run_call_state
+from clineval.concurrency import RunCallState, run_call_state
 from clineval.errors import InputError
+from clineval.models.chat_store import StoredChatModel
 from clineval.models.llamacpp_server import LlamaCppServer, LlamaCppSettings, check_gguf
 from clineval.models.llm_base import (
     ChatError,
     ChatModel,
     ChatRequest,
-    ChatResponse,
-    request_key,
 )
 from clineval.models.spec import ModelSpec
 from clineval.secrets import redact
@@ -325,53 +320,6 @@ def make_transport(name: str, api_key: str | None, pool_size: int) -> Transport:
 
 
 # ---- the model ------------------------------------------------------------------------------
-class GroupCommit:
-    """Store writes of finished calls, batched, committed in a worker thread.
-
-    `await put(row)` returns once the row is committed, so a caller never acts on an answer
-    that a crash could still lose. The calls that finish while a commit is running wait for
-    the next one: at 2,500 calls/s that is one commit per ~50 calls instead of 50 commits.
-    The commit (SQLite page writes and WAL checkpoints, ~1 ms for a batch of judge prompts)
-    runs off the event loop: SQLite releases the GIL, so it overlaps with HTTP work.
-    """
-
-    def __init__(self, store: Any) -> None:
-        self._store = store
-        self._rows: list[tuple[str, str, str, Any, Any]] = []
-        self._batch: asyncio.Future[None] | None = None  # commit of the rows in self._rows
-        self._writing = False
-
-    async def put(self, row: tuple[str, str, str, Any, Any]) -> None:
-        self._rows.append(row)
-        if self._batch is None:
-            loop = asyncio.get_running_loop()
-            self._batch = loop.create_future()
-            if not self._writing:
-                loop.call_soon(self._start)  # after the callbacks already queued for this turn
-        await asyncio.shield(self._batch)
-
-    def _start(self) -> None:
-        rows, batch = self._rows, self._batch
-        self._rows, self._batch = [], None
-        assert batch is not None
-        self._writing = True
-        write = asyncio.get_running_loop().run_in_executor(None, self._store.put_calls, rows)
-        write.add_done_callback(functools.partial(self._written, batch))
-
-    def _written(self, batch: asyncio.Future[None], write: asyncio.Future[None]) -> None:
-        self._writing = False
-        if write.cancelled():
-            batch.cancel()
-        elif (error := write.exception()) is not None:
-            # e.g. disk full: every waiter of this batch gets the error
-            batch.set_exception(error)
-            batch.exception()  # retrieved here; each waiter re-raises it
-        else:
-            batch.set_result(None)
-        if self._batch is not None:  # rows that came in meanwhile
-            self._start()
-
-
 class _Replica:
     """One base URL of a model, with its load and health."""
 
@@ -393,7 +341,7 @@ class _Replica:
         self.down_until = 0.0
 
 
-class HTTPChatModel:
+class HTTPChatModel(StoredChatModel):
     """A ChatModel over one or more OpenAI-compatible base URLs (replicas of one model)."""
 
     def __init__(
@@ -413,72 +361,14 @@ class HTTPChatModel:
     ) -> None:
         if not base_urls:
             raise InputError(f"{label}: no base URL")
-        self.label = label
-        self.model_name = model_name
-        self.role = role
+        super().__init__(label=label, model_name=model_name, role=role, store=store, state=state)
         self._replicas = [_Replica(u) for u in base_urls]
         self._rr = itertools.count()
         self._transport = transport
-        self._store = store
-        self._state = state
         self._policy = policy
         self._timeout_s = timeout_s
         self._rng = rng or random.Random()
         self._on_retry = on_retry
-        self._in_flight: dict[str, asyncio.Future[ChatResponse]] = {}
-        self._writer = GroupCommit(store)
-        self.stats: ModelCallStats = state.model_stats(f"{label} ({role})")
-
-    # -- cache ---------------------------------------------------------------------------------
-    @staticmethod
-    def _from_stored(stored: Mapping[str, Any], cached: bool) -> ChatResponse:
-        resp = stored["response"]
-        return ChatResponse(
-            text=resp["text"],
-            model=resp.get("model") or "",
-            usage=dict(stored.get("usage") or {}),
-            cached=cached,
-            finish_reason=resp.get("finish_reason"),
-            system_fingerprint=resp.get("system_fingerprint"),
-        )
-
-    async def chat(self, request: ChatRequest) -> ChatResponse:
-        self.stats.requests += 1
-        request_json, key = request_key(request, self.label)  # the JSON is stored by _record
-        stored = self._store.get_call(key)
-        if stored is not None:
-            self.stats.cache_hits += 1
-            return self._from_stored(stored, cached=True)
-        pending = self._in_flight.get(key)
-        if pending is not None:  # the same question is already on its way: share its answer
-            self.stats.cache_hits += 1
-            try:
-                return await asyncio.shield(pending)
-            except asyncio.CancelledError:
-                task = asyncio.current_task()
-                if pending.cancelled() and task is not None and not task.cancelling():
-                    # The caller that sent it was cancelled, not this one: ask again.
-                    self.stats.cache_hits -= 1
-                    self.stats.requests -= 1
-                    return await self.chat(request)
-                raise
-        future: asyncio.Future[ChatResponse] = asyncio.get_running_loop().create_future()
-        self._in_flight[key] = future
-        try:
-            response = await self._call(key, request_json, request)
-        except BaseException as exc:
-            if not future.done():
-                if isinstance(exc, asyncio.CancelledError):
-                    future.cancel()  # joined callers that are not cancelled ask again
-                else:
-                    future.set_exception(exc)
-                    future.exception()  # mark retrieved: waiters re-raise it, nobody else must
-            raise
-        else:
-            future.set_result(response)
-            return response
-        finally:
-            self._in_flight.pop(key, None)
 
     # -- HTTP ----------------------------------------------------------------------------------
     def _body(self, request: ChatRequest) -> dict[str, Any]:
@@ -508,7 +398,8 @@ class HTTPChatModel:
         candidates = candidates or [r for r in order if r is not avoid] or order
         return min(candidates, key=lambda r: r.in_flight)
 
-    async def _call(self, key: str, request_json: str, request: ChatRequest) -> ChatResponse:
+    async def _complete(self, request: ChatRequest) -> dict[str, Any]:
+        """The chat.completion for `request` from a replica, with the bounded retry policy."""
         semaphore = self._state.semaphore()
         avoid: _Replica | None = None
         retries = 0
@@ -540,32 +431,7 @@ class HTTPChatModel:
             if self._on_retry is not None:
                 self._on_retry()
             avoid = replica
-        return await self._record(key, request_json, request, data)
-
-    async def _record(
-        self, key: str, request_json: str, request: ChatRequest, data: dict[str, Any]
-    ) -> ChatResponse:
-        choice = data["choices"][0]
-        usage_raw = data.get("usage") or {}
-        usage = {
-            k: int(usage_raw[k])
-            for k in ("prompt_tokens", "completion_tokens", "total_tokens")
-            if isinstance(usage_raw.get(k), int | float)
-        }
-        response = {
-            "text": choice["message"].get("content") or "",
-            "model": data.get("model") or self.model_name,
-            "finish_reason": choice.get("finish_reason"),
-            "system_fingerprint": data.get("system_fingerprint"),
-            "temperature": request.temperature,
-            "seed": request.seed,
-        }
-        self.stats.prompt_tokens += usage.get("prompt_tokens", 0)
-        self.stats.completion_tokens += usage.get("completion_tokens", 0)
-        # The stored request is the cache payload: model label, settings, messages. No URL
-        # (it may carry credentials), no headers, no key.
-        await self._writer.put((key, self.label, request_json, response, usage))
-        return self._from_stored({"response": response, "usage": usage}, cached=False)
+        return data  # type: ignore[no-any-return]
 
 
 # ---- opening a model ------------------------------------------------------------------------

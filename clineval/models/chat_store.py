@@ -1,0 +1,167 @@
+"""What every chat backend shares: the run store as a cache, single flight, group commit.
+
+A backend (HTTP server, in-process Hugging Face model) only implements `_complete(request)`,
+which returns an OpenAI chat.completion dict. `StoredChatModel.chat` does the rest:
+  1. the run store: key = request_key(request, model label); a stored answer is returned at
+     once, with no call (this is what makes resume and reruns free);
+  2. single flight: an identical request already in the air is awaited, not made twice;
+  3. the finished call is committed to the store before chat() returns (GroupCommit: calls
+     finishing close together share one commit, made in a worker thread), with the request
+     (no URL, no key), the response text, model, finish reason, temperature, seed,
+     system_fingerprint and token usage.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from typing import Any
+
+from clineval.concurrency import ModelCallStats, RunCallState
+from clineval.models.llm_base import ChatRequest, ChatResponse, request_key
+
+
+class GroupCommit:
+    """Store writes of finished calls, batched, committed in a worker thread.
+
+    `await put(row)` returns once the row is committed, so a caller never acts on an answer
+    that a crash could still lose. The calls that finish while a commit is running wait for
+    the next one: at 2,500 calls/s that is one commit per ~50 calls instead of 50 commits.
+    The commit (SQLite page writes and WAL checkpoints, ~1 ms for a batch of judge prompts)
+    runs off the event loop: SQLite releases the GIL, so it overlaps with HTTP work.
+    """
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+        self._rows: list[tuple[str, str, str, Any, Any]] = []
+        self._batch: asyncio.Future[None] | None = None  # commit of the rows in self._rows
+        self._writing = False
+
+    async def put(self, row: tuple[str, str, str, Any, Any]) -> None:
+        self._rows.append(row)
+        if self._batch is None:
+            loop = asyncio.get_running_loop()
+            self._batch = loop.create_future()
+            if not self._writing:
+                loop.call_soon(self._start)  # after the callbacks already queued for this turn
+        await asyncio.shield(self._batch)
+
+    def _start(self) -> None:
+        rows, batch = self._rows, self._batch
+        self._rows, self._batch = [], None
+        assert batch is not None
+        self._writing = True
+        write = asyncio.get_running_loop().run_in_executor(None, self._store.put_calls, rows)
+        write.add_done_callback(functools.partial(self._written, batch))
+
+    def _written(self, batch: asyncio.Future[None], write: asyncio.Future[None]) -> None:
+        self._writing = False
+        if write.cancelled():
+            batch.cancel()
+        elif (error := write.exception()) is not None:
+            # e.g. disk full: every waiter of this batch gets the error
+            batch.set_exception(error)
+            batch.exception()  # retrieved here; each waiter re-raises it
+        else:
+            batch.set_result(None)
+        if self._batch is not None:  # rows that came in meanwhile
+            self._start()
+
+
+class StoredChatModel(ABC):
+    """A ChatModel whose every finished call is cached in the run store (see module doc)."""
+
+    def __init__(
+        self, *, label: str, model_name: str, role: str, store: Any, state: RunCallState
+    ) -> None:
+        self.label = label
+        self.model_name = model_name
+        self.role = role
+        self._store = store
+        self._state = state
+        self._in_flight: dict[str, asyncio.Future[ChatResponse]] = {}
+        self._writer = GroupCommit(store)
+        self.stats: ModelCallStats = state.model_stats(f"{label} ({role})")
+
+    @abstractmethod
+    async def _complete(self, request: ChatRequest) -> dict[str, Any]:
+        """An OpenAI chat.completion dict for `request` (choices[0].message.content, usage),
+        or ChatError."""
+
+    @staticmethod
+    def _from_stored(stored: Mapping[str, Any], cached: bool) -> ChatResponse:
+        resp = stored["response"]
+        return ChatResponse(
+            text=resp["text"],
+            model=resp.get("model") or "",
+            usage=dict(stored.get("usage") or {}),
+            cached=cached,
+            finish_reason=resp.get("finish_reason"),
+            system_fingerprint=resp.get("system_fingerprint"),
+        )
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        self.stats.requests += 1
+        request_json, key = request_key(request, self.label)  # the JSON is stored by _record
+        stored = self._store.get_call(key)
+        if stored is not None:
+            self.stats.cache_hits += 1
+            return self._from_stored(stored, cached=True)
+        pending = self._in_flight.get(key)
+        if pending is not None:  # the same question is already on its way: share its answer
+            self.stats.cache_hits += 1
+            try:
+                return await asyncio.shield(pending)
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if pending.cancelled() and task is not None and not task.cancelling():
+                    # The caller that sent it was cancelled, not this one: ask again.
+                    self.stats.cache_hits -= 1
+                    self.stats.requests -= 1
+                    return await self.chat(request)
+                raise
+        future: asyncio.Future[ChatResponse] = asyncio.get_running_loop().create_future()
+        self._in_flight[key] = future
+        try:
+            data = await self._complete(request)
+            response = await self._record(key, request_json, request, data)
+        except BaseException as exc:
+            if not future.done():
+                if isinstance(exc, asyncio.CancelledError):
+                    future.cancel()  # joined callers that are not cancelled ask again
+                else:
+                    future.set_exception(exc)
+                    future.exception()  # mark retrieved: waiters re-raise it, nobody else must
+            raise
+        else:
+            future.set_result(response)
+            return response
+        finally:
+            self._in_flight.pop(key, None)
+
+    async def _record(
+        self, key: str, request_json: str, request: ChatRequest, data: dict[str, Any]
+    ) -> ChatResponse:
+        choice = data["choices"][0]
+        usage_raw = data.get("usage") or {}
+        usage = {
+            k: int(usage_raw[k])
+            for k in ("prompt_tokens", "completion_tokens", "total_tokens")
+            if isinstance(usage_raw.get(k), int | float)
+        }
+        response = {
+            "text": choice["message"].get("content") or "",
+            "model": data.get("model") or self.model_name,
+            "finish_reason": choice.get("finish_reason"),
+            "system_fingerprint": data.get("system_fingerprint"),
+            "temperature": request.temperature,
+            "seed": request.seed,
+        }
+        self.stats.prompt_tokens += usage.get("prompt_tokens", 0)
+        self.stats.completion_tokens += usage.get("completion_tokens", 0)
+        # The stored request is the cache payload: model label, settings, messages. No URL
+        # (it may carry credentials), no headers, no key.
+        await self._writer.put((key, self.label, request_json, response, usage))
+        return self._from_stored({"response": response, "usage": usage}, cached=False)
