@@ -36,6 +36,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
@@ -470,6 +471,40 @@ def openai_base_urls(spec: ModelSpec) -> tuple[str, ...]:
     )
 
 
+def is_chat_model(spec: ModelSpec) -> bool:
+    """Whether `spec` answers chat requests: an OpenAI-compatible server, a GGUF served by
+    llama.cpp, or hf:PATH of a causal language model (not a classification checkpoint)."""
+    if spec.backend in ("openai", "llamacpp"):
+        return True
+    if spec.backend == "hf":
+        from clineval.models.hf_chat import is_causal_lm_checkpoint
+
+        return is_causal_lm_checkpoint(spec.name)
+    return False
+
+
+@asynccontextmanager
+async def _shared_hf_generator(state: RunCallState, path: str) -> AsyncIterator[Any]:
+    """One loaded hf:PATH model for the whole run (candidate and judge may share it)."""
+    from clineval.models.hf_chat import HFGenerator
+
+    key = f"hf:{Path(path).resolve()}"
+    entry = state.resources.get(key)
+    if entry is None:
+        generator = await asyncio.to_thread(HFGenerator, Path(path))
+        entry = state.resources.setdefault(key, {"generator": generator, "users": 0})
+        if entry["generator"] is not generator:  # another role loaded it meanwhile
+            generator.close()
+    entry["users"] += 1
+    try:
+        yield entry["generator"]
+    finally:
+        entry["users"] -= 1
+        if entry["users"] == 0:
+            state.resources.pop(key, None)
+            await asyncio.to_thread(entry["generator"].close)
+
+
 @asynccontextmanager
 async def _shared_llamacpp(
     state: RunCallState, gguf: str, settings: LlamaCppSettings
@@ -553,8 +588,15 @@ async def open_chat_model(
             http_model((base_url,), None) as model,
         ):
             yield model
+    elif is_chat_model(spec):  # hf:PATH of a causal LM
+        from clineval.models.hf_chat import HFChatModel
+
+        async with _shared_hf_generator(state, spec.name) as generator:
+            yield HFChatModel(
+                label=spec.label, generator=generator, role=role, store=ctx.store, state=state
+            )
     else:
         raise InputError(
-            f"{spec.label} is not a chat model (LLM tasks need openai:MODEL[@URL] or "
-            "llamacpp:PATH.gguf)"
+            f"{spec.label} is not a chat model (LLM tasks need openai:MODEL[@URL], "
+            "llamacpp:PATH.gguf or hf:PATH of a causal language model)"
         )

@@ -29,6 +29,7 @@ from typing import Any
 
 from clineval.data.ner_types import DATASET_TYPES, NerDocument, PreparedSplit, Span
 from clineval.errors import InputError
+from clineval.models.llm import is_chat_model
 from clineval.plan import CallPlan
 from clineval.progress import make_progress
 from clineval.tasks.base import DataFileStatus, RunContext, Task, TaskResult
@@ -142,15 +143,15 @@ class NerTask(Task):
         ctx.note(self.name, "predicted_now", len(todo))
         if backend == "baseline":
             self._predict_crf(ctx, todo)
+        elif is_chat_model(ctx.model):  # a server, a GGUF, or hf:PATH of a causal LM
+            self._predict_llm(ctx, todo)
         elif backend == "hf":
             self._predict_hf(ctx, todo)
-        elif backend in ("openai", "llamacpp"):
-            self._predict_llm(ctx, todo)
         else:  # pragma: no cover - ModelSpec.parse rejects other backends
             raise InputError(f"{ctx.model.label} cannot run {self.name}")
 
     def plan(self, ctx: RunContext, data: NerData, calls: CallPlan) -> None:
-        if ctx.model.backend not in ("openai", "llamacpp"):
+        if not is_chat_model(ctx.model):
             return
         from clineval.models.ner_llm import format_option, make_request
 
@@ -284,7 +285,7 @@ class NerTask(Task):
                 model_tokens.append([(int(s), int(e)) for s, e in tokens])
         use_model_tokens = _model_tokenizer(ctx)
         if use_model_tokens and model_tokens is None:
-            if ctx.model.backend == "hf" and missing:
+            if ctx.model.backend == "hf" and not is_chat_model(ctx.model) and missing:
                 raise InputError(
                     f"--option {TOKENIZER_OPTION}=model: {missing} document(s) have no stored "
                     f"prediction of {ctx.model.label}, so their model tokens are unknown; run "
@@ -302,7 +303,7 @@ class NerTask(Task):
         )
         metrics["missing_predictions"] = missing
         metrics["model"] = ctx.model.label
-        if ctx.model.backend in ("openai", "llamacpp"):
+        if is_chat_model(ctx.model):
             # Replies without usable JSON score as empty predictions; say how many there were.
             parses = [stored[d.id].get("parse") for d in data.documents if d.id in stored]
             metrics["invalid_outputs"] = sum(p == "invalid" for p in parses)

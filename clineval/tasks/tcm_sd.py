@@ -48,6 +48,7 @@ from clineval.datapaths import resolve_data_root
 from clineval.errors import InputError
 from clineval.metrics import classification as cls
 from clineval.metrics.bootstrap import DEFAULT_RESAMPLES
+from clineval.models.llm import is_chat_model
 from clineval.plan import CallPlan
 from clineval.progress import task_progress, track
 from clineval.shard import select_shard
@@ -368,10 +369,10 @@ def predict_data(ctx: RunContext, data: TcmData) -> None:
             raise InputError(f"unknown TCM-SD baseline {name!r} (known: tfidf, knowledge)")
     elif backend == "predictions":
         _predict_file(ctx, data, todo)
+    elif is_chat_model(ctx.model):  # a server, a GGUF, or hf:PATH of a causal LM
+        _predict_llm(ctx, data, todo)
     elif backend == "hf":
         _predict_hf(ctx, data, todo)
-    elif backend in ("openai", "llamacpp"):
-        _predict_llm(ctx, data, todo)
     else:
         raise InputError(f"tcm-sd cannot run model backend {backend!r}")
 
@@ -534,7 +535,7 @@ class TcmSdTask(Task):
         predict_data(ctx, data)
 
     def plan(self, ctx: RunContext, data: TcmData, calls: CallPlan) -> None:
-        if ctx.model.backend not in ("openai", "llamacpp"):
+        if not is_chat_model(ctx.model):
             return
         from clineval.models.tcm_llm import make_request
 
