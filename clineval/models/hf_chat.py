@@ -8,8 +8,11 @@ usage), via `StoredChatModel`.
 
 - Prompt: the tokenizer's chat template (`apply_chat_template(..., add_generation_prompt=True)`);
   a checkpoint without one is refused (an instruction model always has one).
-- temperature 0: greedy decoding; > 0: sampling, with torch's generator seeded by the
-  request's seed, so every call is reproducible. max_tokens -> max_new_tokens (default 512).
+- temperature 0: greedy decoding; > 0: sampling (top_p 1; other settings from the checkpoint's
+  generation_config), torch's generator seeded by the request's seed, so every call is
+  reproducible. max_tokens -> max_new_tokens (default 512).
+- A failure to generate (a prompt past the model's positions, a chat template that refuses a
+  role, ...) is a ChatError("bad_request") of that call: reported by the task, never a crash.
 - `response_format` cannot be enforced in-process: it is ignored, and the judge reads its
   verdict from plain text (its parser handles fenced and bare JSON).
 - Token usage is exact (the tokenizer's counts).
@@ -148,7 +151,7 @@ class HFChatModel(StoredChatModel):
     async def _complete(self, request: ChatRequest) -> dict[str, Any]:
         try:
             return await self._generator.complete(request)
-        except (RuntimeError, ValueError, IndexError) as exc:  # e.g. a prompt past the context
+        except Exception as exc:  # a prompt past the context, a template refusing a role ...
             self.stats.errors["bad_request"] += 1
             raise ChatError(
                 "bad_request", f"{self.label}: generation failed: {type(exc).__name__}: {exc}"
