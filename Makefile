@@ -4,6 +4,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 RUNS := runs
+# ClinConsensus fixture cases, the local llama.cpp model as candidate and judge (the demo)
+DEMO_CLINCONSENSUS = --option clinconsensus.cases=fixture --model "llamacpp:$$($(BIN)/python -c 'from clineval.models.llamacpp_server import smollm2_gguf_path as p; print(p())')" --limit 2 --option clinconsensus.max_criteria=3 --option clinconsensus.k=2 --max-tokens 96 --option clinconsensus.judge_max_tokens=160 --max-judge-error-rate 1 --output-dir $(RUNS)/demo-clinconsensus-fixture
 
 .PHONY: setup demo test test-fast lint format typecheck bench report clean
 
@@ -22,7 +24,8 @@ setup: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/clineval run ner:ncbi ner:bc5cdr ner:biored ner:chia --model baseline:crf --output-dir $(RUNS)/demo-ner
 	$(BIN)/clineval report $(RUNS)/demo-ner -o $(RUNS)/demo-ner/report.html
-	$(BIN)/clineval run clinconsensus --option clinconsensus.cases=fixture --model "llamacpp:$$($(BIN)/python -c 'from clineval.models.llamacpp_server import smollm2_gguf_path as p; print(p())')" --limit 2 --option clinconsensus.max_criteria=3 --option clinconsensus.k=2 --max-tokens 96 --option clinconsensus.judge_max_tokens=160 --max-judge-error-rate 1 --output-dir $(RUNS)/demo-clinconsensus-fixture
+	$(BIN)/clineval run clinconsensus $(DEMO_CLINCONSENSUS) --dry-run
+	$(BIN)/clineval run clinconsensus $(DEMO_CLINCONSENSUS)
 	$(BIN)/clineval data synth tcm-sd --out $(RUNS)/tcm-sd-synthetic-data && $(BIN)/clineval run tcm-sd --model baseline:tfidf --data-dir $(RUNS)/tcm-sd-synthetic-data --output-dir $(RUNS)/demo-tcm-sd-synthetic
 	$(BIN)/clineval report $(RUNS)/demo-clinconsensus-fixture -o $(RUNS)/demo-clinconsensus-fixture/report.html
 	$(BIN)/clineval report $(RUNS)/demo-tcm-sd-synthetic -o $(RUNS)/demo-tcm-sd-synthetic/report.html

@@ -75,7 +75,7 @@ def print_plan(summary: dict[str, Any]) -> None:
     from clineval.plan import UNBOUNDED_REPLY_TOKENS
 
     table = Table(title="model calls this run would make (dry run: none made)")
-    table.add_column("task / role / model")
+    table.add_column("task / role / model", overflow="fold")
     for column in ("send", "stored", "~prompt tok", "max out tok", "cost"):
         table.add_column(column, justify="right")
     for row in summary["rows"]:
