@@ -6,7 +6,9 @@
 What it measures (all calls go over real HTTP on 127.0.0.1 to tests/llm_stub_server.py, run in
 its own process so its CPU is not charged to the client):
   1. clineval's client (open_chat_model: run store lookup + write, run-wide semaphore, retry
-     policy) over N cases x M criteria, all scheduled at once as the ClinConsensus task does;
+     policy) over N cases x M criteria, all cases at once, each fanning out its criteria
+     through gather_bounded inside run_model_calls (uvloop, frozen heap), as the
+     ClinConsensus task does;
      wall time vs the ideal N*M/concurrency*latency, and client CPU time per call;
   2. the same calls again on the same run store: must make zero HTTP requests;
   3. a nested thread-pool design (an outer pool over cases, an inner pool over criteria, as
