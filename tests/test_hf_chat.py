@@ -178,11 +178,17 @@ def test_ner_routes_a_causal_lm_to_extraction(
     assert notes["llm"]["response_format"] == "json_schema"
 
 
-def test_a_classifier_checkpoint_is_not_a_chat_model(tmp_path: Path) -> None:
+def test_a_classifier_checkpoint_is_not_a_chat_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     tagger = _classifier_config(tmp_path / "tagger")
     argv = ["run", "clinconsensus", "--model", f"hf:{tagger}", "--cases", str(fixture_path())]
     argv += ["--limit", "1", "--output-dir", str(tmp_path / "run")]
     assert main(argv) == 2
+    assert "is not a chat model" in capsys.readouterr().err
+    argv[3], argv[-1] = f"hf:{tmp_path / 'nowhere'}", str(tmp_path / "run2")
+    assert main(argv) == 2
+    assert "no config.json" in capsys.readouterr().err
 
 
 def test_generation_failure_is_a_chat_error(checkpoint: Path) -> None:

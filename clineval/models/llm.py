@@ -595,6 +595,8 @@ async def open_chat_model(
             yield HFChatModel(
                 label=spec.label, generator=generator, role=role, store=ctx.store, state=state
             )
+    elif spec.backend == "hf" and not (Path(spec.name) / "config.json").is_file():
+        raise InputError("not a Hugging Face checkpoint (no config.json)", path=spec.name)
     else:
         raise InputError(
             f"{spec.label} is not a chat model (LLM tasks need openai:MODEL[@URL], "
