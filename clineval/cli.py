@@ -87,13 +87,16 @@ def print_plan(summary: dict[str, Any]) -> None:
             f"{row['stored']:,}",
             f"{row['prompt_tokens']:,}",
             ceiling + (f"\n+{unbounded:,} unbounded" if unbounded else ""),
-            f"{_money(row['cost_low'])}-\n{_money(row['cost_high'])}"
+            f"{_money(row['cost_low'])} ..\n{_money(row['cost_high'])}"
             if row["cost_low"] is not None
             else "-",
         )
     stdout.print(table)
     if not summary["rows"]:
-        stdout.print("no model calls: the model of this run is not a chat model")
+        stdout.print(
+            "no chat-model calls: the run uses a baseline, a classifier checkpoint, or a "
+            "predictions / verdicts file"
+        )
         return
     total_cost = (
         f"{_money(summary['cost_low'])} .. {_money(summary['cost_high'])}"
