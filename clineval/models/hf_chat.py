@@ -33,6 +33,7 @@ from typing import Any
 from clineval.concurrency import RunCallState
 from clineval.errors import InputError
 from clineval.models.chat_store import StoredChatModel
+from clineval.models.hf_checkpoint import load_checkpoint
 from clineval.models.llm_base import ChatError, ChatRequest
 
 DEFAULT_MAX_NEW_TOKENS = 512
@@ -53,27 +54,15 @@ class HFGenerator:
     """A loaded causal LM + tokenizer, generating one request at a time in its own thread."""
 
     def __init__(self, path: Path):
-        if not path.is_dir():
-            raise InputError("hf model directory not found", path=path)
-        try:
-            import torch
-            from transformers import AutoModelForCausalLM, AutoTokenizer
-        except ImportError as exc:
-            raise InputError(
-                f"hf:PATH needs torch and transformers (pip install 'clineval[hf]'): {exc}"
-            ) from None
-        try:
-            self.tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
-            self.model = AutoModelForCausalLM.from_pretrained(str(path), local_files_only=True)
-        except (OSError, ValueError) as exc:
-            raise InputError(f"cannot load the checkpoint: {exc}", path=path) from None
+        self.tokenizer, self.model = load_checkpoint(path, "AutoModelForCausalLM")
+        import torch  # present: load_checkpoint checked
+
         if not getattr(self.tokenizer, "chat_template", None):
             raise InputError(
                 "the tokenizer has no chat template (tokenizer_config.json chat_template): "
                 "not an instruction/chat checkpoint",
                 path=path,
             )
-        self.model.eval()
         self.path = path
         self._torch = torch
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hf-generate")

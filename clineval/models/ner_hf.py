@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from clineval.data.ner_types import Span
 from clineval.errors import InputError
+from clineval.models.hf_checkpoint import load_checkpoint
 from clineval.models.ner_bio import OUTSIDE, bio_to_spans, word_offsets
 
 LABEL_MAP_OPTION = "ner.label_map"
@@ -126,26 +126,12 @@ class HfTagger:
 
     @classmethod
     def load(cls, path: str, types: Sequence[str], label_map: str | None = None) -> HfTagger:
-        try:
-            import torch  # noqa: F401  (fail early with a clear message)
-            from transformers import AutoModelForTokenClassification, AutoTokenizer
-        except ImportError as exc:
-            raise InputError(
-                f"hf:PATH needs torch and transformers (pip install 'clineval[hf]'): {exc}"
-            ) from None
-        if not Path(path).is_dir():
-            raise InputError("not a Hugging Face checkpoint directory", path=path)
-        try:
-            tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-            model = AutoModelForTokenClassification.from_pretrained(path, local_files_only=True)
-        except (OSError, ValueError) as exc:
-            raise InputError(f"cannot load the checkpoint: {exc}", path=path) from None
+        tokenizer, model = load_checkpoint(path, "AutoModelForTokenClassification")
         if not getattr(tokenizer, "is_fast", False):
             raise InputError(
                 "the checkpoint's tokenizer has no fast (Rust) version, which word alignment needs",
                 path=path,
             )
-        model.eval()
         id2label = {int(k): str(v) for k, v in model.config.id2label.items()}
         mapping = LabelMapping.build(id2label, types, parse_label_map(label_map))
         return cls(tokenizer, model, mapping, path)

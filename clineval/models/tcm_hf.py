@@ -15,6 +15,7 @@ from typing import Any
 
 from clineval.data.tcm_sd import TcmRecord
 from clineval.errors import InputError
+from clineval.models.hf_checkpoint import load_checkpoint
 
 
 def check_id2label(id2label: dict[Any, Any], labels: Sequence[str], path: Path) -> list[str]:
@@ -48,25 +49,9 @@ def check_id2label(id2label: dict[Any, Any], labels: Sequence[str], path: Path) 
 
 class HFSyndromeClassifier:
     def __init__(self, path: Path, labels: Sequence[str], max_length: int = 512):
-        if not path.is_dir():
-            raise InputError("hf model directory not found", path=path)
-        if not (path / "config.json").is_file():
-            raise InputError("not a Hugging Face checkpoint (no config.json)", path=path)
-        try:
-            import torch
-            from transformers import AutoModelForSequenceClassification, AutoTokenizer
-        except ImportError as exc:
-            raise InputError(
-                f"hf:PATH needs torch and transformers (pip install 'clineval[hf]'): {exc}"
-            ) from None
-        try:
-            self.tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
-            self.model = AutoModelForSequenceClassification.from_pretrained(
-                str(path), local_files_only=True
-            )
-        except (OSError, ValueError) as exc:
-            raise InputError(f"cannot load the checkpoint: {exc}", path=path) from None
-        self.model.eval()
+        self.tokenizer, self.model = load_checkpoint(path, "AutoModelForSequenceClassification")
+        import torch  # present: load_checkpoint checked
+
         self.path = path
         self.id_to_name = check_id2label(dict(self.model.config.id2label), labels, path)
         window = getattr(self.model.config, "max_position_embeddings", max_length) or max_length
