@@ -87,6 +87,21 @@ def _count_calls(store_path: Path) -> int:
         return 0
 
 
+def _start_slowed_run(stub: StubServer, out: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """The run at concurrency 4 against a stub slowed to 50 ms a call, returned once at least
+    KILL_AFTER_CALLS calls are in its store (stderr kept for the caller)."""
+    stub.reset()
+    stub.script([], default={"do": "ok", "latency": 0.05})
+    proc = subprocess.Popen(
+        _command(stub, out, 4), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    deadline = time.monotonic() + 120
+    while _count_calls(out / STORE_FILENAME) < KILL_AFTER_CALLS and time.monotonic() < deadline:
+        assert proc.poll() is None, "the run finished before it could be stopped"
+        time.sleep(0.02)
+    return proc
+
+
 @pytest.mark.slow
 def test_sigkill_mid_run_then_resume(tmp_path: Path, stub: StubServer) -> None:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -99,19 +114,11 @@ def test_sigkill_mid_run_then_resume(tmp_path: Path, stub: StubServer) -> None:
     assert total_calls == 12 * (1 + 30)  # 12 fixture cases: 1 answer + 30 verdicts each
 
     # 2. The same run, slowed down, killed with SIGKILL once some calls are stored.
-    stub.reset()
-    stub.script([], default={"do": "ok", "latency": 0.05})
     out = tmp_path / "killed"
     store_path = out / STORE_FILENAME
-    proc = subprocess.Popen(
-        _command(stub, out, 4), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    deadline = time.monotonic() + 120
-    while _count_calls(store_path) < KILL_AFTER_CALLS and time.monotonic() < deadline:
-        assert proc.poll() is None, "the run finished before it could be killed"
-        time.sleep(0.02)
+    proc = _start_slowed_run(stub, out, env)
     os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=30)
+    proc.communicate(timeout=30)  # reaps it and closes the stderr pipe
     assert proc.returncode == -signal.SIGKILL
     finished_before_kill = _stored_stub_keys(store_path)
     assert KILL_AFTER_CALLS <= len(finished_before_kill) < total_calls
@@ -145,17 +152,9 @@ def test_ctrl_c_stops_promptly_with_a_stopped_manifest_then_resume(
     """SIGINT (Ctrl-C) mid-run: exit 130 within seconds, the manifest says why it stopped,
     every call that finished is in the store, and the resumed run asks none of them again."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    stub.reset()
-    stub.script([], default={"do": "ok", "latency": 0.05})
     out = tmp_path / "interrupted"
     store_path = out / STORE_FILENAME
-    proc = subprocess.Popen(
-        _command(stub, out, 4), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    deadline = time.monotonic() + 120
-    while _count_calls(store_path) < KILL_AFTER_CALLS and time.monotonic() < deadline:
-        assert proc.poll() is None, "the run finished before it could be interrupted"
-        time.sleep(0.02)
+    proc = _start_slowed_run(stub, out, env)
     interrupted_at = time.monotonic()
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
