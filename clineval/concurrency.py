@@ -191,7 +191,7 @@ def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
 def run_model_calls(main: Coroutine[Any, Any, T]) -> T:
     """asyncio.run for a phase of model calls: on uvloop, with the heap from before it frozen.
 
-    uvloop: the same aiohttp calls cost ~12% less CPU on its event loop than on asyncio's
+    uvloop: the same aiohttp calls cost 12-14% less CPU on its event loop than on asyncio's
     (measured, BENCHMARKS.md); set CLINEVAL_EVENT_LOOP=asyncio to run without it.
 
     gc.freeze(): every full garbage collection walks every tracked object; a run's data,
