@@ -7,7 +7,7 @@ RUNS := runs
 # ClinConsensus fixture cases, the local llama.cpp model as candidate and judge (the demo)
 DEMO_CLINCONSENSUS = --option clinconsensus.cases=fixture --model "llamacpp:$$($(BIN)/python -c 'from clineval.models.llamacpp_server import smollm2_gguf_path as p; print(p())')" --limit 2 --option clinconsensus.max_criteria=3 --option clinconsensus.k=2 --max-tokens 96 --option clinconsensus.judge_max_tokens=160 --max-judge-error-rate 1 --output-dir $(RUNS)/demo-clinconsensus-fixture
 
-.PHONY: setup demo test test-fast lint format typecheck bench report clean
+.PHONY: setup demo test test-fast lint format typecheck bench report clean install-check
 
 $(STAMP): pyproject.toml
 	@command -v $(PY) >/dev/null 2>&1 || { echo "need $(PY)"; exit 1; }
@@ -33,6 +33,12 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check clineval tests benchmarks
 	$(BIN)/ruff format --check clineval tests benchmarks
+	$(BIN)/deptry clineval
+
+# `pip install .` alone (no extras, newest dependency versions) into a fresh venv, then the
+# command line and one small real run: catches an import of a package that is not declared.
+install-check:
+	bash .ci/install_check
 
 format: $(STAMP)
 	$(BIN)/ruff format clineval tests benchmarks

@@ -1,5 +1,5 @@
 import sys
 
-from clineval.cli import main
+from clineval.entry import main
 
 sys.exit(main())

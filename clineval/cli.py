@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import signal
 import sys
+import threading
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
-import click
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -125,8 +128,15 @@ def print_plan(summary: dict[str, Any]) -> None:
 @app.command()
 def run(
     tasks: Annotated[list[str], typer.Argument(help="Task names, see `clineval tasks`.")],
-    model: Annotated[str, typer.Option("--model", "-m", help="backend:name[@base_url]")],
     output_dir: Annotated[Path, typer.Option("--output-dir", "-o")],
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            "-m",
+            help="backend:name[@base_url] (not needed with --verdicts: the file is the model)",
+        ),
+    ] = None,
     data_dir: Annotated[str | None, typer.Option("--data-dir")] = None,
     limit: Annotated[int | None, typer.Option("--limit", help="First N samples only.")] = None,
     seed: Annotated[int, typer.Option("--seed")] = 0,
@@ -157,20 +167,16 @@ def run(
 ) -> None:
     """Run TASK... with a model; rerun with the same --output-dir to resume."""
     from clineval.config import RunConfig
+    from clineval.options import split_option_items
+    from clineval.run_checks import check_output_dir, check_run_config
     from clineval.runner import plan as plan_tasks
     from clineval.runner import run as run_tasks
 
-    if concurrency < 1:
-        raise InputError(f"--concurrency {concurrency} must be >= 1")
-    if not timeout > 0:
-        raise InputError(f"--timeout {timeout:g} must be a positive number of seconds")
-    options: dict[str, str] = {}
-    for item in option or []:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise InputError(f"--option {item!r} is not KEY=VALUE")
-        options[key] = value
-    config = RunConfig(
+    if model is None:
+        if verdicts is None:
+            raise InputError("missing option --model (or --verdicts FILE to score a verdicts file)")
+        model = f"predictions:{verdicts}"  # the verdicts file stands in for the model
+    config = RunConfig.checked(
         tasks=tasks,
         model=model,
         data_dir=data_dir,
@@ -191,8 +197,10 @@ def run(
         timeout_s=timeout,
         max_retries=max_retries,
         price_table=price_table,
-        options=options,
+        options=split_option_items(option or []),
     )
+    check_output_dir(output_dir)
+    check_run_config(config)
     if dry_run:
         print_plan(plan_tasks(config, output_dir))
         return
@@ -323,30 +331,91 @@ def data_synth(
 
 
 INTERRUPTED = 130  # the shell's code for a process stopped by SIGINT
-_INTERRUPTED_MESSAGE = (
-    "aborted (interrupted): every model call that finished is in the run store; "
+TERMINATED = 143  # ... and by SIGTERM (128 + 15)
+_STOPPED_MESSAGE = (
+    "aborted ({why}): every model call that finished is in the run store; "
     "run the same command again to resume"
 )
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C would be, so that it stops a run the same way: the runner
+    writes "stopped" into the manifest, asyncio cancels calls in flight, stored calls stay."""
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated()
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises Terminated while the command runs (restored after: tests call main)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _click_module() -> Any:
+    """The click that typer parses with: its own vendored copy since typer 0.29
+    (`typer._click`), the click package before. Its usage errors are the ones raised."""
+    import typer.core
+
+    vendored = getattr(typer.core, "_click", None)
+    return vendored if vendored is not None else getattr(typer.core, "click")  # noqa: B009
+
+
+def _usage_error_line(exc: Exception) -> str:
+    """One line for a command-line usage error: what is wrong and where to find the usage."""
+    ctx = getattr(exc, "ctx", None)
+    command = getattr(ctx, "command_path", None) or "clineval"
+    format_message = getattr(exc, "format_message", None)
+    message = format_message() if callable(format_message) else str(exc)
+    message = " ".join(str(message).split())
+    return f"error: {command}: {message} (see '{command} --help')"
+
+
+def _stopped(terminated: bool) -> int:
+    # plain print: a rich Console wraps at 80 columns when stderr is not a terminal
+    why = "terminated by SIGTERM" if terminated else "interrupted"
+    print(_STOPPED_MESSAGE.format(why=why), file=sys.stderr)
+    return TERMINATED if terminated else INTERRUPTED
+
+
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    err = Console(stderr=True)
+    try:
+        with _sigterm_as_interrupt():
+            return _main(args)
+    except Terminated:
+        return _stopped(terminated=True)
+    except KeyboardInterrupt:
+        return _stopped(terminated=False)
+
+
+def _main(args: list[str]) -> int:
+    click = _click_module()
     try:
         # Without standalone mode click returns a `typer.Exit(code)` as the call's value.
         result = app(args=args, standalone_mode=False, prog_name="clineval")
-        if result == INTERRUPTED:  # typer's answer to Ctrl-C (KeyboardInterrupt) here
-            err.print(_INTERRUPTED_MESSAGE, markup=False)
-            return INTERRUPTED
+        if result == INTERRUPTED:  # typer's answer to Ctrl-C (KeyboardInterrupt) or SIGTERM
+            raise KeyboardInterrupt
         if isinstance(result, int) and not isinstance(result, bool):
             return result
-    except click.exceptions.Exit as exc:
+    except typer.Exit as exc:  # typer's public names: the right classes in every version
         return int(exc.exit_code)
-    except (click.exceptions.Abort, KeyboardInterrupt):
-        err.print(_INTERRUPTED_MESSAGE, markup=False)
-        return INTERRUPTED
+    except typer.Abort:
+        raise KeyboardInterrupt from None
     except click.ClickException as exc:
-        exc.show()
+        if type(exc).__name__ == "NoArgsIsHelpError":
+            # `clineval` or `clineval data` alone: the help, as asked for, and success
+            print(exc.format_message())
+            return 0
+        print(redact(_usage_error_line(exc)), file=sys.stderr)
         return 2
     except InputError as exc:
         if _state["debug"]:

@@ -1,30 +1,130 @@
-"""The full configuration of a run. It is written to manifest.json and read back by `score`."""
+"""The full configuration of a run. It is written to manifest.json and read back by `score`.
+
+Every setting is checked here, where it enters (from the command line, the Python API or a
+manifest): a value that cannot be right (a limit of 0, a nan error bound that would disable
+the bound, an infinite timeout, a port out of range, a shard 4/3) is one InputError naming
+the flag, before anything is loaded or written.
+"""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from clineval.errors import InputError
+from clineval.models.spec import ModelSpec, check_base_url
+from clineval.shard import parse_shard
+
+# Command-line flag of each field whose name is not simply --field-name.
+_FLAGS = {
+    "timeout_s": "--timeout",
+    "base_urls": "--base-url",
+    "judges": "--judge",
+    "options": "--option",
+    "tasks": "TASK",
+}
+
+
+def flag_of(field_name: str) -> str:
+    return _FLAGS.get(field_name, "--" + field_name.replace("_", "-"))
 
 
 class RunConfig(BaseModel):
-    tasks: list[str]
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    tasks: list[str] = Field(min_length=1)
     model: str
     data_dir: str | None = None
-    limit: int | None = None
-    seed: int = 0
+    limit: int | None = Field(default=None, ge=1)
+    seed: int = Field(default=0, ge=0)
     base_urls: list[str] = Field(default_factory=list)
     judges: list[str] = Field(default_factory=list)
-    concurrency: int = 16
+    concurrency: int = Field(default=16, ge=1)
     cases: str | None = None
     verdicts: str | None = None
     judge_prompt: str | None = None
     judge_errors_as_unmet: bool = False
-    max_judge_error_rate: float = 0.02
+    # allow_inf_nan=False: `nan` compares false with everything and would switch the bound off
+    max_judge_error_rate: float = Field(default=0.02, ge=0.0, le=1.0, allow_inf_nan=False)
     shard: str | None = None  # "I/N"
     dedupe: bool = False
-    temperature: float = 0.0
-    max_tokens: int | None = None
-    timeout_s: float = 120.0
-    max_retries: int = 5
+    temperature: float = Field(default=0.0, ge=0.0, allow_inf_nan=False)
+    max_tokens: int | None = Field(default=None, ge=1)
+    timeout_s: float = Field(default=120.0, gt=0.0, allow_inf_nan=False)
+    max_retries: int = Field(default=5, ge=0)
     price_table: str | None = None
-    # Task-specific knobs (e.g. {"ner.tokenizer": "hf"}); kept free-form so tasks can grow.
+    # Task and model-layer knobs by full key ({"ner.tokenizer": "model"}); every key is declared
+    # by its layer (clineval.options) and checked against those declarations before a run.
     options: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("shard")
+    @classmethod
+    def _valid_shard(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_shard(value)
+        return value
+
+    @field_validator("model")
+    @classmethod
+    def _valid_model(cls, value: str) -> str:
+        for url in ModelSpec.parse(value).base_urls:
+            check_base_url(url, "--model")
+        return value
+
+    @field_validator("judges")
+    @classmethod
+    def _valid_judges(cls, value: list[str]) -> list[str]:
+        for judge in value:
+            for url in ModelSpec.parse(judge).base_urls:
+                check_base_url(url, "--judge")
+        return value
+
+    @field_validator("base_urls")
+    @classmethod
+    def _valid_base_urls(cls, value: list[str]) -> list[str]:
+        for url in value:
+            check_base_url(url, "--base-url")
+        return value
+
+    @classmethod
+    def checked(cls, **settings: Any) -> RunConfig:
+        """A RunConfig from user settings; InputError (naming the flag) for a bad one."""
+        try:
+            return cls(**settings)
+        except ValidationError as exc:
+            raise input_error(exc) from None
+
+    @classmethod
+    def from_manifest(cls, data: Any, path: str) -> RunConfig:
+        """The config a manifest recorded; InputError naming the manifest if it is not one."""
+        if not isinstance(data, dict):
+            raise InputError("the manifest's config is not a JSON object", path=path)
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise InputError(
+                f"the manifest's config is not valid: {input_error(exc).message}", path=path
+            ) from None
+
+
+def input_error(exc: ValidationError) -> InputError:
+    """The first problem of a ValidationError as a one-line InputError naming the flag."""
+    first = exc.errors()[0]
+    location = first.get("loc") or ("?",)
+    field = str(location[0])
+    value = first.get("input")
+    shown = "" if isinstance(value, dict) or value is None else f" {str(value)[:80]}"
+    limits = first.get("ctx") or {}
+    reason = {
+        "greater_than_equal": f"must be >= {limits.get('ge')}",
+        "greater_than": f"must be > {limits.get('gt')}",
+        "less_than_equal": f"must be <= {limits.get('le')}",
+        "finite_number": "must be a finite number",
+        "int_parsing": "is not an integer",
+        "float_parsing": "is not a number",
+        "too_short": "must not be empty",
+    }.get(str(first.get("type")), str(first.get("msg", "invalid value")))
+    if first.get("type") == "extra_forbidden":
+        return InputError(f"unknown setting {field!r}")
+    return InputError(f"{flag_of(field)}{shown}: {reason}")

@@ -112,7 +112,7 @@ def test_redact(text: str, expected: str) -> None:
 
 @pytest.mark.parametrize(
     ("flag", "value", "message"),
-    [("--concurrency", "0", "--concurrency 0 must be >= 1"), ("--timeout", "0", "--timeout 0")],
+    [("--concurrency", "0", "--concurrency 0: must be >= 1"), ("--timeout", "0", "--timeout 0")],
 )
 def test_bad_call_limits_exit_2(
     flag: str, value: str, message: str, tmp_path, capsys: pytest.CaptureFixture[str]

@@ -274,22 +274,22 @@ def test_dedupe_accepts_a_predictions_file_for_the_whole_split(
     assert not {s["id"] for s in _samples(run)} & train_ids
 
 
-def test_nothing_to_evaluate_writes_strict_json(fixture_root: Path, tmp_path: Path) -> None:
+def test_limit_zero_is_refused_before_anything_is_written(
+    fixture_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--limit 0 used to run and write n = 0 results; now it is a usage error (exit 2) and the
+    run directory is not even created."""
     run = tmp_path / "empty"
-    assert _run(fixture_root, run, "--model", "baseline:tfidf", "--limit", "0") == 0
-
-    def reject(constant: str) -> None:
-        raise AssertionError(f"{constant} in results.json")
-
-    res = json.loads((run / "results.json").read_text(), parse_constant=reject)["tcm-sd"]
-    assert res["n"] == 0 and res["macro_f1"] is None and res["macro_f1_ci"] is None
+    assert _run(fixture_root, run, "--model", "baseline:tfidf", "--limit", "0") == 2
+    assert capsys.readouterr().err == "error: --limit 0: must be >= 1\n"
+    assert not run.exists()
 
 
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--option", "tcm.split=train"], "tcm.split='train': expected test or dev"),
-        (["--option", "tcm.data=real"], "tcm.data='real': expected official or synthetic"),
+        (["--option", "tcm.split=train"], "tcm.split='train': must be one of test, dev"),
+        (["--option", "tcm.data=real"], "tcm.data='real': must be one of official, synthetic"),
         (["--option", "tcm.fields=history"], "--option tcm.fields"),
         (["--model", "baseline:bert"], "unknown TCM-SD baseline 'bert'"),
         (["--model", "hf:/nonexistent", "--option", "tcm.batch=x"], "tcm.batch='x'"),

@@ -33,3 +33,26 @@ class ModelSpec:
             if at > 0:
                 name, urls = rest[:at], (rest[at + 1 :], *extra_base_urls)
         return cls(backend=backend, name=name, base_urls=urls)
+
+
+def check_base_url(url: str, flag: str = "--base-url") -> str:
+    """`url` if it is http(s)://HOST[:PORT][/PATH] with a port in 1..65535, else InputError.
+
+    Checked when the run is configured, so that a typo fails before anything is loaded or
+    written (and at --dry-run), not at the first call.
+    """
+    from urllib.parse import urlsplit
+
+    from clineval.secrets import redact
+
+    shown = redact(url)[:120]
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InputError(f"{flag} {shown!r} is not http(s)://HOST[:PORT]/PATH")
+    try:
+        port = parts.port
+    except ValueError:
+        raise InputError(f"{flag} {shown!r}: the port is not a number in 1..65535") from None
+    if port is not None and not 1 <= port <= 65535:
+        raise InputError(f"{flag} {shown!r}: the port is not a number in 1..65535")
+    return url

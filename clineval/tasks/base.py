@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from clineval.config import RunConfig
 from clineval.models.spec import ModelSpec
+from clineval.options import OptionGroup
 from clineval.store import RunStore
 
 if TYPE_CHECKING:
@@ -61,6 +62,7 @@ class Task(ABC):
     family: str
     description: str
     metric_names: tuple[str, ...]
+    option_group: OptionGroup | None = None  # the task family's `--option` keys
 
     @abstractmethod
     def data_status(self, data_root: Path | None) -> list[DataFileStatus]:

@@ -18,12 +18,13 @@ from clineval.data.clinconsensus import OFFICIAL_RELATIVE_PATH
 from clineval.judge.prompt import load_judge_prompt
 from clineval.plan import CallPlan
 from clineval.tasks.base import DataFileStatus, RunContext, Task, TaskResult
-from clineval.tasks.clinconsensus_common import TASK, Data, load_data
+from clineval.tasks.clinconsensus_common import CLINCONSENSUS_OPTIONS, TASK, Data, load_data
 
 
 class ClinConsensusTask(Task):
     name = TASK
     family = TASK
+    option_group = CLINCONSENSUS_OPTIONS
     description = "ClinConsensus: rubric-judged answers to Chinese clinical queries (CACS@7)"
     metric_names = ("cacs@7", "cacs@10", "rubric_accuracy", "pass@7", "judge_error_rate")
 

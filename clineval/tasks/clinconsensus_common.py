@@ -39,6 +39,7 @@ from clineval.judge.ensemble import AGGREGATES
 from clineval.judge.run import DEFAULT_JUDGE_MAX_TOKENS, DEFAULT_PARSE_RETRIES
 from clineval.metrics.cacs import DEFAULT_KS
 from clineval.models.spec import ModelSpec
+from clineval.options import Option, OptionGroup, choice, integer, integer_list
 from clineval.shard import select_shard
 
 TASK = "clinconsensus"
@@ -50,6 +51,36 @@ _PREFIX = TASK + "."
 
 def verdict_kind(judge_label: str) -> str:
     return VERDICT_KIND_PREFIX + judge_label
+
+
+CLINCONSENSUS_OPTIONS = OptionGroup(
+    namespace=TASK,
+    applies_to="the clinconsensus task",
+    options=(
+        Option("cases", choice("fixture"), "use the fixture cases shipped with clineval", None),
+        Option(
+            "max_criteria",
+            integer(minimum=1),
+            "judge only the first N criteria of each case (smoke runs)",
+            str(RUBRICS_PER_CASE),
+        ),
+        Option(
+            "judge_retries",
+            integer(minimum=0),
+            "re-asks after an unparseable judge reply",
+            str(DEFAULT_PARSE_RETRIES),
+        ),
+        Option(
+            "judge_max_tokens",
+            integer(minimum=1),
+            "max_tokens of a judge call",
+            str(DEFAULT_JUDGE_MAX_TOKENS),
+        ),
+        Option("aggregate", choice(*AGGREGATES), "rule that joins several judges", "majority"),
+        Option("k", integer_list(minimum=1), "extra k values for CACS@k and pass@k", None),
+        Option("bootstrap", integer(minimum=0), "bootstrap resamples (0 = none)", "1000"),
+    ),
+)
 
 
 @dataclass(frozen=True)
@@ -64,15 +95,7 @@ class Options:
 
     @classmethod
     def from_config(cls, options: dict[str, str]) -> Options:
-        known = {
-            "cases",
-            "max_criteria",
-            "judge_retries",
-            "judge_max_tokens",
-            "aggregate",
-            "k",
-            "bootstrap",
-        }
+        known = {option.name for option in CLINCONSENSUS_OPTIONS.options}
         mine = {k[len(_PREFIX) :]: v for k, v in options.items() if k.startswith(_PREFIX)}
         unknown = sorted(set(mine) - known)
         if unknown:

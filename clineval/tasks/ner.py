@@ -32,15 +32,15 @@ from clineval.errors import InputError
 from clineval.models.llm import is_chat_model
 from clineval.plan import CallPlan
 from clineval.progress import make_progress
+from clineval.shard import select_shard
 from clineval.tasks.base import DataFileStatus, RunContext, Task, TaskResult
+from clineval.tasks.ner_options import CRF_WORKERS_OPTION, NER_OPTIONS, TOKENIZER_OPTION
 
 PREDICTION = "prediction"  # store record kind
 TEST_SPLIT = "test"
 # What the CRF baseline trains on. Dev is left out: it chose the hyperparameters, and training
 # on train alone keeps the 4-corpus demo well inside its time budget on a 2-core machine.
 TRAIN_SPLITS = ("train",)
-TOKENIZER_OPTION = "ner.tokenizer"  # "regex" (default) | "model" (hf backend only)
-CRF_WORKERS_OPTION = "ner.crf_workers"  # processes that train CRF models at once
 
 METRIC_NAMES = (
     "token_macro_f1",
@@ -91,6 +91,7 @@ def verify_files(root: Path, dataset: str, splits: Iterable[str]) -> None:
 
 class NerTask(Task):
     family = "ner"
+    option_group = NER_OPTIONS
     metric_names = METRIC_NAMES
 
     def __init__(self, dataset: str) -> None:
@@ -125,7 +126,9 @@ class NerTask(Task):
         split = load_ner_split(self.dataset, TEST_SPLIT, root)
         documents = split.documents
         if ctx.config.limit is not None:
-            documents = documents[: max(ctx.config.limit, 0)]
+            documents = documents[: ctx.config.limit]
+        # --limit first, then --shard I/N of those (the rule every task follows: clineval.shard)
+        documents = select_shard(documents, ctx.config.shard, key=lambda d: d.id)
         ctx.note(self.name, "test_split", split.notes)
         ctx.note(self.name, "documents_scored", len(documents))
         return NerData(split=split, documents=documents)

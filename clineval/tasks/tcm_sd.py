@@ -54,6 +54,7 @@ from clineval.progress import task_progress, track
 from clineval.shard import select_shard
 from clineval.store import stable_hash
 from clineval.tasks.base import DataFileStatus, RunContext, Task, TaskResult
+from clineval.tasks.tcm_options import TCM_OPTIONS
 
 TASK = "tcm-sd"
 KIND = "prediction"
@@ -512,6 +513,7 @@ def _clip_raw_output(raw: str) -> str:
 class TcmSdTask(Task):
     name = TASK
     family = TASK
+    option_group = TCM_OPTIONS
     description = "TCM-SD: Chinese clinical record -> one of 148 syndromes"
     metric_names = ("macro_f1", "accuracy", "invalid_rate")
 

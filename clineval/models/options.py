@@ -1,0 +1,40 @@
+"""The model layer's `--option` keys: `llm.*` (HTTP chat clients) and `llamacpp.*`."""
+
+from __future__ import annotations
+
+from clineval.models.llm import DEFAULT_TRANSPORT, TRANSPORTS
+from clineval.options import Option, OptionGroup, choice, integer, number
+
+LLM_OPTIONS = OptionGroup(
+    namespace="llm",
+    applies_to="chat models (openai:, llamacpp:, hf: causal LMs)",
+    options=(
+        Option(
+            "backoff_base_s",
+            number(0.0),
+            "first wait before a retry, seconds (doubled per retry, with jitter)",
+            None,
+        ),
+        Option("backoff_max_s", number(0.0), "longest wait between retries, seconds", None),
+        Option(
+            "transport",
+            choice(*TRANSPORTS),
+            "HTTP client of openai: models",
+            DEFAULT_TRANSPORT,
+        ),
+    ),
+)
+
+LLAMACPP_OPTIONS = OptionGroup(
+    namespace="llamacpp",
+    applies_to="llamacpp: models (the in-process server)",
+    options=(
+        Option("n_parallel", integer(minimum=1), "decoding slots served at once", "2"),
+        Option("n_ctx", integer(minimum=256), "context tokens per slot", "4096"),
+        Option("threads", integer(minimum=0), "CPU threads (0 = half the cores)", "0"),
+        Option("verbosity", integer(minimum=0), "llama.cpp log level", "0"),
+        Option("metrics", integer(minimum=0, maximum=1), "serve Prometheus /metrics (1)", "0"),
+    ),
+)
+
+MODEL_OPTION_GROUPS = (LLM_OPTIONS, LLAMACPP_OPTIONS)

@@ -1,0 +1,65 @@
+"""Checks of a whole run's input that need more than one setting: run before anything is
+loaded, started or written (so a refused command leaves no trace in its run directory)."""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+from clineval.config import RunConfig
+from clineval.errors import InputError
+from clineval.options import check_options
+
+
+def check_run_config(config: RunConfig) -> None:
+    """Known tasks, declared `--option` keys with valid values, a readable price table."""
+    from clineval.models.usage import load_price_table
+    from clineval.tasks import active_namespaces, get_task, option_groups
+
+    for name in config.tasks:
+        get_task(name)
+    check_options(config.options, option_groups(), active_namespaces(config.tasks))
+    if config.price_table is not None:
+        load_price_table(config.price_table)
+
+
+def check_output_dir(path: Path, flag: str = "--output-dir") -> None:
+    """`path` is a directory, or can become one: not a file, not a symlink loop, and its
+    nearest existing ancestor is a directory."""
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        if path.is_symlink():
+            raise InputError(f"{flag} is a symlink to nothing", path=path) from None
+        _check_creatable(path, flag)
+        return
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise InputError(f"{flag} is a symlink loop", path=path) from None
+        raise InputError(f"{flag} cannot be used: {exc.strerror}", path=path) from None
+    if not path.is_dir():
+        raise InputError(f"{flag} is a file, not a directory", path=path)
+
+
+def _check_creatable(path: Path, flag: str) -> None:
+    for parent in path.absolute().parents:
+        try:
+            os.stat(parent)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise InputError(
+                f"{flag}: {parent} cannot be used: {exc.strerror}", path=path
+            ) from None
+        if not parent.is_dir():
+            raise InputError(f"{flag}: {parent} is a file, not a directory", path=path)
+        return
+
+
+def check_existing_run_dir(path: Path) -> None:
+    """A run directory given to `score`, `report`, `compare`, ...: an existing directory."""
+    if not path.exists():
+        raise InputError("no such run directory", path=path)
+    if not path.is_dir():
+        raise InputError("is a file, not a run directory", path=path)

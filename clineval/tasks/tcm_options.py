@@ -1,0 +1,30 @@
+"""The `--option tcm.*` keys of the TCM-SD task (declared once; see clineval.options)."""
+
+from __future__ import annotations
+
+from clineval.options import Option, OptionGroup, choice, integer, number, text
+
+TCM_OPTIONS = OptionGroup(
+    namespace="tcm",
+    applies_to="the tcm-sd task",
+    options=(
+        Option("data", choice("official", "synthetic"), "which records to evaluate", "official"),
+        Option("split", choice("test", "dev"), "the split that is scored", "test"),
+        Option(
+            "synth_scale",
+            number(0.0, above_minimum=True),
+            "size of the synthetic fixture relative to the official splits, (0, 1]",
+            "1",
+        ),
+        Option(
+            "fields",
+            text(),
+            "record fields a model reads, comma-separated, in order",
+            None,
+        ),
+        Option("embed", text(), "embedding model of baseline:knowledge", None),
+        Option("knowledge", text(), "path of the syndrome knowledge corpus", None),
+        Option("max_length", integer(minimum=1), "tokens an hf classifier reads", "512"),
+        Option("batch", integer(minimum=1), "records per hf classifier batch", "32"),
+    ),
+)
