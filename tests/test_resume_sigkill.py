@@ -87,13 +87,25 @@ def _count_calls(store_path: Path) -> int:
         return 0
 
 
+def _default_sigint() -> None:
+    """In the child before exec: SIGINT back to its default action. A child inherits an
+    ignored SIGINT (pytest started from a background job or under nohup), and a Python that
+    starts with SIGINT ignored never raises KeyboardInterrupt: the Ctrl-C test would then test
+    the shell it was started from, not clineval."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start_slowed_run(stub: StubServer, out: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
     """The run at concurrency 4 against a stub slowed to 50 ms a call, returned once at least
     KILL_AFTER_CALLS calls are in its store (stderr kept for the caller)."""
     stub.reset()
     stub.script([], default={"do": "ok", "latency": 0.05})
     proc = subprocess.Popen(
-        _command(stub, out, 4), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        _command(stub, out, 4),
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        preexec_fn=_default_sigint,
     )
     deadline = time.monotonic() + 120
     while _count_calls(out / STORE_FILENAME) < KILL_AFTER_CALLS and time.monotonic() < deadline:
