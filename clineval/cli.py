@@ -174,7 +174,10 @@ def run(
 
     if model is None:
         if verdicts is None:
-            raise InputError("missing option --model (or --verdicts FILE to score a verdicts file)")
+            raise InputError(
+                "clineval run: missing option '--model' / '-m' (or --verdicts FILE to score a "
+                "verdicts file) (see 'clineval run --help')"
+            )
         model = f"predictions:{verdicts}"  # the verdicts file stands in for the model
     config = RunConfig.checked(
         tasks=tasks,
@@ -344,6 +347,9 @@ class Terminated(KeyboardInterrupt):
 
 
 def _raise_terminated(signum: int, frame: object) -> None:
+    # Remembered apart from the exception: typer turns a KeyboardInterrupt into Exit(130) and
+    # asyncio may re-raise a plain one, so the type alone does not survive to main().
+    _state["terminated"] = True
     raise Terminated()
 
 
@@ -388,13 +394,12 @@ def _stopped(terminated: bool) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    _state["terminated"] = False
     try:
         with _sigterm_as_interrupt():
             return _main(args)
-    except Terminated:
-        return _stopped(terminated=True)
-    except KeyboardInterrupt:
-        return _stopped(terminated=False)
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (Terminated)
+        return _stopped(terminated=_state["terminated"])
 
 
 def _main(args: list[str]) -> int:

@@ -114,12 +114,12 @@ def input_error(exc: ValidationError) -> InputError:
     location = first.get("loc") or ("?",)
     field = str(location[0])
     value = first.get("input")
-    shown = "" if isinstance(value, dict) or value is None else f" {str(value)[:80]}"
+    shown = "" if isinstance(value, dict) or value is None else f" {_number(value)[:80]}"
     limits = first.get("ctx") or {}
     reason = {
-        "greater_than_equal": f"must be >= {limits.get('ge')}",
-        "greater_than": f"must be > {limits.get('gt')}",
-        "less_than_equal": f"must be <= {limits.get('le')}",
+        "greater_than_equal": f"must be >= {_number(limits.get('ge'))}",
+        "greater_than": f"must be > {_number(limits.get('gt'))}",
+        "less_than_equal": f"must be <= {_number(limits.get('le'))}",
         "finite_number": "must be a finite number",
         "int_parsing": "is not an integer",
         "float_parsing": "is not a number",
@@ -128,3 +128,8 @@ def input_error(exc: ValidationError) -> InputError:
     if first.get("type") == "extra_forbidden":
         return InputError(f"unknown setting {field!r}")
     return InputError(f"{flag_of(field)}{shown}: {reason}")
+
+
+def _number(value: Any) -> str:
+    """0.0 -> "0", 1.5 -> "1.5": floats as a user writes them."""
+    return f"{value:g}" if isinstance(value, float) else str(value)

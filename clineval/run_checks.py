@@ -37,6 +37,8 @@ def check_output_dir(path: Path, flag: str = "--output-dir") -> None:
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise InputError(f"{flag} is a symlink loop", path=path) from None
+        if exc.errno == errno.ENOTDIR:
+            raise InputError(f"{flag} lies under a file, not a directory", path=path) from None
         raise InputError(f"{flag} cannot be used: {exc.strerror}", path=path) from None
     if not path.is_dir():
         raise InputError(f"{flag} is a file, not a directory", path=path)
