@@ -11,8 +11,11 @@ What every call goes through, in order:
      sleeping between retries;
   4. a replica: the base URL with the fewest requests in flight (ties round-robin);
   5. bounded retries (`ctx.config.max_retries`) with jittered exponential backoff on 429, 408,
-     409, 425, 5xx, timeouts, connection errors and malformed bodies, honouring Retry-After; other
-     4xx fails at once as ChatError("bad_request"); exhausted retries -> ChatError(kind).
+     409, 425, 5xx, timeouts, connection errors and malformed bodies; other 4xx fails at once
+     as ChatError("bad_request"); exhausted retries -> ChatError(kind). Waits are capped (see
+     RetryPolicy): backoff at `max_delay_s` (30 s), a Retry-After at `max_retry_after_s`
+     (120 s): a server asking for longer gets its retry after 120 s (+ up to 10% jitter), and
+     that retry counts against max_retries like any other.
 
 Transport. The request and response are the OpenAI chat-completions wire format, the same
 that the `openai` SDK sends. The default transport posts it with one pooled aiohttp session:
@@ -66,7 +69,12 @@ _RETRYABLE_4XX = {408, 409, 425, 429}
 # ---- retry policy ---------------------------------------------------------------------------
 @dataclass(frozen=True)
 class RetryPolicy:
-    """Bounded retries: at most `max_retries` more attempts after the first one."""
+    """Bounded retries: at most `max_retries` more attempts after the first one.
+
+    No wait is longer than `max_retry_after_s` (plus its jitter): a Retry-After above it is
+    cut to it, so one throttling server cannot park a call (and a run) for hours; the retry
+    that follows is counted like any other.
+    """
 
     max_retries: int = 5
     base_delay_s: float = 0.5
