@@ -6,7 +6,6 @@ starting or running end with one line, never a traceback."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys

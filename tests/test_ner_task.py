@@ -275,3 +275,32 @@ def test_corrupt_data_file_is_exit_2_naming_it(
     err = capsys.readouterr().err.strip()
     assert "NCBItestset_corpus.txt: checksum mismatch" in err
     assert len(err.splitlines()) == 1
+
+
+def test_ner_shards_partition_the_documents_and_merge_to_the_unsharded_result(
+    tmp_path: Path, data_root: Path
+) -> None:
+    """NER runs used to ignore --shard and score every document in every shard. Now each shard
+    scores its part (disjoint, together everything) and `clineval merge` of the three shards
+    gives exactly the unsharded results (predictions for 60 of the 100 documents, so the
+    missing ones count in both)."""
+    path = _gold_file(tmp_path, data_root, "ncbi", keep=60)
+    common = ["run", "ner:ncbi", "--model", f"predictions:{path}", "--data-dir", str(data_root)]
+    assert main([*common, "--output-dir", str(tmp_path / "whole")]) == 0
+    shard_dirs = [tmp_path / f"shard{i}" for i in (1, 2, 3)]
+    for i, shard_dir in enumerate(shard_dirs, start=1):
+        assert main([*common, "--shard", f"{i}/3", "--output-dir", str(shard_dir)]) == 0
+    scored = [_manifest(d)["tasks"]["ner:ncbi"]["documents_scored"] for d in shard_dirs]
+    ids = [
+        {json.loads(line)["id"] for line in (d / "samples.jsonl").read_text().splitlines()}
+        for d in shard_dirs
+    ]
+    whole_ids = {
+        json.loads(line)["id"]
+        for line in (tmp_path / "whole" / "samples.jsonl").read_text().splitlines()
+    }
+    assert all(0 < n < 100 for n in scored) and sum(scored) == 100
+    assert ids[0] | ids[1] | ids[2] == whole_ids and sum(len(s) for s in ids) == len(whole_ids)
+    merged = tmp_path / "merged"
+    assert main(["merge", *map(str, shard_dirs), "--output-dir", str(merged)]) == 0
+    assert _results(merged) == _results(tmp_path / "whole")
