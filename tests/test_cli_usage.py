@@ -302,3 +302,28 @@ def test_signal_mid_run_stops_like_ctrl_c_with_one_line(
         assert resumed.returncode == 0, resumed.stderr.decode()[-2000:]
         assert read_json(out / "manifest.json")["status"] == "finished"
         assert _count_calls(out / STORE_FILENAME) >= kept
+
+
+def test_report_output_that_is_a_directory_and_run_dirs_that_are_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cases = fixture_path()
+    verdicts = tmp_path / "verdicts.jsonl"
+    case = json.loads(cases.read_text(encoding="utf-8").splitlines()[0])
+    rows = [
+        {"case_id": case["case_id"], "criterion_id": c["criterion_id"], "criteria_met": False}
+        for c in case["rubrics"]
+    ]
+    verdicts.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    run = tmp_path / "run"
+    argv = ["run", "clinconsensus", "--cases", str(cases), "--verdicts", str(verdicts)]
+    assert main([*argv, "--limit", "1", "-o", str(run)]) == 0
+    capsys.readouterr()
+    assert main(["report", str(run), "-o", str(tmp_path)]) == 2
+    assert "is a directory" in _one_error_line(capsys.readouterr().err)
+    a_file = tmp_path / "file.txt"
+    a_file.write_text("x")
+    for argv in (["report", str(a_file)], ["score", str(a_file)], ["compare", str(a_file)]):
+        assert main(argv) == 2, argv
+        assert str(a_file) in _one_error_line(capsys.readouterr().err)
+    assert a_file.read_text() == "x"

@@ -21,6 +21,7 @@ import jinja2
 from markupsafe import Markup
 
 import clineval
+from clineval.errors import InputError
 from clineval.progress import track
 from clineval.report import sections_cc, sections_ner, sections_tcm
 from clineval.report.jsonembed import COMPRESS_OVER, script_payload
@@ -146,6 +147,10 @@ def render_report(run: RunData, compress_over: int = COMPRESS_OVER) -> str:
 
 def write_report(run_dir: Path, output: Path, compress_over: int = COMPRESS_OVER) -> Path:
     """Render the report of run_dir into output (atomically) and return its path."""
+    if output.is_dir():
+        raise InputError(
+            "the report's -o is a directory: give a file name, e.g. report.html", path=output
+        )
     run = load_run(run_dir)
     atomic_write_text(output, render_report(run, compress_over))
     return output
