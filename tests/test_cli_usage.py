@@ -327,3 +327,14 @@ def test_report_output_that_is_a_directory_and_run_dirs_that_are_files(
         assert main(argv) == 2, argv
         assert str(a_file) in _one_error_line(capsys.readouterr().err)
     assert a_file.read_text() == "x"
+
+
+def test_tasks_options_lists_every_declared_key(capsys: pytest.CaptureFixture[str]) -> None:
+    from clineval.tasks import option_groups
+
+    assert main(["tasks", "--options"]) == 0
+    out = capsys.readouterr().out
+    keys = [group.key(option) for group in option_groups() for option in group.options]
+    assert len(keys) == len(set(keys)) > 20
+    missing = [key for key in keys if key not in out]
+    assert missing == []
