@@ -96,8 +96,14 @@ class RunCallState:
         with self._lock:
             return self.stats.setdefault(label, ModelCallStats())
 
+    def retries(self) -> int:
+        """HTTP retries of every model so far: what the progress line shows and
+        manifest.json["llm_calls"]["totals"]["retries"] records (one counter for both)."""
+        with self._lock:
+            return sum(s.retries for s in self.stats.values())
+
     def totals(self) -> dict[str, Any]:
-        """Sum over models: the numbers a progress line shows."""
+        """Sum over models: the numbers manifest.json["llm_calls"]["totals"] records."""
         total = ModelCallStats()
         for s in self.stats.values():
             total.requests += s.requests

@@ -4,9 +4,14 @@ Two entry points:
 - `track(items, total, description)`: a plain bar over an iterable (training, reading files).
 - `task_progress(description, total)`: the per-task display of a run with model calls:
   done/total, calls per second, cache hits, retries, judge errors and an ETA. Tasks call
-  `advance(cached=...)` per finished item and `count("retries")` / `count("judge_errors")` when
-  those happen. With `--quiet` the same counters go to log lines (at most one every few
-  seconds, and a final summary), so a batch job's log still shows where the run is.
+  `advance(cached=...)` per finished item and `count("judge_errors")` (or any counter of their
+  own) when that happens. With `--quiet` the same counters go to log lines (at most one every
+  few seconds, and a final summary), so a batch job's log still shows where the run is.
+
+Retries are not counted here: a task passing its run's call counters (`calls=`, the
+RunCallState whose figures manifest.json["llm_calls"] records) gets them shown as they stand
+there, the retries made since the display opened. One counter, so the progress line and the
+manifest cannot disagree.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from rich.console import Console
 from rich.progress import (
@@ -29,6 +34,9 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+if TYPE_CHECKING:
+    from clineval.concurrency import RunCallState
+
 T = TypeVar("T")
 log = logging.getLogger("clineval")
 
@@ -36,7 +44,9 @@ _quiet = False
 console = Console(stderr=True)
 
 # Counters a task may bump besides "done"; shown in this order.
-COUNTERS = ("cache_hits", "retries", "judge_errors")
+COUNTERS = ("cache_hits", "judge_errors")
+# Read from the run's call counters (RunCallState), never bumped by a task.
+DERIVED = ("retries",)
 _LOG_EVERY_S = 5.0
 
 
@@ -79,13 +89,22 @@ class TaskProgress:
     Thread-safe (a lock around the counters), so a thread pool or an asyncio loop's callbacks
     may all report into one instance. The rate counts items finished in this process only
     (cache hits excluded), so a resumed run's ETA is not flattered by what was already stored.
+    With `calls`, "retries" is the HTTP retries counted there since this display opened.
     """
 
-    def __init__(self, description: str, total: int | None, progress: Progress | None) -> None:
+    def __init__(
+        self,
+        description: str,
+        total: int | None,
+        progress: Progress | None,
+        calls: RunCallState | None = None,
+    ) -> None:
         self.description = description
         self.total = total
         self.done = 0
-        self.counts: dict[str, int] = dict.fromkeys(COUNTERS, 0)
+        self._counts: dict[str, int] = dict.fromkeys(COUNTERS, 0)
+        self._calls = calls
+        self._retries_before = calls.retries() if calls is not None else 0
         self._progress = progress
         self._task_id: TaskID | None = None
         self._lock = threading.Lock()
@@ -100,20 +119,35 @@ class TaskProgress:
         with self._lock:
             self.done += n
             if cached:
-                self.counts["cache_hits"] += n
+                self._counts["cache_hits"] += n
             self._refresh()
 
     def count(self, counter: str, n: int = 1) -> None:
-        """Bump a counter: "retries", "judge_errors" (or any other name, shown as well)."""
+        """Bump a counter: "judge_errors" (or any other name, shown as well)."""
+        if counter in DERIVED:
+            # A second count of the retries is how the line once said 0 beside 48.
+            raise ValueError(f"{counter!r} is read from the run's call counters, not counted")
         with self._lock:
-            self.counts[counter] = self.counts.get(counter, 0) + n
+            self._counts[counter] = self._counts.get(counter, 0) + n
             self._refresh()
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """The counters, "retries" included (from the run's call counters) when there are."""
+        counts = dict(self._counts)
+        if self._calls is not None:
+            counts = {
+                "cache_hits": counts.pop("cache_hits"),
+                "retries": self._calls.retries() - self._retries_before,
+                **counts,
+            }
+        return counts
 
     # -- derived figures ----------------------------------------------------------------------
     def rate(self) -> float:
         """Items per second made by a model call in this process (cache hits excluded)."""
         elapsed = max(time.monotonic() - self._started, 1e-9)
-        return (self.done - self.counts["cache_hits"]) / elapsed
+        return (self.done - self._counts["cache_hits"]) / elapsed
 
     def eta_seconds(self) -> float | None:
         if self.total is None:
@@ -153,10 +187,15 @@ class TaskProgress:
 
 
 @contextmanager
-def task_progress(description: str, total: int | None) -> Iterator[TaskProgress]:
-    """A per-task progress display; with --quiet, log lines every few seconds and at the end."""
+def task_progress(
+    description: str, total: int | None, calls: RunCallState | None = None
+) -> Iterator[TaskProgress]:
+    """A per-task progress display; with --quiet, log lines every few seconds and at the end.
+
+    `calls`: the run's call counters (clineval.concurrency.run_call_state), for tasks that make
+    model calls: the display then shows their retries."""
     if _quiet:
-        tp = TaskProgress(description, total, None)
+        tp = TaskProgress(description, total, None, calls)
         log.info("%s: started (%s items)", description, "?" if total is None else total)
         try:
             yield tp
@@ -174,7 +213,7 @@ def task_progress(description: str, total: int | None) -> Iterator[TaskProgress]
         transient=False,
     )
     with progress:
-        yield TaskProgress(description, total, progress)
+        yield TaskProgress(description, total, progress, calls)
 
 
 def counters_of(tp: TaskProgress) -> dict[str, Any]:

@@ -36,7 +36,7 @@ import json
 import os
 import random
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -366,7 +366,6 @@ class HTTPChatModel(StoredChatModel):
         policy: RetryPolicy,
         timeout_s: float,
         rng: random.Random | None = None,
-        on_retry: Callable[[], None] | None = None,
     ) -> None:
         if not base_urls:
             raise InputError(f"{label}: no base URL")
@@ -377,7 +376,6 @@ class HTTPChatModel(StoredChatModel):
         self._policy = policy
         self._timeout_s = timeout_s
         self._rng = rng or random.Random()
-        self._on_retry = on_retry
 
     # -- HTTP ----------------------------------------------------------------------------------
     def _body(self, request: ChatRequest) -> dict[str, Any]:
@@ -436,9 +434,8 @@ class HTTPChatModel(StoredChatModel):
                 raise ChatError(error.kind, redact(f"{self.label}{tries}: {error.message}"))
             await asyncio.sleep(self._policy.delay(retries, error.retry_after, self._rng))
             retries += 1
+            # The one count of retries: the progress line and the manifest both read it.
             self.stats.retries += 1
-            if self._on_retry is not None:
-                self._on_retry()
             avoid = replica
         return data  # type: ignore[no-any-return]
 
@@ -543,14 +540,13 @@ async def open_chat_model(
     *,
     retry: RetryPolicy | None = None,
     transport: str | None = None,
-    on_retry: Callable[[], None] | None = None,
 ) -> AsyncIterator[ChatModel]:
     """A ChatModel for `spec` within run `ctx`, closed (and its local server stopped) on exit.
 
-    `role` ("candidate", "judge", ...) only labels the call counters; `on_retry` is called at
-    each retry (e.g. a progress display's `count("retries")`). `retry` and
-    `transport` override the run's settings (tests, benchmarks); by default they come from
-    ctx.config (max_retries, options llm.transport / llm.backoff_base_s / llm.backoff_max_s).
+    `role` ("candidate", "judge", ...) only labels the call counters (run_call_state(ctx):
+    a progress display given them shows their retries). `retry` and `transport` override the
+    run's settings (tests, benchmarks); by default they come from ctx.config (max_retries,
+    options llm.transport / llm.backoff_base_s / llm.backoff_max_s).
     """
     state = run_call_state(ctx)
     transport_name = transport or ctx.config.options.get("llm.transport", DEFAULT_TRANSPORT)
@@ -573,7 +569,6 @@ async def open_chat_model(
                 state=state,
                 policy=retry or _retry_policy(ctx),
                 timeout_s=float(ctx.config.timeout_s),
-                on_retry=on_retry,
             )
         finally:
             await client.aclose()

@@ -313,7 +313,7 @@ async def _run(
     fmt = format_option(ctx)
     summary = ExtractionSummary(response_format=fmt)
     async with open_chat_model(ctx.model, ctx, "candidate") as model:
-        with task_progress(f"{task} extraction", len(documents)) as progress:
+        with task_progress(f"{task} extraction", len(documents), run_call_state(ctx)) as progress:
             await gather_bounded(
                 run_call_state(ctx),
                 (

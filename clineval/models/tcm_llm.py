@@ -72,7 +72,7 @@ async def _run(
 
     parser = AnswerParser(labels, norm)
     async with open_chat_model(ctx.model, ctx, "candidate") as model:
-        with task_progress(TASK, len(todo)) as progress:
+        with task_progress(TASK, len(todo), run_call_state(ctx)) as progress:
             await gather_bounded(
                 run_call_state(ctx),
                 (_one(ctx, model, parser, k, r, labels, fields, progress) for k, r in todo),

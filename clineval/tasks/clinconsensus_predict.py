@@ -192,8 +192,8 @@ class _Flow:
         )
         record = {**outcome.record(label), "prompt": self.prompt.version}
         self.writer.add(verdict_kind(label), key, record)
-        if outcome.retries:
-            self.progress.count("retries", outcome.retries)
+        if outcome.retries:  # re-asks after an unparseable reply or a refused format
+            self.progress.count("judge_reasks", outcome.retries)
         if outcome.met is None:
             self.progress.count("judge_errors")
         self.progress.advance(cached=outcome.cached)
@@ -250,7 +250,7 @@ async def _predict(ctx: Any, data: Data, prompt: JudgePrompt) -> dict[str, Any]:
         judges: dict[str, ChatModel] = {}
         for label, spec in zip(data.judges, data.judge_specs, strict=True):
             judges[label] = await stack.enter_async_context(open_chat_model(spec, ctx, "judge"))
-        with task_progress(TASK, total) as progress:
+        with task_progress(TASK, total, run_call_state(ctx)) as progress:
             flow = _Flow(ctx, data, prompt, candidate, judges, progress)
             try:
                 await asyncio.gather(*(flow.case(c) for c in data.cases))
