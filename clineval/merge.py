@@ -21,9 +21,10 @@ from typing import Any
 
 from clineval.errors import InputError
 from clineval.models.spec import ModelSpec
-from clineval.rundir import MANIFEST, base_manifest, read_json, write_json
+from clineval.rundir import MANIFEST, base_manifest, read_manifest, write_json
+from clineval.rundir_lock import run_dir_lock
 from clineval.shard import parse_shard
-from clineval.store import STORE_FILENAME, RunStore
+from clineval.store import STORE_FILENAME, RunStore, StoreDamaged, store_error
 
 log = logging.getLogger("clineval")
 
@@ -37,11 +38,9 @@ _TABLES = ("calls", "records", "artifacts")
 def _read_shard(run_dir: Path) -> tuple[dict[str, Any], tuple[int, int]]:
     if not (run_dir / STORE_FILENAME).is_file():
         raise InputError("not a run directory (no run store)", path=run_dir)
-    manifest = read_json(run_dir / MANIFEST)
-    config = manifest.get("config")
-    if not isinstance(config, dict):
-        raise InputError("manifest has no config", path=run_dir / MANIFEST)
-    shard = config.get("shard")
+    manifest = read_manifest(run_dir)
+    check_intact(run_dir / STORE_FILENAME)
+    shard = manifest["config"].get("shard")
     if not shard:
         raise InputError("not a --shard run (its config has no shard)", path=run_dir / MANIFEST)
     return manifest, parse_shard(shard)
@@ -78,6 +77,16 @@ def copy_store_rows(sources: list[Path], target_store: Path) -> dict[str, int]:
     in two shards with different values means the shards overlap; it is counted as a conflict.
     """
     RunStore(target_store).close()  # create the schema
+    try:
+        return _copy_rows(sources, target_store)
+    except sqlite3.DatabaseError as exc:  # merge_runs checked the shards: the target is at fault
+        error = store_error(target_store, exc)
+        if error is None:
+            raise
+        raise error from exc
+
+
+def _copy_rows(sources: list[Path], target_store: Path) -> dict[str, int]:
     counts = dict.fromkeys((*_TABLES, "record_conflicts"), 0)
     conn = sqlite3.connect(target_store, isolation_level=None)
     try:
@@ -109,6 +118,24 @@ def copy_store_rows(sources: list[Path], target_store: Path) -> dict[str, int]:
     return counts
 
 
+def check_intact(store_path: Path) -> None:
+    """InputError naming a shard's store when it is damaged: every page is read, as the copy
+    will, so that a torn page is reported with the shard named, before anything is written."""
+    try:
+        conn = sqlite3.connect(f"file:{store_path}?mode=ro", uri=True)
+        try:
+            problems = conn.execute("PRAGMA quick_check(1)").fetchone()
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        error = store_error(store_path, exc)
+        if error is None:
+            raise
+        raise error from exc
+    if problems is None or problems[0] != "ok":
+        raise StoreDamaged(store_path, str(problems[0] if problems else "quick_check failed"))
+
+
 def merge_runs(run_dirs: list[Path], output_dir: Path) -> dict[str, Any]:
     """Merge shard run directories into output_dir and return the re-scored results."""
     from clineval.runner import score  # late: runner imports every task module
@@ -135,29 +162,32 @@ def merge_runs(run_dirs: list[Path], output_dir: Path) -> dict[str, Any]:
     if missing:
         log.warning("merging %d of %d shards; missing: %s", len(seen), n, missing)
 
-    output_dir.mkdir(parents=True, exist_ok=True)
-    counts = copy_store_rows([d / STORE_FILENAME for d in run_dirs], output_dir / STORE_FILENAME)
-    if counts["record_conflicts"]:
-        log.warning(
-            "%d per-sample records differ between shards (the shards overlap); the first "
-            "shard's value was kept",
-            counts["record_conflicts"],
+    # score (below) takes the lock again: the same process, so it does not wait for itself
+    with run_dir_lock(output_dir, create=True):
+        counts = copy_store_rows(
+            [d / STORE_FILENAME for d in run_dirs], output_dir / STORE_FILENAME
         )
-    config = {**configs[0], "shard": None}
-    manifest = base_manifest(config)
-    manifest["merged_from"] = [
-        {
-            "run_dir": str(d),
-            "shard": m["config"]["shard"],
-            "status": m.get("status"),
-            "started": m.get("started"),
-            "finished": m.get("finished"),
-            "git_revision": m.get("git_revision"),
-        }
-        for d, (m, _) in zip(run_dirs, shards, strict=True)
-    ]
-    manifest["missing_shards"] = [f"{i}/{n}" for i in missing]
-    manifest["merge_rows_copied"] = counts
-    manifest["status"] = "merged"
-    write_json(output_dir / MANIFEST, manifest)
-    return score(output_dir)
+        if counts["record_conflicts"]:
+            log.warning(
+                "%d per-sample records differ between shards (the shards overlap); the first "
+                "shard's value was kept",
+                counts["record_conflicts"],
+            )
+        config = {**configs[0], "shard": None}
+        manifest = base_manifest(config)
+        manifest["merged_from"] = [
+            {
+                "run_dir": str(d),
+                "shard": m["config"]["shard"],
+                "status": m.get("status"),
+                "started": m.get("started"),
+                "finished": m.get("finished"),
+                "git_revision": m.get("git_revision"),
+            }
+            for d, (m, _) in zip(run_dirs, shards, strict=True)
+        ]
+        manifest["missing_shards"] = [f"{i}/{n}" for i in missing]
+        manifest["merge_rows_copied"] = counts
+        manifest["status"] = "merged"
+        write_json(output_dir / MANIFEST, manifest)
+        return score(output_dir)

@@ -76,6 +76,36 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return [row for _, row in iter_json_objects(path)]
 
 
+_NO_RECOVERY = "this run cannot be resumed or re-scored: run again with a new --output-dir"
+
+
+def read_manifest(run_dir: Path) -> dict[str, Any]:
+    """A run directory's manifest.json, which must be a JSON object with a "config" object.
+
+    A manifest that is not (not UTF-8, not JSON, truncated, written by something else) is an
+    InputError naming it: nothing about the run it describes can be trusted.
+    """
+    path = run_dir / MANIFEST
+    if not path.is_file():
+        raise InputError("no manifest.json: not a clineval run directory", path=run_dir)
+    try:
+        manifest = read_json(path)
+    except InputError as exc:
+        raise InputError(
+            f"damaged run manifest ({exc.message}); {_NO_RECOVERY}", path=path, line=exc.line
+        ) from None
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("config"), dict):
+        raise InputError(
+            f"damaged run manifest (not a JSON object with a config object); {_NO_RECOVERY}",
+            path=path,
+        )
+    if not isinstance(manifest.get("tasks", {}), dict):
+        raise InputError(
+            f'damaged run manifest ("tasks" is not an object); {_NO_RECOVERY}', path=path
+        )
+    return manifest
+
+
 def git_revision() -> str | None:
     source = Path(clineval.__file__).resolve().parent.parent
     try:

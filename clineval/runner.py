@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -11,19 +13,22 @@ from clineval.config import RunConfig
 from clineval.datapaths import resolve_data_root
 from clineval.errors import InputError
 from clineval.models.spec import ModelSpec
+from clineval.run_inputs import check_run_inputs
 from clineval.rundir import (
     MANIFEST,
     RESULTS,
     SAMPLES,
     base_manifest,
     read_json,
+    read_manifest,
     write_json,
     write_jsonl,
 )
+from clineval.rundir_lock import run_dir_lock
 from clineval.secrets import redact
-from clineval.store import RunStore
+from clineval.store import STORE_FILENAME, RunStore
 from clineval.tasks import get_task
-from clineval.tasks.base import RunContext, TaskResult
+from clineval.tasks.base import RunContext, Task, TaskResult
 
 # Settings that change what the model is asked; a resume with other values would mix runs.
 _IDENTITY_FIELDS = ("model", "judges", "seed", "temperature", "max_tokens", "judge_prompt")
@@ -45,11 +50,15 @@ def _identity(name: str, value: Any) -> Any:
 
 
 def _check_resume_compatible(output_dir: Path, config: RunConfig) -> dict[str, Any] | None:
-    path = output_dir / MANIFEST
-    if not path.exists():
+    """The manifest of the run this one resumes, or None for a new run. A run directory whose
+    store holds no output (its run was refused or stopped before storing anything) has
+    nothing to mix with, so any settings may start afresh there."""
+    if not (output_dir / MANIFEST).exists():
         return None
-    previous = read_json(path)
-    old = previous.get("config", {})
+    previous = read_manifest(output_dir)
+    if not _store_holds_outputs(output_dir):
+        return None
+    old = previous["config"]
     new = public_config(config)
     for name in _IDENTITY_FIELDS:
         if name in old and _identity(name, old[name]) != _identity(name, new[name]):
@@ -57,9 +66,17 @@ def _check_resume_compatible(output_dir: Path, config: RunConfig) -> dict[str, A
                 f"this run directory holds a run with {name}={old[name]!r}; "
                 f"refusing to resume it with {name}={new[name]!r} "
                 "(use another --output-dir)",
-                path=path,
+                path=output_dir / MANIFEST,
             )
     return previous
+
+
+def _store_holds_outputs(output_dir: Path) -> bool:
+    path = output_dir / STORE_FILENAME
+    if not path.is_file():
+        return False
+    with RunStore(path) as store:
+        return store.holds_outputs()
 
 
 def public_config(config: RunConfig) -> dict[str, Any]:
@@ -121,30 +138,53 @@ def _note_llm_calls(manifest: dict[str, Any], ctx: RunContext) -> None:
         }
 
 
-def _execute(config: RunConfig, output_dir: Path, *, predict: bool) -> dict[str, Any]:
-    output_dir.mkdir(parents=True, exist_ok=True)
-    if predict:
-        previous = _check_resume_compatible(output_dir, config)
-        manifest = base_manifest(public_config(config))
-        if previous is not None:
-            manifest["resumed_from"] = previous.get("started")
-            manifest["tasks"] = previous.get("tasks", {})
-    else:
-        # Re-scoring keeps the run's own record and notes when it was re-scored.
-        manifest = read_json(output_dir / MANIFEST)
-        manifest["rescored"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+@contextmanager
+def _existing_store(output_dir: Path) -> Iterator[RunStore]:
+    """The run directory's store if it has one, else an empty one in a temporary directory:
+    enough to load tasks and plan calls without creating a store in the run directory."""
+    existing = output_dir / STORE_FILENAME
+    if existing.is_file():
+        with RunStore(existing) as store:
+            yield store
+        return
+    with (
+        tempfile.TemporaryDirectory(prefix="clineval-") as empty,
+        RunStore(Path(empty) / STORE_FILENAME) as store,
+    ):
+        yield store
+
+
+def _load_tasks(ctx: RunContext) -> list[tuple[str, Task, Any, float]]:
+    """(name, task, data, seconds) of every task: all inputs are read and validated here,
+    before a run writes anything, so bad input leaves the run directory as it was."""
+    loaded = []
+    for name in ctx.config.tasks:
+        started = time.time()
+        task = get_task(name)
+        loaded.append((name, task, task.load(ctx), time.time() - started))
+    return loaded
+
+
+def _execute(
+    config: RunConfig, output_dir: Path, manifest: dict[str, Any], *, predict: bool
+) -> dict[str, Any]:
+    """Load every task, then (run) predict, evaluate and write each in turn. The caller holds
+    the run directory's lock."""
+    with _existing_store(output_dir) as existing:
+        ctx = _make_context(config, output_dir, existing)
+        loaded = _load_tasks(ctx)
+        if predict:
+            check_run_inputs(config)  # files the tasks would open only when they predict
+    # Everything is validated: from here on the run directory is written.
     results, samples = _existing_outputs(output_dir)
     failures: list[str] = []
     with RunStore.in_dir(output_dir) as store:
-        ctx = _make_context(config, output_dir, store)
+        ctx.store = store
         write_json(output_dir / MANIFEST, manifest)
         try:
-            for name in config.tasks:
-                task = get_task(name)
+            for name, task, data, load_seconds in loaded:
                 started = time.time()
                 phases: dict[str, float] = {}
-                data = task.load(ctx)
-                phases["load"] = time.time()
                 if predict:
                     task.predict(ctx, data)
                     phases["predict"] = time.time()
@@ -154,8 +194,14 @@ def _execute(config: RunConfig, output_dir: Path, *, predict: bool) -> dict[str,
                 samples[name] = result.samples
                 manifest["tasks"][name] = {
                     **ctx.manifest_notes.get(name, {}),
-                    "seconds": round(time.time() - started, 3),
-                    "phase_seconds": _phase_seconds(started, phases),
+                    # what these results were computed from: `score` never replaces them by
+                    # results computed from fewer stored outputs (unless --force)
+                    "stored_records": store.record_counts().get(name, 0),
+                    "seconds": round(time.time() - started + load_seconds, 3),
+                    "phase_seconds": {
+                        "load": round(load_seconds, 3),
+                        **_phase_seconds(started, phases),
+                    },
                 }
                 failures.extend(f"{name}: {msg}" for msg in result.errors)
                 _write_outputs(output_dir, results, samples)
@@ -183,9 +229,19 @@ def _phase_seconds(started: float, ends: dict[str, float]) -> dict[str, float]:
     return out
 
 
-def run(config: RunConfig, output_dir: Path) -> dict[str, Any]:
-    """Run (or resume) every task of the config into output_dir."""
-    return _execute(config, output_dir, predict=True)
+_WAIT_HINT = "pass --wait to wait for it, "
+
+
+def run(config: RunConfig, output_dir: Path, *, wait: bool = False) -> dict[str, Any]:
+    """Run (or resume) every task of the config into output_dir, holding its lock: another
+    process using it is an InputError at once, or, with `wait`, is waited for."""
+    with run_dir_lock(output_dir, create=True, wait=wait, wait_hint=_WAIT_HINT):
+        previous = _check_resume_compatible(output_dir, config)
+        manifest = base_manifest(public_config(config))
+        if previous is not None:
+            manifest["resumed_from"] = previous.get("started")
+            manifest["tasks"] = previous.get("tasks", {})
+        return _execute(config, output_dir, manifest, predict=True)
 
 
 def plan(config: RunConfig, output_dir: Path) -> dict[str, Any]:
@@ -193,28 +249,83 @@ def plan(config: RunConfig, output_dir: Path) -> dict[str, Any]:
 
     Reads an existing run store to leave out what is stored, and changes nothing in it (a run
     directory without a store gets none: an empty one in a temporary directory stands in).
+    Takes no lock: it writes nothing, and may run beside the run it plans for.
     """
     from clineval.models.usage import load_price_table
     from clineval.plan import CallPlan, plan_summary
-    from clineval.store import STORE_FILENAME
 
     prices = load_price_table(config.price_table)
     _check_resume_compatible(output_dir, config)
-    with tempfile.TemporaryDirectory(prefix="clineval-plan-") as empty:
-        existing = output_dir / STORE_FILENAME
-        with RunStore(existing if existing.is_file() else Path(empty) / STORE_FILENAME) as store:
-            ctx = _make_context(config, output_dir, store)
-            calls = CallPlan(store)
-            for name in config.tasks:
-                task = get_task(name)
-                task.plan(ctx, task.load(ctx), calls)
+    with _existing_store(output_dir) as store:
+        ctx = _make_context(config, output_dir, store)
+        calls = CallPlan(store)
+        for name in config.tasks:
+            task = get_task(name)
+            task.plan(ctx, task.load(ctx), calls)
     return plan_summary(calls.rows(), prices)
 
 
-def score(output_dir: Path, data_dir: str | None = None) -> dict[str, Any]:
-    """Recompute results from the run store of a finished (or interrupted) run; no model calls."""
-    manifest = read_json(output_dir / MANIFEST)
-    config = RunConfig.model_validate(manifest["config"])
-    if data_dir is not None:
-        config.data_dir = data_dir
-    return _execute(config, output_dir, predict=False)
+def score(output_dir: Path, data_dir: str | None = None, *, force: bool = False) -> dict[str, Any]:
+    """Recompute results from the run store of a finished (or interrupted) run; no model calls.
+
+    Refused when the run directory has no store or an empty one, and when a task's results
+    would be computed from fewer stored outputs than the results already written (a store
+    replaced by an older copy, say) unless `force`.
+    """
+    with run_dir_lock(output_dir):
+        manifest = read_manifest(output_dir)
+        config = RunConfig.from_manifest(manifest["config"], str(output_dir / MANIFEST))
+        if data_dir is not None:
+            config.data_dir = data_dir
+        counts = _stored_record_counts(output_dir)
+        if not force:
+            _refuse_poorer_results(output_dir, manifest, config.tasks, counts)
+        # Re-scoring keeps the run's own record and notes when it was re-scored.
+        manifest["rescored"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        return _execute(config, output_dir, manifest, predict=False)
+
+
+def _stored_record_counts(output_dir: Path) -> dict[str, int]:
+    """Records per task in the run store; InputError when there is no store or nothing in it
+    (scoring would write empty results over the real ones)."""
+    path = output_dir / STORE_FILENAME
+    if not path.is_file():
+        raise InputError(
+            f"no run store ({STORE_FILENAME}): nothing to score; the results already here "
+            "are left as they are",
+            path=output_dir,
+        )
+    with RunStore(path) as store:
+        counts = store.record_counts()
+    if not counts:
+        raise InputError(
+            "the run store holds no stored outputs: nothing to score; the results already "
+            "here are left as they are",
+            path=path,
+        )
+    return counts
+
+
+def _refuse_poorer_results(
+    output_dir: Path, manifest: dict[str, Any], tasks: list[str], counts: dict[str, int]
+) -> None:
+    """InputError when a task's new results would rest on fewer stored outputs than the ones
+    in results.json (as the manifest noted when they were written)."""
+    results_path = output_dir / RESULTS
+    existing = read_json(results_path) if results_path.is_file() else {}
+    for name in tasks:
+        note = manifest.get("tasks", {}).get(name)
+        noted = note.get("stored_records") if isinstance(note, dict) else None
+        now = counts.get(name, 0)
+        if isinstance(noted, int) and not isinstance(noted, bool):
+            poorer = now < noted
+        else:  # results written before the manifest noted it
+            poorer = now == 0 and isinstance(existing, dict) and name in existing
+            noted = "some"
+        if poorer:
+            raise InputError(
+                f"the run store holds {now} stored output(s) of {name}, but its results in "
+                f"{RESULTS} were computed from {noted}: re-scoring would replace them with "
+                "poorer ones (pass --force to do it anyway)",
+                path=output_dir / STORE_FILENAME,
+            )

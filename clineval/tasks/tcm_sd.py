@@ -338,7 +338,9 @@ def check_prediction_settings(ctx: RunContext) -> None:
         **{key: ctx.config.options.get(f"tcm.{key}") for key in _PREDICTION_OPTIONS},
     }
     stored = ctx.store.get_meta("tcm-sd.prediction_settings")
-    if stored is None:
+    # Settings bind only once a prediction is stored: a run refused before that (a bad
+    # predictions file) must not refuse the corrected command.
+    if stored is None or not ctx.store.count_records(TASK, KIND):
         ctx.store.set_meta("tcm-sd.prediction_settings", settings)
         return
     differing = sorted(

@@ -1,0 +1,57 @@
+"""The files a run's settings name, checked before the run writes anything.
+
+A model spec may name a local file (`predictions:FILE`, `llamacpp:GGUF`, `hf:DIR`) that the
+task only opens when it predicts, long after the run directory got its manifest. A typo there
+would leave a manifest recording the typo, and the corrected command would then be refused as
+"another model". So the runner calls `check_run_inputs` once the tasks' data are loaded and
+before its first write; the tasks still validate each file's content when they read it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from clineval.config import RunConfig
+from clineval.errors import InputError
+from clineval.models.spec import ModelSpec
+
+
+def check_readable_file(path: Path, what: str) -> None:
+    """`path` is a regular file this process can open, else InputError naming it."""
+    if path.is_dir():
+        raise InputError(f"{what}: expected a file, got a directory", path=path)
+    try:
+        with open(path, "rb"):
+            pass
+    except FileNotFoundError:
+        raise InputError(f"{what} not found", path=path) from None
+    except OSError as exc:
+        raise InputError(f"cannot read the {what}: {exc.strerror}", path=path) from None
+
+
+def check_model_files(spec: ModelSpec) -> None:
+    """The local file or directory a model spec names exists (servers are not contacted)."""
+    if spec.backend == "predictions":
+        check_readable_file(Path(spec.name).expanduser(), "predictions file")
+    elif spec.backend == "llamacpp":
+        from clineval.models.llamacpp_server import check_gguf
+
+        check_gguf(spec.name)
+    elif spec.backend == "hf":
+        directory = Path(spec.name)
+        if not directory.is_dir():
+            raise InputError("hf model directory not found", path=directory)
+        if not (directory / "config.json").is_file():
+            raise InputError("not a Hugging Face checkpoint (no config.json)", path=directory)
+
+
+def check_run_inputs(config: RunConfig) -> None:
+    """Every file the run's model, judges, --verdicts and --judge-prompt name can be read."""
+    for text in (config.model, *config.judges):
+        check_model_files(ModelSpec.parse(text))
+    if config.verdicts is not None:
+        check_readable_file(Path(config.verdicts).expanduser(), "verdicts file")
+    if config.judge_prompt is not None:
+        from clineval.judge.prompt import load_judge_prompt
+
+        load_judge_prompt(config.judge_prompt)  # also checks its placeholders
