@@ -164,6 +164,12 @@ def run(
             "--dry-run", help="Count and price the model calls the run would make; call none."
         ),
     ] = False,
+    wait: Annotated[
+        bool,
+        typer.Option(
+            "--wait", help="If another clineval process uses --output-dir, wait for it to end."
+        ),
+    ] = False,
 ) -> None:
     """Run TASK... with a model; rerun with the same --output-dir to resume."""
     from clineval.config import RunConfig
@@ -207,7 +213,7 @@ def run(
     if dry_run:
         print_plan(plan_tasks(config, output_dir))
         return
-    results = run_tasks(config, output_dir)
+    results = run_tasks(config, output_dir, wait=wait)
     print_results(results)
     stdout.print(f"run directory: {output_dir}")
 
@@ -216,11 +222,18 @@ def run(
 def score(
     run_dir: Path,
     data_dir: Annotated[str | None, typer.Option("--data-dir")] = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Replace results even when the store holds fewer outputs than they came from.",
+        ),
+    ] = False,
 ) -> None:
     """Recompute results.json from a run's store, without calling any model."""
     from clineval.runner import score as score_run
 
-    print_results(score_run(run_dir, data_dir=data_dir))
+    print_results(score_run(run_dir, data_dir=data_dir, force=force))
 
 
 @app.command()
