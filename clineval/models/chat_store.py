@@ -9,6 +9,11 @@ which returns an OpenAI chat.completion dict. `StoredChatModel.chat` does the re
      finishing close together share one commit, made in a worker thread), with the request
      (no URL, no key), the response text, model, finish reason, temperature, seed,
      system_fingerprint and token usage.
+
+A reply without usable content (content null, "" or only whitespace) is never stored: it is
+ChatError("bad_response"), so the call counts as failed and a rerun asks again. A stored
+empty answer would be served from the cache forever. HTTP backends retry it within their
+bounded budget first (clineval.models.llm); `empty_reply_reason` is the one test for both.
 """
 
 from __future__ import annotations
@@ -20,7 +25,25 @@ from collections.abc import Mapping
 from typing import Any
 
 from clineval.concurrency import ModelCallStats, RunCallState
-from clineval.models.llm_base import ChatRequest, ChatResponse, request_key
+from clineval.models.llm_base import ChatError, ChatRequest, ChatResponse, request_key
+
+_FINISH_REASON_SHOWN = 40  # a server's finish_reason is its text: quote a short piece only
+
+
+def empty_reply_reason(data: Mapping[str, Any]) -> str | None:
+    """Why a chat.completion (already shaped: choices[0].message) has no usable content, or
+    None when it has some. clineval sends no tools, so a reply is its text or nothing."""
+    choice = data["choices"][0]
+    content = choice["message"].get("content")
+    if isinstance(content, str) and content.strip():
+        return None
+    what = (
+        "no content" if content is None else "empty content" if not content else "only whitespace"
+    )
+    finish = choice.get("finish_reason")
+    if finish is not None:
+        what += f", finish_reason={str(finish)[:_FINISH_REASON_SHOWN]!r}"
+    return f"empty reply ({what})"
 
 
 class GroupCommit:
@@ -106,7 +129,8 @@ class StoredChatModel(ABC):
         self.stats.requests += 1
         request_json, key = request_key(request, self.label)  # the JSON is stored by _record
         stored = self._store.get_call(key)
-        if stored is not None:
+        # An empty answer a store kept before they were refused is asked again (and replaced).
+        if stored is not None and str(stored["response"].get("text") or "").strip():
             self.stats.cache_hits += 1
             return self._from_stored(stored, cached=True)
         pending = self._in_flight.get(key)
@@ -126,6 +150,10 @@ class StoredChatModel(ABC):
         self._in_flight[key] = future
         try:
             data = await self._complete(request)
+            empty = empty_reply_reason(data)
+            if empty is not None:  # never stored: a rerun must ask again
+                self.stats.errors["bad_response"] += 1
+                raise ChatError("bad_response", f"{self.label}: {empty}")
             response = await self._record(key, request_json, request, data)
         except BaseException as exc:
             if not future.done():

@@ -11,8 +11,9 @@ What every call goes through, in order:
      sleeping between retries;
   4. a replica: the base URL with the fewest requests in flight (ties round-robin);
   5. bounded retries (`ctx.config.max_retries`) with jittered exponential backoff on 429, 408,
-     409, 425, 5xx, timeouts, connection errors and malformed bodies; other 4xx fails at once
-     as ChatError("bad_request"); exhausted retries -> ChatError(kind). Waits are capped (see
+     409, 425, 5xx, timeouts, connection errors, malformed bodies and replies without content
+     (chat_store.empty_reply_reason: never stored); other 4xx fails at once as
+     ChatError("bad_request"); exhausted retries -> ChatError(kind). Waits are capped (see
      RetryPolicy): backoff at `max_delay_s` (30 s), a Retry-After at `max_retry_after_s`
      (120 s): a server asking for longer gets its retry after 120 s (+ up to 10% jitter), and
      that retry counts against max_retries like any other.
@@ -47,7 +48,7 @@ import orjson
 
 from clineval.concurrency import RunCallState, run_call_state
 from clineval.errors import InputError
-from clineval.models.chat_store import StoredChatModel
+from clineval.models.chat_store import StoredChatModel, empty_reply_reason
 from clineval.models.llamacpp_server import LlamaCppServer, LlamaCppSettings, check_gguf
 from clineval.models.llm_base import (
     ChatError,
@@ -421,6 +422,9 @@ class HTTPChatModel(StoredChatModel):
                         replica.base_url, self._body(request), self._timeout_s
                     )
                     replica.succeeded()
+                    empty = empty_reply_reason(data)
+                    if empty is not None:  # a failed attempt, retried like a garbled body
+                        raise AttemptFailed("bad_response", empty, True)
                     break
                 except AttemptFailed as failure:
                     error = failure
