@@ -94,6 +94,10 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
         raise InputError(
             f"damaged run manifest ({exc.message}); {_NO_RECOVERY}", path=path, line=exc.line
         ) from None
+    except UnicodeDecodeError:  # clineval writes UTF-8: other bytes are damage
+        raise InputError(
+            f"damaged run manifest (not UTF-8 text); {_NO_RECOVERY}", path=path
+        ) from None
     if not isinstance(manifest, dict) or not isinstance(manifest.get("config"), dict):
         raise InputError(
             f"damaged run manifest (not a JSON object with a config object); {_NO_RECOVERY}",
