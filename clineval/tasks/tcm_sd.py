@@ -152,6 +152,9 @@ def load_data(ctx: RunContext) -> TcmData:
             f"expected the {EXPECTED_LABELS} TCM-SD labels, found {len(labels)}", path=vocab_path
         )
     records = read_records(eval_path, labels)
+    if not records:
+        # Scores of no records (n = 0, exit 0) would read as a run that worked.
+        raise InputError(f"nothing to evaluate: the {split} split holds no records", path=eval_path)
     train = read_records(train_path, labels) if train_path is not None else []
     norm_path = find_file(roots, NORM_TABLE_NAMES)
     notes: dict[str, Any] = {
