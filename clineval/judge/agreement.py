@@ -1,8 +1,15 @@
 """`clineval judge-agreement RUN_DIR --labels FILE`: stored judge verdicts vs human labels.
 
 Labels file: JSON Lines {"case_id", "criterion_id", "criteria_met": true|false} with an
-optional "labeler". Several rows for one criterion (several physicians) are each compared with
-the judge, as HealthBench's meta-evaluation compares its grader with every physician grade.
+optional "labeler" (a non-empty string; absent or null: one unnamed labeler). Several rows for
+one criterion from different labelers (several physicians) are each compared with the judge, as
+HealthBench's meta-evaluation compares its grader with every physician grade.
+
+One labeler labels a criterion once. A line repeating an earlier (labeler, case_id,
+criterion_id) with the same label is a copy (files joined twice, an export run again): it is
+counted once, and the result lists it under "duplicate_lines" ([line, first line] pairs) and
+the command prints how many there were. The same key with the other label is an error naming
+both lines: which one holds is not ours to guess.
 
 Per judge (and the aggregate, when the run has several judges): the number of compared pairs,
 labels the judge has no verdict for (judge_error or not judged: reported, never compared),
@@ -12,6 +19,7 @@ balanced F1 (HealthBench's headline figure for a grader). Written to RUN_DIR/jud
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +41,31 @@ from clineval.tasks.clinconsensus_common import TASK, Options, judge_labels, ver
 OUTPUT = "judge_agreement.json"
 
 
-def read_labels(path: Path) -> list[tuple[str, bool, str | None]]:
-    """(verdict key, human label, labeler) per line; errors name the file and line."""
-    out: list[tuple[str, bool, str | None]] = []
+@dataclass
+class Labels:
+    """The labels of a file, each (labeler, case, criterion) once (see the module doc)."""
+
+    rows: list[tuple[str, bool, str | None]]  # (verdict key, human label, labeler)
+    duplicate_lines: list[tuple[int, int]] = field(default_factory=list)  # (line, first line)
+
+
+def _labeler(row: dict[str, Any], path: Path, lineno: int) -> str | None:
+    labeler = row.get("labeler")
+    if labeler is None:
+        return None
+    if not isinstance(labeler, str) or not labeler.strip():
+        # str(42) and str(["a"]) would make up a name, and 1 and "1" would pass for one person.
+        raise InputError(
+            "'labeler' must be a non-empty string (or left out)", path=path, line=lineno
+        )
+    return labeler
+
+
+def read_labels(path: Path) -> Labels:
+    """The labels of a file; errors name the file and line."""
+    labels = Labels(rows=[])
+    # (labeler, verdict key) -> (line, label) of its first line
+    first: dict[tuple[str | None, str], tuple[int, bool]] = {}
     # iter_json_objects numbers the file's own lines (blank lines included), so an error
     # names the line a user sees in an editor.
     for lineno, row in iter_json_objects(path, what="labels file"):
@@ -45,17 +75,26 @@ def read_labels(path: Path) -> list[tuple[str, bool, str | None]]:
             raise InputError("needs 'case_id' and 'criterion_id'", path=path, line=lineno)
         if not isinstance(met, bool):
             raise InputError("'criteria_met' must be true or false", path=path, line=lineno)
-        labeler = row.get("labeler")
-        out.append(
-            (
-                verdict_key(case_id, criterion_id),
-                met,
-                None if labeler is None else str(labeler),
+        labeler = _labeler(row, path, lineno)
+        key = verdict_key(case_id, criterion_id)
+        seen = first.get((labeler, key))
+        if seen is None:
+            first[(labeler, key)] = (lineno, met)
+            labels.rows.append((key, met, labeler))
+        elif seen[1] == met:
+            labels.duplicate_lines.append((lineno, seen[0]))
+        else:
+            who = "the unnamed labeler" if labeler is None else f"labeler {labeler!r}"
+            raise InputError(
+                f"{who} labels case {case_id!r} criterion {criterion_id!r} "
+                f"{'met' if met else 'not met'} here and {'met' if seen[1] else 'not met'} "
+                f"on line {seen[0]}: keep one of lines {seen[0]} and {lineno}",
+                path=path,
+                line=lineno,
             )
-        )
-    if not out:
+    if not labels.rows:
         raise InputError("no labels in file", path=path)
-    return out
+    return labels
 
 
 def binary_f1(truth: NDArray[np.bool_], pred: NDArray[np.bool_], positive: bool) -> float:
@@ -111,8 +150,8 @@ def judge_agreement(run_dir: Path, labels_path: Path) -> dict[str, Any]:
     except (TypeError, KeyError, ValidationError):
         raise InputError("manifest has no valid run config", path=run_dir / MANIFEST) from None
     labels = read_labels(labels_path)
-    keys = [k for k, _, _ in labels]
-    human = np.array([1.0 if met else 0.0 for _, met, _ in labels])
+    keys = [k for k, _, _ in labels.rows]
+    human = np.array([1.0 if met else 0.0 for _, met, _ in labels.rows])
     judges = judge_labels(config)
     with RunStore(run_dir / STORE_FILENAME) as store:
         verdicts = {label: _stored(store, label, keys) for label in judges}
@@ -124,8 +163,9 @@ def judge_agreement(run_dir: Path, labels_path: Path) -> dict[str, Any]:
         )
     result: dict[str, Any] = {
         "labels_file": str(labels_path),
-        "n_labels": len(labels),
-        "n_labelers": len({lab for _, _, lab in labels if lab is not None}) or None,
+        "n_labels": len(labels.rows),
+        "n_labelers": len({lab for _, _, lab in labels.rows if lab is not None}) or None,
+        "duplicate_lines": [list(pair) for pair in labels.duplicate_lines],
         "judges": per_judge,
     }
     if len(judges) > 1:
@@ -156,5 +196,12 @@ def judge_agreement_report(run_dir: Path, labels_path: Path, console: Console) -
     for label, figures in rows.items():
         table.add_row(label, *(_fmt(figures.get(c)) for c in (*columns, "accuracy", "cohen_kappa")))
     console.print(table)
+    if duplicates := result["duplicate_lines"]:
+        shown = ", ".join(f"{line} (= {first})" for line, first in duplicates[:5])
+        more = f" and {len(duplicates) - 5} more" if len(duplicates) > 5 else ""
+        console.print(
+            f"{len(duplicates)} duplicate label line(s) counted once: line {shown}{more}",
+            markup=False,
+        )
     console.print(f"written: {Path(run_dir) / OUTPUT}")
     return result
