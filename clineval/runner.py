@@ -180,7 +180,11 @@ def _execute(
     failures: list[str] = []
     with RunStore.in_dir(output_dir) as store:
         ctx.store = store
-        write_json(output_dir / MANIFEST, manifest)
+        # A run records at once that it is running; a re-score leaves the manifest alone
+        # until it has rewritten a task's results (a refused re-score changes nothing).
+        manifest_written = predict
+        if predict:
+            write_json(output_dir / MANIFEST, manifest)
         try:
             for name, task, data, load_seconds in loaded:
                 started = time.time()
@@ -207,10 +211,12 @@ def _execute(
                 _write_outputs(output_dir, results, samples)
                 _note_llm_calls(manifest, ctx)
                 write_json(output_dir / MANIFEST, manifest)
+                manifest_written = True
         except BaseException as exc:
             # Results of finished tasks are already on disk; say in the manifest why it stopped.
-            manifest["status"] = f"stopped: {type(exc).__name__}: {redact(str(exc))}"[:500]
-            write_json(output_dir / MANIFEST, manifest)
+            if manifest_written:
+                manifest["status"] = f"stopped: {type(exc).__name__}: {redact(str(exc))}"[:500]
+                write_json(output_dir / MANIFEST, manifest)
             raise
     manifest["status"] = "failed" if failures else "finished"
     manifest["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
