@@ -7,6 +7,8 @@ Paired test: for every pair of runs that scored the same task, on the sample ids
 both runs' per-sample statistics (see statistics.py); the report is the difference A - B on the
 shared samples, the 95% percentile interval of the replicate differences, and a two-sided
 p-value. Output: a terminal table, Markdown, CSV (tidy: one row per figure) or an HTML page.
+The terminal tables fit the console's width: one row per run while that fits, else one row
+per task and metric with the runs as columns (render_table); no figure is cut short.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 from markupsafe import Markup
 from rich.console import Console
 from rich.markup import escape
+from rich.measure import Measurement
 from rich.table import Table
 
 from clineval.errors import InputError
@@ -234,7 +237,17 @@ PAIR_HEADER = [
 ]
 
 
-def render_table(comp: Comparison, console: Console) -> None:
+_UNBOUNDED = 100_000  # columns: room enough to measure a table's natural width
+
+
+def _fits(console: Console, table: Table) -> bool:
+    """Whether `table` shows at its natural width (no cell wrapped or cut) on `console`."""
+    natural = Measurement.get(console, console.options.update_width(_UNBOUNDED), table)
+    return natural.maximum <= console.options.max_width
+
+
+def _wide_leaderboard(comp: Comparison) -> Table:
+    """One row per run, one column per (task, metric): the natural layout for a few metrics."""
     table = Table(title="leaderboard", show_header=True)
     table.add_column("run")
     table.add_column("model")
@@ -247,18 +260,96 @@ def render_table(comp: Comparison, console: Console) -> None:
             cells.append(f"[bold]{text}[/bold]" if _best(comp, task, key) == i else text)
         # Run names and model specs are user text: escaped, so "[" in them is not rich markup.
         table.add_row(escape(_run_label(comp, i)), escape(_model(run)), *cells)
-    console.print(table)
+    return table
+
+
+def _long_leaderboard(comp: Comparison, runs: list[int], stacked: bool, title: str) -> Table:
+    """One row per (task, metric), the runs as columns; `stacked` puts each interval under
+    its value. Every column folds rather than cutting text short with an ellipsis."""
+    table = Table(title=title, show_header=True)
+    table.add_column("task", overflow="fold")
+    table.add_column("metric", overflow="fold")
+    for i in runs:
+        table.add_column(escape(_run_label(comp, i)), justify="right", overflow="fold")
+    for task, key in comp.columns:
+        cells = []
+        for i in runs:
+            cell = comp.cells.get((i, task, key))
+            text = _fmt_cell(key, cell, with_ci=not stacked)
+            if stacked and cell is not None and cell.ci is not None:
+                text += f"\n[{format_value(key, cell.ci[0])}, {format_value(key, cell.ci[1])}]"
+            text = escape(text)
+            cells.append(f"[bold]{text}[/bold]" if _best(comp, task, key) == i else text)
+        table.add_row(escape(task), escape(key), *cells)
+    return table
+
+
+def _leaderboard_tables(comp: Comparison, console: Console) -> tuple[list[Table], bool]:
+    """The leaderboard laid out to fit the console, and whether the runs are its columns:
+    runs as rows while that fits; else runs as columns (intervals beside, then under, the
+    values), as many runs per table as fit.
+
+    Squeezed into too few columns, rich cut a 14-column NER leaderboard to `ne… 0.…` cells."""
+    wide = _wide_leaderboard(comp)
+    if _fits(console, wide):
+        return [wide], False
+    everyone = list(range(len(comp.runs)))
+    for stacked in (False, True):
+        table = _long_leaderboard(comp, everyone, stacked, "leaderboard")
+        if _fits(console, table):
+            return [table], True
+    per_table = len(everyone) - 1
+    while True:
+        groups = [everyone[k : k + per_table] for k in range(0, len(everyone), per_table)]
+        tables = [
+            _long_leaderboard(
+                comp, group, True, f"leaderboard (runs {group[0] + 1}-{group[-1] + 1})"
+            )
+            for group in groups
+        ]
+        if per_table <= 1 or all(_fits(console, t) for t in tables):
+            return tables, True  # one run a table is the last resort: cells fold, never cut
+        per_table -= 1
+
+
+def _pairs_table(tested: list[PairRow], console: Console) -> Table:
+    """The paired tests, one row each; when that does not fit, task / metric / runs share
+    one column and each interval goes under its difference."""
+    title = "paired bootstrap on shared samples (A - B)"
+    wide = Table(title=title, show_header=True)
+    for name in ("task / metric", "A vs B", "n", "A", "B", "A - B", "95% CI", "p"):
+        wide.add_column(name, justify="left" if name in ("task / metric", "A vs B") else "right")
+    for row in tested:
+        t = _pair_text(row)
+        wide.add_row(escape(f"{t[0]} {t[1]}"), escape(f"{t[2]} vs {t[3]}"), *t[4:10])
+    if _fits(console, wide):
+        return wide
+    narrow = Table(title=title, show_header=True)
+    narrow.add_column("task / metric\nA vs B", overflow="fold")
+    for name in ("n", "A", "B", "A - B\n95% CI", "p"):
+        narrow.add_column(name, justify="right", overflow="fold")
+    for row in tested:
+        t = _pair_text(row)
+        narrow.add_row(
+            escape(f"{t[0]}\n{t[1]}\n{t[2]} vs {t[3]}"), t[4], t[5], t[6], f"{t[7]}\n{t[8]}", t[9]
+        )
+    return narrow
+
+
+def render_table(comp: Comparison, console: Console) -> None:
+    """The leaderboard and paired tests as tables that fit `console`'s width (see
+    `_leaderboard_tables`); Markdown, CSV and HTML keep one layout whatever the width."""
+    tables, runs_as_columns = _leaderboard_tables(comp, console)
+    if runs_as_columns:  # the models have no column: name them above
+        for i, run in enumerate(comp.runs):
+            console.print(
+                f"run {_run_label(comp, i)}: model {_model(run)}", markup=False, highlight=False
+            )
+    for table in tables:
+        console.print(table)
     tested = [p for p in comp.pairs if p.result is not None]
     if tested:
-        pairs = Table(title="paired bootstrap on shared samples (A - B)", show_header=True)
-        for name in ("task / metric", "A vs B", "n", "A", "B", "A - B", "95% CI", "p"):
-            pairs.add_column(
-                name, justify="left" if name in ("task / metric", "A vs B") else "right"
-            )
-        for row in tested:
-            t = _pair_text(row)
-            pairs.add_row(escape(f"{t[0]} {t[1]}"), escape(f"{t[2]} vs {t[3]}"), *t[4:10])
-        console.print(pairs)
+        console.print(_pairs_table(tested, console))
     for row in comp.pairs:
         if row.result is None:
             console.print(
