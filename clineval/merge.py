@@ -24,7 +24,7 @@ from clineval.models.spec import ModelSpec
 from clineval.rundir import MANIFEST, base_manifest, read_manifest, write_json
 from clineval.rundir_lock import run_dir_lock
 from clineval.shard import parse_shard
-from clineval.store import STORE_FILENAME, RunStore, StoreDamaged, store_error
+from clineval.store import STORE_FILENAME, RunStore, check_intact, store_error
 
 log = logging.getLogger("clineval")
 
@@ -116,24 +116,6 @@ def _copy_rows(sources: list[Path], target_store: Path) -> dict[str, int]:
     finally:
         conn.close()
     return counts
-
-
-def check_intact(store_path: Path) -> None:
-    """InputError naming a shard's store when it is damaged: every page is read, as the copy
-    will, so that a torn page is reported with the shard named, before anything is written."""
-    try:
-        conn = sqlite3.connect(f"file:{store_path}?mode=ro", uri=True)
-        try:
-            problems = conn.execute("PRAGMA quick_check(1)").fetchone()
-        finally:
-            conn.close()
-    except sqlite3.DatabaseError as exc:
-        error = store_error(store_path, exc)
-        if error is None:
-            raise
-        raise error from exc
-    if problems is None or problems[0] != "ok":
-        raise StoreDamaged(store_path, str(problems[0] if problems else "quick_check failed"))
 
 
 def merge_runs(run_dirs: list[Path], output_dir: Path) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from clineval.rundir import (
 )
 from clineval.rundir_lock import run_dir_lock
 from clineval.secrets import redact
-from clineval.store import STORE_FILENAME, RunStore
+from clineval.store import STORE_FILENAME, RunStore, check_intact
 from clineval.tasks import get_task
 from clineval.tasks.base import RunContext, Task, TaskResult
 
@@ -75,6 +75,7 @@ def _store_holds_outputs(output_dir: Path) -> bool:
     path = output_dir / STORE_FILENAME
     if not path.is_file():
         return False
+    check_intact(path)  # a torn page: refused before anything is written
     with RunStore(path) as store:
         return store.holds_outputs()
 
@@ -301,6 +302,7 @@ def _stored_record_counts(output_dir: Path) -> dict[str, int]:
             "are left as they are",
             path=output_dir,
         )
+    check_intact(path)
     with RunStore(path) as store:
         counts = store.record_counts()
     if not counts:

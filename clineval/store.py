@@ -14,6 +14,7 @@ import json
 import sqlite3
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
@@ -127,6 +128,26 @@ def store_error(path: str | Path, exc: sqlite3.DatabaseError) -> InputError | No
     if code & 0xFF in _UNUSABLE:
         return InputError(f"cannot use the run store: {exc}", path=path)
     return None
+
+
+def check_intact(path: str | Path) -> None:
+    """StoreDamaged unless every page of the store at `path` reads as a valid b-tree page
+    (PRAGMA quick_check, read-only). Used before a command writes anything, so a torn page
+    is reported then, not by whichever later query first reads it."""
+    try:
+        uri = f"file:{urllib.parse.quote(str(Path(path).absolute()))}?mode=ro"
+        conn = sqlite3.connect(uri, uri=True)
+        try:
+            problem = conn.execute("PRAGMA quick_check(1)").fetchone()
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        error = store_error(path, exc)
+        if error is None:
+            raise
+        raise error from exc
+    if problem is None or problem[0] != "ok":
+        raise StoreDamaged(path, str(problem[0]) if problem else "quick_check found problems")
 
 
 _P = ParamSpec("_P")
