@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from clineval.models.chat_store import is_usable_stored_call
 from clineval.models.llm_base import ChatRequest, request_key
 from clineval.models.usage import PriceTable, find_price
 
@@ -81,7 +82,7 @@ class CallPlan:
         row = self._row(task, role, model)
         _, key = request_key(request, model)
         stored: dict[str, Any] | None = self._store.get_call(key)
-        if stored is not None:
+        if stored is not None and is_usable_stored_call(stored):
             row.stored += 1
             return stored
         row.to_send += 1

@@ -222,3 +222,19 @@ def test_an_empty_reply_fails_that_call_and_a_rerun_sends_it_again(
     assert sum(by_key.values()) == (1 if who == "judge" else 2)
     results = json.loads((out / "results.json").read_text("utf-8"))["clinconsensus"]
     assert results["judge_errors"] == 0
+
+
+def test_dry_run_counts_an_empty_stored_answer_as_a_call_to_send(tmp_path: Path) -> None:
+    """--dry-run and the run agree: an empty answer kept by an older store will be sent."""
+    from clineval.models.llm_base import request_key as key_of
+    from clineval.plan import CallPlan
+
+    ctx = make_ctx(tmp_path, "openai:m@http://127.0.0.1:9/v1")
+    request_json, key = key_of(ASK, ctx.model.label)
+    ctx.store.put_calls([(key, ctx.model.label, request_json, {"text": "  "}, {})])
+    calls = CallPlan(ctx.store)
+    assert calls.add("t", "candidate", ctx.model.label, ASK) is None
+    ctx.store.put_calls([(key, ctx.model.label, request_json, {"text": "an answer"}, {})])
+    assert calls.add("t", "candidate", ctx.model.label, ASK) is not None
+    (row,) = calls.rows()
+    assert (row.to_send, row.stored) == (1, 1)

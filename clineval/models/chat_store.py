@@ -46,6 +46,13 @@ def empty_reply_reason(data: Mapping[str, Any]) -> str | None:
     return f"empty reply ({what})"
 
 
+def is_usable_stored_call(stored: Mapping[str, Any] | None) -> bool:
+    """A stored call that answers its request. An empty answer that a store kept before empty
+    replies were refused is not: the run asks again (and replaces it), and --dry-run counts
+    it as a call to send."""
+    return stored is not None and bool(str(stored["response"].get("text") or "").strip())
+
+
 class GroupCommit:
     """Store writes of finished calls, batched, committed in a worker thread.
 
@@ -129,8 +136,7 @@ class StoredChatModel(ABC):
         self.stats.requests += 1
         request_json, key = request_key(request, self.label)  # the JSON is stored by _record
         stored = self._store.get_call(key)
-        # An empty answer a store kept before they were refused is asked again (and replaced).
-        if stored is not None and str(stored["response"].get("text") or "").strip():
+        if is_usable_stored_call(stored):
             self.stats.cache_hits += 1
             return self._from_stored(stored, cached=True)
         pending = self._in_flight.get(key)
