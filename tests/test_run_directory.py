@@ -230,6 +230,25 @@ def test_a_damaged_manifest_is_one_line_naming_it(
     assert manifest.read_bytes() == MANIFESTS[content]
 
 
+@pytest.mark.parametrize("content", ["not JSON", "not UTF-8", "a list", "no config"])
+@pytest.mark.parametrize("command", ["report", "compare", "judge-agreement"])
+def test_readers_of_a_damaged_manifest_say_so_in_one_line(
+    content: str, command: str, run_copy: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    manifest = run_copy / "manifest.json"
+    manifest.write_bytes(MANIFESTS[content])
+    labels = run_copy.parent / "labels.jsonl"
+    labels.write_text('{"case_id": "fixture-001", "criterion_id": "x", "met": true}\n')
+    argv = {
+        "report": ["report", str(run_copy), "-o", str(run_copy.parent / "report.html")],
+        "compare": ["compare", str(run_copy), str(run_copy)],
+        "judge-agreement": ["judge-agreement", str(run_copy), "--labels", str(labels)],
+    }[command]
+    assert main(argv) == 2
+    err = _one_error_line(capsys)
+    assert f"error: {manifest}:" in err and "damaged run manifest" in err
+
+
 # ---- score over a missing, empty or shrunken store -------------------------------------------
 def _remove(store: Path) -> None:
     store.unlink()

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from clineval.errors import InputError
-from clineval.rundir import MANIFEST, RESULTS, SAMPLES, read_json, read_jsonl
+from clineval.rundir import MANIFEST, RESULTS, SAMPLES, read_json, read_jsonl, read_manifest
 
 # Words that mark generated, non-benchmark data (DESIGN: a fixture's score is never presented
 # as a benchmark result).
@@ -37,7 +37,7 @@ def load_run(run_dir: Path, *, with_samples: bool = True) -> RunData:
     if not isinstance(results, dict):
         raise InputError("expected a JSON object of {task: metrics}", path=run_dir / RESULTS)
     manifest_path = run_dir / MANIFEST
-    manifest = read_json(manifest_path) if manifest_path.exists() else {}
+    manifest = read_manifest(run_dir) if manifest_path.exists() else {}
     clean = {str(k): v for k, v in results.items() if isinstance(v, dict)}
     samples: dict[str, list[dict[str, Any]]] = {}
     if with_samples and (run_dir / SAMPLES).exists():
