@@ -59,6 +59,9 @@ def _acquire(run_dir: Path, wait: bool, wait_hint: str) -> int:
                 ) from None
             log.warning("waiting for clineval (pid %s) to finish with %s", pid, run_dir)
             fcntl.flock(fd, fcntl.LOCK_EX)  # Ctrl-C interrupts the wait (KeyboardInterrupt)
+        except OSError as exc:  # a file system without locks (some network mounts)
+            message = f"cannot lock the run directory: {exc.strerror}"
+            raise InputError(message, path=path) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
     except BaseException:
