@@ -174,7 +174,6 @@ def run(
     """Run TASK... with a model; rerun with the same --output-dir to resume."""
     from clineval.config import RunConfig
     from clineval.options import split_option_items
-    from clineval.run_checks import check_output_dir, check_run_config
     from clineval.runner import plan as plan_tasks
     from clineval.runner import run as run_tasks
 
@@ -208,8 +207,6 @@ def run(
         price_table=price_table,
         options=split_option_items(option or []),
     )
-    check_output_dir(output_dir)
-    check_run_config(config)
     if dry_run:
         print_plan(plan_tasks(config, output_dir))
         return
@@ -284,10 +281,26 @@ def judge_agreement(
 
 
 @app.command("tasks")
-def list_tasks(data_dir: Annotated[str | None, typer.Option("--data-dir")] = None) -> None:
-    """List tasks, their data status and metrics."""
+def list_tasks(
+    data_dir: Annotated[str | None, typer.Option("--data-dir")] = None,
+    show_options: Annotated[
+        bool, typer.Option("--options", help="List every --option KEY with its default.")
+    ] = False,
+) -> None:
+    """List tasks, their data status and metrics (or, with --options, every option key)."""
     from clineval.datapaths import resolve_data_root
-    from clineval.tasks import get_task, task_names
+    from clineval.tasks import get_task, option_groups, task_names
+
+    if show_options:
+        for group in option_groups():
+            options = Table(show_header=True, title=f"--option KEY=VALUE of {group.applies_to}")
+            for col in ("key", "default", "what it sets"):
+                options.add_column(col, overflow="fold")
+            for option in group.options:
+                default = "-" if option.default is None else option.default
+                options.add_row(group.key(option), default, option.help)
+            stdout.print(options)
+        return
 
     root = resolve_data_root(data_dir)
     table = Table(show_header=True)

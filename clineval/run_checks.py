@@ -13,8 +13,11 @@ from clineval.options import check_options
 
 
 def check_run_config(config: RunConfig) -> None:
-    """Known tasks, declared `--option` keys with valid values, a readable price table."""
+    """Known tasks, declared `--option` keys with valid values, a readable price table, and
+    the files that the model, judges, --verdicts and --judge-prompt name (clineval.run_inputs:
+    a task opens some of them only when it predicts, long after the run directory exists)."""
     from clineval.models.usage import load_price_table
+    from clineval.run_inputs import check_run_inputs
     from clineval.tasks import active_namespaces, get_task, option_groups
 
     for name in config.tasks:
@@ -22,6 +25,7 @@ def check_run_config(config: RunConfig) -> None:
     check_options(config.options, option_groups(), active_namespaces(config.tasks))
     if config.price_table is not None:
         load_price_table(config.price_table)
+    check_run_inputs(config)
 
 
 def check_output_dir(path: Path, flag: str = "--output-dir") -> None:

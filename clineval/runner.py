@@ -13,7 +13,7 @@ from clineval.config import RunConfig
 from clineval.datapaths import resolve_data_root
 from clineval.errors import InputError
 from clineval.models.spec import ModelSpec
-from clineval.run_inputs import check_run_inputs
+from clineval.run_checks import check_output_dir, check_run_config
 from clineval.rundir import (
     MANIFEST,
     RESULTS,
@@ -174,8 +174,6 @@ def _execute(
     with _existing_store(output_dir) as existing:
         ctx = _make_context(config, output_dir, existing)
         loaded = _load_tasks(ctx)
-        if predict:
-            check_run_inputs(config)  # files the tasks would open only when they predict
     # Everything is validated: from here on the run directory is written.
     results, samples = _existing_outputs(output_dir)
     failures: list[str] = []
@@ -242,6 +240,8 @@ _WAIT_HINT = "pass --wait to wait for it, "
 def run(config: RunConfig, output_dir: Path, *, wait: bool = False) -> dict[str, Any]:
     """Run (or resume) every task of the config into output_dir, holding its lock: another
     process using it is an InputError at once, or, with `wait`, is waited for."""
+    check_output_dir(output_dir)
+    check_run_config(config)  # before the lock: a refused command creates nothing
     with run_dir_lock(output_dir, create=True, wait=wait, wait_hint=_WAIT_HINT):
         previous = _check_resume_compatible(output_dir, config)
         manifest = base_manifest(public_config(config))
@@ -261,6 +261,8 @@ def plan(config: RunConfig, output_dir: Path) -> dict[str, Any]:
     from clineval.models.usage import load_price_table
     from clineval.plan import CallPlan, plan_summary
 
+    check_output_dir(output_dir)
+    check_run_config(config)
     prices = load_price_table(config.price_table)
     _check_resume_compatible(output_dir, config)
     with _existing_store(output_dir) as store:

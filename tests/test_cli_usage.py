@@ -338,3 +338,22 @@ def test_tasks_options_lists_every_declared_key(capsys: pytest.CaptureFixture[st
     assert len(keys) == len(set(keys)) > 20
     missing = [key for key in keys if key not in out]
     assert missing == []
+
+
+def test_a_mistyped_model_file_creates_nothing_and_the_corrected_command_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cases = fixture_path()
+    case = json.loads(cases.read_text(encoding="utf-8").splitlines()[0])
+    verdicts = tmp_path / "verdicts.jsonl"
+    rows = [
+        {"case_id": case["case_id"], "criterion_id": c["criterion_id"], "criteria_met": True}
+        for c in case["rubrics"]
+    ]
+    verdicts.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    out = tmp_path / "run"
+    argv = ["run", "clinconsensus", "--cases", str(cases), "--limit", "1", "-o", str(out)]
+    assert main([*argv, "--model", f"predictions:{tmp_path / 'verdcits.jsonl'}"]) == 2
+    assert "predictions file not found" in _one_error_line(capsys.readouterr().err)
+    assert not out.exists()
+    assert main([*argv, "--model", f"predictions:{verdicts}"]) == 0

@@ -210,7 +210,10 @@ def test_bad_verdicts_file_exits_2_naming_line(tmp_path: Path, capsys) -> None:
 
 
 def test_missing_cases_source_is_input_error(tmp_path: Path, capsys) -> None:
-    argv = ["run", "clinconsensus", "--model", "predictions:x.jsonl", "--data-dir", str(tmp_path)]
+    predictions = tmp_path / "x.jsonl"  # exists: the missing piece is the cases file
+    predictions.write_text("")
+    argv = ["run", "clinconsensus", "--model", f"predictions:{predictions}"]
+    argv += ["--data-dir", str(tmp_path)]
     assert main([*argv, "--output-dir", str(tmp_path / "o")]) == 2
     assert "clinconsensus_low.jsonl" in capsys.readouterr().err
 

@@ -188,7 +188,12 @@ def test_a_classifier_checkpoint_is_not_a_chat_model(
     assert "is not a chat model" in capsys.readouterr().err
     argv[3], argv[-1] = f"hf:{tmp_path / 'nowhere'}", str(tmp_path / "run2")
     assert main(argv) == 2
+    assert "hf model directory not found" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    argv[3] = f"hf:{tmp_path / 'empty'}"
+    assert main(argv) == 2
     assert "no config.json" in capsys.readouterr().err
+    assert not (tmp_path / "run2").exists()  # refused before the run directory was made
 
 
 def test_generation_failure_is_a_chat_error(checkpoint: Path) -> None:
