@@ -14,8 +14,8 @@ from llm_stub_server import StubServer
 from clineval.cli import main
 from clineval.data.ner_corpora import load_ner_split
 from clineval.data.ner_types import Span
-from clineval.models.ner_llm import locate_mentions, parse_reply
 from clineval.store import RunStore
+from clineval.tasks.ner_llm import locate_mentions, parse_reply
 
 TYPES = ("drug", "condition")
 C, D = "condition", "drug"

@@ -10,7 +10,7 @@ predict   by model backend, one store record per document (kind "prediction", va
             predictions:FILE  JSONL of spans or BIO tags (clineval.models.ner_predictions),
                               re-read on every run; documents it lacks count as missing
             hf:PATH           local token-classification checkpoint (clineval.models.ner_hf)
-            openai:/llamacpp: NER by extraction with a chat model (clineval.models.ner_llm)
+            openai:/llamacpp: NER by extraction with a chat model (clineval.tasks.ner_llm)
 evaluate  reads only the store: token macro F1 (primary), span partial (nervaluate ent_type)
           and exact (strict) F1, per type, plus one samples.jsonl row per document
           (clineval.tasks.ner_scoring). Options: `ner.tokenizer=model` (hf only) adds
@@ -34,9 +34,10 @@ from clineval.plan import CallPlan
 from clineval.progress import make_progress
 from clineval.shard import select_shard
 from clineval.tasks.base import DataFileStatus, RunContext, Task, TaskResult
+from clineval.tasks.ner_llm import PREDICTION_KIND
 from clineval.tasks.ner_options import CRF_WORKERS_OPTION, NER_OPTIONS, TOKENIZER_OPTION
 
-PREDICTION = "prediction"  # store record kind
+PREDICTION = PREDICTION_KIND  # store record kind
 TEST_SPLIT = "test"
 # What the CRF baseline trains on. Dev is left out: it chose the hyperparameters, and training
 # on train alone keeps the 4-corpus demo well inside its time budget on a 2-core machine.
@@ -156,7 +157,7 @@ class NerTask(Task):
     def plan(self, ctx: RunContext, data: NerData, calls: CallPlan) -> None:
         if not is_chat_model(ctx.model):
             return
-        from clineval.models.ner_llm import format_option, make_request
+        from clineval.tasks.ner_llm import format_option, make_request
 
         fmt = format_option(ctx)
         stored = ctx.store.records(self.name, PREDICTION)
@@ -257,15 +258,11 @@ class NerTask(Task):
         self._put(ctx, batch)
 
     def _predict_llm(self, ctx: RunContext, todo: list[NerDocument]) -> None:
-        from clineval.models.ner_llm import extract_entities_for_documents
+        from clineval.tasks.ner_llm import extract_entities_for_documents
 
         if not todo:
             return
-
-        def store_one(doc_id: str, value: dict[str, Any]) -> None:
-            ctx.store.put_records(self.name, PREDICTION, [(doc_id, value)])
-
-        summary = extract_entities_for_documents(ctx, self.name, todo, self.types, store_one)
+        summary = extract_entities_for_documents(ctx, self.name, todo, self.types)
         ctx.note(self.name, "llm", summary)
 
     # ---- evaluate --------------------------------------------------------------------------

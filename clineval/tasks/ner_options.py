@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from clineval.options import Option, OptionGroup, choice, integer, text
 
-# The keys the task reads itself; ner.label_map and ner.response_format are read by the model
-# modules that use them (models/ner_hf.py, models/ner_llm.py), under the same names.
 TOKENIZER_OPTION = "ner.tokenizer"
 CRF_WORKERS_OPTION = "ner.crf_workers"
+FORMAT_OPTION = "ner.response_format"
+# ner.label_map is read by models/ner_hf.py (LABEL_MAP_OPTION, the same name): the model layer
+# knows no tasks, so it keeps its own constant.
 
 NER_OPTIONS = OptionGroup(
     namespace="ner",

@@ -325,7 +325,7 @@ def _predict_hf(ctx: RunContext, data: TcmData, todo: list[tuple[str, TcmRecord]
 
 
 def _predict_llm(ctx: RunContext, data: TcmData, todo: list[tuple[str, TcmRecord]]) -> None:
-    from clineval.models.tcm_llm import predict_llm
+    from clineval.tasks.tcm_llm import predict_llm
 
     predict_llm(ctx, data.labels, data.norm, todo, _fields(ctx))
 
@@ -544,7 +544,7 @@ class TcmSdTask(Task):
     def plan(self, ctx: RunContext, data: TcmData, calls: CallPlan) -> None:
         if not is_chat_model(ctx.model):
             return
-        from clineval.models.tcm_llm import make_request
+        from clineval.tasks.tcm_llm import make_request
 
         fields, label = _fields(ctx), ctx.model.label
         todo = pending(ctx, data)

@@ -36,10 +36,12 @@ from clineval.concurrency import gather_bounded, run_call_state, run_model_calls
 from clineval.data.ner_types import NerDocument, Span
 from clineval.models.llm_base import ChatError, ChatModel, ChatRequest
 from clineval.models.ner_bio import word_offsets
+from clineval.tasks.base import RunContext
+from clineval.tasks.ner_options import FORMAT_OPTION
 
 TEMPLATE_VERSION = "ner-extract-v1"
+PREDICTION_KIND = "prediction"  # the NER task's record kind of a document's prediction
 DEFAULT_MAX_TOKENS = 1024
-FORMAT_OPTION = "ner.response_format"  # json_schema (default) | json_object | none
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)(?:```|$)", re.DOTALL)
 _FLAT_OBJECT = re.compile(r"\{[^{}\[\]]*\}")
@@ -239,7 +241,7 @@ class ExtractionSummary:
         }
 
 
-def format_option(ctx: Any) -> str:
+def format_option(ctx: RunContext) -> str:
     """The response_format the run asks for (--option ner.response_format)."""
     from clineval.errors import InputError
 
@@ -249,7 +251,7 @@ def format_option(ctx: Any) -> str:
     return fmt
 
 
-def make_request(ctx: Any, text: str, types: Sequence[str], fmt: str) -> ChatRequest:
+def make_request(ctx: RunContext, text: str, types: Sequence[str], fmt: str) -> ChatRequest:
     return ChatRequest(
         messages=build_messages(text, types),
         temperature=ctx.config.temperature,
@@ -261,13 +263,13 @@ def make_request(ctx: Any, text: str, types: Sequence[str], fmt: str) -> ChatReq
 
 
 async def _one(
-    ctx: Any,
+    ctx: RunContext,
+    task: str,
     model: ChatModel,
     doc: NerDocument,
     types: Sequence[str],
     fmt: str,
     summary: ExtractionSummary,
-    store_one: Callable[[str, dict[str, Any]], None],
     advance: Callable[..., None],
 ) -> None:
     try:
@@ -287,25 +289,19 @@ async def _one(
     spans, not_found = locate_mentions(doc.text, parsed.mentions)
     summary.status[parsed.status] = summary.status.get(parsed.status, 0) + 1
     summary.mentions_not_found += len(not_found)
-    store_one(
-        doc.id,
-        {
-            "entities": [[s.start, s.end, s.type] for s in spans],
-            "raw_output": reply.text,
-            "parse": parsed.status,
-            "not_found": not_found,
-            "dropped_items": parsed.dropped,
-        },
-    )
+    value = {
+        "entities": [[s.start, s.end, s.type] for s in spans],
+        "raw_output": reply.text,
+        "parse": parsed.status,
+        "not_found": not_found,
+        "dropped_items": parsed.dropped,
+    }
+    ctx.store.put_records(task, PREDICTION_KIND, [(doc.id, value)])
     advance(cached=reply.cached)
 
 
 async def _run(
-    ctx: Any,
-    task: str,
-    documents: Sequence[NerDocument],
-    types: Sequence[str],
-    store_one: Callable[[str, dict[str, Any]], None],
+    ctx: RunContext, task: str, documents: Sequence[NerDocument], types: Sequence[str]
 ) -> dict[str, Any]:
     from clineval.models.llm import open_chat_model
     from clineval.progress import counters_of, task_progress
@@ -317,7 +313,7 @@ async def _run(
             await gather_bounded(
                 run_call_state(ctx),
                 (
-                    _one(ctx, model, doc, types, fmt, summary, store_one, progress.advance)
+                    _one(ctx, task, model, doc, types, fmt, summary, progress.advance)
                     for doc in documents
                 ),
             )
@@ -325,11 +321,8 @@ async def _run(
 
 
 def extract_entities_for_documents(
-    ctx: Any,
-    task: str,
-    documents: Sequence[NerDocument],
-    types: Sequence[str],
-    store_one: Callable[[str, dict[str, Any]], None],
+    ctx: RunContext, task: str, documents: Sequence[NerDocument], types: Sequence[str]
 ) -> dict[str, Any]:
-    """Ask the run's chat model for each document's entities; store each as it arrives."""
-    return run_model_calls(_run(ctx, task, documents, types, store_one))
+    """Ask the run's chat model for each document's entities; store each as it arrives
+    (record kind "prediction" of `task`)."""
+    return run_model_calls(_run(ctx, task, documents, types))

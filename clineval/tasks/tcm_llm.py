@@ -17,6 +17,7 @@ from clineval.data.tcm_norm import NormTable
 from clineval.data.tcm_sd import TcmRecord
 from clineval.models.llm_base import ChatError, ChatModel, ChatRequest
 from clineval.progress import TaskProgress, counters_of, task_progress
+from clineval.tasks.base import RunContext
 from clineval.tasks.tcm_answer import TEMPLATE_VERSION, AnswerParser, build_messages
 
 TASK = "tcm-sd"
@@ -24,7 +25,7 @@ DEFAULT_MAX_TOKENS = 64
 
 
 def make_request(
-    ctx: Any, record: TcmRecord, labels: list[str], fields: tuple[str, ...]
+    ctx: RunContext, record: TcmRecord, labels: list[str], fields: tuple[str, ...]
 ) -> ChatRequest:
     return ChatRequest(
         messages=build_messages(record, labels, fields),
@@ -36,7 +37,7 @@ def make_request(
 
 
 async def _one(
-    ctx: Any,
+    ctx: RunContext,
     model: ChatModel,
     parser: AnswerParser,
     key: str,
@@ -62,7 +63,7 @@ async def _one(
 
 
 async def _run(
-    ctx: Any,
+    ctx: RunContext,
     labels: list[str],
     norm: NormTable | None,
     todo: list[tuple[str, TcmRecord]],
@@ -81,7 +82,7 @@ async def _run(
 
 
 def predict_llm(
-    ctx: Any,
+    ctx: RunContext,
     labels: list[str],
     norm: NormTable | None,
     todo: list[tuple[str, TcmRecord]],
