@@ -38,6 +38,21 @@ class OptionGroup:
     def full_keys(self) -> list[str]:
         return [self.key(o) for o in self.options]
 
+    def value(self, options: Mapping[str, str], name: str) -> Any:
+        """The typed value of option `name` in a run's raw `options` (its parsed default when
+        unset; None when it has no default). The run checked every value up front; a bad one
+        here (a caller that skipped the check) is still a one-line InputError."""
+        option = next((o for o in self.options if o.name == name), None)
+        if option is None:
+            raise KeyError(f"{self.namespace}.{name} is not declared")
+        raw = options.get(self.key(option), option.default)
+        if raw is None:
+            return None
+        try:
+            return option.parse(raw)
+        except ValueError as exc:
+            raise InputError(f"--option {self.key(option)}={_clip(raw)!r}: {exc}") from None
+
 
 # ---- parsers: each turns the text of a value into a value or raises ValueError ---------------
 def integer(minimum: int | None = None, maximum: int | None = None) -> Parser:

@@ -1,0 +1,99 @@
+"""The `--option` declarations: each parser on a table of accepted and refused values, typed
+values with defaults, and the run-level check (unknown keys, keys for tasks not in the run)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from clineval.errors import InputError
+from clineval.options import (
+    Option,
+    OptionGroup,
+    boolean,
+    check_options,
+    choice,
+    integer,
+    integer_list,
+    number,
+    split_option_items,
+    text,
+)
+
+PARSER_CASES = [
+    (integer(minimum=1), " 3 ", 3),
+    (integer(minimum=0, maximum=1), "1", 1),
+    (number(0.0), "0", 0.0),
+    (number(0.0), "2.5", 2.5),
+    (number(0.0, above_minimum=True), "1e-3", 0.001),
+    (choice("a", "b"), "b", "b"),
+    (text(), "x y", "x y"),
+    (integer_list(1), "3, 5,", (3, 5)),
+    (boolean, "Yes", True),
+    (boolean, "0", False),
+]
+REFUSED = [
+    (integer(minimum=1), "0", "must be >= 1"),
+    (integer(maximum=1), "2", "must be <= 1"),
+    (integer(), "1.5", "not an integer"),
+    (number(0.0), "nan", "finite"),
+    (number(0.0), "inf", "finite"),
+    (number(0.0), "-0.5", "must be >= 0"),
+    (number(0.0, above_minimum=True), "0", "must be > 0"),
+    (number(), "abc", "not a number"),
+    (choice("a", "b"), "A", "one of a, b"),
+    (text(), "  ", "empty"),
+    (integer_list(1), "", "comma-separated"),
+    (integer_list(1), "3,0", "must be >= 1"),
+    (boolean, "maybe", "true or false"),
+]
+
+
+@pytest.mark.parametrize(("parse", "raw", "expected"), PARSER_CASES)
+def test_parsers_accept(parse, raw: str, expected: object) -> None:
+    assert parse(raw) == expected
+
+
+@pytest.mark.parametrize(("parse", "raw", "reason"), REFUSED)
+def test_parsers_refuse_with_a_reason(parse, raw: str, reason: str) -> None:
+    with pytest.raises(ValueError, match=reason):
+        parse(raw)
+
+
+GROUP = OptionGroup(
+    "demo",
+    "the demo task",
+    (
+        Option("size", integer(minimum=1), "how many", "4"),
+        Option("scale", number(0.0), "how much", None),
+    ),
+)
+OTHER = OptionGroup("other", "the other task", (Option("x", text(), "x", None),))
+
+
+def test_typed_values_and_defaults() -> None:
+    assert GROUP.value({}, "size") == 4
+    assert GROUP.value({"demo.size": "9"}, "size") == 9
+    assert GROUP.value({}, "scale") is None
+    assert math.isclose(GROUP.value({"demo.scale": "0.5"}, "scale"), 0.5)
+    with pytest.raises(InputError, match=r"demo\.size='0': must be >= 1"):
+        GROUP.value({"demo.size": "0"}, "size")
+
+
+def test_check_options() -> None:
+    groups = [GROUP, OTHER]
+    assert check_options({"demo.size": "2"}, groups, {"demo"}) == {"demo.size": 2}
+    with pytest.raises(InputError, match=r"'demo\.bogus' is not a known option; valid keys: "):
+        check_options({"demo.bogus": "1"}, groups, {"demo"})
+    with pytest.raises(InputError, match="applies to the other task, which this run does not"):
+        check_options({"other.x": "1"}, groups, {"demo"})
+    with pytest.raises(InputError, match="must be a finite number"):
+        check_options({"demo.scale": "nan"}, groups, {"demo"})
+
+
+def test_split_option_items() -> None:
+    assert split_option_items(["a.b=1", "c.d=x=y", "e.f="]) == {"a.b": "1", "c.d": "x=y", "e.f": ""}
+    for bad in ("novalue", "=x", " =x"):
+        with pytest.raises(InputError, match="is not KEY=VALUE"):
+            split_option_items([bad])
