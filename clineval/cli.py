@@ -28,6 +28,10 @@ data_app = typer.Typer(
     no_args_is_help=True, help="Data files: verify checksums, fetch, synthesize."
 )
 app.add_typer(data_app, name="data")
+skills_app = typer.Typer(
+    no_args_is_help=True, help="Agent Skills that drive clineval: list them, install them."
+)
+app.add_typer(skills_app, name="skills")
 
 stdout = Console()
 _state = {"debug": False}
@@ -317,11 +321,20 @@ def list_tasks(
 
 
 @data_app.command("verify")
-def data_verify(data_dir: Annotated[str | None, typer.Option("--data-dir")] = None) -> None:
-    """Check every known data file's sha256 against the manifest shipped in the package."""
+def data_verify(
+    data_dir: Annotated[str | None, typer.Option("--data-dir")] = None,
+    cache_dir: Annotated[
+        str | None,
+        typer.Option("--cache-dir", help="Check this cache of `clineval data fetch`."),
+    ] = None,
+) -> None:
+    """Check every known data file's sha256 against the manifest shipped in the package.
+
+    Checks the directories named; with neither option, the data root and the default fetch
+    cache ($CLINEVAL_CACHE_DIR or ~/.cache/clineval/data) where they exist."""
     from clineval.data.checksums import verify_all
 
-    if not verify_all(data_dir, console=stdout):
+    if not verify_all(data_dir, console=stdout, cache_dir=cache_dir):
         raise typer.Exit(code=2)
 
 
@@ -333,7 +346,10 @@ def data_fetch(
         str | None, typer.Option("--base-url", help="Mirror to fetch from instead.")
     ] = None,
 ) -> None:
-    """Download a corpus from its official public address into a cache, checking sha256."""
+    """Download a corpus from its official public address into a cache, checking sha256.
+
+    Each file streams to a staging file, bounded by its size in the package manifest, and
+    enters the cache only once its sha256 matched; cached files are checked again first."""
     from clineval.data.fetch import fetch
 
     for path in fetch(name, cache_dir=cache_dir, base_url=base_url):
@@ -357,6 +373,39 @@ def data_synth(
 
     for path in write_synthetic(out, seed=seed, data_dir=data_dir, scale=scale):
         stdout.print(f"wrote {path}")
+
+
+@skills_app.command("list")
+def skills_list() -> None:
+    """The skills shipped with clineval: name and when an agent should use it."""
+    from clineval.skills_install import list_skills
+
+    table = Table(show_header=True)
+    table.add_column("skill", no_wrap=True)
+    table.add_column("description", overflow="fold")
+    for skill in list_skills():
+        table.add_row(skill.name, skill.description)
+    stdout.print(table)
+    stdout.print("install: clineval skills install [NAME...] --target DIR", markup=False)
+
+
+@skills_app.command("install")
+def skills_install(
+    target: Annotated[
+        Path, typer.Option("--target", help="The agent's skills folder, e.g. .claude/skills.")
+    ],
+    names: Annotated[
+        list[str] | None, typer.Argument(help="Skills to install (default: all).")
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace an existing skill folder that differs.")
+    ] = False,
+) -> None:
+    """Copy skill folders into DIR/NAME; a different existing one is kept unless --force."""
+    from clineval.skills_install import install
+
+    for done in install(names or [], target, force=force):
+        print(f"{done.status} {done.name}: {done.path}")
 
 
 INTERRUPTED = 130  # the shell's code for a process stopped by SIGINT
