@@ -28,6 +28,7 @@ from clineval.data.checksums import (
     load_manifest,
     sha256_file,
 )
+from clineval.data.download import RetryBudget
 from clineval.data.fetch import SOURCES, Source, fetch
 from clineval.errors import InputError
 
@@ -103,9 +104,10 @@ def test_manifest_matches_source_md_and_real_files(data_root: Path) -> None:
             assert entry.optional
             continue
         assert entry.sha256 in sources[top]
+        path = data_root / entry.path
         if entry.sha256_uncompressed is not None:
             assert entry.sha256_uncompressed in sources[top]
-        path = data_root / entry.path
+            assert len(gzip.decompress(path.read_bytes())) == entry.size_uncompressed
         assert path.stat().st_size == entry.size
         assert sha256_file(path) == hashlib.sha256(path.read_bytes()).hexdigest() == entry.sha256
         checked += 1
@@ -353,25 +355,24 @@ def _flaky_server(directory: Path, failures: int) -> tuple[ThreadingHTTPServer, 
 def test_fetch_retries_server_errors_a_bounded_number_of_times(
     data_root: Path,
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
     failures: int,
     succeeds: bool,
 ) -> None:
-    monkeypatch.setattr(fetch_module, "_BACKOFF_S", 0.01)  # keep the test fast
+    fast = RetryBudget(attempts=3, backoff_s=0.01, max_wait_s=0.05)  # keep the test fast
     mirror = tmp_path / "mirror"
     _copy(data_root, mirror, NCBI_FILES)
     server, seen = _flaky_server(mirror, failures)
     host, port = server.server_address[:2]
     try:
         if succeeds:
-            paths = fetch("ncbi", cache_dir=tmp_path / "cache", base_url=f"http://{host!s}:{port}")
+            paths = fetch("ncbi", tmp_path / "cache", f"http://{host!s}:{port}", retry=fast)
             assert len(paths) == len(NCBI_FILES)
             assert len(seen) == len(NCBI_FILES) + failures
         else:
-            with pytest.raises(InputError, match="download failed after 3 attempts"):
-                fetch("ncbi", cache_dir=tmp_path / "cache", base_url=f"http://{host!s}:{port}")
-            assert len(seen) == fetch_module.MAX_ATTEMPTS
-            assert not (tmp_path / "cache").exists()
+            with pytest.raises(InputError, match="download failed after 3 attempts: HTTP 503"):
+                fetch("ncbi", tmp_path / "cache", f"http://{host!s}:{port}", retry=fast)
+            assert len(seen) == fast.attempts
+            assert not [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]
     finally:
         server.shutdown()
         server.server_close()

@@ -1,15 +1,18 @@
 """Data-file checksums: the manifest shipped in the package, per-file status, ``data verify``.
 
 The manifest (``clineval/resources/data_manifest.json``) lists every data file clineval reads,
-relative to the data root, with its sha256 and size (taken from, and cross-checked against, the
-SOURCE.md files of the data). A ``.gz`` entry also carries ``sha256_uncompressed``: the hash of
-the upstream file it compresses, so a copy gzipped by another gzip build (different bytes, same
+relative to the data root, with its sha256 and size in bytes (taken from, and cross-checked
+against, the SOURCE.md files of the data; the size bounds a download). A ``.gz`` entry also
+carries ``sha256_uncompressed`` and ``size_uncompressed``: the hash and size of the upstream file
+it compresses, so a copy gzipped by another gzip build (different bytes, same
 content, e.g. after ``clineval data fetch`` from the official uncompressed source) still checks.
 
 Statuses: ``ok``, ``missing``, ``checksum mismatch``, and ``not checked`` for an entry without a
 published hash (the TCM-SD full splits, which users place by hand).
 
-``verify_all`` fails (returns False, CLI exit 2) when
+``verify_all`` checks the data root and the cache of ``clineval data fetch`` (see
+``verify_targets``: those named, or by default both where they exist), and fails (returns False,
+CLI exit 2) when, in any of them,
   * any present file has the wrong checksum, or
   * a required file is missing from a group (dataset) of which other required files are present:
     a half-copied corpus would otherwise fail later with a confusing error, or
@@ -36,6 +39,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from clineval.data.cache import default_cache_dir
+from clineval.datapaths import ENV_VAR as DATA_ENV_VAR
 from clineval.datapaths import resolve_data_root
 from clineval.errors import InputError
 
@@ -53,6 +58,7 @@ class ManifestEntry:
     group: str  # "ner:ncbi", ..., "tcm-sd"
     optional: bool
     sha256_uncompressed: str | None = None
+    size_uncompressed: int | None = None
     note: str = ""
 
 
@@ -69,6 +75,7 @@ def load_manifest() -> tuple[ManifestEntry, ...]:
             group=row["group"],
             optional=bool(row.get("optional", False)),
             sha256_uncompressed=row.get("sha256_uncompressed"),
+            size_uncompressed=row.get("size_uncompressed"),
             note=row.get("note", ""),
         )
         for row in payload["files"]
@@ -167,7 +174,8 @@ def file_status(root: Path | str | None, relative: str) -> str:
 def verify_root(root: Path) -> tuple[list[tuple[ManifestEntry, str]], list[str]]:
     """(entry, status) for every manifest file and the reasons the check fails (empty = pass)."""
     rows = [(entry, entry_status(root, entry)) for entry in load_manifest()]
-    failures = [f"{e.path}: {MISMATCH}" for e, s in rows if s == MISMATCH]
+    # full paths: `data verify` may check the data root and the fetch cache in one go
+    failures = [f"{root / e.path}: {MISMATCH}" for e, s in rows if s == MISMATCH]
     required: dict[str, list[tuple[ManifestEntry, str]]] = defaultdict(list)
     for entry, status in rows:
         if not entry.optional:
@@ -176,7 +184,9 @@ def verify_root(root: Path) -> tuple[list[tuple[ManifestEntry, str]], list[str]]
         present = [e for e, s in members if s != MISSING]
         if present and len(present) < len(members):
             failures += [
-                f"{e.path}: missing ({group} is incomplete)" for e, s in members if s == MISSING
+                f"{root / e.path}: missing ({group} is incomplete)"
+                for e, s in members
+                if s == MISSING
             ]
     if all(status == MISSING for _, status in rows):
         failures.append(f"no known data file under {root}")
@@ -186,13 +196,60 @@ def verify_root(root: Path) -> tuple[list[tuple[ManifestEntry, str]], list[str]]
 _STYLE = {OK: "green", MISSING: "yellow", MISMATCH: "bold red", NOT_CHECKED: "cyan"}
 
 
-def verify_all(data_dir: str | Path | None, console: Console | None = None) -> bool:
-    """Check every manifest file under the data root; print a table; False on failure."""
+def verify_targets(
+    data_dir: str | Path | None, cache_dir: str | Path | None
+) -> list[tuple[str, Path]]:
+    """The directories ``data verify`` checks, each with a title for its table.
+
+    The directories named (--data-dir, --cache-dir) and only those; naming neither, the data
+    root found as usual (resolve_data_root) and the default fetch cache when it holds any known
+    file, so a corrupt download is reported without the user having to know where it went."""
+    targets: list[tuple[str, Path]] = []
+    if data_dir is not None or cache_dir is not None:
+        if data_dir is not None:
+            root = resolve_data_root(data_dir, required=True)
+            assert root is not None  # required=True raises instead
+            targets.append(("data files under", root))
+        if cache_dir is not None:
+            cache = Path(cache_dir).expanduser()
+            if not cache.is_dir():
+                raise InputError("cache directory does not exist (--cache-dir)", path=cache)
+            targets.append(("fetch cache", cache.resolve()))
+    else:
+        found = resolve_data_root(None)
+        if found is not None:
+            targets.append(("data files under", found))
+        cache = default_cache_dir()
+        if any((cache / entry.path).is_file() for entry in load_manifest()):
+            targets.append(("fetch cache", cache.resolve()))
+        if not targets:
+            raise InputError(
+                f"no data directory: pass --data-dir or set ${DATA_ENV_VAR} "
+                "(or --cache-dir for the cache of `clineval data fetch`)"
+            )
+    unique: dict[Path, str] = {}
+    for title, root in targets:
+        unique.setdefault(root, title)  # one directory named twice is checked once
+    return [(title, root) for root, title in unique.items()]
+
+
+def verify_all(
+    data_dir: str | Path | None,
+    console: Console | None = None,
+    cache_dir: str | Path | None = None,
+) -> bool:
+    """Check every manifest file in each directory of ``verify_targets``; print a table per
+    directory; False when any of them fails."""
     console = console or Console()
-    root = resolve_data_root(data_dir, required=True)
-    assert root is not None  # required=True raises instead
+    passed = True
+    for title, root in verify_targets(data_dir, cache_dir):
+        passed = _verify_and_print(title, root, console) and passed
+    return passed
+
+
+def _verify_and_print(title: str, root: Path, console: Console) -> bool:
     rows, failures = verify_root(root)
-    table = Table(title=f"data files under {root}", show_header=True)
+    table = Table(title=f"{title} {root}", show_header=True)
     table.add_column("file", overflow="fold")
     table.add_column("group")
     table.add_column("status", no_wrap=True)

@@ -1,46 +1,52 @@
 """``clineval data fetch NAME``: download a corpus from its official public address.
 
-Files land in a cache directory laid out like the data root (``ner/ncbi_disease/...``), so the
-cache can be passed as ``--data-dir``. Default cache: ``$CLINEVAL_CACHE_DIR`` or
-``~/.cache/clineval/data``. Every file is checked against the package's sha256 manifest before
-it is moved into place (temp file in the same directory + atomic rename), so the cache never
-holds a partial or corrupt file; files already present with the right hash are skipped.
+Files land in the cache (clineval.data.cache), laid out like the data root (``ner/ncbi_disease/
+...``), so the cache can be passed as ``--data-dir``. Each file goes through
+clineval.data.download: streamed to a staging file, bounded by its size in the package manifest
+(SIZE_CAP when the manifest has none), checked against its sha256 while it streams, and renamed
+into place only when it passed. A file already in the cache is checked again first, with the same
+rule as ``clineval data verify``: kept when it is good, downloaded again when it is not.
 
 Official addresses are the raw GitHub URLs, at pinned commits, of the public mirrors named in
 the data's SOURCE.md files. Two upstream files are served uncompressed while the data root
 keeps them gzipped (BioC XML): those are checked against the manifest's
-``sha256_uncompressed`` and gzipped here. ``base_url`` replaces the whole address with
-``<base_url>/<relative path>``: a mirror laid out like the data root (e.g. ``python -m
-http.server`` in a data directory); files are then taken as they are, gzipped or not.
+``sha256_uncompressed`` (bounded by ``size_uncompressed``) and gzipped on the way to disk.
+``base_url`` replaces the whole address with ``<base_url>/<relative path>``: a mirror laid out
+like the data root (e.g. ``python -m http.server`` in a data directory); files are then taken as
+they are: the exact bytes, or for a ``.gz`` another gzip of the same content.
 """
 
 from __future__ import annotations
 
-import contextlib
-import gzip
-import os
-import tempfile
-import time
-import urllib.error
 import urllib.parse
-import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from clineval.data.checksums import (
-    OK,
-    ManifestEntry,
-    entry_status,
-    manifest_entry,
-    sha256_bytes,
+from clineval.data.cache import (
+    CACHE_ENV,
+    cache_root,
+    default_cache_dir,
+    remove_empty_staging,
+    remove_stale_partials,
+)
+from clineval.data.checksums import OK, ManifestEntry, entry_status, manifest_entry
+from clineval.data.digests import AnyOfCheck, GzipContentSha256Check, Sha256Check, StreamCheck
+from clineval.data.download import (
+    RetryBudget,
+    SizeBound,
+    check_http_url,
+    download_verified,
 )
 from clineval.errors import InputError
 from clineval.progress import track
 
-CACHE_ENV = "CLINEVAL_CACHE_DIR"
-MAX_ATTEMPTS = 3
-TIMEOUT_S = 60.0
-_BACKOFF_S = 1.0
+__all__ = ["CACHE_ENV", "SIZE_CAP", "SOURCES", "Source", "default_cache_dir", "fetch"]
+
+# Bound for a file whose size the manifest does not give: far above any corpus file clineval
+# fetches (the largest is under 4 MB) yet small enough that a server sending without end is
+# stopped long before it fills a disk.
+SIZE_CAP = 1 << 30
 
 _NCBI = "https://raw.githubusercontent.com/spyysalo/ncbi-disease/5a266c6fc76fb2b5184cfa397ff0a5ecdb133aec/original-data"
 _CDR = "https://raw.githubusercontent.com/cryptoradon/biomedRelExt/{commit}/CDR_Data"
@@ -111,101 +117,101 @@ SOURCES: dict[str, tuple[Source, ...]] = {
 }
 
 
-def default_cache_dir() -> Path:
-    env = os.environ.get(CACHE_ENV)
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "clineval" / "data"
-
-
 def fetch(
-    name: str, cache_dir: str | Path | None = None, base_url: str | None = None
+    name: str,
+    cache_dir: str | Path | None = None,
+    base_url: str | None = None,
+    retry: RetryBudget | None = None,
 ) -> list[Path]:
     """Download corpus ``name`` into the cache; return the paths of its files (all verified)."""
     if name not in SOURCES:
         raise InputError(f"unknown corpus {name!r} (known: {', '.join(SOURCES)})")
-    root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
+    if base_url is not None:
+        check_http_url(base_url, "--base-url")
+    root = cache_root(cache_dir)
+    remove_stale_partials(root)
     wanted = [s for s in SOURCES[name] if s.url is not None or base_url is not None]
     out = []
-    for source in track(wanted, total=len(wanted), description=f"fetch {name}"):
-        entry = manifest_entry(source.relative)
-        if entry is None or entry.sha256 is None:
-            raise InputError(f"no checksum for {source.relative} in the package manifest")
-        out.append(_fetch_one(source, entry, root, base_url))
+    try:
+        for source in track(wanted, total=len(wanted), description=f"fetch {name}"):
+            entry = manifest_entry(source.relative)
+            if entry is None or entry.sha256 is None:
+                raise InputError(f"no checksum for {source.relative} in the package manifest")
+            out.append(_fetch_one(source, entry, root, base_url, retry))
+    finally:
+        remove_empty_staging(root)
     return out
 
 
-def _fetch_one(source: Source, entry: ManifestEntry, root: Path, base_url: str | None) -> Path:
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    url: str
+    bound: SizeBound
+    check: Callable[[], StreamCheck]
+    gzip_output: bool
+
+
+def _fetch_one(
+    source: Source,
+    entry: ManifestEntry,
+    root: Path,
+    base_url: str | None,
+    retry: RetryBudget | None = None,
+) -> Path:
     target = root / source.relative
-    # The same check as `data verify` (a re-gzipped copy with the right content is kept; a
-    # corrupt cached file, gzip or not, is downloaded again).
+    # The same check as `data verify`, made afresh: a re-gzipped copy with the right content is
+    # kept; a corrupt cached file, gzip or not, is downloaded again (and replaced only once the
+    # new one has passed).
     if entry_status(root, entry) == OK:
         return target
-    if base_url is not None:
-        url = base_url.rstrip("/") + "/" + urllib.parse.quote(source.relative)
-        data = _download(url)
-        ok = sha256_bytes(data) == entry.sha256 or (
-            entry.sha256_uncompressed is not None
-            and _looks_gzip(data)
-            and sha256_bytes(_gunzip(data, url)) == entry.sha256_uncompressed
-        )
-    else:
-        assert source.url is not None
-        url = source.url
-        data = _download(url)
+    plan = _plan(source, entry, base_url)
+    return download_verified(
+        plan.url,
+        target,
+        staging_root=root,
+        bound=plan.bound,
+        check=plan.check,
+        what=source.relative,
+        gzip_output=plan.gzip_output,
+        retry=retry,
+    )
+
+
+def _bound(size: int | None, what: str) -> SizeBound:
+    if size is None:
+        return SizeBound(SIZE_CAP, f"the fixed cap for a file of unknown size: {what}")
+    return SizeBound(size, f"the size of {what} in the package manifest")
+
+
+def _gzip_bound(content: int) -> int:
+    """Most bytes a gzip of `content` bytes can take: deflate never grows data by more than a
+    few bytes per 16 KiB block, plus the gzip header and trailer."""
+    return content + content // 1000 + 1024
+
+
+def _plan(source: Source, entry: ManifestEntry, base_url: str | None) -> _Plan:
+    """Where to get a file, how large it may be, and what it must hash to."""
+    assert entry.sha256 is not None  # fetch() refuses entries without one
+    exact, gz_content = entry.sha256, entry.sha256_uncompressed
+    if base_url is None:
+        assert source.url is not None  # fetch() only plans files that have an address
         if source.gzip_here:
-            ok = sha256_bytes(data) == entry.sha256_uncompressed
-            data = gzip.compress(data, compresslevel=9, mtime=0)
-        else:
-            ok = sha256_bytes(data) == entry.sha256
-    if not ok:
-        raise InputError(
-            f"checksum mismatch for {source.relative} downloaded from {url}; nothing was written",
-            path=target,
+            assert gz_content is not None
+            bound = _bound(entry.size_uncompressed, f"{source.relative} uncompressed")
+            return _Plan(source.url, bound, lambda: Sha256Check(gz_content), True)
+        return _Plan(
+            source.url, _bound(entry.size, source.relative), lambda: Sha256Check(exact), False
         )
-    _write_atomic(target, data)
-    return target
+    url = base_url.rstrip("/") + "/" + urllib.parse.quote(source.relative)
+    if gz_content is None:
+        return _Plan(url, _bound(entry.size, source.relative), lambda: Sha256Check(exact), False)
+    # A mirror may hold another gzip of the same content: its size can differ from ours.
+    content_limit = entry.size_uncompressed if entry.size_uncompressed is not None else SIZE_CAP
+    sizes = [entry.size, _gzip_bound(content_limit)]
+    limit = max(s for s in sizes if s is not None)
+    bound = SizeBound(limit, f"the most a gzip of {source.relative} can take")
 
+    def check() -> StreamCheck:
+        return AnyOfCheck(Sha256Check(exact), GzipContentSha256Check(gz_content, content_limit))
 
-def _looks_gzip(data: bytes) -> bool:
-    return data[:2] == b"\x1f\x8b"
-
-
-def _gunzip(data: bytes, where: str) -> bytes:
-    try:
-        return gzip.decompress(data)
-    except (OSError, EOFError) as exc:
-        raise InputError(f"corrupt gzip data ({exc})", path=where) from None
-
-
-def _download(url: str) -> bytes:
-    """GET ``url`` with at most MAX_ATTEMPTS tries; 4xx answers are not retried."""
-    last: Exception | None = None
-    for attempt in range(MAX_ATTEMPTS):
-        try:
-            request = urllib.request.Request(url, headers={"User-Agent": "clineval-fetch"})
-            with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
-                data: bytes = response.read()
-                return data
-        except urllib.error.HTTPError as exc:
-            if 400 <= exc.code < 500:
-                raise InputError(f"HTTP {exc.code} {exc.reason} for {url}") from None
-            last = exc
-        except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
-            last = exc
-        if attempt + 1 < MAX_ATTEMPTS:
-            time.sleep(_BACKOFF_S * (2**attempt))
-    raise InputError(f"download failed after {MAX_ATTEMPTS} attempts: {last} ({url})")
-
-
-def _write_atomic(target: Path, data: bytes) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    return _Plan(url, bound, check, False)

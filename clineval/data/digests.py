@@ -1,0 +1,108 @@
+"""Checks that see a file's bytes as they stream by and say at the end whether it is the one
+expected: the pluggable part of a verified download (clineval.data.download).
+
+A check is fed every byte once, in order, in chunks of any size (``update``), then asked for its
+verdict (``problem``: None when the bytes are the expected file, else a short reason). It never
+keeps the bytes, so memory does not depend on the size of the file. Today's checks: sha256 of the
+bytes, sha256 of a gzip stream's content (bounded, so a small gzip cannot inflate without end),
+and "any of these". Another digest (e.g. a git blob id) is one more class with the same two
+methods.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import zlib
+from typing import Protocol
+
+_GZIP_WBITS = 16 + zlib.MAX_WBITS  # zlib with the gzip header and trailer
+
+
+class StreamCheck(Protocol):
+    def update(self, chunk: bytes) -> None: ...
+
+    def problem(self) -> str | None:
+        """None when the bytes seen so far are the expected file, else why they are not."""
+        ...
+
+
+def _short(digest: str) -> str:
+    return digest[:12] + "..."
+
+
+class Sha256Check:
+    """The bytes' sha256 is `expected` (hex)."""
+
+    def __init__(self, expected: str) -> None:
+        self._expected = expected.lower()
+        self._digest = hashlib.sha256()
+
+    def update(self, chunk: bytes) -> None:
+        self._digest.update(chunk)
+
+    def problem(self) -> str | None:
+        got = self._digest.hexdigest()
+        if got == self._expected:
+            return None
+        return f"sha256 {_short(got)} is not the expected {_short(self._expected)}"
+
+
+class GzipContentSha256Check:
+    """The bytes are a gzip stream (one or more members) whose content has sha256 `expected`
+    and is at most `max_content` bytes long: inflating stops just past that bound."""
+
+    def __init__(self, expected: str, max_content: int) -> None:
+        self._expected = expected.lower()
+        self._max = max_content
+        self._digest = hashlib.sha256()
+        self._size = 0
+        self._seen = False
+        self._inflate = zlib.decompressobj(_GZIP_WBITS)
+        self._error: str | None = None
+
+    def update(self, chunk: bytes) -> None:
+        pending = chunk
+        while pending and self._error is None:
+            self._seen = True
+            if self._inflate.eof:  # the previous member ended: the next one starts here
+                self._inflate = zlib.decompressobj(_GZIP_WBITS)
+            try:
+                out = self._inflate.decompress(pending, self._max - self._size + 1)
+            except zlib.error as exc:
+                self._error = f"not valid gzip data ({exc})"
+                return
+            self._size += len(out)
+            if self._size > self._max:
+                self._error = f"gzip content larger than {self._max:,} bytes"
+                return
+            self._digest.update(out)
+            pending = (
+                self._inflate.unused_data if self._inflate.eof else self._inflate.unconsumed_tail
+            )
+
+    def problem(self) -> str | None:
+        if self._error is not None:
+            return self._error
+        if not self._seen or not self._inflate.eof:
+            return "gzip data ends early"
+        got = self._digest.hexdigest()
+        if got == self._expected:
+            return None
+        return f"gzip content sha256 {_short(got)} is not the expected {_short(self._expected)}"
+
+
+class AnyOfCheck:
+    """Passes when at least one of `checks` passes (e.g. the exact bytes or the same content)."""
+
+    def __init__(self, *checks: StreamCheck) -> None:
+        self._checks = checks
+
+    def update(self, chunk: bytes) -> None:
+        for check in self._checks:
+            check.update(chunk)
+
+    def problem(self) -> str | None:
+        problems = [check.problem() for check in self._checks]
+        if any(p is None for p in problems):
+            return None
+        return "; ".join(p for p in problems if p is not None)

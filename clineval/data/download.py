@@ -1,0 +1,267 @@
+"""One verified download into the cache: stream, bound, check, then rename into place.
+
+``download_verified`` is the only way bytes from the network become a file of the cache:
+  * the body is read in CHUNK-sized pieces into a staging file (clineval.data.cache), so memory
+    does not depend on what the server sends;
+  * it is bounded: a Content-Length above ``bound.limit`` is refused before the body is read,
+    and reading stops at the first byte past the limit (a server sending without end costs at
+    most ``limit + CHUNK`` bytes of disk, never memory); exit 2, nothing written;
+  * a body shorter than its Content-Length (connection closed early) is a failed attempt;
+  * a StreamCheck (clineval.data.digests: sha256 today) sees every byte as it arrives, and the
+    staging file is renamed onto the target only when the body is complete and the check
+    passed. Otherwise it is deleted: the cache never holds a partial or unverified file;
+  * ``gzip_output`` stores the checked bytes gzipped (an upstream file the data root keeps
+    compressed): the check is on what the server sent.
+
+Retries (RetryBudget): at most ``attempts`` tries per file. Connection errors, timeouts, early
+ends, 5xx, 408 and 429 are retried after an exponential, jittered backoff, or after the
+server's Retry-After when it sends one; no single wait exceeds ``max_wait_s``, a longer
+Retry-After is cut to it. Other 4xx, a body over the bound and a failed check are final: trying
+again would fetch the same wrong answer.
+
+Credentials in a URL (``https://user:pass@host/...``) are sent as HTTP basic auth, only to that
+host (not forwarded on a redirect), and every message names the URL through secrets.redact.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import gzip
+import http.client
+import os
+import random
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from clineval.data.cache import open_partial
+from clineval.data.digests import StreamCheck
+from clineval.errors import InputError
+from clineval.models.llm import parse_retry_after
+from clineval.secrets import redact
+
+CHUNK = 1 << 16
+TIMEOUT_S = 60.0  # per socket operation: a server that stops sending fails the attempt
+_RETRYABLE_4XX = {408, 429}
+
+
+@dataclass(frozen=True, slots=True)
+class RetryBudget:
+    attempts: int = 3
+    backoff_s: float = 1.0  # first wait without Retry-After; doubles, with jitter
+    max_wait_s: float = 120.0  # no wait is longer, whatever Retry-After asks
+
+    def wait(self, retry_index: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(retry_after, self.max_wait_s)
+        ceiling = min(self.max_wait_s, self.backoff_s * 2.0**retry_index)
+        return ceiling * random.uniform(0.5, 1.0)
+
+
+@dataclass(frozen=True, slots=True)
+class SizeBound:
+    limit: int  # bytes the body may hold
+    why: str  # where the limit comes from, for the error message
+
+
+class _Sink(Protocol):
+    def write(self, data: bytes, /) -> int: ...
+
+
+class _Retryable(Exception):
+    def __init__(self, reason: str, retry_after: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.retry_after = retry_after
+
+
+def _said(text: object) -> str:
+    """What a server or the network said, fit for one error line: redacted, at most ~200
+    characters, one line."""
+    flat = " ".join(redact(str(text)).split())
+    return flat if len(flat) <= 200 else flat[:200] + "..."
+
+
+def safe_url(url: str) -> str:
+    """The URL as messages may show it: no credentials."""
+    return redact(url)
+
+
+def check_http_url(url: str, flag: str) -> None:
+    """Refuse a URL that cannot be downloaded from (scheme, host, port), naming the flag."""
+    parts = urllib.parse.urlsplit(url)
+    problem = None
+    if parts.scheme not in ("http", "https"):
+        problem = "must start with http:// or https://"
+    elif not parts.hostname:
+        problem = "has no host"
+    else:
+        try:
+            parts.port  # noqa: B018 - raises ValueError for a port that is not 0..65535
+        except ValueError:
+            problem = "has an invalid port"
+    if problem is not None:
+        raise InputError(f"{flag} {safe_url(url)} {problem}")
+
+
+def _request(url: str) -> urllib.request.Request:
+    parts = urllib.parse.urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return urllib.request.Request(url, headers={"User-Agent": "clineval-fetch"})
+    host = parts.hostname or ""
+    if ":" in host:  # IPv6 literal
+        host = f"[{host}]"
+    netloc = host if parts.port is None else f"{host}:{parts.port}"
+    bare = urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+    request = urllib.request.Request(bare, headers={"User-Agent": "clineval-fetch"})
+    user = urllib.parse.unquote(parts.username or "")
+    password = urllib.parse.unquote(parts.password or "")
+    token = base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+    # Unredirected: urllib would otherwise copy the header to wherever a redirect points.
+    request.add_unredirected_header("Authorization", f"Basic {token}")
+    return request
+
+
+def download_verified(
+    url: str,
+    target: Path,
+    *,
+    staging_root: Path,
+    bound: SizeBound,
+    check: Callable[[], StreamCheck],
+    what: str,
+    gzip_output: bool = False,
+    retry: RetryBudget | None = None,
+) -> Path:
+    """Download `url` onto `target` as described in the module doc; return `target`.
+
+    `check` makes a fresh StreamCheck per attempt; `what` names the file in messages (its path
+    relative to the cache); `staging_root` is the cache holding the staging area."""
+    budget = retry or RetryBudget()
+    last = "no attempt made"
+    for attempt in range(budget.attempts):
+        try:
+            return _attempt(url, target, staging_root, bound, check(), what, gzip_output)
+        except _Retryable as exc:
+            last = exc.reason
+            if attempt + 1 < budget.attempts:
+                time.sleep(budget.wait(attempt, exc.retry_after))
+    raise InputError(
+        f"download failed after {budget.attempts} attempts: {last}", path=safe_url(url)
+    )
+
+
+def _attempt(
+    url: str,
+    target: Path,
+    staging_root: Path,
+    bound: SizeBound,
+    check: StreamCheck,
+    what: str,
+    gzip_output: bool,
+) -> Path:
+    shown = safe_url(url)
+    try:
+        with urllib.request.urlopen(_request(url), timeout=TIMEOUT_S) as response:
+            return _receive(response, shown, target, staging_root, bound, check, what, gzip_output)
+    except urllib.error.HTTPError as exc:
+        exc.close()  # its body (an error page) is not read
+        if 400 <= exc.code < 500 and exc.code not in _RETRYABLE_4XX:
+            raise InputError(f"HTTP {exc.code} {_said(exc.reason)} for {shown}") from None
+        after = parse_retry_after(exc.headers.get("Retry-After") if exc.headers else None)
+        raise _Retryable(f"HTTP {exc.code} {_said(exc.reason)}", after) from None
+    except urllib.error.URLError as exc:
+        raise _Retryable(_said(exc.reason)) from None
+    except (TimeoutError, ConnectionError, http.client.HTTPException) as exc:
+        raise _Retryable(_said(f"{type(exc).__name__}: {exc}")) from None
+
+
+def _too_large(shown: str, bound: SizeBound) -> InputError:
+    return InputError(
+        f"response body exceeds {bound.limit:,} bytes ({bound.why}); "
+        "download stopped, nothing written to the cache",
+        path=shown,
+    )
+
+
+def _content_length(response: http.client.HTTPResponse) -> int | None:
+    value = response.headers.get("Content-Length")
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _receive(
+    response: http.client.HTTPResponse,
+    shown: str,
+    target: Path,
+    staging_root: Path,
+    bound: SizeBound,
+    check: StreamCheck,
+    what: str,
+    gzip_output: bool,
+) -> Path:
+    declared = _content_length(response)
+    if declared is not None and declared > bound.limit:
+        raise _too_large(shown, bound)
+    fd, partial = open_partial(staging_root, target.name)
+    placed = False
+    try:
+        with os.fdopen(fd, "wb") as raw:
+            if gzip_output:
+                # mtime 0 and no file name: the same body always gives the same bytes
+                with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as packed:
+                    received = _copy(response, packed, check, bound, shown)
+            else:
+                received = _copy(response, raw, check, bound, shown)
+            if declared is not None and received < declared:
+                raise _Retryable(f"connection closed after {received:,} of {declared:,} bytes")
+            problem = check.problem()
+            if problem is not None:
+                raise InputError(
+                    f"checksum mismatch for {what} downloaded from {shown} ({problem}); "
+                    "nothing was written",
+                    path=target,
+                )
+            raw.flush()
+            os.fsync(raw.fileno())
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(partial, target)  # while still locked: no clean-up can take it
+            placed = True
+        return target
+    except OSError as exc:  # the disk side: reading errors were turned into _Retryable
+        raise InputError(f"cannot write to the cache: {exc.strerror or exc}", path=target) from None
+    finally:
+        if not placed:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(partial)
+
+
+def _copy(
+    response: http.client.HTTPResponse,
+    sink: _Sink,
+    check: StreamCheck,
+    bound: SizeBound,
+    shown: str,
+) -> int:
+    """Copy the body into `sink` through `check`, at most one byte past the bound; its length."""
+    received = 0
+    while True:
+        try:
+            chunk = response.read(min(CHUNK, bound.limit + 1 - received))
+        except (OSError, http.client.HTTPException) as exc:  # reset, timeout, bad chunking
+            raise _Retryable(_said(f"{type(exc).__name__}: {exc}")) from None
+        if not chunk:
+            return received
+        received += len(chunk)
+        if received > bound.limit:
+            raise _too_large(shown, bound)
+        check.update(chunk)
+        sink.write(chunk)
