@@ -15,12 +15,14 @@ the candidate's max_tokens in place of the answer: an upper bound. Retries are n
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from clineval.models.chat_store import is_usable_stored_call
 from clineval.models.llm_base import ChatRequest, request_key
 from clineval.models.usage import PriceTable, find_price
+from clineval.store import RunStore
 
 # CJK ideographs (basic + extension A + compatibility), kana, hangul and CJK punctuation /
 # full-width forms: roughly one token each.
@@ -66,7 +68,7 @@ class PlannedCalls:
 class CallPlan:
     """Collects the requests tasks would send; tells stored calls from calls to make."""
 
-    def __init__(self, store: Any):
+    def __init__(self, store: RunStore):
         self._store = store
         self._rows: dict[tuple[str, str, str], PlannedCalls] = {}
 
@@ -76,13 +78,15 @@ class CallPlan:
             self._rows[key] = PlannedCalls(task, role, model)
         return self._rows[key]
 
-    def add(self, task: str, role: str, model: str, request: ChatRequest) -> dict[str, Any] | None:
+    def add(
+        self, task: str, role: str, model: str, request: ChatRequest
+    ) -> Mapping[str, Any] | None:
         """One request that the run would send; returns the stored call if the store has it
         (then it is free), else None."""
         row = self._row(task, role, model)
         _, key = request_key(request, model)
-        stored: dict[str, Any] | None = self._store.get_call(key)
-        if stored is not None and is_usable_stored_call(stored):
+        stored = self._store.get_call(key)
+        if is_usable_stored_call(stored):
             row.stored += 1
             return stored
         row.to_send += 1

@@ -22,10 +22,11 @@ import asyncio
 import functools
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from clineval.concurrency import ModelCallStats, RunCallState
 from clineval.models.llm_base import ChatError, ChatRequest, ChatResponse, request_key
+from clineval.store import RunStore
 
 _FINISH_REASON_SHOWN = 40  # a server's finish_reason is its text: quote a short piece only
 
@@ -46,7 +47,7 @@ def empty_reply_reason(data: Mapping[str, Any]) -> str | None:
     return f"empty reply ({what})"
 
 
-def is_usable_stored_call(stored: Mapping[str, Any] | None) -> bool:
+def is_usable_stored_call(stored: Mapping[str, Any] | None) -> TypeGuard[Mapping[str, Any]]:
     """A stored call that answers its request. An empty answer that a store kept before empty
     replies were refused is not: the run asks again (and replaces it), and --dry-run counts
     it as a call to send."""
@@ -63,7 +64,7 @@ class GroupCommit:
     runs off the event loop: SQLite releases the GIL, so it overlaps with HTTP work.
     """
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: RunStore) -> None:
         self._store = store
         self._rows: list[tuple[str, str, str, Any, Any]] = []
         self._batch: asyncio.Future[None] | None = None  # commit of the rows in self._rows
@@ -104,7 +105,7 @@ class StoredChatModel(ABC):
     """A ChatModel whose every finished call is cached in the run store (see module doc)."""
 
     def __init__(
-        self, *, label: str, model_name: str, role: str, store: Any, state: RunCallState
+        self, *, label: str, model_name: str, role: str, store: RunStore, state: RunCallState
     ) -> None:
         self.label = label
         self.model_name = model_name

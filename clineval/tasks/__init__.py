@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from clineval.errors import InputError
 from clineval.options import OptionGroup
 from clineval.tasks.base import Task
 
 # Factories, imported lazily so that `clineval tasks` does not import torch & co.
-_FACTORIES: dict[str, Callable[[], Task]] = {}
+_FACTORIES: dict[str, Callable[[], Task[Any]]] = {}
 
 
-def register(name: str, factory: Callable[[], Task]) -> None:
+def register(name: str, factory: Callable[[], Task[Any]]) -> None:
     _FACTORIES[name] = factory
 
 
@@ -30,7 +31,7 @@ def task_names() -> list[str]:
     return list(_FACTORIES)
 
 
-def get_task(name: str) -> Task:
+def get_task(name: str) -> Task[Any]:
     _load_builtin()
     if name not in _FACTORIES:
         raise InputError(f"unknown task {name!r} (known: {', '.join(_FACTORIES)})")

@@ -13,7 +13,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from clineval.config import RunConfig
 from clineval.models.spec import ModelSpec
@@ -57,7 +57,12 @@ class DataFileStatus:
     status: str  # "ok" | "missing" | "checksum mismatch" | "not checked"
 
 
-class Task(ABC):
+DataT = TypeVar("DataT")
+
+
+class Task(ABC, Generic[DataT]):
+    """A task family member; DataT is what its `load` returns (its evaluation set)."""
+
     name: str
     family: str
     description: str
@@ -69,18 +74,18 @@ class Task(ABC):
         """Status of each data file this task reads (for `clineval tasks`)."""
 
     @abstractmethod
-    def load(self, ctx: RunContext) -> Any:
+    def load(self, ctx: RunContext) -> DataT:
         """Load the evaluation samples (gold included). Raise InputError on bad data."""
 
     @abstractmethod
-    def predict(self, ctx: RunContext, data: Any) -> None:
+    def predict(self, ctx: RunContext, data: DataT) -> None:
         """Produce model outputs for every sample not yet in the store, storing each."""
 
     @abstractmethod
-    def evaluate(self, ctx: RunContext, data: Any) -> TaskResult:
+    def evaluate(self, ctx: RunContext, data: DataT) -> TaskResult:
         """Score stored outputs. Must not call any model."""
 
-    def plan(self, ctx: RunContext, data: Any, calls: CallPlan) -> None:
+    def plan(self, ctx: RunContext, data: DataT, calls: CallPlan) -> None:
         """List the model calls `predict` would make to `calls` (clineval run --dry-run),
         building each request as predict does. Must not call a model or write anything.
         Tasks whose model is not a chat model add nothing."""

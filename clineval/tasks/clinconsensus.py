@@ -21,7 +21,7 @@ from clineval.tasks.base import DataFileStatus, RunContext, Task, TaskResult
 from clineval.tasks.clinconsensus_common import CLINCONSENSUS_OPTIONS, TASK, Data, load_data
 
 
-class ClinConsensusTask(Task):
+class ClinConsensusTask(Task[Data]):
     name = TASK
     family = TASK
     option_group = CLINCONSENSUS_OPTIONS
@@ -39,17 +39,17 @@ class ClinConsensusTask(Task):
         ctx.note(TASK, "n_cases", len(data.cases))
         return data
 
-    def predict(self, ctx: RunContext, data: Any) -> None:
+    def predict(self, ctx: RunContext, data: Data) -> None:
         from clineval.tasks.clinconsensus_predict import predict
 
         predict(ctx, data, load_judge_prompt(ctx.config.judge_prompt))
 
-    def plan(self, ctx: RunContext, data: Any, calls: CallPlan) -> None:
+    def plan(self, ctx: RunContext, data: Data, calls: CallPlan) -> None:
         from clineval.tasks.clinconsensus_predict import plan_calls
 
         plan_calls(ctx, data, load_judge_prompt(ctx.config.judge_prompt), calls)
 
-    def evaluate(self, ctx: RunContext, data: Any) -> TaskResult:
+    def evaluate(self, ctx: RunContext, data: Data) -> TaskResult:
         from clineval.tasks.clinconsensus_score import evaluate
 
         return evaluate(ctx, data)

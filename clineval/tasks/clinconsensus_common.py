@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from clineval.config import RunConfig
 from clineval.data.clinconsensus import (
     FIXTURE_PREFIX,
     OFFICIAL_RELATIVE_PATH,
@@ -41,6 +41,7 @@ from clineval.metrics.cacs import DEFAULT_KS
 from clineval.models.spec import ModelSpec
 from clineval.options import Option, OptionGroup, choice, integer, integer_list
 from clineval.shard import select_shard
+from clineval.tasks.base import RunContext
 
 TASK = "clinconsensus"
 ANSWER_KIND = "answer"
@@ -161,7 +162,7 @@ def _select(cases: list[Case], limit: int | None, shard: str | None) -> list[Cas
     return select_shard(cases, shard, key=lambda c: c.case_id)
 
 
-def resolve_cases_path(config: Any, options: Options, data_root: Path | None) -> Path:
+def resolve_cases_path(config: RunConfig, options: Options, data_root: Path | None) -> Path:
     if config.cases and options.cases == "fixture":
         raise InputError("give either --cases FILE or --option clinconsensus.cases=fixture")
     if options.cases == "fixture":
@@ -183,7 +184,7 @@ def resolve_cases_path(config: Any, options: Options, data_root: Path | None) ->
     return path
 
 
-def _verdicts_source(config: Any) -> Path | None:
+def _verdicts_source(config: RunConfig) -> Path | None:
     spec = ModelSpec.parse(config.model)
     from_model = Path(spec.name).expanduser() if spec.backend == "predictions" else None
     from_flag = Path(config.verdicts).expanduser() if config.verdicts else None
@@ -194,14 +195,14 @@ def _verdicts_source(config: Any) -> Path | None:
     return from_flag or from_model
 
 
-def judge_labels(config: Any) -> tuple[str, ...]:
+def judge_labels(config: RunConfig) -> tuple[str, ...]:
     """The judge labels a run's verdicts are stored under (also for judge-agreement)."""
     if _verdicts_source(config) is not None:
         return (VERDICTS_FILE_JUDGE,)
     return tuple(ModelSpec.parse(j).label for j in (config.judges or [config.model]))
 
 
-def load_data(ctx: Any) -> Data:
+def load_data(ctx: RunContext) -> Data:
     config = ctx.config
     options = Options.from_config(config.options)
     path = resolve_cases_path(config, options, ctx.data_root)

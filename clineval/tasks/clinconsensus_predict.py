@@ -18,12 +18,15 @@ from contextlib import AsyncExitStack
 from typing import Any
 
 from clineval.concurrency import gather_bounded, run_call_state, run_model_calls
+from clineval.config import RunConfig
 from clineval.data.clinconsensus import Case, load_verdicts, verdict_key
 from clineval.judge.prompt import CANDIDATE_TEMPLATE_VERSION, JudgePrompt, candidate_messages
 from clineval.judge.run import FORMAT_LEVELS, FormatLadder, judge_criterion, judge_request
 from clineval.models.llm_base import ChatError, ChatModel, ChatRequest
 from clineval.plan import UNBOUNDED_REPLY_TOKENS, CallPlan
 from clineval.progress import TaskProgress, task_progress
+from clineval.store import RunStore
+from clineval.tasks.base import RunContext
 from clineval.tasks.clinconsensus_common import (
     ANSWER_KIND,
     TASK,
@@ -33,7 +36,7 @@ from clineval.tasks.clinconsensus_common import (
 )
 
 
-def import_verdicts(ctx: Any, data: Data) -> None:
+def import_verdicts(ctx: RunContext, data: Data) -> None:
     """--verdicts FILE: validated against the whole cases file, stored like judge verdicts.
 
     Every selected (case, criterion) gets a record, so a criterion the file does not cover is
@@ -79,7 +82,7 @@ class BufferedRecords:
     chat client commits it at once), so the verdict is re-derived from the cache.
     """
 
-    def __init__(self, store: Any, max_items: int = 256, max_age_s: float = 0.5) -> None:
+    def __init__(self, store: RunStore, max_items: int = 256, max_age_s: float = 0.5) -> None:
         self.store = store
         self.max_items = max_items
         self.max_age_s = max_age_s
@@ -101,7 +104,7 @@ class BufferedRecords:
         self._since = time.monotonic()
 
 
-def candidate_request(config: Any, case: Case) -> ChatRequest:
+def candidate_request(config: RunConfig, case: Case) -> ChatRequest:
     return ChatRequest(
         messages=candidate_messages(case.query),
         temperature=config.temperature,
@@ -116,7 +119,7 @@ def ladder_meta_key(judge_label: str, prompt: JudgePrompt) -> str:
     return f"{TASK}.response_format:{judge_label}:{prompt.version}"
 
 
-def stored_ladder_level(store: Any, judge_label: str, prompt: JudgePrompt) -> str:
+def stored_ladder_level(store: RunStore, judge_label: str, prompt: JudgePrompt) -> str:
     level = store.get_meta(ladder_meta_key(judge_label, prompt))
     return level if isinstance(level, str) and level in FORMAT_LEVELS else FORMAT_LEVELS[0]
 
@@ -126,7 +129,7 @@ class _Flow:
 
     def __init__(
         self,
-        ctx: Any,
+        ctx: RunContext,
         data: Data,
         prompt: JudgePrompt,
         candidate: ChatModel,
@@ -224,7 +227,7 @@ class _Flow:
         )
 
 
-def _all_stored(ctx: Any, data: Data, prompt: JudgePrompt) -> bool:
+def _all_stored(ctx: RunContext, data: Data, prompt: JudgePrompt) -> bool:
     """Every answer and verdict is stored: then no model is opened (no llama.cpp start-up)."""
     answers = ctx.store.records(TASK, ANSWER_KIND)
     if any((answers.get(c.case_id) or {}).get("text") is None for c in data.cases):
@@ -239,7 +242,7 @@ def _all_stored(ctx: Any, data: Data, prompt: JudgePrompt) -> bool:
     return True
 
 
-async def _predict(ctx: Any, data: Data, prompt: JudgePrompt) -> dict[str, Any]:
+async def _predict(ctx: RunContext, data: Data, prompt: JudgePrompt) -> dict[str, Any]:
     from clineval.models.llm import open_chat_model
 
     total = len(data.cases) * (1 + data.n_criteria * len(data.judges))
@@ -259,7 +262,7 @@ async def _predict(ctx: Any, data: Data, prompt: JudgePrompt) -> dict[str, Any]:
             return {"done": progress.done, "total": total, **progress.counts}
 
 
-def predict(ctx: Any, data: Data, prompt: JudgePrompt) -> None:
+def predict(ctx: RunContext, data: Data, prompt: JudgePrompt) -> None:
     if data.verdicts_path is not None:
         import_verdicts(ctx, data)
         return
@@ -267,7 +270,7 @@ def predict(ctx: Any, data: Data, prompt: JudgePrompt) -> None:
     ctx.note(TASK, "progress", counters)
 
 
-def plan_calls(ctx: Any, data: Data, prompt: JudgePrompt, calls: CallPlan) -> None:
+def plan_calls(ctx: RunContext, data: Data, prompt: JudgePrompt, calls: CallPlan) -> None:
     """The calls `predict` would make, for `clineval run --dry-run` (nothing sent or written).
 
     A judge call's prompt holds the candidate's answer: exact when the answer is stored,

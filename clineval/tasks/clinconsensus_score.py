@@ -33,7 +33,7 @@ from clineval.metrics.cacs import (
     rubric_accuracy_interval,
 )
 from clineval.models.usage import load_price_table, summarize_usage
-from clineval.tasks.base import TaskResult
+from clineval.tasks.base import RunContext, TaskResult
 from clineval.tasks.clinconsensus_common import ANSWER_KIND, TASK, Data, verdict_kind
 
 SLICE_FIELDS = ("difficulty", "subject", "task", "user_role")
@@ -105,7 +105,7 @@ def _slices(cases: list[Case], s: NDArray[np.int64], n: int, ks: tuple[int, ...]
     return out
 
 
-def _usage(ctx: Any, records: list[dict[str, Any]]) -> dict[str, Any]:
+def _usage(ctx: RunContext, records: list[dict[str, Any]]) -> dict[str, Any]:
     """Tokens of this task's stored answers and verdicts ("calls" counts those records; a
     verdict's tokens include its retries)."""
     calls = [
@@ -116,7 +116,7 @@ def _usage(ctx: Any, records: list[dict[str, Any]]) -> dict[str, Any]:
     return summarize_usage(calls, load_price_table(ctx.config.price_table))
 
 
-def evaluate(ctx: Any, data: Data) -> TaskResult:
+def evaluate(ctx: RunContext, data: Data) -> TaskResult:
     config = ctx.config
     opts = data.options
     n, ks, cases = data.n_criteria, opts.ks, data.cases

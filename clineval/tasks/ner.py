@@ -90,7 +90,7 @@ def verify_files(root: Path, dataset: str, splits: Iterable[str]) -> None:
             require_verified(root, relative)
 
 
-class NerTask(Task):
+class NerTask(Task[NerData]):
     family = "ner"
     option_group = NER_OPTIONS
     metric_names = METRIC_NAMES

@@ -30,7 +30,7 @@ from clineval.tasks.tcm_sd_predict import predict_data
 from clineval.tasks.tcm_sd_score import evaluate_data
 
 
-class TcmSdTask(Task):
+class TcmSdTask(Task[TcmData]):
     name = TASK
     family = TASK
     option_group = TCM_OPTIONS
