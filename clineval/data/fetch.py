@@ -179,13 +179,13 @@ def _fetch_one(
 
 def _bound(size: int | None, what: str) -> SizeBound:
     if size is None:
-        return SizeBound(SIZE_CAP, f"the fixed cap for a file of unknown size: {what}")
+        return SizeBound(SIZE_CAP, f"the fixed cap: the package manifest gives no size for {what}")
     return SizeBound(size, f"the size of {what} in the package manifest")
 
 
 def _gzip_bound(content: int) -> int:
-    """Most bytes a gzip of `content` bytes can take: deflate never grows data by more than a
-    few bytes per 16 KiB block, plus the gzip header and trailer."""
+    """More bytes than any gzip of `content` bytes can take: deflate grows incompressible data
+    by about 0.03% at most, and the gzip header and trailer add a few bytes."""
     return content + content // 1000 + 1024
 
 
