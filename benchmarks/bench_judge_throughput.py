@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from llm_stub_server import StubServer
 
-from clineval.concurrency import gather_bounded, run_call_state, run_model_calls
+from clineval.concurrency import gather_bounded, run_model_calls
 from clineval.config import RunConfig
 from clineval.models.llm import RetryPolicy, open_chat_model
 from clineval.models.llm_base import ChatRequest
@@ -119,11 +119,11 @@ def run_clineval(
     """All cases at once, each fanning out its criteria through gather_bounded and
     open_chat_model, as the ClinConsensus task does."""
     ctx = make_ctx(run_dir, base_url, concurrency, transport)
-    state = run_call_state(ctx)
+    state = ctx.runtime.calls
 
     async def main() -> int:
         async with open_chat_model(
-            ctx.model, ctx, "judge", retry=RetryPolicy(max_retries=3)
+            ctx.model, ctx.runtime, "judge", retry=RetryPolicy(max_retries=3)
         ) as model:
 
             async def answered(request: ChatRequest) -> bool:
@@ -138,7 +138,7 @@ def run_clineval(
     cpu0, t0 = cpu_seconds(), time.perf_counter()
     answered = run_model_calls(main())
     wall, cpu = time.perf_counter() - t0, cpu_seconds() - cpu0
-    totals = run_call_state(ctx).totals()
+    totals = ctx.runtime.calls.totals()
     ctx.store.close()
     return {"answered": answered, "wall_s": wall, "cpu_s": cpu, **totals}
 

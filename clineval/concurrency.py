@@ -2,8 +2,9 @@
 
 A run may open several chat models at once (a candidate and several judges). They must share
 one limit (`--concurrency`), or a run with three judges would put three times the load a user
-asked for on the servers. The state hangs off the RunContext (`ctx.shared`), so two runs in
-the same process (tests) never share a limit, and everything dies with the run.
+asked for on the servers. The state belongs to the run (`ctx.runtime.calls`, see
+clineval.models.runtime), so two runs in the same process (tests) never share a limit, and
+everything dies with the run.
 
 asyncio semaphores belong to one event loop. Tasks may call `asyncio.run` more than once per
 run (candidate generation, then judging), so the semaphore is kept per running loop; only one
@@ -25,7 +26,6 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-_STATE_KEY = "llm_run_state"
 # Model-call coroutines alive at once per concurrency slot (gather_bounded).
 BUDGET_PER_SLOT = 2
 
@@ -214,12 +214,3 @@ def run_model_calls(main: Coroutine[Any, Any, T]) -> T:
     finally:
         if not already_frozen:
             gc.unfreeze()
-
-
-def run_call_state(ctx: Any) -> RunCallState:
-    """The RunCallState of a run, created on first use with `ctx.config.concurrency`."""
-    shared: dict[str, Any] = ctx.shared
-    state = shared.get(_STATE_KEY)
-    if state is None:
-        state = shared.setdefault(_STATE_KEY, RunCallState(int(ctx.config.concurrency)))
-    return state  # type: ignore[no-any-return]

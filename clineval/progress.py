@@ -192,8 +192,8 @@ def task_progress(
 ) -> Iterator[TaskProgress]:
     """A per-task progress display; with --quiet, log lines every few seconds and at the end.
 
-    `calls`: the run's call counters (clineval.concurrency.run_call_state), for tasks that make
-    model calls: the display then shows their retries."""
+    `calls`: the run's call counters (`ctx.runtime.calls`, a RunCallState), for tasks that
+    make model calls: the display then shows their retries."""
     if _quiet:
         tp = TaskProgress(description, total, None, calls)
         log.info("%s: started (%s items)", description, "?" if total is None else total)

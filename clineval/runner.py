@@ -127,15 +127,14 @@ def _existing_outputs(output_dir: Path) -> tuple[dict[str, Any], dict[str, list[
 
 def _note_llm_calls(manifest: dict[str, Any], ctx: RunContext) -> None:
     """Model-call counters of this invocation and token usage / cost of all stored calls."""
-    from clineval.concurrency import run_call_state
     from clineval.models.usage import run_usage
 
     if ctx.store.count_calls():
         manifest["llm_usage"] = run_usage(ctx.store, ctx.config.price_table)
-    if ctx.shared:
+    if ctx.runtime.calls.stats:
         manifest["llm_calls"] = {
-            "totals": run_call_state(ctx).totals(),
-            "by_model": {k: v.as_dict() for k, v in run_call_state(ctx).stats.items()},
+            "totals": ctx.runtime.calls.totals(),
+            "by_model": {k: v.as_dict() for k, v in ctx.runtime.calls.stats.items()},
         }
 
 
@@ -178,7 +177,7 @@ def _execute(
     results, samples = _existing_outputs(output_dir)
     failures: list[str] = []
     with RunStore.in_dir(output_dir) as store:
-        ctx.store = store
+        ctx.use_store(store)
         # A run records at once that it is running; a re-score leaves the manifest alone
         # until it has rewritten a task's results (a refused re-score changes nothing).
         manifest_written = predict

@@ -20,7 +20,6 @@ from typing import Any
 import pytest
 from llm_stub_server import StubServer, completion, request_key
 
-from clineval.concurrency import run_call_state
 from clineval.config import RunConfig
 from clineval.models.chat_store import StoredChatModel
 from clineval.models.llm import RetryPolicy, open_chat_model
@@ -88,7 +87,9 @@ ASK = ChatRequest(messages=(("user", "question"),), seed=7, template_version="t1
 
 def ask(ctx: RunContext, transport: str, retry: RetryPolicy = FAST) -> ChatResponse:
     async def go() -> ChatResponse:
-        async with open_chat_model(ctx.model, ctx, retry=retry, transport=transport) as model:
+        async with open_chat_model(
+            ctx.model, ctx.runtime, retry=retry, transport=transport
+        ) as model:
             return await model.chat(ASK)
 
     return asyncio.run(go())
@@ -102,7 +103,7 @@ def test_empty_replies_are_retried_then_the_answer_is_stored(
         ctx = make_ctx(tmp_path, f"openai:m@{server.base_url}")
         assert ask(ctx, transport).text == "the answer"
         assert server.requests == 4
-    totals = run_call_state(ctx).totals()
+    totals = ctx.runtime.calls.totals()
     assert totals["retries"] == 3 and totals["errors"] == {}
     assert ctx.store.count_calls() == 1
 
@@ -120,7 +121,7 @@ def test_an_empty_reply_to_the_end_is_a_failure_never_stored(
     assert info.value.kind == "bad_response"
     assert "empty reply" in str(info.value) and "finish_reason='stop'" in str(info.value)
     assert ctx.store.count_calls() == 0
-    assert run_call_state(ctx).totals()["errors"] == {"bad_response": 1}
+    assert ctx.runtime.calls.totals()["errors"] == {"bad_response": 1}
 
 
 def test_an_empty_answer_stored_before_is_asked_again(tmp_path: Path) -> None:
@@ -146,7 +147,7 @@ class _SilentBackend(StoredChatModel):
 def test_a_backend_without_retries_gets_no_empty_answer_stored(tmp_path: Path) -> None:
     ctx = make_ctx(tmp_path, "openai:m@http://127.0.0.1:9/v1")
     model = _SilentBackend(
-        label="m", model_name="m", role="candidate", store=ctx.store, state=run_call_state(ctx)
+        label="m", model_name="m", role="candidate", store=ctx.store, state=ctx.runtime.calls
     )
     with pytest.raises(ChatError, match="bad_response: m: empty reply"):
         asyncio.run(model.chat(ASK))

@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 
-from clineval.concurrency import run_call_state
 from clineval.config import RunConfig
 from clineval.errors import InputError
 from clineval.models.llm import open_chat_model, openai_base_urls
@@ -84,8 +83,8 @@ def test_llamacpp_chat_schema_cache_usage(tmp_path: Path, gguf: Path) -> None:
     )
 
     async def main() -> tuple[list[ChatResponse], dict[str, float], dict[str, float], str]:
-        async with open_chat_model(ctx.model, ctx, "judge") as model:
-            base_url = ctx.shared["llm_run_state"].resources[f"llamacpp:{gguf}"]["server"].base_url
+        async with open_chat_model(ctx.model, ctx.runtime, "judge") as model:
+            base_url = ctx.runtime.calls.resources[f"llamacpp:{gguf}"]["server"].base_url
             first = [await model.chat(plain), await model.chat(judged)]
             before = _server_metrics(base_url)
             again = [await model.chat(plain), await model.chat(judged)]
@@ -105,7 +104,7 @@ def test_llamacpp_chat_schema_cache_usage(tmp_path: Path, gguf: Path) -> None:
     assert p2.cached and j2.cached and (p2.text, j2.text) == (p1.text, j1.text)
     assert after["tokens_predicted_total"] == before["tokens_predicted_total"]
     assert after["prompt_tokens_total"] == before["prompt_tokens_total"]
-    totals = run_call_state(ctx).totals()
+    totals = ctx.runtime.calls.totals()
     assert totals["requests"] == 4 and totals["cache_hits"] == 2 and totals["http_attempts"] == 2
 
     # What the store holds: the request (no URL), usage, temperature, seed, fingerprint.
@@ -132,12 +131,12 @@ def test_llamacpp_chat_schema_cache_usage(tmp_path: Path, gguf: Path) -> None:
     ctx2 = make_ctx(tmp_path, f"llamacpp:{gguf}")
 
     async def rerun() -> ChatResponse:
-        async with open_chat_model(ctx2.model, ctx2, "judge") as model:
+        async with open_chat_model(ctx2.model, ctx2.runtime, "judge") as model:
             return await model.chat(judged)
 
     again = asyncio.run(rerun())
     assert again.cached and again.text == j1.text and again.usage == j1.usage
-    assert run_call_state(ctx2).totals()["http_attempts"] == 0
+    assert ctx2.runtime.calls.totals()["http_attempts"] == 0
 
 
 @pytest.mark.llm
@@ -147,16 +146,16 @@ def test_candidate_and_judge_share_one_local_server(tmp_path: Path, gguf: Path) 
 
     async def main() -> tuple[int, ChatResponse, ChatResponse]:
         async with (
-            open_chat_model(ctx.model, ctx, "candidate") as cand,
-            open_chat_model(ctx.model, ctx, "judge") as judge,
+            open_chat_model(ctx.model, ctx.runtime, "candidate") as cand,
+            open_chat_model(ctx.model, ctx.runtime, "judge") as judge,
         ):
-            servers = len(ctx.shared["llm_run_state"].resources)
+            servers = len(ctx.runtime.calls.resources)
             return servers, await cand.chat(request), await judge.chat(request)
 
     servers, a, b = asyncio.run(main())
     assert servers == 1
     assert not a.cached and b.cached  # same model + same request = one call
-    assert ctx.shared["llm_run_state"].resources == {}  # released when the last user left
+    assert ctx.runtime.calls.resources == {}  # released when the last user left
 
 
 # ---- usage and cost ---------------------------------------------------------------------------
@@ -237,7 +236,7 @@ def test_non_chat_backend_is_input_error(tmp_path: Path) -> None:
     ctx = make_ctx(tmp_path, "baseline:crf")
 
     async def main() -> None:
-        async with open_chat_model(ctx.model, ctx):
+        async with open_chat_model(ctx.model, ctx.runtime):
             pass
 
     with pytest.raises(InputError, match="not a chat model"):
@@ -253,7 +252,7 @@ def test_url_credentials_and_api_key_together_is_input_error(
     ctx = make_ctx(tmp_path, "openai:m@http://alice:PW-fixture-secret@127.0.0.1:9/v1")
 
     async def main() -> None:
-        async with open_chat_model(ctx.model, ctx):
+        async with open_chat_model(ctx.model, ctx.runtime):
             pass
 
     with pytest.raises(InputError, match="user:password") as info:

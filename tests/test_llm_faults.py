@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 from llm_stub_server import StubServer
 
-from clineval.concurrency import run_call_state
 from clineval.config import RunConfig
 from clineval.models.llm import RetryPolicy, open_chat_model, parse_retry_after
 from clineval.models.llm_base import ChatError, ChatRequest, ChatResponse
@@ -57,7 +56,9 @@ def ask(i: int = 0) -> ChatRequest:
 
 
 async def _one(ctx: RunContext, request: ChatRequest, **kw: Any) -> ChatResponse:
-    async with open_chat_model(ctx.model, ctx, "judge", retry=kw.pop("retry", FAST), **kw) as m:
+    async with open_chat_model(
+        ctx.model, ctx.runtime, "judge", retry=kw.pop("retry", FAST), **kw
+    ) as m:
         return await m.chat(request)
 
 
@@ -72,7 +73,7 @@ def error_of(ctx: RunContext, **kw: Any) -> ChatError:
 
 
 def stats_of(ctx: RunContext) -> dict[str, Any]:
-    return run_call_state(ctx).totals()
+    return ctx.runtime.calls.totals()
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
@@ -204,7 +205,7 @@ def test_dead_replica_is_avoided(tmp_path: Path, stub: StubServer) -> None:
     ctx = make_ctx(tmp_path, "openai:m", base_urls=[dead, stub.base_url], concurrency=1)
 
     async def main() -> list[ChatResponse]:
-        async with open_chat_model(ctx.model, ctx, retry=FAST) as model:
+        async with open_chat_model(ctx.model, ctx.runtime, retry=FAST) as model:
             return await asyncio.gather(*(model.chat(ask(i)) for i in range(10)))
 
     assert len(asyncio.run(main())) == 10
@@ -220,7 +221,7 @@ def _spread(tmp_path: Path, latencies: tuple[float, float], calls: int) -> tuple
         ctx = make_ctx(tmp_path, "openai:m", base_urls=[a.base_url, b.base_url], concurrency=8)
 
         async def main() -> None:
-            async with open_chat_model(ctx.model, ctx, retry=FAST) as model:
+            async with open_chat_model(ctx.model, ctx.runtime, retry=FAST) as model:
                 await asyncio.gather(*(model.chat(ask(i)) for i in range(calls)))
 
         asyncio.run(main())
@@ -242,8 +243,8 @@ def test_one_concurrency_limit_for_all_models_of_a_run(tmp_path: Path) -> None:
 
         async def main() -> None:
             async with (
-                open_chat_model(ctx.model, ctx, "candidate", retry=FAST) as cand,
-                open_chat_model(judge, ctx, "judge", retry=FAST) as jud,
+                open_chat_model(ctx.model, ctx.runtime, "candidate", retry=FAST) as cand,
+                open_chat_model(judge, ctx.runtime, "judge", retry=FAST) as jud,
             ):
                 calls = [cand.chat(ask(i)) for i in range(6)] + [jud.chat(ask(i)) for i in range(6)]
                 await asyncio.gather(*calls)
@@ -259,7 +260,7 @@ def test_identical_concurrent_requests_are_sent_once(tmp_path: Path, stub: StubS
     ctx = make_ctx(tmp_path, f"openai:m@{stub.base_url}")
 
     async def main() -> list[ChatResponse]:
-        async with open_chat_model(ctx.model, ctx, retry=FAST) as model:
+        async with open_chat_model(ctx.model, ctx.runtime, retry=FAST) as model:
             return await asyncio.gather(*(model.chat(ask(1)) for _ in range(5)))
 
     responses = asyncio.run(main())
@@ -272,7 +273,7 @@ def test_failure_is_shared_by_identical_waiters(tmp_path: Path, stub: StubServer
     ctx = make_ctx(tmp_path, f"openai:m@{stub.base_url}")
 
     async def main() -> list[BaseException | ChatResponse]:
-        async with open_chat_model(ctx.model, ctx, retry=FAST) as model:
+        async with open_chat_model(ctx.model, ctx.runtime, retry=FAST) as model:
             return await asyncio.gather(
                 *(model.chat(ask(1)) for _ in range(3)), return_exceptions=True
             )
@@ -333,7 +334,7 @@ def test_cancelled_sender_does_not_cancel_identical_waiters(
     ctx = make_ctx(tmp_path, f"openai:m@{stub.base_url}")
 
     async def main() -> tuple[BaseException | ChatResponse, ChatResponse]:
-        async with open_chat_model(ctx.model, ctx, retry=FAST) as model:
+        async with open_chat_model(ctx.model, ctx.runtime, retry=FAST) as model:
             impatient = asyncio.ensure_future(asyncio.wait_for(model.chat(ask(1)), 0.1))
             await asyncio.sleep(0.01)
             patient = await model.chat(ask(1))  # joins the impatient caller's request
@@ -352,7 +353,7 @@ def test_run_state_survives_several_event_loops(tmp_path: Path, stub: StubServer
     ctx = make_ctx(tmp_path, f"openai:m@{stub.base_url}", concurrency=2)
 
     async def batch(offset: int) -> None:
-        async with open_chat_model(ctx.model, ctx, retry=FAST) as model:
+        async with open_chat_model(ctx.model, ctx.runtime, retry=FAST) as model:
             await asyncio.gather(*(model.chat(ask(offset + i)) for i in range(6)))
 
     asyncio.run(batch(0))

@@ -1,16 +1,16 @@
 """OpenAI-compatible chat backends: `openai:MODEL[@URL]` and `llamacpp:PATH.gguf`.
 
-    async with open_chat_model(spec, ctx, role="judge") as model:
+    async with open_chat_model(spec, ctx.runtime, role="judge") as model:
         response = await model.chat(ChatRequest(messages=(("user", "..."),)))
 
 What every call goes through, in order:
   1. the run store, 2. single flight, and last the commit of the finished call: see
      clineval.models.chat_store (shared with the in-process Hugging Face backend);
-  3. the run's ONE concurrency limit (`ctx.config.concurrency`, shared by every model of the
+  3. the run's ONE concurrency limit (`--concurrency`, shared by every model of the
      run, see clineval.concurrency), held only while a request is on the wire, never while
      sleeping between retries;
   4. a replica: the base URL with the fewest requests in flight (ties round-robin);
-  5. bounded retries (`ctx.config.max_retries`) with jittered exponential backoff on 429, 408,
+  5. bounded retries (`--max-retries`) with jittered exponential backoff on 429, 408,
      409, 425, 5xx, timeouts, connection errors, malformed bodies and replies without content
      (chat_store.empty_reply_reason: never stored); other 4xx fails at once as
      ChatError("bad_request"); exhausted retries -> ChatError(kind). Waits are capped (see
@@ -46,7 +46,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from clineval.concurrency import RunCallState, run_call_state
+from clineval.concurrency import RunCallState
 from clineval.errors import InputError
 from clineval.models.chat_store import StoredChatModel, empty_reply_reason
 from clineval.models.llamacpp_server import LlamaCppServer, LlamaCppSettings, check_gguf
@@ -59,7 +59,8 @@ from clineval.models.spec import ModelSpec
 from clineval.secrets import redact
 
 if TYPE_CHECKING:
-    from clineval.tasks.base import RunContext
+    from clineval.config import RunConfig
+    from clineval.models.runtime import ModelRuntime
 
 TRANSPORTS = ("aiohttp", "openai", "openai-httpx")
 DEFAULT_TRANSPORT = "aiohttp"
@@ -445,13 +446,13 @@ class HTTPChatModel(StoredChatModel):
 
 
 # ---- opening a model ------------------------------------------------------------------------
-def _retry_policy(ctx: Any) -> RetryPolicy:
-    options: dict[str, str] = ctx.config.options
+def _retry_policy(config: RunConfig) -> RetryPolicy:
+    options: dict[str, str] = config.options
     base = options.get("llm.backoff_base_s")
     cap = options.get("llm.backoff_max_s")
     try:
         return RetryPolicy(
-            max_retries=max(0, int(ctx.config.max_retries)),
+            max_retries=max(0, int(config.max_retries)),
             base_delay_s=float(base) if base is not None else RetryPolicy.base_delay_s,
             max_delay_s=float(cap) if cap is not None else RetryPolicy.max_delay_s,
         )
@@ -539,21 +540,22 @@ async def _shared_llamacpp(
 @asynccontextmanager
 async def open_chat_model(
     spec: ModelSpec,
-    ctx: RunContext,
+    runtime: ModelRuntime,
     role: str = "candidate",
     *,
     retry: RetryPolicy | None = None,
     transport: str | None = None,
 ) -> AsyncIterator[ChatModel]:
-    """A ChatModel for `spec` within run `ctx`, closed (and its local server stopped) on exit.
+    """A ChatModel for `spec` within a run (`runtime`), closed (and its local server stopped)
+    on exit.
 
-    `role` ("candidate", "judge", ...) only labels the call counters (run_call_state(ctx):
+    `role` ("candidate", "judge", ...) only labels the call counters (runtime.calls:
     a progress display given them shows their retries). `retry` and `transport` override the
-    run's settings (tests, benchmarks); by default they come from ctx.config (max_retries,
+    run's settings (tests, benchmarks); by default they come from runtime.config (max_retries,
     options llm.transport / llm.backoff_base_s / llm.backoff_max_s).
     """
-    state = run_call_state(ctx)
-    transport_name = transport or ctx.config.options.get("llm.transport", DEFAULT_TRANSPORT)
+    state, config = runtime.calls, runtime.config
+    transport_name = transport or config.options.get("llm.transport", DEFAULT_TRANSPORT)
     if transport_name not in TRANSPORTS:
         raise InputError(
             f"unknown --option llm.transport={transport_name!r} (known: {', '.join(TRANSPORTS)})"
@@ -569,10 +571,10 @@ async def open_chat_model(
                 base_urls=urls,
                 role=role,
                 transport=client,
-                store=ctx.store,
+                store=runtime.store,
                 state=state,
-                policy=retry or _retry_policy(ctx),
-                timeout_s=float(ctx.config.timeout_s),
+                policy=retry or _retry_policy(config),
+                timeout_s=float(config.timeout_s),
             )
         finally:
             await client.aclose()
@@ -589,7 +591,7 @@ async def open_chat_model(
         async with http_model(urls, api_key) as model:
             yield model
     elif spec.backend == "llamacpp":
-        settings = LlamaCppSettings.from_options(ctx.config.options)
+        settings = LlamaCppSettings.from_options(config.options)
         async with (
             _shared_llamacpp(state, spec.name, settings) as base_url,
             http_model((base_url,), None) as model,
@@ -600,7 +602,7 @@ async def open_chat_model(
 
         async with _shared_hf_generator(state, spec.name) as generator:
             yield HFChatModel(
-                label=spec.label, generator=generator, role=role, store=ctx.store, state=state
+                label=spec.label, generator=generator, role=role, store=runtime.store, state=state
             )
     elif spec.backend == "hf" and not (Path(spec.name) / "config.json").is_file():
         raise InputError("not a Hugging Face checkpoint (no config.json)", path=spec.name)

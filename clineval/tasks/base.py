@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from clineval.config import RunConfig
+from clineval.models.runtime import ModelRuntime
 from clineval.models.spec import ModelSpec
 from clineval.options import OptionGroup
 from clineval.store import RunStore
@@ -33,9 +34,17 @@ class RunContext:
     model: ModelSpec
     # Per-task notes for the manifest (data file hashes, dropped/moved gold spans, ...).
     manifest_notes: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # Per-run shared state of the model backends (the one concurrency limit, call counters,
-    # local servers): see clineval.concurrency.run_call_state.
-    shared: dict[str, Any] = field(default_factory=dict)
+    # What the model backends get of this run (settings, store, call state: the one
+    # concurrency limit, call counters, local servers); built from config and store.
+    runtime: ModelRuntime = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.runtime = ModelRuntime.for_run(self.config, self.store)
+
+    def use_store(self, store: RunStore) -> None:
+        """Continue the run on another store (the runner loads from a read-only one first)."""
+        self.store = store
+        self.runtime.store = store
 
     def note(self, task: str, key: str, value: Any) -> None:
         self.manifest_notes.setdefault(task, {})[key] = value

@@ -17,7 +17,7 @@ import time
 from contextlib import AsyncExitStack
 from typing import Any
 
-from clineval.concurrency import gather_bounded, run_call_state, run_model_calls
+from clineval.concurrency import gather_bounded, run_model_calls
 from clineval.config import RunConfig
 from clineval.data.clinconsensus import Case, load_verdicts, verdict_key
 from clineval.judge.prompt import CANDIDATE_TEMPLATE_VERSION, JudgePrompt, candidate_messages
@@ -222,7 +222,7 @@ class _Flow:
             self.progress.advance(len(pending))  # nothing to judge; the case is reported failed
             return
         await gather_bounded(
-            run_call_state(self.ctx),
+            self.ctx.runtime.calls,
             (self.verdict(label, case, i, keys[i], answer) for label, i in pending),
         )
 
@@ -249,11 +249,15 @@ async def _predict(ctx: RunContext, data: Data, prompt: JudgePrompt) -> dict[str
     if _all_stored(ctx, data, prompt):
         return {"done": total, "total": total, "all_stored": True}
     async with AsyncExitStack() as stack:
-        candidate = await stack.enter_async_context(open_chat_model(ctx.model, ctx, "candidate"))
+        candidate = await stack.enter_async_context(
+            open_chat_model(ctx.model, ctx.runtime, "candidate")
+        )
         judges: dict[str, ChatModel] = {}
         for label, spec in zip(data.judges, data.judge_specs, strict=True):
-            judges[label] = await stack.enter_async_context(open_chat_model(spec, ctx, "judge"))
-        with task_progress(TASK, total, run_call_state(ctx)) as progress:
+            judges[label] = await stack.enter_async_context(
+                open_chat_model(spec, ctx.runtime, "judge")
+            )
+        with task_progress(TASK, total, ctx.runtime.calls) as progress:
             flow = _Flow(ctx, data, prompt, candidate, judges, progress)
             try:
                 await asyncio.gather(*(flow.case(c) for c in data.cases))

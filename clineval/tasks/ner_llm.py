@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from clineval.concurrency import gather_bounded, run_call_state, run_model_calls
+from clineval.concurrency import gather_bounded, run_model_calls
 from clineval.data.ner_types import NerDocument, Span
 from clineval.models.llm_base import ChatError, ChatModel, ChatRequest
 from clineval.models.ner_bio import word_offsets
@@ -308,10 +308,10 @@ async def _run(
 
     fmt = format_option(ctx)
     summary = ExtractionSummary(response_format=fmt)
-    async with open_chat_model(ctx.model, ctx, "candidate") as model:
-        with task_progress(f"{task} extraction", len(documents), run_call_state(ctx)) as progress:
+    async with open_chat_model(ctx.model, ctx.runtime, "candidate") as model:
+        with task_progress(f"{task} extraction", len(documents), ctx.runtime.calls) as progress:
             await gather_bounded(
-                run_call_state(ctx),
+                ctx.runtime.calls,
                 (
                     _one(ctx, task, model, doc, types, fmt, summary, progress.advance)
                     for doc in documents

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from clineval.concurrency import gather_bounded, run_call_state, run_model_calls
+from clineval.concurrency import gather_bounded, run_model_calls
 from clineval.data.tcm_norm import NormTable
 from clineval.data.tcm_sd import TcmRecord
 from clineval.models.llm_base import ChatError, ChatModel, ChatRequest
@@ -72,10 +72,10 @@ async def _run(
     from clineval.models.llm import open_chat_model
 
     parser = AnswerParser(labels, norm)
-    async with open_chat_model(ctx.model, ctx, "candidate") as model:
-        with task_progress(TASK, len(todo), run_call_state(ctx)) as progress:
+    async with open_chat_model(ctx.model, ctx.runtime, "candidate") as model:
+        with task_progress(TASK, len(todo), ctx.runtime.calls) as progress:
             await gather_bounded(
-                run_call_state(ctx),
+                ctx.runtime.calls,
                 (_one(ctx, model, parser, k, r, labels, fields, progress) for k, r in todo),
             )
             return counters_of(progress)
