@@ -21,7 +21,9 @@ from clineval.cli import main
 from clineval.metrics.bootstrap import bootstrap_indices
 from clineval.metrics.cacs import cacs, pass_at_k, rubric_accuracy
 from clineval.report import statistics as st
-from clineval.report.compare import build_comparison, compare_runs, render_csv, render_markdown
+from clineval.report.compare import compare_runs
+from clineval.report.compare_model import build_comparison
+from clineval.report.compare_render import render_csv, render_markdown
 from clineval.report.task_stats import cc_statistics, ner_statistics
 from clineval.rundir import write_json, write_jsonl
 

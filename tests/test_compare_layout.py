@@ -14,7 +14,9 @@ import pytest
 from rich.console import Console
 
 from clineval.data.ner_types import NerDocument, Span
-from clineval.report.compare import Comparison, compare_runs, render_markdown
+from clineval.report.compare import compare_runs
+from clineval.report.compare_model import Comparison
+from clineval.report.compare_render import render_markdown
 from clineval.report.sections_common import format_value
 from clineval.rundir import write_json, write_jsonl
 from clineval.tasks.ner_scoring import score_documents
