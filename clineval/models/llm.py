@@ -48,6 +48,7 @@ import orjson
 
 from clineval.concurrency import RunCallState
 from clineval.errors import InputError
+from clineval.models.backends import resolve_backend
 from clineval.models.chat_store import StoredChatModel, empty_reply_reason
 from clineval.models.llamacpp_server import LlamaCppServer, LlamaCppSettings, check_gguf
 from clineval.models.llm_base import (
@@ -481,18 +482,6 @@ def openai_base_urls(spec: ModelSpec) -> tuple[str, ...]:
     )
 
 
-def is_chat_model(spec: ModelSpec) -> bool:
-    """Whether `spec` answers chat requests: an OpenAI-compatible server, a GGUF served by
-    llama.cpp, or hf:PATH of a causal language model (not a classification checkpoint)."""
-    if spec.backend in ("openai", "llamacpp"):
-        return True
-    if spec.backend == "hf":
-        from clineval.models.hf_chat import is_causal_lm_checkpoint
-
-        return is_causal_lm_checkpoint(spec.name)
-    return False
-
-
 @asynccontextmanager
 async def _shared_hf_generator(state: RunCallState, path: str) -> AsyncIterator[Any]:
     """One loaded hf:PATH model for the whole run (candidate and judge may share it)."""
@@ -597,7 +586,7 @@ async def open_chat_model(
             http_model((base_url,), None) as model,
         ):
             yield model
-    elif is_chat_model(spec):  # hf:PATH of a causal LM
+    elif resolve_backend(spec).is_chat:  # hf:PATH of a causal LM
         from clineval.models.hf_chat import HFChatModel
 
         async with _shared_hf_generator(state, spec.name) as generator:

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from clineval.config import RunConfig
+from clineval.models.backends import Backend, resolve_backend
 from clineval.models.runtime import ModelRuntime
 from clineval.models.spec import ModelSpec
 from clineval.options import OptionGroup
@@ -40,6 +42,11 @@ class RunContext:
 
     def __post_init__(self) -> None:
         self.runtime = ModelRuntime.for_run(self.config, self.store)
+
+    @cached_property
+    def backend(self) -> Backend:
+        """What the run's model is (chat, checkpoint, baseline, predictions), resolved once."""
+        return resolve_backend(self.model)
 
     def use_store(self, store: RunStore) -> None:
         """Continue the run on another store (the runner loads from a read-only one first)."""

@@ -29,7 +29,7 @@ from typing import Any
 
 from clineval.data.ner_types import DATASET_TYPES, NerDocument, PreparedSplit, Span
 from clineval.errors import InputError
-from clineval.models.llm import is_chat_model
+from clineval.models.backends import ModelKind
 from clineval.plan import CallPlan
 from clineval.progress import make_progress
 from clineval.shard import select_shard
@@ -136,26 +136,24 @@ class NerTask(Task[NerData]):
 
     # ---- predict ---------------------------------------------------------------------------
     def predict(self, ctx: RunContext, data: NerData) -> None:
-        backend = ctx.model.backend
-        if backend == "predictions":
+        kind = ctx.backend.kind
+        if kind is ModelKind.PREDICTIONS:
             self._predict_from_file(ctx, data)
             return
         stored = ctx.store.records(self.name, PREDICTION)
         todo = [doc for doc in data.documents if doc.id not in stored]
-        if backend == "baseline":
+        if kind is ModelKind.BASELINE:
             todo = self._crf_todo(ctx, data, stored)
         ctx.note(self.name, "predicted_now", len(todo))
-        if backend == "baseline":
+        if kind is ModelKind.BASELINE:
             self._predict_crf(ctx, todo)
-        elif is_chat_model(ctx.model):  # a server, a GGUF, or hf:PATH of a causal LM
+        elif kind is ModelKind.CHAT:  # a server, a GGUF, or hf:PATH of a causal LM
             self._predict_llm(ctx, todo)
-        elif backend == "hf":
+        else:  # an hf token-classification checkpoint
             self._predict_hf(ctx, todo)
-        else:  # pragma: no cover - ModelSpec.parse rejects other backends
-            raise InputError(f"{ctx.model.label} cannot run {self.name}")
 
     def plan(self, ctx: RunContext, data: NerData, calls: CallPlan) -> None:
-        if not is_chat_model(ctx.model):
+        if not ctx.backend.is_chat:
             return
         from clineval.tasks.ner_llm import format_option, make_request
 
@@ -285,7 +283,7 @@ class NerTask(Task[NerData]):
                 model_tokens.append([(int(s), int(e)) for s, e in tokens])
         use_model_tokens = _model_tokenizer(ctx)
         if use_model_tokens and model_tokens is None:
-            if ctx.model.backend == "hf" and not is_chat_model(ctx.model) and missing:
+            if ctx.backend.kind is ModelKind.CHECKPOINT and missing:
                 raise InputError(
                     f"--option {TOKENIZER_OPTION}=model: {missing} document(s) have no stored "
                     f"prediction of {ctx.model.label}, so their model tokens are unknown; run "
@@ -303,7 +301,7 @@ class NerTask(Task[NerData]):
         )
         metrics["missing_predictions"] = missing
         metrics["model"] = ctx.model.label
-        if is_chat_model(ctx.model):
+        if ctx.backend.is_chat:
             # Replies without usable JSON score as empty predictions; say how many there were.
             parses = [stored[d.id].get("parse") for d in data.documents if d.id in stored]
             metrics["invalid_outputs"] = sum(p == "invalid" for p in parses)

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from clineval.data.tcm_sd import SPLITS, VOCAB_NAME, find_file, find_split
-from clineval.models.llm import is_chat_model
 from clineval.plan import CallPlan
 from clineval.tasks.base import DataFileStatus, RunContext, Task, TaskResult
 from clineval.tasks.tcm_options import TCM_OPTIONS
@@ -57,7 +56,7 @@ class TcmSdTask(Task[TcmData]):
         predict_data(ctx, data)
 
     def plan(self, ctx: RunContext, data: TcmData, calls: CallPlan) -> None:
-        if not is_chat_model(ctx.model):
+        if not ctx.backend.is_chat:
             return
         from clineval.tasks.tcm_llm import make_request
 

@@ -16,7 +16,7 @@ from typing import TypeVar
 from clineval.data.checksums import sha256_file
 from clineval.data.tcm_sd import KNOWLEDGE_NAMES, TcmRecord, find_file, read_knowledge
 from clineval.errors import InputError
-from clineval.models.llm import is_chat_model
+from clineval.models.backends import ModelKind
 from clineval.progress import task_progress, track
 from clineval.store import stable_hash
 from clineval.tasks.base import RunContext
@@ -179,19 +179,17 @@ def predict_data(ctx: RunContext, data: TcmData) -> None:
     ctx.note(TASK, "predicted_now", len(todo))
     if not todo:
         return
-    backend, name = ctx.model.backend, ctx.model.name
-    if backend == "baseline":
+    kind, name = ctx.backend.kind, ctx.model.name
+    if kind is ModelKind.BASELINE:
         if name == "tfidf":
             _predict_tfidf(ctx, data, todo)
         elif name == "knowledge":
             _predict_knowledge(ctx, data, todo)
         else:
             raise InputError(f"unknown TCM-SD baseline {name!r} (known: tfidf, knowledge)")
-    elif backend == "predictions":
+    elif kind is ModelKind.PREDICTIONS:
         _predict_file(ctx, data, todo)
-    elif is_chat_model(ctx.model):  # a server, a GGUF, or hf:PATH of a causal LM
+    elif kind is ModelKind.CHAT:  # a server, a GGUF, or hf:PATH of a causal LM
         _predict_llm(ctx, data, todo)
-    elif backend == "hf":
+    else:  # an hf sequence-classification checkpoint
         _predict_hf(ctx, data, todo)
-    else:
-        raise InputError(f"tcm-sd cannot run model backend {backend!r}")

@@ -1,0 +1,51 @@
+"""What a model spec IS, decided once: the backend registry.
+
+A task does not branch on backend strings nor read checkpoint files to find out what a model
+can do; it asks `resolve_backend(spec).kind`:
+
+  chat         answers chat requests: `openai:` (a server), `llamacpp:` (a GGUF served in
+               process), `hf:PATH` of a causal LM with a chat template
+  checkpoint   `hf:PATH` of a classification head (sequence or token classifier)
+  baseline     a built-in baseline, named by the spec's name (the task knows which it has)
+  predictions  `predictions:FILE`, outputs made elsewhere, replayed
+
+`hf:PATH` is the one spec whose kind depends on a file (config.json's architectures); it is
+read once per RunContext (which caches the resolved backend), not at every question.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from clineval.models.spec import ModelSpec
+
+
+class ModelKind(StrEnum):
+    CHAT = "chat"
+    CHECKPOINT = "checkpoint"
+    BASELINE = "baseline"
+    PREDICTIONS = "predictions"
+
+
+@dataclass(frozen=True)
+class Backend:
+    spec: ModelSpec
+    kind: ModelKind
+
+    @property
+    def is_chat(self) -> bool:
+        return self.kind is ModelKind.CHAT
+
+
+def resolve_backend(spec: ModelSpec) -> Backend:
+    if spec.backend in ("openai", "llamacpp"):
+        return Backend(spec, ModelKind.CHAT)
+    if spec.backend == "hf":
+        from clineval.models.hf_chat import is_causal_lm_checkpoint
+
+        causal = is_causal_lm_checkpoint(spec.name)
+        return Backend(spec, ModelKind.CHAT if causal else ModelKind.CHECKPOINT)
+    if spec.backend == "predictions":
+        return Backend(spec, ModelKind.PREDICTIONS)
+    return Backend(spec, ModelKind.BASELINE)
