@@ -42,11 +42,17 @@ _TRACKED_PACKAGES = (
 
 
 def atomic_write_text(path: Path, text: str) -> None:
+    """Replace `path` by `text` all at once: readers see the old file or the new one, and after
+    a crash (even of the machine: the data is fsynced before the rename) never half of one.
+    The one atomic writer of the project; the data cache's streaming download renames its
+    fsynced staging file the same way (clineval.data.download)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
