@@ -259,3 +259,28 @@ def test_a_failed_bound_raises_run_failed_with_the_written_run(
         )
     assert caught.value.result["tcm-sd"].get("n_missing") == 3
     _same_run_outputs(tmp_path / "cli", tmp_path / "api")
+
+
+@pytest.mark.slow
+def test_readme_python_example_runs(
+    data_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README's notebook example (CRF on two corpora, a predictions file, compare), run
+    as written in a scratch directory with a predictions file made from the gold spans."""
+    from clineval.data.ner_corpora import load_ner_split
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## From Python", 1)[1]
+    block = section.split("```python\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(tmp_path)
+    with open("my_predictions.jsonl", "w", encoding="utf-8") as fh:
+        for doc in load_ner_split("ncbi", "test", data_root).documents:
+            spans = [{"start": s.start, "end": s.end, "type": s.type} for s in doc.entities]
+            fh.write(json.dumps({"id": doc.id, "entities": spans}) + "\n")
+    namespace: dict[str, Any] = {}
+    exec(compile(block, "README.md", "exec"), namespace)
+    board = namespace["board"]
+    assert isinstance(board, clineval.Comparison) and board.runs == ["ner-crf", "ner-mine"]
+    mine = [c for c in board.leaderboard if c.run == "ner-mine" and c.task == "ner:ncbi"]
+    assert {c.metric: c.value for c in mine}["token_macro_f1"] == 1.0
+    assert any(p.task == "ner:ncbi" and p.difference is not None for p in board.pairs)
