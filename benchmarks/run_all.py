@@ -18,6 +18,7 @@ BENCHMARKS = (
     "benchmarks.bench_report",
     "benchmarks.bench_judge_throughput",
     "benchmarks.bench_clinconsensus_flow",
+    "benchmarks.bench_retry_overhead",
 )
 
 

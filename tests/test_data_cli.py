@@ -28,9 +28,9 @@ from clineval.data.checksums import (
     load_manifest,
     sha256_file,
 )
-from clineval.data.download import RetryBudget
 from clineval.data.fetch import SOURCES, Source, fetch
 from clineval.errors import InputError
+from clineval.retry import RetryPolicy
 
 Serve = Callable[[Path], tuple[str, list[str]]]
 NCBI_FILES = [e.path for e in load_manifest() if e.group == "ner:ncbi"]
@@ -358,7 +358,7 @@ def test_fetch_retries_server_errors_a_bounded_number_of_times(
     failures: int,
     succeeds: bool,
 ) -> None:
-    fast = RetryBudget(attempts=3, backoff_s=0.01, max_wait_s=0.05)  # keep the test fast
+    fast = RetryPolicy(max_retries=2, base_delay_s=0.01, max_delay_s=0.05)  # keep the test fast
     mirror = tmp_path / "mirror"
     _copy(data_root, mirror, NCBI_FILES)
     server, seen = _flaky_server(mirror, failures)
@@ -371,7 +371,7 @@ def test_fetch_retries_server_errors_a_bounded_number_of_times(
         else:
             with pytest.raises(InputError, match="download failed after 3 attempts: HTTP 503"):
                 fetch("ncbi", tmp_path / "cache", f"http://{host!s}:{port}", retry=fast)
-            assert len(seen) == fast.attempts
+            assert len(seen) == fast.max_retries + 1
             assert not [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]
     finally:
         server.shutdown()

@@ -13,11 +13,11 @@
   * ``gzip_output`` stores the checked bytes gzipped (an upstream file the data root keeps
     compressed): the check is on what the server sent.
 
-Retries (RetryBudget): at most ``attempts`` tries per file. Connection errors, timeouts, early
-ends, 5xx, 408 and 429 are retried after an exponential, jittered backoff, or after the
-server's Retry-After when it sends one; no single wait exceeds ``max_wait_s``, a longer
-Retry-After is cut to it. Other 4xx, a body over the bound and a failed check are final: trying
-again would fetch the same wrong answer.
+Retries (clineval.retry.RetryPolicy, DOWNLOAD_RETRY): at most ``max_retries`` more tries per
+file. Connection errors, timeouts, early ends, 5xx, 408 and 429 are retried after an
+exponential, jittered backoff, or after the server's Retry-After when it sends one (plus up to
+10%); a longer Retry-After than ``max_retry_after_s`` is cut to it. Other 4xx, a body over the
+bound and a failed check are final: trying again would fetch the same wrong answer.
 
 Credentials in a URL (``https://user:pass@host/...``) are sent as HTTP basic auth, only to that
 host (not forwarded on a redirect), and every message names the URL through secrets.redact.
@@ -43,7 +43,7 @@ from typing import Protocol
 from clineval.data.cache import open_partial
 from clineval.data.digests import StreamCheck
 from clineval.errors import InputError
-from clineval.models.llm import parse_retry_after
+from clineval.retry import RetryPolicy, parse_retry_after
 from clineval.secrets import redact
 
 CHUNK = 1 << 16
@@ -51,17 +51,10 @@ TIMEOUT_S = 60.0  # per socket operation: a server that stops sending fails the 
 _RETRYABLE_4XX = {408, 429}
 
 
-@dataclass(frozen=True, slots=True)
-class RetryBudget:
-    attempts: int = 3
-    backoff_s: float = 1.0  # first wait without Retry-After; doubles, with jitter
-    max_wait_s: float = 120.0  # no wait is longer, whatever Retry-After asks
-
-    def wait(self, retry_index: int, retry_after: float | None) -> float:
-        if retry_after is not None:
-            return min(retry_after, self.max_wait_s)
-        ceiling = min(self.max_wait_s, self.backoff_s * 2.0**retry_index)
-        return ceiling * random.uniform(0.5, 1.0)
+# Downloads retry less often than model calls (a file is one request, not one of thousands)
+# but wait as long: the one policy of clineval.retry, with these settings.
+DOWNLOAD_RETRY = RetryPolicy(max_retries=2, base_delay_s=1.0, max_delay_s=120.0)
+_JITTER = random.Random()
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,24 +130,22 @@ def download_verified(
     check: Callable[[], StreamCheck],
     what: str,
     gzip_output: bool = False,
-    retry: RetryBudget | None = None,
+    retry: RetryPolicy = DOWNLOAD_RETRY,
 ) -> Path:
     """Download `url` onto `target` as described in the module doc; return `target`.
 
     `check` makes a fresh StreamCheck per attempt; `what` names the file in messages (its path
     relative to the cache); `staging_root` is the cache holding the staging area."""
-    budget = retry or RetryBudget()
+    attempts = retry.max_retries + 1
     last = "no attempt made"
-    for attempt in range(budget.attempts):
+    for attempt in range(attempts):
         try:
             return _attempt(url, target, staging_root, bound, check(), what, gzip_output)
         except _Retryable as exc:
             last = exc.reason
-            if attempt + 1 < budget.attempts:
-                time.sleep(budget.wait(attempt, exc.retry_after))
-    raise InputError(
-        f"download failed after {budget.attempts} attempts: {last}", path=safe_url(url)
-    )
+            if attempt + 1 < attempts:
+                time.sleep(retry.delay(attempt, exc.retry_after, _JITTER))
+    raise InputError(f"download failed after {attempts} attempts: {last}", path=safe_url(url))
 
 
 def _attempt(

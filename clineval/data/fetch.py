@@ -33,13 +33,14 @@ from clineval.data.cache import (
 from clineval.data.checksums import OK, ManifestEntry, entry_status, manifest_entry
 from clineval.data.digests import AnyOfCheck, GzipContentSha256Check, Sha256Check, StreamCheck
 from clineval.data.download import (
-    RetryBudget,
+    DOWNLOAD_RETRY,
     SizeBound,
     check_http_url,
     download_verified,
 )
 from clineval.errors import InputError
 from clineval.progress import track
+from clineval.retry import RetryPolicy
 
 __all__ = ["CACHE_ENV", "SIZE_CAP", "SOURCES", "Source", "default_cache_dir", "fetch"]
 
@@ -121,7 +122,7 @@ def fetch(
     name: str,
     cache_dir: str | Path | None = None,
     base_url: str | None = None,
-    retry: RetryBudget | None = None,
+    retry: RetryPolicy = DOWNLOAD_RETRY,
 ) -> list[Path]:
     """Download corpus ``name`` into the cache; return the paths of its files (all verified)."""
     if name not in SOURCES:
@@ -156,7 +157,7 @@ def _fetch_one(
     entry: ManifestEntry,
     root: Path,
     base_url: str | None,
-    retry: RetryBudget | None = None,
+    retry: RetryPolicy = DOWNLOAD_RETRY,
 ) -> Path:
     target = root / source.relative
     # The same check as `data verify`, made afresh: a re-gzipped copy with the right content is
