@@ -331,6 +331,9 @@ def assert_documented_metrics_were_written(
     keys, _ = documented_metrics(skill)
     unknown = {k for k in keys if not fnmatch.filter(written, k)}
     assert not unknown, f"{skill}: the page names metrics no run wrote: {sorted(unknown)}"
+    # and the other way: every key a run wrote is in the page's table
+    undocumented = {w for w in written if not any(fnmatch.fnmatch(w, k) for k in keys)}
+    assert not undocumented, f"{skill}: results keys the page does not name: {sorted(undocumented)}"
 
 
 # ---- running the pages against fixtures ---------------------------------------------------------
