@@ -22,6 +22,23 @@ from typing import Any
 
 from clineval.errors import InputError
 
+__all__ = [
+    "ClinConsensusMetrics",
+    "Comparison",
+    "LeaderboardCell",
+    "NerMetrics",
+    "PairedTest",
+    "RunFailed",
+    "RunResult",
+    "TaskMetrics",
+    "TcmSdMetrics",
+    "compare",
+    "dry_run",
+    "run",
+    "score",
+    "write_report",
+]
+
 PathLike = str | os.PathLike[str]
 
 # The primary metric of each task family: the first of the task's `metric_names`
@@ -178,7 +195,7 @@ class ClinConsensusMetrics(TaskMetrics):
     candidate_errors: int | None = None
 
 
-def task_metrics(task: str, values: Mapping[str, Any]) -> TaskMetrics:
+def _task_metrics(task: str, values: Mapping[str, Any]) -> TaskMetrics:
     """The typed view of results.json[task]."""
     family = _family(task)
     if family == "ner":
@@ -261,7 +278,7 @@ class RunResult:
         run = load_run(Path(run_dir), with_samples=False)
         return cls(
             path=run.path,
-            metrics={task: task_metrics(task, values) for task, values in run.results.items()},
+            metrics={task: _task_metrics(task, values) for task, values in run.results.items()},
             results=run.results,
             manifest=run.manifest,
         )
@@ -489,7 +506,8 @@ def compare(
     seed: int = 0,
 ) -> Comparison:
     """A leaderboard across runs with paired bootstrap tests (`clineval compare`). `format`
-    table|markdown|csv|html; with `output` the rendering is also written to that file."""
+    table|markdown|csv|html; with `output` the rendering is also written to that file (html
+    without `output` goes to ./compare.html, as on the command line)."""
     import io
 
     from rich.console import Console

@@ -284,3 +284,9 @@ def test_readme_python_example_runs(
     mine = [c for c in board.leaderboard if c.run == "ner-mine" and c.task == "ner:ncbi"]
     assert {c.metric: c.value for c in mine}["token_macro_f1"] == 1.0
     assert any(p.task == "ner:ncbi" and p.difference is not None for p in board.pairs)
+
+
+def test_the_api_module_exports_what_the_package_does() -> None:
+    from clineval import api
+
+    assert set(api.__all__) == set(clineval.__all__) - {"InputError", "__version__"}
