@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 
 import clineval
-from clineval.api import PRIMARY_METRIC, RunFailed
+from clineval.api import RunFailed
 from clineval.cli import main
 from clineval.data.clinconsensus import fixture_path
+from clineval.run_result import PRIMARY_METRIC
 
 HEAVY = ("typer", "rich", "pydantic", "numpy")
 

@@ -33,12 +33,12 @@ import typer.main
 import yaml
 from llm_stub_server import StubServer
 
-from clineval.api import PRIMARY_METRIC
 from clineval.cli import app, main
 from clineval.config import RunConfig
 from clineval.data.clinconsensus import fixture_path
 from clineval.errors import InputError
 from clineval.options import check_options, split_option_items
+from clineval.run_result import PRIMARY_METRIC
 from clineval.skills_install import (
     MAX_DESCRIPTION,
     SKILL_FILE,
