@@ -8,20 +8,35 @@ and caching all read from here.
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import json
 import sqlite3
 import threading
 import time
-import urllib.parse
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any
 
-import orjson
+from clineval.store_damage import StoreDamaged, check_intact, guarded, guarded_read, store_error
+from clineval.store_json import (
+    canonical_json,
+    dumps,
+    dumps_fast,
+    hash_text,
+    loads_fast,
+    stable_hash,
+)
 
-from clineval.errors import InputError
+# Re-exported: callers import the store's hashing and damage checks from here.
+__all__ = [
+    "STORE_FILENAME",
+    "RunStore",
+    "StoreDamaged",
+    "canonical_json",
+    "check_intact",
+    "hash_text",
+    "stable_hash",
+    "store_error",
+]
 
 STORE_FILENAME = "store.sqlite"
 SCHEMA_VERSION = 1
@@ -53,144 +68,6 @@ CREATE TABLE IF NOT EXISTS artifacts (
 """
 
 
-def canonical_json(obj: Any) -> str:
-    """The one JSON text of `obj` that keys are hashed from: sorted keys, no spaces, UTF-8."""
-    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-
-
-def hash_text(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def stable_hash(obj: Any) -> str:
-    """sha256 of a canonical JSON encoding: the same content always gives the same key."""
-    return hash_text(canonical_json(obj))
-
-
-def _loads_fast(text: str) -> Any:
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:  # e.g. NaN, which the json module writes and orjson refuses
-        return json.loads(text)
-
-
-def _dumps_fast(value: Any) -> str:
-    """JSON for the hot path of model calls (orjson: ~20x faster on a judge prompt). Values
-    that orjson refuses (big ints, non-string keys) go through the json module."""
-    try:
-        return orjson.dumps(value).decode("utf-8")
-    except TypeError:
-        return _dumps(value)
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-# SQLite result codes (the low byte of an extended code) of a file that is not an intact
-# database: truncated, overwritten, a torn page.
-_DAMAGED = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
-# ... and of one that cannot be used at all: no permission, read-only, disk full, I/O error.
-_UNUSABLE = frozenset(
-    {
-        sqlite3.SQLITE_CANTOPEN,
-        sqlite3.SQLITE_PERM,
-        sqlite3.SQLITE_READONLY,
-        sqlite3.SQLITE_FULL,
-        sqlite3.SQLITE_IOERR,
-    }
-)
-
-
-class StoreDamaged(InputError):
-    """The run store is not an intact SQLite file, or holds values clineval never wrote."""
-
-    def __init__(self, path: str | Path, detail: str):
-        super().__init__(
-            f"the run store is damaged ({detail}); `clineval score` cannot recover results "
-            "from it: run the command again with a new --output-dir",
-            path=path,
-        )
-
-
-def store_error(path: str | Path, exc: sqlite3.DatabaseError) -> InputError | None:
-    """The one-line error for an SQLite error on the store at `path`: damage, or a file that
-    cannot be used. None for other errors (a closed store, a bug): they stay internal."""
-    code = getattr(exc, "sqlite_errorcode", None)
-    if code is None:
-        # Python's decoding of a TEXT column (no SQLite code): bytes that are not UTF-8, which
-        # clineval never writes, so the page holding them was overwritten.
-        if isinstance(exc, sqlite3.OperationalError) and str(exc).startswith("Could not decode"):
-            return StoreDamaged(path, "stored text is not UTF-8")
-        return None
-    if code & 0xFF in _DAMAGED:
-        return StoreDamaged(path, str(exc))
-    if code & 0xFF in _UNUSABLE:
-        return InputError(f"cannot use the run store: {exc}", path=path)
-    return None
-
-
-def check_intact(path: str | Path) -> None:
-    """StoreDamaged unless every page of the store at `path` reads as a valid b-tree page
-    (PRAGMA quick_check, read-only). Used before a command writes anything, so a torn page
-    is reported then, not by whichever later query first reads it."""
-    try:
-        uri = f"file:{urllib.parse.quote(str(Path(path).absolute()))}?mode=ro"
-        conn = sqlite3.connect(uri, uri=True)
-        try:
-            problem = conn.execute("PRAGMA quick_check(1)").fetchone()
-        finally:
-            conn.close()
-    except sqlite3.DatabaseError as exc:
-        error = store_error(path, exc)
-        if error is None:
-            raise
-        raise error from exc
-    if problem is None or problem[0] != "ok":
-        raise StoreDamaged(path, str(problem[0]) if problem else "quick_check found problems")
-
-
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
-
-
-def _guarded(
-    method: Callable[Concatenate[RunStore, _P], _R],
-) -> Callable[Concatenate[RunStore, _P], _R]:
-    """Every store method: an SQLite error caused by the file (damage, permissions, a full
-    disk) leaves as the one-line InputError naming the file, wherever it surfaces (a torn
-    page is only met by the first query that reads it)."""
-
-    @functools.wraps(method)
-    def wrapper(self: RunStore, *args: _P.args, **kwargs: _P.kwargs) -> _R:
-        try:
-            return method(self, *args, **kwargs)
-        except sqlite3.DatabaseError as exc:
-            error = store_error(self.path, exc)
-            if error is None:
-                raise
-            raise error from exc
-
-    return wrapper
-
-
-def _guarded_read(
-    method: Callable[Concatenate[RunStore, _P], _R],
-) -> Callable[Concatenate[RunStore, _P], _R]:
-    """A method that decodes stored JSON: a value that does not decode was overwritten (SQLite
-    keeps no checksum of a page's content), which is damage too."""
-    guarded = _guarded(method)
-
-    @functools.wraps(method)
-    def wrapper(self: RunStore, *args: _P.args, **kwargs: _P.kwargs) -> _R:
-        try:
-            return guarded(self, *args, **kwargs)
-        except ValueError as exc:  # json / orjson JSONDecodeError, UnicodeDecodeError
-            raise StoreDamaged(self.path, "a stored value is not valid JSON") from exc
-
-    return wrapper
-
-
 class RunStore:
     """Thread-safe access to one run's SQLite file. Cheap to call from asyncio code."""
 
@@ -206,7 +83,7 @@ class RunStore:
         self._calls_conn: sqlite3.Connection | None = None
         self._closed = False
 
-    @_guarded
+    @guarded
     def _open(self) -> sqlite3.Connection:
         conn = self._connect()
         try:
@@ -239,7 +116,7 @@ class RunStore:
     def in_dir(cls, run_dir: str | Path) -> RunStore:
         return cls(Path(run_dir) / STORE_FILENAME)
 
-    @_guarded
+    @guarded
     def close(self) -> None:
         with self._calls_lock:
             self._closed = True
@@ -256,21 +133,21 @@ class RunStore:
         self.close()
 
     # ---- meta -------------------------------------------------------------------------------
-    @_guarded
+    @guarded
     def set_meta(self, key: str, value: Any) -> None:
         with self._lock:
             self._conn.execute(
-                "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, _dumps(value))
+                "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, dumps(value))
             )
 
-    @_guarded_read
+    @guarded_read
     def get_meta(self, key: str) -> Any | None:
         with self._lock:
             row = self._conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else json.loads(row[0])
 
     # ---- model calls ------------------------------------------------------------------------
-    @_guarded_read
+    @guarded_read
     def get_call(self, key: str) -> dict[str, Any] | None:
         """The stored response of a call, or None. Returns {"response": ..., "usage": ...}."""
         with self._lock:
@@ -279,9 +156,9 @@ class RunStore:
             ).fetchone()
         if row is None:
             return None
-        return {"response": _loads_fast(row[0]), "usage": _loads_fast(row[1]) if row[1] else None}
+        return {"response": loads_fast(row[0]), "usage": loads_fast(row[1]) if row[1] else None}
 
-    @_guarded
+    @guarded
     def put_call(
         self, key: str, model: str, request: Any, response: Any, usage: Any | None = None
     ) -> None:
@@ -293,14 +170,14 @@ class RunStore:
                 (
                     key,
                     model,
-                    _dumps(request),
-                    _dumps(response),
-                    None if usage is None else _dumps(usage),
+                    dumps(request),
+                    dumps(response),
+                    None if usage is None else dumps(usage),
                     time.time(),
                 ),
             )
 
-    @_guarded
+    @guarded
     def put_calls(self, rows: Iterable[tuple[str, str, str, Any, Any | None]]) -> None:
         """Many finished calls in one transaction: (key, model, request_json, response, usage),
         the request already encoded (the canonical JSON its key was hashed from: the chat
@@ -312,7 +189,7 @@ class RunStore:
         """
         now = time.time()
         encoded = [
-            (key, model, rq, _dumps_fast(rs), None if u is None else _dumps_fast(u), now)
+            (key, model, rq, dumps_fast(rs), None if u is None else dumps_fast(u), now)
             for key, model, rq, rs, u in rows
         ]
         with self._calls_lock:
@@ -333,12 +210,12 @@ class RunStore:
                 conn.execute("ROLLBACK")
                 raise
 
-    @_guarded
+    @guarded
     def count_calls(self) -> int:
         with self._lock:
             return int(self._conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
 
-    @_guarded_read
+    @guarded_read
     def call_usage(self) -> list[tuple[str, Any | None]]:
         """(model, usage) of every stored call: what token and cost totals need, without
         decoding the (large) requests and responses."""
@@ -346,7 +223,7 @@ class RunStore:
             rows = self._conn.execute("SELECT model, usage FROM calls ORDER BY created").fetchall()
         return [(m, json.loads(u) if u else None) for m, u in rows]
 
-    @_guarded_read
+    @guarded_read
     def iter_calls(self) -> list[dict[str, Any]]:
         with self._lock:
             rows = self._conn.execute(
@@ -364,20 +241,20 @@ class RunStore:
         ]
 
     # ---- per-sample records -----------------------------------------------------------------
-    @_guarded
+    @guarded
     def put_record(self, task: str, kind: str, key: str, value: Any) -> None:
         with self._lock:
             self._conn.execute(
                 "INSERT OR REPLACE INTO records(task, kind, key, value, created)"
                 " VALUES (?, ?, ?, ?, ?)",
-                (task, kind, key, _dumps(value), time.time()),
+                (task, kind, key, dumps(value), time.time()),
             )
 
-    @_guarded
+    @guarded
     def put_records(self, task: str, kind: str, items: Iterable[tuple[str, Any]]) -> None:
         """Many records in one transaction (fast for bulk outputs such as a whole test split)."""
         now = time.time()
-        rows = [(task, kind, k, _dumps(v), now) for k, v in items]
+        rows = [(task, kind, k, dumps(v), now) for k, v in items]
         with self._lock:
             self._conn.execute("BEGIN")
             try:
@@ -391,7 +268,7 @@ class RunStore:
                 self._conn.execute("ROLLBACK")
                 raise
 
-    @_guarded_read
+    @guarded_read
     def records(self, task: str, kind: str) -> dict[str, Any]:
         """All records of one (task, kind), keyed by record key, in insertion order."""
         with self._lock:
@@ -401,13 +278,13 @@ class RunStore:
             ).fetchall()
         return {k: json.loads(v) for k, v in rows}
 
-    @_guarded
+    @guarded
     def tasks(self) -> list[str]:
         with self._lock:
             rows = self._conn.execute("SELECT DISTINCT task FROM records ORDER BY task").fetchall()
         return [r[0] for r in rows]
 
-    @_guarded
+    @guarded
     def record_counts(self) -> dict[str, int]:
         """How many per-sample records each task has stored: what its results are computed
         from (a run directory's results are never replaced by ones computed from fewer)."""
@@ -417,7 +294,7 @@ class RunStore:
             ).fetchall()
         return {str(task): int(n) for task, n in rows}
 
-    @_guarded
+    @guarded
     def count_records(self, task: str, kind: str) -> int:
         with self._lock:
             row = self._conn.execute(
@@ -425,7 +302,7 @@ class RunStore:
             ).fetchone()
         return int(row[0])
 
-    @_guarded
+    @guarded
     def holds_outputs(self) -> bool:
         """Whether any model call or per-sample record is stored (artifacts such as a trained
         baseline are keyed by their own content and belong to no particular run)."""
@@ -436,15 +313,15 @@ class RunStore:
         return bool(row[0])
 
     # ---- artifacts (trained baselines, etc.) ------------------------------------------------
-    @_guarded
+    @guarded
     def put_artifact(self, name: str, blob: bytes, meta: Any | None = None) -> None:
         with self._lock:
             self._conn.execute(
                 "INSERT OR REPLACE INTO artifacts(name, blob, meta, created) VALUES (?, ?, ?, ?)",
-                (name, blob, None if meta is None else _dumps(meta), time.time()),
+                (name, blob, None if meta is None else dumps(meta), time.time()),
             )
 
-    @_guarded
+    @guarded
     def get_artifact(self, name: str) -> bytes | None:
         with self._lock:
             row = self._conn.execute(

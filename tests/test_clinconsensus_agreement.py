@@ -90,7 +90,7 @@ def test_bad_labels_file_names_line(tmp_path: Path, capsys) -> None:
 
 
 def test_a_judge_without_verdicts_has_the_same_keys_as_one_with() -> None:
-    from clineval.judge.agreement import compare
+    from clineval.judge_agreement import compare
 
     full = compare(np.array([1.0, 0.0]), np.array([1.0, 1.0]))
     empty = compare(np.array([1.0, 0.0]), np.array([np.nan, np.nan]))

@@ -1,0 +1,90 @@
+"""What the command line prints: the results table of a run and the --dry-run plan."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+stdout = Console()
+
+
+def _headline(metrics: dict[str, Any]) -> list[tuple[str, str]]:
+    """Top-level scalar metrics of a task, formatted for the terminal."""
+    out = []
+    for key, value in metrics.items():
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        out.append((key, f"{value:.4f}" if isinstance(value, float) else str(value)))
+    return out
+
+
+def print_results(results: dict[str, Any]) -> None:
+    for task, metrics in results.items():
+        table = Table(title=task, show_header=True)
+        table.add_column("metric")
+        table.add_column("value", justify="right")
+        for key, value in _headline(metrics):
+            table.add_row(key, value)
+        stdout.print(table)
+        if metrics.get("fixture") is True:
+            # Fixture/synthetic data must be named as such wherever its numbers appear.
+            note = str(metrics.get("data_note") or "fixture data: not a benchmark result")
+            stdout.print(f"{task}: {note}", style="bold yellow", markup=False)
+
+
+def _money(value: float | None) -> str:
+    return "-" if value is None else f"${value:,.2f}"
+
+
+def print_plan(summary: dict[str, Any]) -> None:
+    """The table of `clineval run --dry-run`."""
+    from clineval.plan import UNBOUNDED_REPLY_TOKENS
+
+    table = Table(title="model calls this run would make (dry run: none made)")
+    table.add_column("task / role / model", overflow="fold")
+    for column in ("send", "stored", "~prompt tok", "max out tok", "cost"):
+        table.add_column(column, justify="right")
+    for row in summary["rows"]:
+        unbounded = row["unbounded_replies"]
+        ceiling = f"{row['max_completion_tokens']:,}"
+        table.add_row(
+            f"{row['task']} {row['role']}\n{row['model']}",
+            f"{row['to_send']:,}",
+            f"{row['stored']:,}",
+            f"{row['prompt_tokens']:,}",
+            ceiling + (f"\n+{unbounded:,} unbounded" if unbounded else ""),
+            f"{_money(row['cost_low'])} ..\n{_money(row['cost_high'])}"
+            if row["cost_low"] is not None
+            else "-",
+        )
+    stdout.print(table)
+    if not summary["rows"]:
+        stdout.print(
+            "no chat-model calls: the run uses a baseline, a classifier checkpoint, or a "
+            "predictions / verdicts file"
+        )
+        return
+    total_cost = (
+        f"{_money(summary['cost_low'])} .. {_money(summary['cost_high'])}"
+        if summary["cost_low"] is not None
+        else "unknown (give --price-table for every model)"
+    )
+    stdout.print(
+        f"total: {summary['to_send']:,} calls to send, {summary['stored']:,} already stored; "
+        f"~{summary['prompt_tokens']:,} prompt tokens, at most "
+        f"{summary['max_completion_tokens']:,} completion tokens; cost {total_cost}"
+    )
+    bounded = sum(r["bounded_prompts"] for r in summary["rows"])
+    stdout.print(
+        "prompt tokens are estimated (1 per CJK character, 1 per 4 other characters)"
+        + (
+            f"; {bounded:,} judge prompts hold answers not made yet, counted at the candidate's"
+            f" max_tokens ({UNBOUNDED_REPLY_TOKENS:,} without --max-tokens)"
+            if bounded
+            else ""
+        )
+        + "; retries are not counted",
+        style="dim",
+    )
