@@ -110,19 +110,34 @@ def _write_outputs(
     )
 
 
-def _existing_outputs(output_dir: Path) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
-    """What earlier tasks of this run directory wrote, so a rewrite keeps it."""
-    results: dict[str, Any] = {}
-    samples: dict[str, list[dict[str, Any]]] = {}
-    if (output_dir / RESULTS).exists():
-        results = read_json(output_dir / RESULTS)
-    if (output_dir / SAMPLES).exists():
-        from clineval.rundir import read_jsonl
-
-        for row in read_jsonl(output_dir / SAMPLES):
-            task = row.pop("task", "?")
-            samples.setdefault(task, []).append(row)
+def _stored_outputs(
+    store: RunStore, output_dir: Path
+) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
+    """The results and samples of every task this run directory evaluated so far, from its
+    store. A directory written before results were kept in the store has them only in its
+    files: those are read once and moved into the store, so nothing computed is lost."""
+    stored = store.task_results()
+    if not stored and (output_dir / RESULTS).exists():
+        _adopt_result_files(store, output_dir)
+        stored = store.task_results()
+    results = {task: value["metrics"] for task, value in stored.items()}
+    samples = {task: value["samples"] for task, value in stored.items()}
     return results, samples
+
+
+def _adopt_result_files(store: RunStore, output_dir: Path) -> None:
+    from clineval.rundir import read_jsonl
+
+    results = read_json(output_dir / RESULTS)
+    if not isinstance(results, dict):
+        raise InputError("expected a JSON object of {task: metrics}", path=output_dir / RESULTS)
+    rows: dict[str, list[dict[str, Any]]] = {}
+    if (output_dir / SAMPLES).exists():
+        for row in read_jsonl(output_dir / SAMPLES):
+            rows.setdefault(str(row.pop("task", "?")), []).append(row)
+    for task, metrics in results.items():
+        if isinstance(metrics, dict):
+            store.put_task_result(str(task), metrics, rows.get(str(task), []))
 
 
 def _note_llm_calls(manifest: dict[str, Any], ctx: RunContext) -> None:
@@ -174,10 +189,10 @@ def _execute(
         ctx = _make_context(config, output_dir, existing)
         loaded = _load_tasks(ctx)
     # Everything is validated: from here on the run directory is written.
-    results, samples = _existing_outputs(output_dir)
     failures: list[str] = []
     with RunStore.in_dir(output_dir) as store:
         ctx.use_store(store)
+        _stored_outputs(store, output_dir)  # adopts the result files of an older directory
         # A run records at once that it is running; a re-score leaves the manifest alone
         # until it has rewritten a task's results (a refused re-score changes nothing).
         manifest_written = predict
@@ -192,8 +207,7 @@ def _execute(
                     phases["predict"] = time.time()
                 result: TaskResult = task.evaluate(ctx, data)
                 phases["evaluate"] = time.time()
-                results[name] = result.metrics
-                samples[name] = result.samples
+                store.put_task_result(name, result.metrics, result.samples)
                 manifest["tasks"][name] = {
                     **ctx.manifest_notes.get(name, {}),
                     # what these results were computed from: `score` never replaces them by
@@ -206,7 +220,7 @@ def _execute(
                     },
                 }
                 failures.extend(f"{name}: {msg}" for msg in result.errors)
-                _write_outputs(output_dir, results, samples)
+                _write_outputs(output_dir, *_stored_outputs(store, output_dir))
                 _note_llm_calls(manifest, ctx)
                 write_json(output_dir / MANIFEST, manifest)
                 manifest_written = True
@@ -216,12 +230,13 @@ def _execute(
                 manifest["status"] = f"stopped: {type(exc).__name__}: {redact(str(exc))}"[:500]
                 write_json(output_dir / MANIFEST, manifest)
             raise
+        results = store.task_results()
     manifest["status"] = "failed" if failures else "finished"
     manifest["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     write_json(output_dir / MANIFEST, manifest)
     if failures:
         raise TaskFailures("; ".join(failures))
-    return results
+    return {task: value["metrics"] for task, value in results.items()}
 
 
 def _phase_seconds(started: float, ends: dict[str, float]) -> dict[str, float]:

@@ -39,6 +39,7 @@ __all__ = [
 ]
 
 STORE_FILENAME = "store.sqlite"
+_RESULT_PREFIX = "result:"  # meta keys of task results
 SCHEMA_VERSION = 1
 
 _SCHEMA = """
@@ -145,6 +146,26 @@ class RunStore:
         with self._lock:
             row = self._conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else json.loads(row[0])
+
+    # ---- task results -------------------------------------------------------------------------
+    # What each task's last evaluation gave (its metrics and per-sample rows). results.json and
+    # samples.jsonl are written from these, so the files are a view of the store, never state
+    # read back: a run of one task into a directory keeps the other tasks' results from here.
+    @guarded
+    def put_task_result(
+        self, task: str, metrics: dict[str, Any], samples: list[dict[str, Any]]
+    ) -> None:
+        self.set_meta(_RESULT_PREFIX + task, {"metrics": metrics, "samples": samples})
+
+    @guarded_read
+    def task_results(self) -> dict[str, dict[str, Any]]:
+        """{task: {"metrics": ..., "samples": [...]}}, in the order they were (re)computed."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT key, value FROM meta WHERE key >= ? AND key < ? ORDER BY rowid",
+                (_RESULT_PREFIX, _RESULT_PREFIX[:-1] + chr(ord(_RESULT_PREFIX[-1]) + 1)),
+            ).fetchall()
+        return {key[len(_RESULT_PREFIX) :]: json.loads(value) for key, value in rows}
 
     # ---- model calls ------------------------------------------------------------------------
     @guarded_read
