@@ -25,8 +25,10 @@ def _verdicts(tmp_path: Path) -> list[str]:
         for c in case["rubrics"]
     ]
     verdicts.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return ["run", "clinconsensus", "--model", "baseline:tfidf", "--cases", str(cases)]  + [
-        "--verdicts", str(verdicts), "--limit", "1"]  # fmt: skip
+    return [
+        *["run", "clinconsensus", "--model", "baseline:tfidf", "--cases", str(cases)],
+        *["--verdicts", str(verdicts), "--limit", "1"],
+    ]
 
 
 def _results(run: Path) -> dict[str, dict[str, object]]:
