@@ -304,3 +304,25 @@ def test_ner_shards_partition_the_documents_and_merge_to_the_unsharded_result(
     merged = tmp_path / "merged"
     assert main(["merge", *map(str, shard_dirs), "--output-dir", str(merged)]) == 0
     assert _results(merged) == _results(tmp_path / "whole")
+
+
+def test_chia_runs_without_the_split_ids_file_and_scores_the_same(
+    tmp_path: Path, data_root: Path
+) -> None:
+    """`clineval data fetch chia` cannot get ncer_split_ids.json (it has no official address);
+    the run used to stop with "data file not found". Without it the split is recomputed from
+    the zip, and the scores equal those of a run with the file (the shipped file is the
+    independent reference for the recomputed split)."""
+    import shutil
+
+    root = tmp_path / "data"
+    (root / "ner" / "chia").mkdir(parents=True)
+    zip_name = "ner/chia/chia_without_scope.zip"
+    shutil.copy(data_root / zip_name, root / zip_name)
+    gold = _gold_file(tmp_path, data_root, "chia", keep=40)
+    argv = ["run", "ner:chia", "--model", f"predictions:{gold}"]
+    assert main([*argv, "--data-dir", str(data_root), "-o", str(tmp_path / "with")]) == 0
+    assert main([*argv, "--data-dir", str(root), "-o", str(tmp_path / "without")]) == 0
+    assert _results(tmp_path / "without") == _results(tmp_path / "with")
+    notes = _manifest(tmp_path / "without")["tasks"]["ner:chia"]["test_split"]
+    assert "derived from the zip" in json.dumps(notes)

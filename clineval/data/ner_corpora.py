@@ -96,6 +96,13 @@ def data_files(dataset: str, split: str) -> list[str]:
     return [SPLIT_FILES[dataset][split]]
 
 
+def optional_data_files(dataset: str) -> frozenset[str]:
+    """Files of `data_files` a split loads without: CHIA's split ids have no official address
+    (`clineval data fetch chia` cannot get them) and are recomputed from the zip by NCER's
+    rule when absent. When present they must still match the manifest."""
+    return frozenset({CHIA_SPLIT_IDS}) if dataset == "chia" else frozenset()
+
+
 def _check(dataset: str, split: str) -> None:
     if dataset not in DATASET_TYPES:
         raise InputError(f"unknown NER dataset {dataset!r} (known: {', '.join(DATASET_TYPES)})")
