@@ -11,7 +11,9 @@ from clineval.report import plots
 from clineval.report.rundata import RunData, finite_number
 from clineval.report.sections_common import SampleTable, base_section, filter_values, flatten
 
-SLICE_KEYS = ("difficulty", "subject", "task", "user_role")
+SLICE_KEYS = ("difficulty", "subject", "task", "user_role", "subject_labels", "task_labels")
+# Multi-label slices (the official ones): a case counts in each label it carries.
+LABEL_SLICES = {"subject_labels": "subject label", "task_labels": "task label"}
 DEFAULT_N = 30
 _K = re.compile(r"^cacs@(\d+)$")
 MAX_SLICE_BARS = 25
@@ -126,15 +128,20 @@ def build(run: RunData, task: str) -> dict[str, Any]:
     k = ks[0] if ks else 7
     for dim, bars in slices_of(metrics, samples, n, k, task).items():
         bars = sorted(bars, key=lambda b: (-b[2], b[0]))[:MAX_SLICE_BARS]
+        name = LABEL_SLICES.get(dim, dim)
         svg = plots.horizontal_bars(
             [b[0] for b in bars],
             [b[1] for b in bars],
             [b[2] for b in bars],
-            f"CACS@{k} by {dim}",
+            f"CACS@{k} by {name}",
             f"CACS@{k} (%)",
             (0, 100),
         )
-        blocks.append({"kind": "plot", "title": f"By {dim}", "svg": svg, "small": True})
+        title = f"By {name}" + (
+            " (a case counts in each of its labels)" if dim in LABEL_SLICES else ""
+        )
+        blocks.append({"kind": "plot", "title": title, "svg": svg, "small": True})
+    blocks.extend(_label_slice_tables(metrics, ks))
     blocks.extend(_judge_blocks(metrics, ks))
     usage = metrics.get("usage")
     if isinstance(usage, dict) and usage:
@@ -156,6 +163,35 @@ def build(run: RunData, task: str) -> dict[str, Any]:
 def _fmt(value: Any, digits: int = 4) -> str:
     number = finite_number(value)
     return "" if number is None else f"{number:.{digits}f}"
+
+
+def _label_slice_tables(metrics: dict[str, Any], ks: list[int]) -> list[dict[str, Any]]:
+    """Every figure of the official (label) slices, one table per label kind."""
+    stored = metrics.get("slices")
+    if not isinstance(stored, dict):
+        return []
+    keys = [f"cacs@{k}" for k in ks] + [f"pass@{k}" for k in ks] + ["rubric_accuracy"]
+    out = []
+    for dim, name in LABEL_SLICES.items():
+        groups = stored.get(dim)
+        if not isinstance(groups, dict) or not groups:
+            continue
+        rows = [
+            [str(label), str(info.get("n_cases", ""))]
+            + [_fmt(info.get(key), 2 if key.startswith("cacs") else 4) for key in keys]
+            for label, info in sorted(groups.items())
+            if isinstance(info, dict)
+        ]
+        out.append(
+            {
+                "kind": "table",
+                "title": f"Every {name} (official slice)",
+                "collapsed": True,
+                "header": [name, "cases", *keys],
+                "rows": rows,
+            }
+        )
+    return out
 
 
 def _judge_blocks(metrics: dict[str, Any], ks: list[int]) -> list[dict[str, Any]]:

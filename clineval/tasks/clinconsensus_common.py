@@ -12,8 +12,10 @@ Task options (`--option clinconsensus.KEY=VALUE`):
 
 Where verdicts come from (decided once here, recorded in results["source"]):
   - `--verdicts FILE`, or `--model predictions:FILE` for this task: FILE is a verdicts JSONL
-    {case_id, criterion_id, criteria_met: true|false|null}; no model is called. Both given must
-    name the same file.
+    {case_id, criterion_id, criteria_met: true|false|null}, or the authors' own judgements
+    file `<model>_judge.json` (a JSON list, one item per case: see
+    clineval.data.clinconsensus_judgements); no model is called. Both given must name the same
+    file.
   - otherwise the candidate is `--model` and the judges are `--judge` (default: the candidate
     model judges its own answers; results["judge_is_candidate"] is true whenever the candidate
     is one of the judges).

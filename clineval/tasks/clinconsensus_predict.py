@@ -19,7 +19,8 @@ from typing import Any
 
 from clineval.concurrency import gather_bounded, run_model_calls
 from clineval.config import RunConfig
-from clineval.data.clinconsensus import Case, load_verdicts, verdict_key
+from clineval.data.clinconsensus import Case, verdict_key
+from clineval.data.clinconsensus_judgements import FORMAT_JSONL, read_verdicts
 from clineval.judge.prompt import CANDIDATE_TEMPLATE_VERSION, JudgePrompt, candidate_messages
 from clineval.judge.run import FORMAT_LEVELS, FormatLadder, judge_criterion, judge_request
 from clineval.models.llm_base import ChatError, ChatModel, ChatRequest
@@ -44,7 +45,8 @@ def import_verdicts(ctx: RunContext, data: Data) -> None:
     directory never survives the file that replaced it.
     """
     assert data.verdicts_path is not None
-    verdicts = load_verdicts(data.verdicts_path, data.all_cases)
+    imported = read_verdicts(data.verdicts_path, data.all_cases)
+    verdicts = imported.met
     source = str(data.verdicts_path)
     items = []
     missing = 0
@@ -53,13 +55,21 @@ def import_verdicts(ctx: RunContext, data: Data) -> None:
             key = verdict_key(case.case_id, rubric.criterion_id)
             if key not in verdicts:
                 missing += 1
-                error: str | None = "no row in the verdicts file"
+                error: str | None = (
+                    "no row in the verdicts file"
+                    if imported.format == FORMAT_JSONL
+                    else "no entry for this criterion in the judgements file"
+                )
+            elif verdicts[key] is None:
+                error = imported.problems.get(key, "null verdict in the verdicts file")
             else:
-                error = None if verdicts[key] is not None else "null verdict in the verdicts file"
-            record = {"met": verdicts.get(key), "explanation": "", "error": error}
+                error = None
+            explanation = imported.explanations.get(key, "")
+            record = {"met": verdicts.get(key), "explanation": explanation, "error": error}
             items.append((key, {**record, "source": source}))
     ctx.store.put_records(TASK, verdict_kind(VERDICTS_FILE_JUDGE), items)
     ctx.note(TASK, "verdicts_file", source)
+    ctx.note(TASK, "verdicts_format", imported.format)
     ctx.note(TASK, "criteria_missing_from_verdicts_file", missing)
 
 

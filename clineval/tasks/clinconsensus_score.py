@@ -11,9 +11,10 @@ metrics (CACS@k, pass@k, the curve, slices) use only the cases whose every crite
 judged ("n_cases_scored"): a case with a missing verdict has no known s_i.
 
 samples.jsonl, one row per case: id, difficulty, subject, case_task (the case's `task`; the
-runner's own "task" field names the benchmark), user_role, query, answer, s (met), judged,
-complete, verdicts [{criterion_id, criterion, met, explanation, judge, error?}] (every judge's,
-plus the aggregate's when there are several), candidate_error when the answer failed.
+runner's own "task" field names the benchmark), user_role, subject_labels, task_labels, query,
+answer, s (met), judged, complete, verdicts [{criterion_id, criterion, met, explanation, judge,
+error?}] (every judge's, plus the aggregate's when there are several), candidate_error when the
+answer failed.
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ from clineval.tasks.base import RunContext, TaskResult
 from clineval.tasks.clinconsensus_common import ANSWER_KIND, TASK, Data, verdict_kind
 
 SLICE_FIELDS = ("difficulty", "subject", "task", "user_role")
+# The official slices (the authors' script groups by each subject label): a case counts in
+# every label it carries, so these groups overlap and their sizes add up to more than n_cases.
+LABEL_SLICE_FIELDS = ("subject_labels", "task_labels")
 
 
 def verdict_matrix(records: dict[str, Any], cases: tuple[Case, ...], n: int) -> NDArray[Any]:
@@ -86,12 +90,20 @@ def _finite(value: float) -> float | None:
     return value if np.isfinite(value) else None
 
 
+def _slice_values(case: Case, name: str) -> tuple[str, ...]:
+    value = getattr(case, name)
+    if name in LABEL_SLICE_FIELDS:
+        return tuple(dict.fromkeys(value))  # a label written twice counts the case once
+    return (value,)
+
+
 def _slices(cases: list[Case], s: NDArray[np.int64], n: int, ks: tuple[int, ...]) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for name in SLICE_FIELDS:
+    for name in SLICE_FIELDS + LABEL_SLICE_FIELDS:
         groups: dict[str, list[int]] = defaultdict(list)
         for i, case in enumerate(cases):
-            groups[getattr(case, name)].append(i)
+            for value in _slice_values(case, name):
+                groups[value].append(i)
         rows = {}
         for value, idx in sorted(groups.items()):
             part = s[idx]
@@ -251,6 +263,8 @@ def _samples(
                 # not "task": the runner tags every samples.jsonl row with "task" = task name
                 "case_task": case.task,
                 "user_role": case.user_role,
+                "subject_labels": list(case.subject_labels),
+                "task_labels": list(case.task_labels),
                 "query": case.query,
                 "answer": answer.get("text"),
                 "s": int(np.nansum(row)),
