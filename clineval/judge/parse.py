@@ -19,11 +19,12 @@ Nothing else is guessed: no verdict -> None (the caller retries, then records a 
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
+
+from clineval.jsonio import JsonProblem, decode_prefix, parse_json
 
 FIELD = "criteria_met"
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n?(.*?)```", re.DOTALL)
@@ -67,15 +68,14 @@ def _from_object(obj: Any, method: str) -> Verdict | None:
 
 def _json_spans(text: str) -> list[tuple[int, int, Any]]:
     """(start, end, value) of every top-level JSON object decoding at some '{', left to right."""
-    decoder = json.JSONDecoder()
     found: list[tuple[int, int, Any]] = []
     pos = text.find("{")
     while pos != -1:
-        try:
-            obj, end = decoder.raw_decode(text, pos)
-        except json.JSONDecodeError:
+        decoded = decode_prefix(text, pos)  # judge text is input: see clineval.jsonio
+        if decoded is None:
             pos = text.find("{", pos + 1)
             continue
+        obj, end = decoded
         found.append((pos, end, obj))
         pos = text.find("{", end)
     return found
@@ -138,8 +138,8 @@ def parse_verdict(
     quoted = _quoted_objects(answer) if answer and "{" in answer else []
     stripped = text.strip()
     try:
-        whole = json.loads(stripped)
-    except (json.JSONDecodeError, ValueError):
+        whole = parse_json(stripped)
+    except JsonProblem:
         whole = None
     verdict = None if whole in quoted else _from_object(whole, "json")
     if verdict is not None:

@@ -26,7 +26,6 @@ bounded retries stores nothing and the document is asked again by the next run.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ from typing import Any
 
 from clineval.concurrency import gather_bounded, run_model_calls
 from clineval.data.ner_types import NerDocument, Span
+from clineval.jsonio import JsonProblem, decode_prefix, parse_json
 from clineval.models.llm_base import ChatError, ChatModel, ChatRequest
 from clineval.models.ner_bio import word_offsets
 from clineval.tasks.base import RunContext
@@ -101,20 +101,18 @@ def _json_candidates(reply: str) -> list[Any]:
     """Every JSON array/object that decodes in the reply, fenced blocks first, left to right."""
     found: list[Any] = []
     texts = [m.group(1) for m in _FENCE.finditer(reply)] + [reply]
-    decoder = json.JSONDecoder()
     for text in texts:
         i = 0
         while i < len(text):
             if text[i] not in "[{":
                 i += 1
                 continue
-            try:
-                value, end = decoder.raw_decode(text, i)
-            except json.JSONDecodeError:
+            decoded = decode_prefix(text, i)  # a reply is input: see clineval.jsonio
+            if decoded is None:
                 i += 1
                 continue
+            value, i = decoded
             found.append(value)
-            i = end
     return found
 
 
@@ -181,8 +179,8 @@ def parse_reply(reply: str, types: Sequence[str]) -> ParsedReply:
     salvaged: list[Any] = []
     for match in _FLAT_OBJECT.finditer(reply):
         try:
-            salvaged.append(json.loads(match.group(0)))
-        except json.JSONDecodeError:
+            salvaged.append(parse_json(match.group(0)))
+        except JsonProblem:
             continue
     if salvaged:
         mentions, dropped = _mentions(salvaged, types)
