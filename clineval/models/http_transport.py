@@ -10,6 +10,7 @@ from typing import Any, Protocol
 import orjson
 
 from clineval.errors import InputError
+from clineval.jsonio import replace_invalid_unicode
 from clineval.models.http_errors import (
     AttemptFailed,
     check_completion,
@@ -127,11 +128,14 @@ class OpenAISDKTransport:
             return classify_http(exc.status_code, exc.response.headers.get("Retry-After"), raw)
         except openai.APIConnectionError as exc:
             raise AttemptFailed("connection", f"{host}: {type(exc).__name__}", True) from None
-        except (openai.APIError, ValueError) as exc:
+        except (openai.APIError, ValueError, RecursionError) as exc:
+            # ValueError / RecursionError: a body the SDK's JSON reader cannot take (an integer
+            # past the digit limit, nesting past the recursion limit): a garbled reply.
             raise AttemptFailed("bad_response", f"{host}: {type(exc).__name__}", True) from None
         if isinstance(completion, str | bytes):  # a non-JSON 200 comes back as plain text
             raise AttemptFailed("bad_response", f"body is not JSON: {snippet(completion)}", True)
-        return check_completion(completion.model_dump())
+        # The SDK decoded it with the json module: lone surrogates get in (clineval.jsonio).
+        return check_completion(replace_invalid_unicode(completion.model_dump()))
 
     async def aclose(self) -> None:
         await self._http_client.aclose()
