@@ -12,6 +12,7 @@ from typing import Any
 from clineval.config import RunConfig
 from clineval.datapaths import resolve_data_root
 from clineval.errors import InputError
+from clineval.jsonio import count_replacements
 from clineval.models.spec import ModelSpec
 from clineval.run_checks import check_output_dir, check_run_config
 from clineval.rundir import (
@@ -262,7 +263,10 @@ def run(config: RunConfig, output_dir: Path, *, wait: bool = False) -> dict[str,
         if previous is not None:
             manifest["resumed_from"] = previous.get("started")
             manifest["tasks"] = previous.get("tasks", {})
-        return _execute(config, output_dir, manifest, predict=True)
+        # Lone surrogates replaced in the files and replies read by this command are
+        # counted into the manifest (clineval.jsonio).
+        with count_replacements(manifest):
+            return _execute(config, output_dir, manifest, predict=True)
 
 
 def plan(config: RunConfig, output_dir: Path) -> dict[str, Any]:
@@ -305,7 +309,8 @@ def score(output_dir: Path, data_dir: str | None = None, *, force: bool = False)
             _refuse_poorer_results(output_dir, manifest, config.tasks, counts)
         # Re-scoring keeps the run's own record and notes when it was re-scored.
         manifest["rescored"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-        return _execute(config, output_dir, manifest, predict=False)
+        with count_replacements(manifest):
+            return _execute(config, output_dir, manifest, predict=False)
 
 
 def _stored_record_counts(output_dir: Path) -> dict[str, int]:
