@@ -192,6 +192,27 @@ def merge(
     print_results(merge_runs(run_dirs, output_dir))
 
 
+@app.command("export")
+def export(
+    run_dir: Path,
+    fmt: Annotated[str, typer.Option("--format", help="clinconsensus-judgements | samples-csv")],
+    output: Annotated[Path, typer.Option("-o", "--output-dir", help="Directory to write into.")],
+    name: Annotated[
+        str | None,
+        typer.Option("--name", help="Model name of <name>_judge.json (default: the candidate)."),
+    ] = None,
+    cases: Annotated[
+        str | None, typer.Option("--cases", help="The run's cases file, if it has moved.")
+    ] = None,
+) -> None:
+    """Write a run's outputs in another tool's format (e.g. the official ClinConsensus
+    judgements file that the authors' eval_cacs.py scores)."""
+    from clineval.export import export_run
+
+    for path in export_run(run_dir, fmt, output, name=name, cases=cases):
+        stdout.print(f"wrote {path}")
+
+
 @app.command("judge-agreement")
 def judge_agreement(
     run_dir: Path,

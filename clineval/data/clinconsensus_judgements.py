@@ -16,10 +16,15 @@ Where that reading loses information, clineval keeps its own rule: a missing or 
 `criteria_met` (null, "maybe", a list, ...) is a judge error, counted and reported, never a
 silent "not met" (unless the run asks for --judge-errors-as-unmet, which is the official
 behaviour). Written-out "not met" answers (false, 0, and the strings false / 0 / no / unmet /
-not met) are verdicts. Entries map to criteria by their `criterion_id` when every entry has
-one, else by position (entry j is the case's criterion j). Shapes the official script would
-skip or miscount (an item that is not an object, two items for one case, an entry that is not
-an object, more entries than criteria) are one InputError naming the file and the item.
+not met) are verdicts. An entry that says its judge failed is a judge error whatever its
+`criteria_met`: a non-empty `error` (how `clineval export` marks one, beside the
+`criteria_met: false` the official script counts) or `parse_ok: false` (the official local
+judge's unparsed reply).
+
+Entries map to criteria by their `criterion_id` when every entry has one, else by position
+(entry j is the case's criterion j). Shapes the official script would skip or miscount (an
+item that is not an object, two items for one case, an entry that is not an object, more
+entries than criteria) are one InputError naming the file and the item.
 """
 
 from __future__ import annotations
@@ -165,9 +170,15 @@ Read = tuple[bool | None, str | None, str]  # met, why there is no verdict, expl
 
 
 def _entry(entry: dict[str, Any]) -> Read:
-    met, problem = read_criteria_met(entry.get("criteria_met"), "criteria_met" in entry)
     explanation = entry.get("explanation")
-    return met, problem, explanation if isinstance(explanation, str) else ""
+    text = explanation if isinstance(explanation, str) else ""
+    error = entry.get("error")
+    if isinstance(error, str) and error.strip():  # written by `clineval export`
+        return None, f"judge error: {error.strip()[:120]}", text
+    if entry.get("parse_ok") is False:  # the official local judge's unparsed reply
+        return None, "the judge's reply was not parsed (parse_ok false)", text
+    met, problem = read_criteria_met(entry.get("criteria_met"), "criteria_met" in entry)
+    return met, problem, text
 
 
 def _criteria(entries: list[Any], case: Case, where: str, path: Path) -> dict[str, Read]:

@@ -1,0 +1,55 @@
+"""A run directory as an export reads it: its manifest, results.json and samples.jsonl.
+
+Exports read the files a run publishes (never its store), so they work on a copied run
+directory too; each file is written atomically by the runner, and an export only reads.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from clineval.errors import InputError
+from clineval.rundir import RESULTS, SAMPLES, read_json, read_jsonl, read_manifest
+
+
+@dataclass(frozen=True)
+class ExportSettings:
+    name: str | None = None  # --name: the model name a format puts in its file name
+    cases: Path | None = None  # --cases: the cases file, when the run's has moved
+
+
+@dataclass(frozen=True)
+class RunFiles:
+    path: Path
+    manifest: dict[str, Any]
+    results: dict[str, Any]  # {task: metrics}
+    samples: dict[str, list[dict[str, Any]]]  # {task: rows, without the "task" field}
+
+    def task_metrics(self, task: str) -> dict[str, Any]:
+        metrics = self.results.get(task)
+        if not isinstance(metrics, dict):
+            done = ", ".join(sorted(self.results)) or "none"
+            raise InputError(
+                f"the run has no {task} results (tasks with results: {done})",
+                path=self.path / RESULTS,
+            )
+        return metrics
+
+
+def read_run(run_dir: Path) -> RunFiles:
+    manifest = read_manifest(run_dir)  # refuses a directory that is not a run
+    results_path = run_dir / RESULTS
+    if not results_path.is_file():
+        raise InputError("no results.json: the run has not finished a task yet", path=run_dir)
+    results = read_json(results_path)
+    if not isinstance(results, dict):
+        raise InputError("expected a JSON object of {task: metrics}", path=results_path)
+    samples: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    if (run_dir / SAMPLES).is_file():
+        for row in read_jsonl(run_dir / SAMPLES):
+            task = row.pop("task", None)
+            samples[str(task)].append(row)
+    return RunFiles(run_dir, manifest, results, dict(samples))

@@ -1,0 +1,53 @@
+"""Every task's samples as a CSV file, `DIR/<task>.samples.csv`, for a spreadsheet or pandas.
+
+One row per samples.jsonl row of the task; the columns are the rows' fields in the order they
+first appear. A field that is a list or an object (ClinConsensus verdicts, NER entities) is
+written as its JSON text, so nothing is lost and a cell stays one cell.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from clineval.errors import InputError
+from clineval.export.run_files import ExportSettings, RunFiles
+from clineval.rundir import SAMPLES, atomic_write_text
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def _cell(value: Any) -> Any:
+    if isinstance(value, dict | list):
+        return json.dumps(value, ensure_ascii=False)
+    return "" if value is None else value
+
+
+def to_csv(rows: list[dict[str, Any]]) -> str:
+    columns: dict[str, None] = {}
+    for row in rows:
+        columns.update(dict.fromkeys(row))
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(columns), lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({key: _cell(value) for key, value in row.items()})
+    return buffer.getvalue()
+
+
+def export(run: RunFiles, out_dir: Path, settings: ExportSettings) -> list[Path]:
+    if settings.name is not None or settings.cases is not None:
+        raise InputError("--name and --cases are options of --format clinconsensus-judgements")
+    tasks = [task for task, rows in run.samples.items() if rows]
+    if not tasks:
+        raise InputError("the run has no sample rows", path=run.path / SAMPLES)
+    written = []
+    for task in tasks:
+        target = out_dir / f"{_UNSAFE.sub('_', task)}.samples.csv"
+        atomic_write_text(target, to_csv(run.samples[task]))
+        written.append(target)
+    return written
