@@ -28,7 +28,6 @@ import functools
 import gzip
 import hashlib
 import itertools
-import json
 import time
 import zlib
 from collections import defaultdict
@@ -43,6 +42,7 @@ from clineval.data.cache import default_cache_dir
 from clineval.datapaths import ENV_VAR as DATA_ENV_VAR
 from clineval.datapaths import resolve_data_root
 from clineval.errors import InputError
+from clineval.jsonio import loads_input
 
 OK = "ok"
 MISSING = "missing"
@@ -66,7 +66,7 @@ class ManifestEntry:
 def load_manifest() -> tuple[ManifestEntry, ...]:
     """The manifest shipped in the package, in file order."""
     text = resources.files("clineval").joinpath("resources/data_manifest.json").read_text("utf-8")
-    payload = json.loads(text)
+    payload = loads_input(text, "clineval/resources/data_manifest.json")
     return tuple(
         ManifestEntry(
             path=row["path"],

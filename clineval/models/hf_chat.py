@@ -24,7 +24,6 @@ usage), via `StoredChatModel`.
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -32,6 +31,7 @@ from typing import Any
 
 from clineval.concurrency import RunCallState
 from clineval.errors import InputError
+from clineval.jsonio import read_json_file
 from clineval.models.chat_store import StoredChatModel
 from clineval.models.hf_checkpoint import load_checkpoint
 from clineval.models.llm_base import ChatError, ChatRequest
@@ -44,8 +44,8 @@ _CAUSAL_SUFFIXES = ("ForCausalLM", "LMHeadModel")
 def is_causal_lm_checkpoint(path: str | Path) -> bool:
     """Whether a checkpoint directory's config.json names a causal language model."""
     try:
-        config = json.loads((Path(path) / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        config = read_json_file(Path(path) / "config.json", "checkpoint config")
+    except InputError:  # no readable config: not a checkpoint this backend can load
         return False
     architectures = config.get("architectures") if isinstance(config, dict) else None
     return any(str(a).endswith(_CAUSAL_SUFFIXES) for a in architectures or [])
