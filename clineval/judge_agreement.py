@@ -34,7 +34,8 @@ from clineval.data.clinconsensus import as_id, verdict_key
 from clineval.errors import InputError
 from clineval.jsonl import iter_json_objects
 from clineval.judge.ensemble import aggregate, cohen_kappa
-from clineval.rundir import MANIFEST, read_manifest, write_json
+from clineval.run_record import read_manifest
+from clineval.rundir import MANIFEST, write_json
 from clineval.store import STORE_FILENAME, RunStore
 from clineval.tasks.clinconsensus_common import TASK, Options, judge_labels, verdict_kind
 
@@ -144,10 +145,10 @@ def _stored(store: RunStore, label: str, keys: list[str]) -> NDArray[np.float64]
 def judge_agreement(run_dir: Path, labels_path: Path) -> dict[str, Any]:
     if not (run_dir / STORE_FILENAME).is_file():
         raise InputError("not a run directory (no run store)", path=run_dir)
-    manifest = read_manifest(run_dir)  # an object with a config object, or InputError
+    manifest = read_manifest(run_dir)  # validated, or InputError
     try:
-        config = RunConfig.model_validate(manifest["config"])
-    except (TypeError, KeyError, ValidationError):
+        config = RunConfig.model_validate(manifest.config)
+    except ValidationError:
         raise InputError("manifest has no valid run config", path=run_dir / MANIFEST) from None
     labels = read_labels(labels_path)
     keys = [k for k, _, _ in labels.rows]

@@ -21,7 +21,14 @@ from typing import Any
 
 from clineval.errors import InputError
 from clineval.models.spec import ModelSpec
-from clineval.rundir import MANIFEST, base_manifest, read_manifest, write_json
+from clineval.run_record import (
+    Manifest,
+    MergedShard,
+    new_manifest,
+    read_manifest,
+    write_manifest,
+)
+from clineval.rundir import MANIFEST
 from clineval.rundir_lock import run_dir_lock
 from clineval.shard import parse_shard
 from clineval.store import STORE_FILENAME, RunStore, check_intact, store_error
@@ -35,14 +42,16 @@ _HOW_FIELDS = frozenset(
 _TABLES = ("calls", "records", "artifacts")
 
 
-def _read_shard(run_dir: Path) -> tuple[dict[str, Any], tuple[int, int]]:
+def _read_shard(run_dir: Path) -> tuple[Manifest, tuple[int, int]]:
     if not (run_dir / STORE_FILENAME).is_file():
         raise InputError("not a run directory (no run store)", path=run_dir)
     manifest = read_manifest(run_dir)
     check_intact(run_dir / STORE_FILENAME)
-    shard = manifest["config"].get("shard")
+    shard = manifest.config.get("shard")
     if not shard:
         raise InputError("not a --shard run (its config has no shard)", path=run_dir / MANIFEST)
+    if not isinstance(shard, str):
+        raise InputError(f"config shard {shard!r} is not I/N", path=run_dir / MANIFEST)
     return manifest, parse_shard(shard)
 
 
@@ -138,7 +147,7 @@ def merge_runs(run_dirs: list[Path], output_dir: Path) -> dict[str, Any]:
         if index in seen:
             raise InputError(f"shard {index}/{n} given twice ({seen[index]})", path=run_dir)
         seen[index] = run_dir
-    configs = [m["config"] for m, _ in shards]
+    configs = [m.config for m, _ in shards]
     _check_same_run(configs, run_dirs)
     missing = sorted(set(range(1, n + 1)) - set(seen))
     if missing:
@@ -156,20 +165,20 @@ def merge_runs(run_dirs: list[Path], output_dir: Path) -> dict[str, Any]:
                 counts["record_conflicts"],
             )
         config = {**configs[0], "shard": None}
-        manifest = base_manifest(config)
-        manifest["merged_from"] = [
-            {
-                "run_dir": str(d),
-                "shard": m["config"]["shard"],
-                "status": m.get("status"),
-                "started": m.get("started"),
-                "finished": m.get("finished"),
-                "git_revision": m.get("git_revision"),
-            }
+        manifest = new_manifest(config)
+        manifest.merged_from = [
+            MergedShard(
+                run_dir=str(d),
+                shard=m.config["shard"],
+                status=m.status,
+                started=m.started,
+                finished=m.finished,
+                git_revision=m.git_revision,
+            )
             for d, (m, _) in zip(run_dirs, shards, strict=True)
         ]
-        manifest["missing_shards"] = [f"{i}/{n}" for i in missing]
-        manifest["merge_rows_copied"] = counts
-        manifest["status"] = "merged"
-        write_json(output_dir / MANIFEST, manifest)
+        manifest.missing_shards = [f"{i}/{n}" for i in missing]
+        manifest.merge_rows_copied = counts
+        manifest.status = "merged"
+        write_manifest(output_dir, manifest)
         return score(output_dir)

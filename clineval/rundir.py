@@ -1,4 +1,6 @@
 """The run directory: manifest.json, results.json, samples.jsonl beside the run store.
+What they hold (typed, versioned, validated on read) is clineval.run_record's; this module
+names the files, writes them and reads JSON.
 
 Files are replaced atomically (write to a temporary file, then rename), so an interrupted run
 never leaves half a JSON file, and a rewrite never loses what an earlier task wrote.
@@ -10,9 +12,7 @@ import json
 import os
 import platform
 import subprocess
-import sys
 import tempfile
-import time
 from collections.abc import Iterable
 from importlib import metadata
 from pathlib import Path
@@ -21,7 +21,6 @@ from typing import Any
 import clineval
 from clineval.errors import InputError
 from clineval.jsonl import iter_json_objects
-from clineval.secrets import redact
 
 MANIFEST = "manifest.json"
 RESULTS = "results.json"
@@ -82,38 +81,12 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return [row for _, row in iter_json_objects(path)]
 
 
-_NO_RECOVERY = "this run cannot be resumed or re-scored: run again with a new --output-dir"
-
-
 def read_manifest(run_dir: Path) -> dict[str, Any]:
-    """A run directory's manifest.json, which must be a JSON object with a "config" object.
+    """The run's manifest.json as a plain dict, validated and upgraded by the one reader of
+    manifests (clineval.run_record.read_manifest, which also gives it typed)."""
+    from clineval.run_record import read_manifest as read_typed  # late: it imports this module
 
-    A manifest that is not (not UTF-8, not JSON, truncated, written by something else) is an
-    InputError naming it: nothing about the run it describes can be trusted.
-    """
-    path = run_dir / MANIFEST
-    if not path.is_file():
-        raise InputError("no manifest.json: not a clineval run directory", path=run_dir)
-    try:
-        manifest = read_json(path)
-    except InputError as exc:
-        raise InputError(
-            f"damaged run manifest ({exc.message}); {_NO_RECOVERY}", path=path, line=exc.line
-        ) from None
-    except UnicodeDecodeError:  # clineval writes UTF-8: other bytes are damage
-        raise InputError(
-            f"damaged run manifest (not UTF-8 text); {_NO_RECOVERY}", path=path
-        ) from None
-    if not isinstance(manifest, dict) or not isinstance(manifest.get("config"), dict):
-        raise InputError(
-            f"damaged run manifest (not a JSON object with a config object); {_NO_RECOVERY}",
-            path=path,
-        )
-    if not isinstance(manifest.get("tasks", {}), dict):
-        raise InputError(
-            f'damaged run manifest ("tasks" is not an object); {_NO_RECOVERY}', path=path
-        )
-    return manifest
+    return read_typed(run_dir).as_written()
 
 
 def git_revision() -> str | None:
@@ -139,18 +112,3 @@ def package_versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             continue
     return versions
-
-
-def base_manifest(config: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "clineval_version": clineval.__version__,
-        "git_revision": git_revision(),
-        "packages": package_versions(),
-        "platform": platform.platform(),
-        "argv": [redact(a) for a in sys.argv],
-        "config": config,
-        "seed": config.get("seed"),
-        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "status": "running",
-        "tasks": {},
-    }

@@ -12,19 +12,18 @@ from typing import Any
 from clineval.config import RunConfig
 from clineval.datapaths import resolve_data_root
 from clineval.errors import InputError
-from clineval.jsonio import count_replacements
 from clineval.models.spec import ModelSpec
 from clineval.run_checks import check_output_dir, check_run_config
-from clineval.rundir import (
-    MANIFEST,
-    RESULTS,
-    SAMPLES,
-    base_manifest,
-    read_json,
+from clineval.run_record import (
+    Manifest,
+    iter_samples,
+    new_manifest,
     read_manifest,
-    write_json,
-    write_jsonl,
+    read_results,
+    write_manifest,
+    write_outputs,
 )
+from clineval.rundir import MANIFEST, RESULTS, SAMPLES
 from clineval.rundir_lock import run_dir_lock
 from clineval.secrets import redact
 from clineval.store import STORE_FILENAME, RunStore, check_intact
@@ -50,7 +49,7 @@ def _identity(name: str, value: Any) -> Any:
     return value
 
 
-def _check_resume_compatible(output_dir: Path, config: RunConfig) -> dict[str, Any] | None:
+def _check_resume_compatible(output_dir: Path, config: RunConfig) -> Manifest | None:
     """The manifest of the run this one resumes, or None for a new run. A run directory whose
     store holds no output (its run was refused or stopped before storing anything) has
     nothing to mix with, so any settings may start afresh there."""
@@ -59,7 +58,7 @@ def _check_resume_compatible(output_dir: Path, config: RunConfig) -> dict[str, A
     previous = read_manifest(output_dir)
     if not _store_holds_outputs(output_dir):
         return None
-    old = previous["config"]
+    old = previous.config
     new = public_config(config)
     for name in _IDENTITY_FIELDS:
         if name in old and _identity(name, old[name]) != _identity(name, new[name]):
@@ -101,54 +100,41 @@ def _make_context(config: RunConfig, output_dir: Path, store: RunStore) -> RunCo
     )
 
 
-def _write_outputs(
-    output_dir: Path, results: dict[str, Any], samples: dict[str, list[dict[str, Any]]]
-) -> None:
-    write_json(output_dir / RESULTS, results)
-    write_jsonl(
-        output_dir / SAMPLES,
-        ({"task": task, **row} for task, rows in samples.items() for row in rows),
+def _write_outputs(store: RunStore, output_dir: Path, manifest: Manifest) -> None:
+    """results.json and samples.jsonl of every task this run directory evaluated so far, from
+    its store (the manifest, written next, notes their schema versions)."""
+    stored = store.task_results()
+    write_outputs(
+        output_dir,
+        manifest,
+        {task: value["metrics"] for task, value in stored.items()},
+        {task: value["samples"] for task, value in stored.items()},
     )
 
 
-def _stored_outputs(
-    store: RunStore, output_dir: Path
-) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
-    """The results and samples of every task this run directory evaluated so far, from its
-    store. A directory written before results were kept in the store has them only in its
-    files: those are read once and moved into the store, so nothing computed is lost."""
-    stored = store.task_results()
-    if not stored and (output_dir / RESULTS).exists():
-        _adopt_result_files(store, output_dir)
-        stored = store.task_results()
-    results = {task: value["metrics"] for task, value in stored.items()}
-    samples = {task: value["samples"] for task, value in stored.items()}
-    return results, samples
-
-
-def _adopt_result_files(store: RunStore, output_dir: Path) -> None:
-    from clineval.rundir import read_jsonl
-
-    results = read_json(output_dir / RESULTS)
-    if not isinstance(results, dict):
-        raise InputError("expected a JSON object of {task: metrics}", path=output_dir / RESULTS)
+def _adopt_result_files(store: RunStore, output_dir: Path, manifest: Manifest) -> None:
+    """A directory written before results were kept in the store has them only in its files:
+    those are read once (as the manifest's file versions say) and moved into the store, so
+    nothing computed is lost."""
+    if store.task_results() or not (output_dir / RESULTS).exists():
+        return
+    results = read_results(output_dir, manifest)
     rows: dict[str, list[dict[str, Any]]] = {}
     if (output_dir / SAMPLES).exists():
-        for row in read_jsonl(output_dir / SAMPLES):
+        for row in iter_samples(output_dir, manifest):
             rows.setdefault(str(row.pop("task", "?")), []).append(row)
     for task, metrics in results.items():
-        if isinstance(metrics, dict):
-            store.put_task_result(str(task), metrics, rows.get(str(task), []))
+        store.put_task_result(task, metrics, rows.get(task, []))
 
 
-def _note_llm_calls(manifest: dict[str, Any], ctx: RunContext) -> None:
+def _note_llm_calls(manifest: Manifest, ctx: RunContext) -> None:
     """Model-call counters of this invocation and token usage / cost of all stored calls."""
     from clineval.models.usage import run_usage
 
     if ctx.store.count_calls():
-        manifest["llm_usage"] = run_usage(ctx.store, ctx.config.price_table)
+        manifest.llm_usage = run_usage(ctx.store, ctx.config.price_table)
     if ctx.runtime.calls.stats:
-        manifest["llm_calls"] = {
+        manifest.llm_calls = {
             "totals": ctx.runtime.calls.totals(),
             "by_model": {k: v.as_dict() for k, v in ctx.runtime.calls.stats.items()},
         }
@@ -182,7 +168,7 @@ def _load_tasks(ctx: RunContext) -> list[tuple[str, Task, Any, float]]:
 
 
 def _execute(
-    config: RunConfig, output_dir: Path, manifest: dict[str, Any], *, predict: bool
+    config: RunConfig, output_dir: Path, manifest: Manifest, *, predict: bool
 ) -> dict[str, Any]:
     """Load every task, then (run) predict, evaluate and write each in turn. The caller holds
     the run directory's lock."""
@@ -193,12 +179,12 @@ def _execute(
     failures: list[str] = []
     with RunStore.in_dir(output_dir) as store:
         ctx.use_store(store)
-        _stored_outputs(store, output_dir)  # adopts the result files of an older directory
+        _adopt_result_files(store, output_dir, manifest)
         # A run records at once that it is running; a re-score leaves the manifest alone
         # until it has rewritten a task's results (a refused re-score changes nothing).
         manifest_written = predict
         if predict:
-            write_json(output_dir / MANIFEST, manifest)
+            write_manifest(output_dir, manifest)
         try:
             for name, task, data, load_seconds in loaded:
                 started = time.time()
@@ -209,32 +195,32 @@ def _execute(
                 result: TaskResult = task.evaluate(ctx, data)
                 phases["evaluate"] = time.time()
                 store.put_task_result(name, result.metrics, result.samples)
-                manifest["tasks"][name] = {
-                    **ctx.manifest_notes.get(name, {}),
+                manifest.note_task(
+                    name,
+                    ctx.manifest_notes.get(name, {}),
                     # what these results were computed from: `score` never replaces them by
                     # results computed from fewer stored outputs (unless --force)
-                    "stored_records": store.record_counts().get(name, 0),
-                    "seconds": round(time.time() - started + load_seconds, 3),
-                    "phase_seconds": {
+                    stored_records=store.record_counts().get(name, 0),
+                    seconds=round(time.time() - started + load_seconds, 3),
+                    phase_seconds={
                         "load": round(load_seconds, 3),
                         **_phase_seconds(started, phases),
                     },
-                }
+                )
                 failures.extend(f"{name}: {msg}" for msg in result.errors)
-                _write_outputs(output_dir, *_stored_outputs(store, output_dir))
+                _write_outputs(store, output_dir, manifest)
                 _note_llm_calls(manifest, ctx)
-                write_json(output_dir / MANIFEST, manifest)
+                write_manifest(output_dir, manifest)
                 manifest_written = True
         except BaseException as exc:
             # Results of finished tasks are already on disk; say in the manifest why it stopped.
             if manifest_written:
-                manifest["status"] = f"stopped: {type(exc).__name__}: {redact(str(exc))}"[:500]
-                write_json(output_dir / MANIFEST, manifest)
+                manifest.mark_stopped(exc)
+                write_manifest(output_dir, manifest)
             raise
         results = store.task_results()
-    manifest["status"] = "failed" if failures else "finished"
-    manifest["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    write_json(output_dir / MANIFEST, manifest)
+    manifest.mark_done(failed=bool(failures))
+    write_manifest(output_dir, manifest)
     if failures:
         raise TaskFailures("; ".join(failures))
     return {task: value["metrics"] for task, value in results.items()}
@@ -259,13 +245,12 @@ def run(config: RunConfig, output_dir: Path, *, wait: bool = False) -> dict[str,
     check_run_config(config)  # before the lock: a refused command creates nothing
     with run_dir_lock(output_dir, create=True, wait=wait, wait_hint=_WAIT_HINT):
         previous = _check_resume_compatible(output_dir, config)
-        manifest = base_manifest(public_config(config))
+        manifest = new_manifest(public_config(config))
         if previous is not None:
-            manifest["resumed_from"] = previous.get("started")
-            manifest["tasks"] = previous.get("tasks", {})
+            manifest.resume(previous)
         # Lone surrogates replaced in the files and replies read by this command are
         # counted into the manifest (clineval.jsonio).
-        with count_replacements(manifest):
+        with manifest.counting_replacements():
             return _execute(config, output_dir, manifest, predict=True)
 
 
@@ -301,15 +286,15 @@ def score(output_dir: Path, data_dir: str | None = None, *, force: bool = False)
     """
     with run_dir_lock(output_dir):
         manifest = read_manifest(output_dir)
-        config = RunConfig.from_manifest(manifest["config"], str(output_dir / MANIFEST))
+        config = RunConfig.from_manifest(manifest.config, str(output_dir / MANIFEST))
         if data_dir is not None:
             config.data_dir = data_dir
         counts = _stored_record_counts(output_dir)
         if not force:
             _refuse_poorer_results(output_dir, manifest, config.tasks, counts)
         # Re-scoring keeps the run's own record and notes when it was re-scored.
-        manifest["rescored"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-        with count_replacements(manifest):
+        manifest.mark_rescored()
+        with manifest.counting_replacements():
             return _execute(config, output_dir, manifest, predict=False)
 
 
@@ -336,25 +321,26 @@ def _stored_record_counts(output_dir: Path) -> dict[str, int]:
 
 
 def _refuse_poorer_results(
-    output_dir: Path, manifest: dict[str, Any], tasks: list[str], counts: dict[str, int]
+    output_dir: Path, manifest: Manifest, tasks: list[str], counts: dict[str, int]
 ) -> None:
     """InputError when a task's new results would rest on fewer stored outputs than the ones
     in results.json (as the manifest noted when they were written)."""
-    results_path = output_dir / RESULTS
-    existing = read_json(results_path) if results_path.is_file() else {}
+    written: set[str] | None = None  # tasks in results.json, read only when a note lacks a count
     for name in tasks:
-        note = manifest.get("tasks", {}).get(name)
-        noted = note.get("stored_records") if isinstance(note, dict) else None
+        note = manifest.tasks.get(name)
+        noted = note.stored_records if note is not None else None
         now = counts.get(name, 0)
-        if isinstance(noted, int) and not isinstance(noted, bool):
-            poorer = now < noted
+        if noted is not None:
+            poorer, shown = now < noted, str(noted)
         else:  # results written before the manifest noted it
-            poorer = now == 0 and isinstance(existing, dict) and name in existing
-            noted = "some"
+            if written is None:
+                exists = (output_dir / RESULTS).is_file()
+                written = set(read_results(output_dir, manifest)) if exists else set()
+            poorer, shown = now == 0 and name in written, "some"
         if poorer:
             raise InputError(
                 f"the run store holds {now} stored output(s) of {name}, but its results in "
-                f"{RESULTS} were computed from {noted}: re-scoring would replace them with "
+                f"{RESULTS} were computed from {shown}: re-scoring would replace them with "
                 "poorer ones (pass --force to do it anyway)",
                 path=output_dir / STORE_FILENAME,
             )

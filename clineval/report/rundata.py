@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from clineval.errors import InputError
-from clineval.rundir import MANIFEST, RESULTS, SAMPLES, read_json, read_jsonl, read_manifest
+from clineval.run_record import iter_samples, read_manifest, read_results
+from clineval.rundir import MANIFEST, RESULTS, SAMPLES
 
 # Words that mark generated, non-benchmark data (DESIGN: a fixture's score is never presented
 # as a benchmark result).
@@ -33,16 +34,15 @@ def load_run(run_dir: Path, *, with_samples: bool = True) -> RunData:
         raise InputError("not a run directory", path=run_dir)
     if not (run_dir / RESULTS).exists():
         raise InputError(f"no {RESULTS}: not a finished run directory", path=run_dir)
-    results = read_json(run_dir / RESULTS)
-    if not isinstance(results, dict):
-        raise InputError("expected a JSON object of {task: metrics}", path=run_dir / RESULTS)
-    manifest_path = run_dir / MANIFEST
-    manifest = read_manifest(run_dir) if manifest_path.exists() else {}
-    clean = {str(k): v for k, v in results.items() if isinstance(v, dict)}
+    # Without a manifest (a directory put together by hand or by an older tool) the files
+    # are read under the loosest rules (clineval.run_record, version 0).
+    record = read_manifest(run_dir) if (run_dir / MANIFEST).exists() else None
+    clean = read_results(run_dir, record)
+    manifest = record.as_written() if record is not None else {}
     samples: dict[str, list[dict[str, Any]]] = {}
     if with_samples and (run_dir / SAMPLES).exists():
         orphan_home = _orphan_home(clean)
-        for row in read_jsonl(run_dir / SAMPLES):
+        for row in iter_samples(run_dir, record):
             task = str(row.get("task", "?"))
             if task not in clean and orphan_home is not None:
                 # A ClinConsensus row's own `task` field (the case's task category) can
