@@ -6,12 +6,12 @@ the same one-line error everywhere: the file, the line, and what is wrong with i
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from clineval.errors import InputError
+from clineval.jsonio import loads_input
 
 
 def iter_json_objects(path: str | Path, what: str = "file") -> Iterator[tuple[int, dict[str, Any]]]:
@@ -40,10 +40,7 @@ def iter_json_objects(path: str | Path, what: str = "file") -> Iterator[tuple[in
                 raise InputError(f"not UTF-8 text ({exc.reason})", path=path, line=lineno) from None
             if not line.strip():
                 continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"invalid JSON: {exc.msg}", path=path, line=lineno) from None
+            row = loads_input(line, path, lineno)
             if not isinstance(row, dict):
                 raise InputError("expected a JSON object", path=path, line=lineno)
             yield lineno, row

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import clineval
-from clineval.errors import InputError
+from clineval.jsonio import read_json_file
 from clineval.jsonl import iter_json_objects
 
 MANIFEST = "manifest.json"
@@ -69,12 +69,9 @@ def write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> None:
 
 
 def read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError("file not found", path=path) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc.msg}", path=path, line=exc.lineno) from None
+    """A JSON file of a run directory; InputError naming it (and the line) when it is missing,
+    not UTF-8 or not JSON (clineval.jsonio: the one reader of JSON input)."""
+    return read_json_file(path)
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:

@@ -8,7 +8,6 @@ spans whose text does not match the document, documents dropped for having no en
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,6 +21,7 @@ from clineval.data.ner_types import DATASET_TYPES, NerDocument, PreparedSplit, S
 from clineval.data.pubtator import read_pubtator
 from clineval.datapaths import require_file
 from clineval.errors import InputError
+from clineval.jsonio import read_json_file
 
 SPLITS = ("train", "dev", "test")
 
@@ -254,9 +254,9 @@ def chia_split_ids(root: Path, split: str) -> list[str]:
     """Document ids of NCER's CHIA split (before the empty-document filter), in split order."""
     path = require_file(root, CHIA_SPLIT_IDS)
     try:
-        payload = json.loads(path.read_text(encoding="utf-8"))
+        payload = read_json_file(path, "split ids file")
         ids = payload[CHIA_SPLIT_KEYS[split]]
-    except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as exc:
+    except (KeyError, TypeError) as exc:
         raise InputError(f"not an NCER split-id file ({exc})", path=path) from None
     if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
         raise InputError(f"{CHIA_SPLIT_KEYS[split]!r} is not a list of ids", path=path)

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import json
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from clineval.errors import InputError
+from clineval.jsonio import loads_input
 from clineval.jsonl import iter_json_objects
 
 SPLITS = ("train", "dev", "test")
@@ -141,19 +141,15 @@ def read_knowledge(path: Path) -> dict[str, KnowledgeEntry]:
     rows: list[tuple[int | None, Any]]
     stripped = text.lstrip()
     if stripped.startswith("["):
-        try:
-            array = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"invalid JSON: {exc.msg}", path=path, line=exc.lineno) from None
+        array = loads_input(text, path)
+        if not isinstance(array, list):
+            raise InputError("expected a JSON array of entries", path=path)
         rows = [(None, row) for row in array]
     else:
         rows = []
         for lineno, line in enumerate(text.splitlines(), start=1):
             if line.strip():
-                try:
-                    rows.append((lineno, json.loads(line)))
-                except json.JSONDecodeError as exc:
-                    raise InputError(f"invalid JSON: {exc.msg}", path=path, line=lineno) from None
+                rows.append((lineno, loads_input(line, path, lineno)))
     entries: dict[str, KnowledgeEntry] = {}
     for i, (entry_line, row) in enumerate(rows, start=1):
         if not isinstance(row, dict) or not isinstance(row.get("Name"), str):

@@ -5,12 +5,13 @@ whether the retry policy may try again."""
 from __future__ import annotations
 
 import functools
-import json
 from typing import Any
 from urllib.parse import urlsplit
 
 import orjson
 
+from clineval.errors import clip
+from clineval.jsonio import JsonProblem, parse_json
 from clineval.retry import parse_retry_after
 from clineval.secrets import redact
 
@@ -78,10 +79,11 @@ def _parse_json_body(raw: bytes) -> Any:
         return orjson.loads(raw)
     except orjson.JSONDecodeError:
         pass
-    try:  # the json module also takes what orjson refuses (NaN, Infinity) and says why not
-        return json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise AttemptFailed("bad_response", f"body is not JSON: {snippet(raw)}", True) from None
+    try:  # what orjson refuses: NaN, Infinity, lone surrogates (repaired), or why not
+        return parse_json(raw)
+    except JsonProblem as exc:
+        problem = f"body is not JSON ({exc.reason}): {snippet(raw)}"
+        raise AttemptFailed("bad_response", problem, True) from None
 
 
 def check_completion(data: Any) -> dict[str, Any]:
@@ -92,7 +94,7 @@ def check_completion(data: Any) -> dict[str, Any]:
         content = message.get("content")
     except (KeyError, IndexError, TypeError, AttributeError):
         raise AttemptFailed(
-            "bad_response", f"not a chat completion: {snippet(json.dumps(data))}", True
+            "bad_response", f"not a chat completion: {snippet(clip(data))}", True
         ) from None
     if content is not None and not isinstance(content, str):
         raise AttemptFailed("bad_response", "message content is not a string", True)

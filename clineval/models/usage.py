@@ -12,7 +12,6 @@ run reports the usage of every stored call exactly once.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from clineval.errors import InputError
+from clineval.jsonio import read_json_file
 
 
 @dataclass(frozen=True)
@@ -39,12 +39,7 @@ def load_price_table(path: str | Path | None) -> PriceTable:
     if path is None:
         return {}
     p = Path(path)
-    try:
-        raw = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError("price table not found", path=p) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc.msg}", path=p, line=exc.lineno) from None
+    raw = read_json_file(p, "price table")
     if not isinstance(raw, dict):
         raise InputError('expected {"MODEL": {"input_per_1m": X, "output_per_1m": Y}}', path=p)
     table: PriceTable = {}
