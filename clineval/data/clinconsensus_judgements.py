@@ -29,7 +29,6 @@ entries than criteria) are one InputError naming the file and the item.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -38,6 +37,7 @@ from typing import Any
 
 from clineval.data.clinconsensus import Case, as_id, load_verdicts, verdict_key
 from clineval.errors import InputError
+from clineval.jsonio import read_json_file
 
 FORMAT_OFFICIAL = "clinconsensus-judgements"
 FORMAT_JSONL = "verdicts-jsonl"
@@ -92,8 +92,8 @@ def _one_json_document(path: Path) -> bool:
     if path.suffix.lower() != ".json":
         return False
     try:
-        value = json.loads(path.read_text(encoding="utf-8-sig"))
-    except (ValueError, OSError):
+        value = read_json_file(path, "verdicts file")
+    except InputError:
         return False  # several lines of JSONL, or bad text: the JSONL reader says where
     return not (isinstance(value, dict) and "criterion_id" in value)
 
@@ -122,16 +122,7 @@ def read_criteria_met(value: Any, present: bool = True) -> tuple[bool | None, st
 
 
 def _load_list(path: Path) -> list[Any]:
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text ({exc.reason})", path=path) from None
-    except OSError as exc:
-        raise InputError(f"cannot read the judgements file: {exc.strerror}", path=path) from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc.msg}", path=path, line=exc.lineno) from None
+    data = read_json_file(path, "judgements file")
     if not isinstance(data, list):
         raise InputError("a judgements file is one JSON list (one item per case)", path=path)
     return data
