@@ -22,10 +22,31 @@ def check_run_config(config: RunConfig) -> None:
 
     for name in config.tasks:
         get_task(name)
+    _check_model_fits_tasks(config)
     check_options(config.options, option_groups(), active_namespaces(config.tasks))
     if config.price_table is not None:
         load_price_table(config.price_table)
     check_run_inputs(config)
+
+
+def _check_model_fits_tasks(config: RunConfig) -> None:
+    """A span tagger (`gliner:PATH`) only finds entities: a run of another task with it would
+    fail only once that task predicts, after its run directory was written."""
+    from clineval.models.spec import ModelSpec
+    from clineval.tasks import get_task
+
+    for judge in config.judges:
+        if ModelSpec.parse(judge).backend == "gliner":
+            raise InputError(f"--judge {judge}: a span tagger cannot judge; use a chat model")
+    spec = ModelSpec.parse(config.model)
+    if spec.backend != "gliner":
+        return
+    others = [name for name in config.tasks if get_task(name).family != "ner"]
+    if others:
+        raise InputError(
+            f"--model {spec.label} is a span tagger: it runs the ner:* tasks only, "
+            f"not {', '.join(others)}"
+        )
 
 
 def check_output_dir(path: Path, flag: str = "--output-dir") -> None:

@@ -1,7 +1,8 @@
 """The files a run's settings name, checked before the run writes anything.
 
-A model spec may name a local file (`predictions:FILE`, `llamacpp:GGUF`, `hf:DIR`) that the
-task only opens when it predicts, long after the run directory got its manifest. A typo there
+A model spec may name a local file (`predictions:FILE`, `llamacpp:GGUF`, `hf:DIR`,
+`gliner:DIR`) that the task only opens when it predicts, long after the run directory got its
+manifest. A typo there
 would leave a manifest recording the typo, and the corrected command would then be refused as
 "another model". So the runner calls `check_run_inputs` once the tasks' data are loaded and
 before its first write; the tasks still validate each file's content when they read it.
@@ -43,6 +44,11 @@ def check_model_files(spec: ModelSpec) -> None:
             raise InputError("hf model directory not found", path=directory)
         if not (directory / "config.json").is_file():
             raise InputError("not a Hugging Face checkpoint (no config.json)", path=directory)
+    elif spec.backend == "gliner":
+        from clineval.models.ner_gliner import check_checkpoint_dir, require_package
+
+        check_checkpoint_dir(spec.name)
+        require_package()
 
 
 def check_run_inputs(config: RunConfig) -> None:

@@ -8,6 +8,7 @@ can do; it asks `resolve_backend(spec).kind`:
   checkpoint   `hf:PATH` of a classification head (sequence or token classifier)
   baseline     a built-in baseline, named by the spec's name (the task knows which it has)
   predictions  `predictions:FILE`, outputs made elsewhere, replayed
+  span_tagger  `gliner:PATH`, a GLiNER checkpoint: text + label prompts -> typed spans
 
 `hf:PATH` is the one spec whose kind depends on a file (config.json's architectures); it is
 read once per RunContext (which caches the resolved backend), not at every question.
@@ -26,6 +27,7 @@ class ModelKind(StrEnum):
     CHECKPOINT = "checkpoint"
     BASELINE = "baseline"
     PREDICTIONS = "predictions"
+    SPAN_TAGGER = "span_tagger"
 
 
 @dataclass(frozen=True)
@@ -48,4 +50,6 @@ def resolve_backend(spec: ModelSpec) -> Backend:
         return Backend(spec, ModelKind.CHAT if causal else ModelKind.CHECKPOINT)
     if spec.backend == "predictions":
         return Backend(spec, ModelKind.PREDICTIONS)
+    if spec.backend == "gliner":
+        return Backend(spec, ModelKind.SPAN_TAGGER)
     return Backend(spec, ModelKind.BASELINE)

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from clineval.errors import InputError
 
-BACKENDS = ("openai", "llamacpp", "hf", "baseline", "predictions")
+BACKENDS = ("openai", "llamacpp", "hf", "gliner", "baseline", "predictions")
 
 
 @dataclass(frozen=True)

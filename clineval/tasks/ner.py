@@ -10,12 +10,15 @@ predict   by model backend, one store record per document (kind "prediction", va
             predictions:FILE  JSONL of spans or BIO tags (clineval.models.ner_predictions),
                               re-read on every run; documents it lacks count as missing
             hf:PATH           local token-classification checkpoint (clineval.models.ner_hf)
+            gliner:PATH       local GLiNER checkpoint, a span tagger prompted with the
+                              dataset's types (clineval.tasks.ner_span_tagger)
             openai:/llamacpp: NER by extraction with a chat model (clineval.tasks.ner_llm)
 evaluate  reads only the store: token macro F1 (primary), span partial (nervaluate ent_type)
           and exact (strict) F1, per type, plus one samples.jsonl row per document
           (clineval.tasks.ner_scoring). Options: `ner.tokenizer=model` (hf only) adds
           `token_macro_f1_model_tokens`; `ner.crf_workers=N`; `ner.label_map=L:type,...` (hf);
-          `ner.response_format=json_schema|json_object|none` (LLM).
+          `ner.response_format=json_schema|json_object|none` (LLM); `ner.labels`,
+          `ner.threshold`, `ner.flat` (gliner).
 """
 
 from __future__ import annotations
@@ -147,11 +150,17 @@ class NerTask(Task[NerData]):
         todo = [doc for doc in data.documents if doc.id not in stored]
         if kind is ModelKind.BASELINE:
             todo = self._crf_todo(ctx, data, stored)
+        elif kind is ModelKind.SPAN_TAGGER:
+            from clineval.tasks.ner_span_tagger import span_tagger_todo
+
+            todo = span_tagger_todo(ctx, data.documents, stored, self.types)
         ctx.note(self.name, "predicted_now", len(todo))
         if kind is ModelKind.BASELINE:
             self._predict_crf(ctx, todo)
         elif kind is ModelKind.CHAT:  # a server, a GGUF, or hf:PATH of a causal LM
             self._predict_llm(ctx, todo)
+        elif kind is ModelKind.SPAN_TAGGER:
+            self._predict_span_tagger(ctx, todo)
         else:  # an hf token-classification checkpoint
             self._predict_hf(ctx, todo)
 
@@ -257,6 +266,15 @@ class NerTask(Task[NerData]):
                     self._put(ctx, batch)
                     batch = []
         self._put(ctx, batch)
+
+    def _predict_span_tagger(self, ctx: RunContext, todo: list[NerDocument]) -> None:
+        from clineval.tasks.ner_span_tagger import load_span_tagger, predict_span_tagger
+
+        if not todo:
+            return
+        tagger = load_span_tagger(ctx, self.name, self.types)
+        with _bar(f"{self.name} GLiNER predict", len(todo)) as advance:
+            predict_span_tagger(tagger, todo, lambda rows: self._put(ctx, rows), advance)
 
     def _predict_llm(self, ctx: RunContext, todo: list[NerDocument]) -> None:
         from clineval.tasks.ner_llm import extract_entities_for_documents
