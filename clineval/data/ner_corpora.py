@@ -1,4 +1,4 @@
-"""The four NCER corpora prepared exactly as the benchmark does (see DESIGN.md, Clinical NER).
+"""The four NCER corpora prepared as NCER does (docs/metrics.md, "NCER corpus preparation").
 
 ``load_ner_split(dataset, split, data_root)`` reads the corpus files in their own formats and
 returns documents with gold spans of the OMOP types in corpus order, plus notes for the run

@@ -24,7 +24,7 @@ SPLITS = ("train", "dev", "test")
 TEXT_FIELDS = ("chief_complaint", "description", "detection")
 REQUIRED_FIELDS = ("user_id", "lcd_id", "lcd_name", "syndrome", *TEXT_FIELDS)
 LABEL_FIELD = "norm_syndrome"
-# Sample-file spelling -> official spelling (see SOURCE.md, "Field descriptions").
+# Sample-file spelling -> official spelling (docs/data-sources.md, "TCM-SD fields").
 FIELD_ALIASES = {"example_id": "user_id", "medical_history": "description", "FDMR": "detection"}
 EXPECTED_LABELS = 148
 

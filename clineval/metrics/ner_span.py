@@ -3,7 +3,7 @@
 These reproduce nervaluate 0.1.8 (the version NCER pins) as NCER calls it: ``Evaluator(gold,
 pred, tags=types).evaluate()`` with our exclusive `end` passed unchanged. Its `ent_type` scheme
 is the partial metric and its `strict` scheme the exact one. The conventions kept on purpose
-(DESIGN.md "Clinical NER"):
+(docs/metrics.md, "Span partial F1 and span exact F1"):
 
 * spans of types outside `types` are dropped, gold and predicted alike;
 * `end` is read as inclusive, so spans that merely touch overlap;

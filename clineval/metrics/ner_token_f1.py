@@ -1,4 +1,4 @@
-"""Token-level macro F1, the primary NCER metric (DESIGN.md "Clinical NER", `token_macro_f1`).
+"""Token-level macro F1, the primary NCER metric (`token_macro_f1`; docs/metrics.md).
 
 For each scored type L (O excluded), over all tokens of all documents: TP = pred L and gold L,
 FP = pred L and gold not L, FN = gold L and pred not L. Per-type F1 = 2 TP / (2 TP + FP + FN)

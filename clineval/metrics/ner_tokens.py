@@ -1,6 +1,6 @@
 """Tokens and token labels for the NCER token metric, vectorized over a whole corpus.
 
-The definition (DESIGN.md, "Clinical NER"): tokens come from the regex
+The definition (docs/metrics.md, "Token macro-F1"): tokens come from the regex
 ``\\w+(?:[-_]\\w+)*|\\S``; every character takes the type of the LAST span (list order) that
 covers it, else O; a token takes its most common character label (O included) and a tie goes to
 the tied label that occurs first (leftmost) among the token's characters.

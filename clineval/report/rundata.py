@@ -15,8 +15,8 @@ from clineval.errors import InputError
 from clineval.run_record import iter_samples, read_manifest, read_results
 from clineval.rundir import MANIFEST, RESULTS, SAMPLES
 
-# Words that mark generated, non-benchmark data (DESIGN: a fixture's score is never presented
-# as a benchmark result).
+# Words that mark generated, non-benchmark data (a fixture's score is never presented as a
+# benchmark result: docs/data-sources.md, "Fixtures are never benchmark results").
 _FIXTURE_WORDS = ("fixture", "synthetic")
 
 
