@@ -2,7 +2,7 @@
 
 The manifest (``clineval/resources/data_manifest.json``) lists every data file clineval reads,
 relative to the data root, with its sha256 and size in bytes (taken from, and cross-checked
-against, the SOURCE.md files of the data; the size bounds a download). A ``.gz`` entry also
+against, the notes that come with the data; the size bounds a download). A ``.gz`` entry also
 carries ``sha256_uncompressed`` and ``size_uncompressed``: the hash and size of the upstream file
 it compresses, so a copy gzipped by another gzip build (different bytes, same
 content, e.g. after ``clineval data fetch`` from the official uncompressed source) still checks.

@@ -8,7 +8,7 @@ into place only when it passed. A file already in the cache is checked again fir
 rule as ``clineval data verify``: kept when it is good, downloaded again when it is not.
 
 Official addresses are the raw GitHub URLs, at pinned commits, of the public mirrors named in
-the data's SOURCE.md files. Two upstream files are served uncompressed while the data root
+docs/data-sources.md. Two upstream files are served uncompressed while the data root
 keeps them gzipped (BioC XML): those are checked against the manifest's
 ``sha256_uncompressed`` (bounded by ``size_uncompressed``) and gzipped on the way to disk.
 ``base_url`` replaces the whole address with ``<base_url>/<relative path>``: a mirror laid out

@@ -41,8 +41,8 @@ FULL_TOTAL = 54_152  # records of the release after the class-size filter
 FULL_DEV = 5_486  # = test size; train = 43,180
 MIN_CLASS = 11
 ID_PREFIX = "synthetic-"
-# The 18 unambiguous names among the authors' 19 most frequent syndromes (SOURCE.md), most
-# frequent first; the synthetic class sizes follow this order at the head.
+# The 18 unambiguous names among the authors' 19 most frequent syndromes (docs/data-sources.md),
+# most frequent first; the synthetic class sizes follow this order at the head.
 KNOWN_HEAD = (
     *("气虚血瘀证", "湿热下注证", "气滞血瘀证", "风痰瘀阻证", "肝胃郁热证", "痰湿蕴肺证"),
     *("肝肾亏虚证", "热毒蕴结证", "脾肾两虚证", "气阴两虚证", "湿热瘀阻证", "肾虚证"),

@@ -1,6 +1,6 @@
 """The rubric judge's prompt: one (query, response, criterion) -> a JSON verdict.
 
-The built-in template is clineval's own wording of the rules in DESIGN.md (ClinConsensus):
+The built-in template is clineval's own wording of the rules (docs/metrics.md, "What is judged"):
 multi-part criteria need every part, example lists need not be covered in full, medical facts
 must be accurate, "whether" (是否) criteria are judged strictly. `--judge-prompt FILE` replaces
 it with a user's text (e.g. the official prompt) holding the placeholders {query}, {response}
