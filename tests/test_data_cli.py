@@ -111,6 +111,7 @@ def test_manifest_matches_source_md_and_real_files(data_root: Path) -> None:
         assert path.stat().st_size == entry.size
         assert sha256_file(path) == hashlib.sha256(path.read_bytes()).hexdigest() == entry.sha256
         checked += 1
+    # the files with a published hash: NCER 4 + 7 + 6 + 3 and TCM-SD 9 (docs/data-sources.md)
     assert checked == 29
 
 
