@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from clineval.errors import InputError
+from clineval.errors import InputError, clip
 from clineval.jsonio import loads_input
 from clineval.jsonl import iter_json_objects
 
@@ -76,7 +76,8 @@ def read_vocab(path: Path) -> list[str]:
         if not label:
             continue
         if label in seen:
-            raise InputError(f"label {label!r} repeats line {seen[label]}", path=path, line=lineno)
+            message = f"label {clip(label)} repeats line {seen[label]}"
+            raise InputError(message, path=path, line=lineno)
         seen[label] = lineno
         labels.append(label)
     if not labels:
@@ -108,7 +109,7 @@ def parse_record(
         label = _field(row, LABEL_FIELD, path, lineno)
         if label not in labels:
             raise InputError(
-                f"norm_syndrome {label!r} is not one of the {len(labels)} labels",
+                f"norm_syndrome {clip(label)} is not one of the {len(labels)} labels",
                 path=path,
                 line=lineno,
             )
