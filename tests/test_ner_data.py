@@ -1,7 +1,8 @@
 """NER corpus readers and the NCER preparation.
 
-Oracles: the published NCER test-gold counts (DESIGN.md / data README), the CHIA split ids
-shipped with the data, DESIGN.md's CHIA preparation counts, and small hand-made files whose
+Oracles: the published NCER test-gold counts and the raw-file counts (docs/metrics.md,
+docs/data-sources.md; recounted from the raw files in tests/test_ner_independent_counts.py),
+the CHIA split ids shipped with the data, and small hand-made files whose
 expected spans are worked out by hand in each test.
 """
 
@@ -31,7 +32,7 @@ from clineval.data.ner_types import DATASET_TYPES
 from clineval.data.pubtator import read_pubtator
 from clineval.errors import InputError
 
-# --- published test gold (NCER) ------------------------------------------------------------
+# --- published test gold (NCER; docs/metrics.md, "Published test gold") --------------------
 
 PUBLISHED = {
     "ncbi": (100, {"condition": 960}),
@@ -64,7 +65,8 @@ def test_published_test_gold_counts(data_root: Path, dataset: str) -> None:
 
 def test_bc5cdr_bioc_rules(data_root: Path) -> None:
     notes = load_ner_split("bc5cdr", "test", data_root).notes
-    # 9,928 BioC annotations: 37 composite components with several locations, 4 duplicates.
+    # 9,928 BioC annotations: 37 composite components with several locations, 4 duplicates
+    # (docs/data-sources.md; recounted in tests/test_ner_independent_counts.py).
     assert notes["source_types"] == {"Chemical": 5394, "Disease": 4534}
     assert notes["multi_location_annotations"] == 37
     assert notes["duplicate_spans_removed"] == 4
@@ -72,13 +74,15 @@ def test_bc5cdr_bioc_rules(data_root: Path) -> None:
 
 def test_biored_drops_organism_and_cell_line(data_root: Path) -> None:
     notes = load_ner_split("biored", "test", data_root).notes
+    # raw Test.PubTator counts (docs/data-sources.md; recounted in test_ner_independent_counts.py)
     assert notes["dropped_types"] == {"OrganismTaxon": 393, "CellLine": 50}
 
 
 def test_chia_test_preparation_counts(data_root: Path) -> None:
     notes = load_ner_split("chia", "test", data_root).notes
     prep = notes["chia_ncer_preparation"]
-    # DESIGN.md: all 134 discontinuous entities drop out, 460 spans move, 93 drop (several).
+    # docs/metrics.md (CHIA): all 134 discontinuous entities drop out, 460 spans move, 93 drop
+    # (several matches); counted from the raw zip in tests/test_ner_independent_counts.py.
     assert prep["discontinuous"] == 134
     assert prep["discontinuous_dropped"] == 134
     assert prep["moved"] == 460
@@ -112,7 +116,7 @@ def test_chia_split_recomputed_from_zip_equals_shipped_ids(data_root: Path) -> N
 
 
 def test_chia_with_scope_zip_gives_same_gold(data_root: Path) -> None:
-    """DESIGN.md: the with-scope zip (NCER's variant) gives the same gold for the test split."""
+    """The with-scope zip (NCER's variant) gives the same gold for the test split."""
     with_scope = read_brat_zip(data_root / "ner/chia/chia_with_scope.zip")
     without = read_brat_zip(data_root / CHIA_ZIP)
     type_map = {"Condition": "c", "Drug": "d", "Procedure": "p", "Measurement": "m"}
@@ -517,7 +521,7 @@ def test_bioc_annotation_outside_text_names_its_line(tmp_path: Path) -> None:
 
 
 def test_pubtator_and_bioc_agree_on_real_files(data_root: Path) -> None:
-    """SOURCE.md: same PMIDs and texts in both formats, every PubTator mention is a BioC
+    """docs/data-sources.md: same PMIDs and texts in both formats, every PubTator mention is a BioC
     annotation (BC5CDR adds composite components); BioRED's two formats carry the same mentions."""
     for pubtator, bioc, n_mentions in (
         ("ner/bc5cdr/CDR_TestSet.PubTator.txt", "ner/bc5cdr/CDR_TestSet.BioC.xml.gz", 9809),
@@ -542,7 +546,7 @@ def test_pubtator_and_bioc_agree_on_real_files(data_root: Path) -> None:
 
 
 def test_ncbi_source_type_counts(data_root: Path) -> None:
-    """SOURCE.md's raw mention counts per NCBI type, all mapped to condition."""
+    """The raw mention counts per NCBI type (docs/data-sources.md), all mapped to condition."""
     notes = load_ner_split("ncbi", "test", data_root).notes
     assert notes["source_types"] == {
         "SpecificDisease": 555,

@@ -45,6 +45,7 @@ def test_tfidf_run_score_and_predictions_file(fixture_root: Path, tmp_path: Path
     res = _results(run)
     samples = _samples(run)
     labels = read_vocab(fixture_root / "tcm-sd" / "syndrome_vocab.txt")
+    # 329 = round(5,486 x 0.06): the official test size at the fixture's scale (tcm_synth)
     assert res["n"] == len(samples) == 329 and res["n_labels"] == 148
     assert res["fixture"] is True and "SYNTHETIC" in res["data_note"]
     # the metrics are what sklearn computes from the written samples
@@ -61,6 +62,7 @@ def test_tfidf_run_score_and_predictions_file(fixture_root: Path, tmp_path: Path
     assert set(row) >= {"precision", "recall", "f1", "support", "train_count", "group"}
     assert sum(r["support"] for r in res["per_class"].values()) == 329
     groups = res["head_middle_tail"]
+    # 148 labels cut into three near-equal groups (np.array_split): 50, 49, 49
     assert [groups[g]["n_labels"] for g in ("head", "middle", "tail")] == [50, 49, 49]
     assert sum(groups[g]["n"] for g in groups) == 329
     for c in res["confusions"]:

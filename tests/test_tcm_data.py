@@ -32,7 +32,7 @@ def labels(zy: Path) -> list[str]:
 
 
 def test_vocab_is_148_labels_in_file_order(zy: Path, labels: list[str]) -> None:
-    assert b"\r\n" in (zy / "syndrome_vocab.txt").read_bytes()  # CRLF, as SOURCE.md says
+    assert b"\r\n" in (zy / "syndrome_vocab.txt").read_bytes()  # CRLF (docs/data-sources.md)
     assert len(labels) == 148 == len(set(labels))
     assert labels[:3] == ["气虚不摄证", "气虚血瘀证", "湿热下注证"]
     assert labels[-1] == "气虚血溢证"

@@ -116,5 +116,7 @@ def test_cli_writes_the_full_size_fixture(data_root: Path, tmp_path: Path) -> No
     assert counts == {"train": 43_180, "dev": 5_486, "test": 5_486}
     small = tmp_path / "small"
     assert main([*argv[:4], str(small), "--data-dir", str(data_root), "--scale", "0.06"]) == 0
+    # at scale s the fixture's dev and test splits hold max(2 x 148, round(5,486 s)) records
+    # (class_sizes): round(5,486 x 0.06) = 329
     assert len((small / "tcm-sd" / "test.synthetic.json").read_text().splitlines()) == 329
     assert main([*argv[:4], str(small), "--scale", "0"]) == 2
