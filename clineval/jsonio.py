@@ -34,10 +34,10 @@ REPLIES = "model replies"  # the tally's name for text that came from a model
 TALLY_KEY = "invalid_unicode_replaced"  # the manifest key of the tally
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-# A \u escape of a surrogate: the only way a decoded UTF-8 text can yield one. Text without it
-# needs no walk over the decoded value (the common case costs one regex scan).
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
-_SURROGATE_ESCAPE_BYTES = re.compile(rb"\\u[dD][89abcdefABCDEF]")
+# Where a decoded value can get a lone surrogate from: a \u escape of one, or one already in the
+# text (bytes decoded as the json module does, with "surrogatepass"). Text with neither needs
+# no walk over the decoded value (the common case costs one regex scan).
+_MAY_HOLD_SURROGATES = re.compile(r"\\u[dD][89abcdefABCDEF]|[\ud800-\udfff]")
 # JSON tokens that matter when locating a problem: strings (skipped whole, so brackets and
 # digits inside them do not count), brackets, and numbers.
 _TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?')
@@ -183,11 +183,12 @@ def parse_json(text: str | bytes, source: str = REPLIES) -> Any:
     """The JSON value of `text` (the json module's reading: NaN and Infinity accepted), lone
     surrogates replaced and counted for `source`; JsonProblem when it does not decode."""
     try:
+        if isinstance(text, bytes):  # decoded as json.loads would (UTF-8/16/32, surrogatepass)
+            text = text.decode(json.detect_encoding(text), "surrogatepass")
         value = json.loads(text)
     except (RecursionError, ValueError) as exc:  # JSONDecodeError and UnicodeDecodeError too
         raise _problem(exc, text) from None
-    pattern: Any = _SURROGATE_ESCAPE_BYTES if isinstance(text, bytes) else _SURROGATE_ESCAPE
-    if pattern.search(text):
+    if _MAY_HOLD_SURROGATES.search(text):
         value = replace_invalid_unicode(value, source)
     return value
 
@@ -199,7 +200,7 @@ def decode_prefix(text: str, pos: int) -> tuple[Any, int] | None:
         value, end = _DECODER.raw_decode(text, pos)
     except (RecursionError, ValueError):
         return None
-    if _SURROGATE_ESCAPE.search(text, pos, end):
+    if _MAY_HOLD_SURROGATES.search(text, pos, end):
         value = replace_invalid_unicode(value, REPLIES)
     return value, end
 

@@ -62,6 +62,9 @@ def test_lone_surrogates_are_replaced_and_counted_pairs_are_kept() -> None:
     assert record == {TALLY_KEY: {"f.jsonl": 3}}
     json.dumps(value, ensure_ascii=False).encode("utf-8")  # writable as UTF-8 now
     assert parse_json('"\\ud800"') == BAD  # a bare string value too
+    # a reply body with the surrogate encoded as UTF-8 bytes (the json module lets it through)
+    assert parse_json(b'{"a": "x\xed\xa0\x80y"}') == {"a": f"x{BAD}y"}
+    assert parse_json('"\ud800"'.encode("utf-16", "surrogatepass")) == BAD
 
 
 def test_the_count_is_per_command() -> None:
