@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +33,7 @@ from typing import Any
 
 from clineval.data.ner_types import Span
 from clineval.errors import InputError
+from clineval.jsonio import read_json_file
 from clineval.models.ner_bio import word_offsets
 from clineval.models.span_windows import TokenSpan, Window, merge, plan_windows
 
@@ -238,8 +238,8 @@ def _missing_encoder(directory: Path) -> str | None:
     """Why loading failed when the checkpoint does not embed its encoder's config: the package
     then reads the encoder it names from the local Hugging Face cache (offline, never the hub)."""
     try:
-        config = json.loads((directory / GLINER_CONFIG).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        config = read_json_file(directory / GLINER_CONFIG, GLINER_CONFIG)
+    except InputError:
         return None
     if not isinstance(config, dict) or config.get("encoder_config"):
         return None
