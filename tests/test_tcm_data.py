@@ -45,6 +45,7 @@ def test_norm_table_counts_and_encodings_agree(zy: Path) -> None:
     assert gbk.rules == utf8.rules
     actions = [rule.action for rule in gbk.rules.values()]
     counts = {a: actions.count(a) for a in ("KEEP", "MERGE", "DELETE", "SUB_MERGE")}
+    # the table's action counts as the data's curators counted them (docs/data-sources.md)
     assert counts == {"KEEP": 246, "MERGE": 187, "DELETE": 114, "SUB_MERGE": 1}
 
 
@@ -184,7 +185,7 @@ def test_knowledge_corpus_covers_the_labels(data_root: Path, labels: list[str]) 
     if not path.is_file():
         pytest.skip("knowledge corpus not available")
     knowledge = read_knowledge(path)
-    assert len(knowledge) == 1027
+    assert len(knowledge) == 1027  # entries, per docs/data-sources.md
     assert all(label in knowledge for label in labels)
     assert knowledge["风寒袭肺证"].typical_performance.startswith("咳嗽")
 
