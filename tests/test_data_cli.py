@@ -100,6 +100,8 @@ def test_manifest_matches_source_md_and_real_files(data_root: Path) -> None:
     checked = 0
     for entry in load_manifest():
         top = entry.path.split("/")[0]
+        if top == "clinconsensus":  # pinned from the authors' manifest: test_clinconsensus_fetch
+            continue
         if entry.sha256 is None:
             assert entry.optional
             continue
@@ -281,7 +283,12 @@ def test_fetch_replaces_a_truncated_gzip_in_the_cache(
 
 
 def test_official_sources_cover_every_required_ner_file() -> None:
-    official = {s.relative for sources in SOURCES.values() for s in sources if s.url}
+    official = {
+        s.relative
+        for sources in SOURCES.values()
+        for s in sources
+        if s.url and s.relative[:4] == "ner/"
+    }
     required = {e.path for e in load_manifest() if e.group.startswith("ner:") and not e.optional}
     assert official == required
     for sources in SOURCES.values():

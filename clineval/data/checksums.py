@@ -173,7 +173,8 @@ def file_status(root: Path | str | None, relative: str) -> str:
 
 def verify_root(root: Path) -> tuple[list[tuple[ManifestEntry, str]], list[str]]:
     """(entry, status) for every manifest file and the reasons the check fails (empty = pass)."""
-    rows = [(entry, entry_status(root, entry)) for entry in load_manifest()]
+    entries = (*load_manifest(), *_recorded_entries(root))
+    rows = [(entry, entry_status(root, entry)) for entry in entries]
     # full paths: `data verify` may check the data root and the fetch cache in one go
     failures = [f"{root / e.path}: {MISMATCH}" for e, s in rows if s == MISMATCH]
     required: dict[str, list[tuple[ManifestEntry, str]]] = defaultdict(list)
@@ -191,6 +192,26 @@ def verify_root(root: Path) -> tuple[list[tuple[ManifestEntry, str]], list[str]]
     if all(status == MISSING for _, status in rows):
         failures.append(f"no known data file under {root}")
     return rows, failures
+
+
+def _recorded_entries(root: Path) -> list[ManifestEntry]:
+    """Files a fetch recorded in the cache's own manifest and the package manifest does not pin
+    (the ClinConsensus cases): checked against the sha256 recorded when they were fetched."""
+    from clineval.data.cache_manifest import recorded_files
+
+    pinned = {entry.path for entry in load_manifest()}
+    return [
+        ManifestEntry(
+            path=relative,
+            sha256=str(record["sha256"]) if record.get("sha256") else None,
+            size=record.get("size") if isinstance(record.get("size"), int) else None,
+            group=relative.split("/")[0],
+            optional=True,
+            note="recorded in the cache manifest by clineval data fetch",
+        )
+        for relative, record in recorded_files(root).items()
+        if relative not in pinned
+    ]
 
 
 _STYLE = {OK: "green", MISSING: "yellow", MISMATCH: "bold red", NOT_CHECKED: "cyan"}

@@ -5,8 +5,11 @@ A check is fed every byte once, in order, in chunks of any size (``update``), th
 verdict (``problem``: None when the bytes are the expected file, else a short reason). It never
 keeps the bytes, so memory does not depend on the size of the file. Today's checks: sha256 of the
 bytes, sha256 of a gzip stream's content (bounded, so a small gzip cannot inflate without end),
-and "any of these". Another digest (e.g. a git blob id) is one more class with the same two
-methods.
+"any of these", "all of these", and a git blob id (sha1 of the blob header and the bytes: what
+a git host reports for a file it does not keep in LFS). Another digest is one more class with
+the same two methods. A check may also raise InputError from `update` or `problem` when what it
+found is best told as such (a validating check naming the bad line): the download then stops and
+keeps nothing, as for any other failed check.
 """
 
 from __future__ import annotations
@@ -106,3 +109,41 @@ class AnyOfCheck:
         if any(p is None for p in problems):
             return None
         return "; ".join(p for p in problems if p is not None)
+
+
+class GitBlobSha1Check:
+    """The bytes are the git blob `expected` (hex sha1 of ``blob <size>\\0`` + the bytes) of
+    `size` bytes: the id a git host gives a file that is not in LFS."""
+
+    def __init__(self, expected: str, size: int) -> None:
+        self._expected = expected.lower()
+        self._size = size
+        self._seen = 0
+        self._digest = hashlib.sha1(f"blob {size}\0".encode("ascii"), usedforsecurity=False)
+
+    def update(self, chunk: bytes) -> None:
+        self._seen += len(chunk)
+        self._digest.update(chunk)
+
+    def problem(self) -> str | None:
+        if self._seen != self._size:
+            return f"{self._seen:,} bytes, not the {self._size:,} of the git blob"
+        got = self._digest.hexdigest()
+        if got == self._expected:
+            return None
+        return f"git blob id {_short(got)} is not the expected {_short(self._expected)}"
+
+
+class AllOfCheck:
+    """Passes when every one of `checks` passes (e.g. a hash and a validation of the content)."""
+
+    def __init__(self, *checks: StreamCheck) -> None:
+        self._checks = checks
+
+    def update(self, chunk: bytes) -> None:
+        for check in self._checks:
+            check.update(chunk)
+
+    def problem(self) -> str | None:
+        problems = [p for p in (check.problem() for check in self._checks) if p is not None]
+        return "; ".join(problems) if problems else None

@@ -35,7 +35,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -103,7 +103,16 @@ def check_http_url(url: str, flag: str) -> None:
         raise InputError(f"{flag} {safe_url(url)} {problem}")
 
 
-def _request(url: str) -> urllib.request.Request:
+def _request(url: str, headers: Mapping[str, str] | None = None) -> urllib.request.Request:
+    request = _plain_request(url)
+    # Unredirected, like the basic auth below: a host's token must not follow a redirect to
+    # another (a hub sends downloads on to a CDN).
+    for name, value in (headers or {}).items():
+        request.add_unredirected_header(name, value)
+    return request
+
+
+def _plain_request(url: str) -> urllib.request.Request:
     parts = urllib.parse.urlsplit(url)
     if parts.username is None and parts.password is None:
         return urllib.request.Request(url, headers={"User-Agent": "clineval-fetch"})
@@ -131,16 +140,18 @@ def download_verified(
     what: str,
     gzip_output: bool = False,
     retry: RetryPolicy = DOWNLOAD_RETRY,
+    headers: Mapping[str, str] | None = None,
 ) -> Path:
     """Download `url` onto `target` as described in the module doc; return `target`.
 
     `check` makes a fresh StreamCheck per attempt; `what` names the file in messages (its path
-    relative to the cache); `staging_root` is the cache holding the staging area."""
+    relative to the cache); `staging_root` is the cache holding the staging area; `headers`
+    (e.g. a hub's Authorization) go to `url`'s host only, never to a redirect."""
     attempts = retry.max_retries + 1
     last = "no attempt made"
     for attempt in range(attempts):
         try:
-            return _attempt(url, target, staging_root, bound, check(), what, gzip_output)
+            return _attempt(url, target, staging_root, bound, check(), what, gzip_output, headers)
         except _Retryable as exc:
             last = exc.reason
             if attempt + 1 < attempts:
@@ -156,10 +167,11 @@ def _attempt(
     check: StreamCheck,
     what: str,
     gzip_output: bool,
+    headers: Mapping[str, str] | None = None,
 ) -> Path:
     shown = safe_url(url)
     try:
-        with urllib.request.urlopen(_request(url), timeout=TIMEOUT_S) as response:
+        with urllib.request.urlopen(_request(url, headers), timeout=TIMEOUT_S) as response:
             return _receive(response, shown, target, staging_root, bound, check, what, gzip_output)
     except urllib.error.HTTPError as exc:
         exc.close()  # its body (an error page) is not read

@@ -8,8 +8,10 @@ into place only when it passed. A file already in the cache is checked again fir
 rule as ``clineval data verify``: kept when it is good, downloaded again when it is not.
 
 Official addresses are the raw GitHub URLs, at pinned commits, of the public mirrors named in
-docs/data-sources.md. Two upstream files are served uncompressed while the data root
-keeps them gzipped (BioC XML): those are checked against the manifest's
+docs/data-sources.md (for ClinConsensus: the authors' repository for the judge prompt, and
+the Hugging Face hub for the cases, which have no published hash: see
+clineval.data.clinconsensus_fetch). Two upstream files are served uncompressed while the data
+root keeps them gzipped (BioC XML): those are checked against the manifest's
 ``sha256_uncompressed`` (bounded by ``size_uncompressed``) and gzipped on the way to disk.
 ``base_url`` replaces the whole address with ``<base_url>/<relative path>``: a mirror laid out
 like the data root (e.g. ``python -m http.server`` in a data directory); files are then taken as
@@ -31,6 +33,7 @@ from clineval.data.cache import (
     remove_stale_partials,
 )
 from clineval.data.checksums import OK, ManifestEntry, entry_status, manifest_entry
+from clineval.data.clinconsensus_fetch import PROMPT_RELATIVE, PROMPT_URL
 from clineval.data.digests import AnyOfCheck, GzipContentSha256Check, Sha256Check, StreamCheck
 from clineval.data.download import (
     DOWNLOAD_RETRY,
@@ -115,7 +118,19 @@ SOURCES: dict[str, tuple[Source, ...]] = {
         # (without it, load_ner_split recomputes the same split from the zip).
         Source("ner/chia/ncer_split_ids.json", None),
     ),
+    # The official judge prompt's source (pinned); the cases follow in _unpinned_step.
+    "clinconsensus": (Source(PROMPT_RELATIVE, PROMPT_URL),),
 }
+
+
+def _unpinned_step(name: str) -> Callable[[Path, str | None, RetryPolicy], list[Path]] | None:
+    """The files of a corpus that have no published hash to pin, fetched (and validated, and
+    recorded in the cache manifest) by the corpus's own module after its pinned files."""
+    if name == "clinconsensus":
+        from clineval.data.clinconsensus_fetch import fetch_unpinned
+
+        return fetch_unpinned
+    return None
 
 
 def fetch(
@@ -139,6 +154,9 @@ def fetch(
             if entry is None or entry.sha256 is None:
                 raise InputError(f"no checksum for {source.relative} in the package manifest")
             out.append(_fetch_one(source, entry, root, base_url, retry))
+        step = _unpinned_step(name)
+        if step is not None:
+            out.extend(step(root, base_url, retry))
     finally:
         remove_empty_staging(root)
     return out

@@ -1,7 +1,8 @@
 """ClinConsensus (arXiv:2603.02097): Chinese clinical queries judged against 30 rubric criteria.
 
-load      cases from --cases FILE, <data_root>/clinconsensus/clinconsensus_low.jsonl, or the
-          fixture (--option clinconsensus.cases=fixture); --limit, then --shard
+load      cases from --cases FILE, <data_root>/clinconsensus/clinconsensus_low.jsonl, the same
+          file in the data cache (`clineval data fetch clinconsensus`), or the fixture
+          (--option clinconsensus.cases=fixture); --limit, then --shard
 predict   candidate answers + one judge call per (judge, case, criterion), all stored as they
           finish (clinconsensus_predict); or import a --verdicts file (no model)
 evaluate  CACS@k, rubric accuracy, pass@k, curve, slices, judge errors (clinconsensus_score)
@@ -18,7 +19,13 @@ from clineval.data.clinconsensus import OFFICIAL_RELATIVE_PATH
 from clineval.judge.prompt import load_judge_prompt
 from clineval.plan import CallPlan
 from clineval.tasks.base import DataFileStatus, RunContext, Task, TaskResult
-from clineval.tasks.clinconsensus_common import CLINCONSENSUS_OPTIONS, TASK, Data, load_data
+from clineval.tasks.clinconsensus_common import (
+    CLINCONSENSUS_OPTIONS,
+    TASK,
+    Data,
+    load_data,
+    official_cases_path,
+)
 
 
 class ClinConsensusTask(Task[Data]):
@@ -29,7 +36,7 @@ class ClinConsensusTask(Task[Data]):
     metric_names = ("cacs@7", "cacs@10", "rubric_accuracy", "pass@7", "judge_error_rate")
 
     def data_status(self, data_root: Path | None) -> list[DataFileStatus]:
-        exists = data_root is not None and (data_root / OFFICIAL_RELATIVE_PATH).is_file()
+        exists = official_cases_path(data_root) is not None  # the data root or the data cache
         return [DataFileStatus(OFFICIAL_RELATIVE_PATH, "not checked" if exists else "missing")]
 
     def load(self, ctx: RunContext) -> Data:

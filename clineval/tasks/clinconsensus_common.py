@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clineval.config import RunConfig
+from clineval.data.cache import default_cache_dir
 from clineval.data.clinconsensus import (
     FIXTURE_PREFIX,
     OFFICIAL_RELATIVE_PATH,
@@ -171,19 +172,26 @@ def resolve_cases_path(config: RunConfig, options: Options, data_root: Path | No
         return fixture_path()
     if config.cases:
         return Path(config.cases).expanduser()
-    if data_root is None:
-        raise InputError(
-            "no ClinConsensus cases: pass --cases FILE (the official clinconsensus_low.jsonl), "
-            f"--data-dir with {OFFICIAL_RELATIVE_PATH}, or --option {_PREFIX}cases=fixture"
-        )
-    path = data_root / OFFICIAL_RELATIVE_PATH
-    if not path.is_file():
-        raise InputError(
-            "ClinConsensus cases not found (pass --cases FILE or "
-            f"--option {_PREFIX}cases=fixture for the fixture cases)",
-            path=path,
-        )
-    return path
+    found = official_cases_path(data_root)
+    if found is not None:
+        return found
+    where = [] if data_root is None else [str(data_root / OFFICIAL_RELATIVE_PATH)]
+    where.append(str(default_cache_dir() / OFFICIAL_RELATIVE_PATH))
+    raise InputError(
+        f"no ClinConsensus cases in {' or '.join(where)}: run `clineval data fetch "
+        "clinconsensus` (the official clinconsensus_low.jsonl, into the data cache), or pass "
+        f"--cases FILE, or --option {_PREFIX}cases=fixture for the fixture cases"
+    )
+
+
+def official_cases_path(data_root: Path | None) -> Path | None:
+    """The official cases file: under the data root, else in the data cache, where
+    `clineval data fetch clinconsensus` puts it ($CLINEVAL_CACHE_DIR or the default)."""
+    roots = [] if data_root is None else [data_root]
+    for root in [*roots, default_cache_dir()]:
+        if (root / OFFICIAL_RELATIVE_PATH).is_file():
+            return root / OFFICIAL_RELATIVE_PATH
+    return None
 
 
 def _verdicts_source(config: RunConfig) -> Path | None:
