@@ -178,7 +178,7 @@ def _hub_metadata(url: str, endpoint: str | None, retry: RetryPolicy) -> Any:
     attempt = 0
     while True:
         try:
-            return get_hf_file_metadata(url, endpoint=endpoint, retry_on_errors=False)
+            return get_hf_file_metadata(url, endpoint=endpoint)  # retried here, not there
         except Exception as exc:
             if not _hub_failure(exc):
                 raise
