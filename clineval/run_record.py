@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError
 
@@ -94,7 +94,7 @@ class Manifest(_Record):
 
     schema_version: int = Field(default=SCHEMA_VERSION, ge=0)
     # Schema version of each output file as last written beside this manifest.
-    files: dict[str, int] = Field(default_factory=dict)
+    files: dict[str, Annotated[int, Field(ge=0)]] = Field(default_factory=dict)
     clineval_version: str | None = None
     git_revision: str | None = None
     packages: dict[str, str] = Field(default_factory=dict)
@@ -156,7 +156,7 @@ class Manifest(_Record):
         phase_seconds: Mapping[str, float],
     ) -> None:
         """Record a task's evaluation: the task's own notes and the runner's figures."""
-        self.tasks[task] = TaskNotes.model_validate(
+        entry = TaskNotes.model_validate(
             {
                 **notes,
                 "stored_records": stored_records,
@@ -164,6 +164,9 @@ class Manifest(_Record):
                 "phase_seconds": dict(phase_seconds),
             }
         )
+        # Assigned, not changed in place: a field only counts as set (and so is written) once
+        # assigned, and a manifest read without "tasks" has only the default.
+        self.tasks = {**self.tasks, task: entry}
 
     def mark_stopped(self, exc: BaseException) -> None:
         self.status = f"stopped: {type(exc).__name__}: {redact(str(exc))}"[:500]

@@ -192,6 +192,21 @@ def test_outputs_note_their_versions_and_are_read_under_them(tmp_path: Path) -> 
     ]
 
 
+def test_notes_on_a_manifest_read_without_tasks_are_written(tmp_path: Path) -> None:
+    """A hand-made manifest ({"config": ...} only, as tests and older tools write): what the
+    runner notes on it must reach the file, not stay in a default nobody writes."""
+    _write(tmp_path / "manifest.json", {"config": {"seed": 0}, "status": "finished"})
+    manifest = read_manifest(tmp_path)
+    manifest.note_task("t", {"k": 1}, stored_records=2, seconds=0.5, phase_seconds={})
+    write_manifest(tmp_path, manifest)
+    assert _json(tmp_path / "manifest.json")["tasks"]["t"] == {
+        "k": 1,
+        "stored_records": 2,
+        "seconds": 0.5,
+        "phase_seconds": {},
+    }
+
+
 def test_rows_the_readers_would_refuse_are_never_written(tmp_path: Path) -> None:
     manifest = new_manifest({"seed": 0})
     with pytest.raises(ValueError, match="id"):
@@ -325,6 +340,7 @@ BAD_MANIFESTS: dict[str, tuple[tuple[str, ...], Any, str]] = {
     "schema_version true": (("schema_version",), True, "schema_version"),
     "schema_version negative": (("schema_version",), -1, "schema_version"),
     "file version a word": (("files", "results.json"), "one", "files.results.json"),
+    "file version negative": (("files", "samples.jsonl"), -1, "files.samples.jsonl"),
     "status a number": (("status",), 3, "status"),
     "llm_usage a string": (("llm_usage",), "lots", "llm_usage"),
     "config missing": (("config",), _REMOVE, "config"),
