@@ -409,3 +409,20 @@ def test_label_slices_hand_computed(tmp_path: Path) -> None:
     assert main(["report", str(out)]) == 0
     html = (out / "report.html").read_text("utf-8")
     assert "By subject label" in html and "Every task label (official slice)" in html
+
+
+def test_entries_that_say_their_judge_failed_are_judge_errors(tmp_path: Path) -> None:
+    """`clineval export` writes a judge error as criteria_met false plus an error; the official
+    local judge marks an unparsed reply parse_ok false: no verdict either way."""
+    _, cases = cc_cases(tmp_path, n=1)
+    items = items_for(cases, [3])
+    entries = items[0]["criteria_results"]
+    entries[0].update(criteria_met=False, error="unparseable judge reply")
+    entries[1].update(criteria_met=None, parse_ok=False)
+    entries[2].update(criteria_met=True, parse_ok=True)
+    entries[3].update(error="")  # an empty error is no error
+    read = load_official_judgements(write(tmp_path / "m_judge.json", items), cases)
+    keys = [verdict_key("CC-0001", r.criterion_id) for r in cases[0].rubrics]
+    assert [read.met[k] for k in keys[:4]] == [None, None, True, False]
+    assert "judge error: unparseable judge reply" in read.problems[keys[0]]
+    assert "parse_ok false" in read.problems[keys[1]]

@@ -15,6 +15,11 @@ judge re-spaced it); step 1 rejects such an object too. A candidate that writes
 `"criteria_met": true` into its answer can therefore not decide its own verdict, even when the
 judge quotes the answer.
 Nothing else is guessed: no verdict -> None (the caller retries, then records a judge_error).
+
+A reasoning model's reply may open with its thinking, `<think> ... </think>`, before the answer
+(a Qwen3 judge served with thinking on, or a server that leaves it in the content): that block
+is dropped first, so nothing the judge considered on the way counts as its verdict. A reply that
+is all thinking (the block never closes: cut at max_tokens) has no verdict.
 """
 
 from __future__ import annotations
@@ -39,6 +44,17 @@ _AT_END = re.compile(
     re.IGNORECASE,
 )
 _BOOL_WORDS = {"true": True, "false": False}
+_THINK_OPEN = re.compile(r"\A\s*<think>", re.IGNORECASE)
+_THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
+
+
+def strip_thinking(text: str) -> str:
+    """The reply after a leading <think> block ("" when the block never closes)."""
+    opened = _THINK_OPEN.match(text)
+    if opened is None:
+        return text
+    closed = _THINK_CLOSE.search(text, opened.end())
+    return "" if closed is None else text[closed.end() :]
 
 
 @dataclass(frozen=True)
@@ -136,6 +152,7 @@ def parse_verdict(
     # Verdict-like objects written by the candidate: a judge reply that is (or contains) one of
     # them verbatim is a quote, never the judge's verdict.
     quoted = _quoted_objects(answer) if answer and "{" in answer else []
+    text = strip_thinking(text)
     stripped = text.strip()
     try:
         whole = parse_json(stripped)

@@ -3,8 +3,10 @@
 The built-in template is clineval's own wording of the rules (docs/metrics.md, "What is judged"):
 multi-part criteria need every part, example lists need not be covered in full, medical facts
 must be accurate, "whether" (是否) criteria are judged strictly. `--judge-prompt FILE` replaces
-it with a user's text (e.g. the official prompt) holding the placeholders {query}, {response}
-and {criterion}; only those three are substituted, so JSON braces in the text are left alone.
+it with a user's text holding the placeholders {query}, {response} and {criterion}; only those
+three are substituted, so JSON braces in the text are left alone. `--judge-prompt official` is
+the prompt the released ClinConsensus judge model was trained with, read from the data cache
+(clineval.judge.official_prompt): clineval does not ship its text.
 
 The candidate's response is wrapped in delimiters that the parser knows (judge/parse.py), and
 any delimiter text inside the inserted fields is defused, so the response cannot close its own
@@ -92,6 +94,10 @@ class JudgePrompt:
     version: str  # part of the cache key of every judge call
     system: str | None
     custom: bool
+    # Whether the judge call asks the server for JSON output (the response_format ladder of
+    # clineval.judge.run). False for a prompt whose model was trained to answer in its own
+    # format (the official one: a ```json fence): its calls are plain text, as in training.
+    constrained: bool = True
 
     @cached_property
     def _pieces(self) -> tuple[str, ...]:
@@ -135,10 +141,18 @@ def builtin_prompt() -> JudgePrompt:
     return JudgePrompt(_BUILTIN, JUDGE_TEMPLATE_VERSION, _SYSTEM, custom=False)
 
 
+OFFICIAL = "official"  # --judge-prompt official: clineval.judge.official_prompt
+
+
 def load_judge_prompt(path: str | Path | None) -> JudgePrompt:
-    """The built-in prompt, or a user's template file with all three placeholders."""
+    """The built-in prompt, the official one (`official`, from the data cache), or a user's
+    template file with all three placeholders (a file named "official": ./official)."""
     if path is None:
         return builtin_prompt()
+    if str(path) == OFFICIAL:
+        from clineval.judge.official_prompt import load_official_prompt
+
+        return load_official_prompt()
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")

@@ -130,8 +130,12 @@ def ladder_meta_key(judge_label: str, prompt: JudgePrompt) -> str:
 
 
 def stored_ladder_level(store: RunStore, judge_label: str, prompt: JudgePrompt) -> str:
+    # A prompt with its own answer format (the official one) starts, and stays, at plain text.
+    first = FORMAT_LEVELS[0] if prompt.constrained else FORMAT_LEVELS[-1]
     level = store.get_meta(ladder_meta_key(judge_label, prompt))
-    return level if isinstance(level, str) and level in FORMAT_LEVELS else FORMAT_LEVELS[0]
+    if isinstance(level, str) and level in FORMAT_LEVELS:
+        return max(level, first, key=FORMAT_LEVELS.index)
+    return first
 
 
 class _Flow:
