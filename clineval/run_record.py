@@ -279,8 +279,6 @@ def read_manifest(run_dir: Path) -> Manifest:
         data = read_json(path)
     except InputError as exc:
         raise _damaged(exc.message, path, exc.line) from None
-    except UnicodeDecodeError:  # clineval writes UTF-8: other bytes are damage
-        raise _damaged("not UTF-8 text", path) from None
     if not isinstance(data, dict):
         raise _damaged("not a JSON object", path)
     version = data.get("schema_version", 0)
