@@ -290,10 +290,12 @@ def data_fetch(
 
     Each file streams to a staging file, bounded by its size in the package manifest, and
     enters the cache only once its sha256 matched; cached files are checked again first."""
-    from clineval.data.fetch import fetch
+    from clineval.data.fetch import fetch, notice
 
     for path in fetch(name, cache_dir=cache_dir, base_url=base_url):
         stdout.print(f"ok {path}")
+    if (terms := notice(name)) is not None:
+        stdout.print(terms)
 
 
 @data_app.command("synth")

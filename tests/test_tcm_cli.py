@@ -175,13 +175,19 @@ def test_labels_outside_the_148_are_invalid_not_mapped(fixture_root: Path, tmp_p
 
 
 def test_missing_official_splits_is_a_clear_input_error(
-    data_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    data_root: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # the fetch cache is searched too when the data root has no splits: an empty one here
+    monkeypatch.setenv("CLINEVAL_CACHE_DIR", str(tmp_path / "empty-cache"))
     argv = ["run", "tcm-sd", "--model", "baseline:tfidf", "--output-dir", str(tmp_path / "r")]
     assert main([*argv, "--data-dir", str(data_root)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert "official TCM-SD splits are missing" in err and "tcm.data=synthetic" in err
+    assert "clineval data fetch tcm-sd" in err
     assert not (tmp_path / "r" / FIXTURE).exists()
 
 

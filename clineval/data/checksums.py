@@ -173,8 +173,14 @@ def file_status(root: Path | str | None, relative: str) -> str:
 
 def verify_root(root: Path) -> tuple[list[tuple[ManifestEntry, str]], list[str]]:
     """(entry, status) for every manifest file and the reasons the check fails (empty = pass)."""
-    entries = (*load_manifest(), *_recorded_entries(root))
-    rows = [(entry, entry_status(root, entry)) for entry in entries]
+    recorded = {entry.path: entry for entry in _recorded_entries(root)}
+    # A file the package lists without a hash (the TCM-SD splits) is checked against the
+    # fetch's record when there is one; the rest of the records follow the package's files.
+    entries = [
+        recorded.pop(entry.path) if entry.sha256 is None and entry.path in recorded else entry
+        for entry in load_manifest()
+    ]
+    rows = [(entry, entry_status(root, entry)) for entry in (*entries, *recorded.values())]
     # full paths: `data verify` may check the data root and the fetch cache in one go
     failures = [f"{root / e.path}: {MISMATCH}" for e, s in rows if s == MISMATCH]
     required: dict[str, list[tuple[ManifestEntry, str]]] = defaultdict(list)
@@ -196,10 +202,11 @@ def verify_root(root: Path) -> tuple[list[tuple[ManifestEntry, str]], list[str]]
 
 def _recorded_entries(root: Path) -> list[ManifestEntry]:
     """Files a fetch recorded in the cache's own manifest and the package manifest does not pin
-    (the ClinConsensus cases): checked against the sha256 recorded when they were fetched."""
+    (the ClinConsensus cases, the TCM-SD splits): checked against the sha256 recorded when they
+    were fetched."""
     from clineval.data.cache_manifest import recorded_files
 
-    pinned = {entry.path for entry in load_manifest()}
+    pinned = {entry.path for entry in load_manifest() if entry.sha256 is not None}
     return [
         ManifestEntry(
             path=relative,

@@ -3,7 +3,8 @@ expected: the pluggable part of a verified download (clineval.data.download).
 
 A check is fed every byte once, in order, in chunks of any size (``update``), then asked for its
 verdict (``problem``: None when the bytes are the expected file, else a short reason). It never
-keeps the bytes, so memory does not depend on the size of the file. Today's checks: sha256 of the
+keeps the bytes in memory, so memory does not depend on the size of the file (the git blob check
+of a file of unpublished size spools them to disk). Today's checks: sha256 of the
 bytes, sha256 of a gzip stream's content (bounded, so a small gzip cannot inflate without end),
 "any of these", "all of these", and a git blob id (sha1 of the blob header and the bytes: what
 a git host reports for a file it does not keep in LFS). Another digest is one more class with
@@ -15,8 +16,10 @@ keeps nothing, as for any other failed check.
 from __future__ import annotations
 
 import hashlib
+import tempfile
 import zlib
-from typing import Protocol
+from pathlib import Path
+from typing import BinaryIO, Protocol
 
 _GZIP_WBITS = 16 + zlib.MAX_WBITS  # zlib with the gzip header and trailer
 
@@ -147,3 +150,44 @@ class AllOfCheck:
     def problem(self) -> str | None:
         problems = [p for p in (check.problem() for check in self._checks) if p is not None]
         return "; ".join(problems) if problems else None
+
+
+class SpooledGitBlobSha1Check:
+    """The bytes are the git blob `expected` when nobody published their size: the hash starts
+    with the header ``blob <size>\\0``, so the bytes are copied to an anonymous file in
+    `spool_dir` (the cache's staging area: the same disk, no name, gone when closed or when the
+    process dies) and hashed with their header once the last one arrived. It costs one more
+    write and read of the file, never memory. With a published size, GitBlobSha1Check hashes
+    as the bytes stream by instead."""
+
+    def __init__(self, expected: str, spool_dir: Path) -> None:
+        self._expected = expected.lower()
+        self._dir = spool_dir
+        self._spool: BinaryIO | None = None  # opened with the first bytes: in the caller's try
+        self._size = 0
+        self._verdict: str | None = None
+        self._done = False
+
+    def update(self, chunk: bytes) -> None:
+        if self._spool is None:
+            self._dir.mkdir(parents=True, exist_ok=True)
+            self._spool = tempfile.TemporaryFile(dir=self._dir)  # noqa: SIM115 - closed in problem()
+        self._spool.write(chunk)
+        self._size += len(chunk)
+
+    def problem(self) -> str | None:
+        if not self._done:
+            digest = hashlib.sha1(f"blob {self._size}\0".encode("ascii"), usedforsecurity=False)
+            spool = self._spool
+            if spool is not None:
+                with spool:
+                    spool.seek(0)
+                    for block in iter(lambda: spool.read(1 << 20), b""):
+                        digest.update(block)
+            got = digest.hexdigest()
+            if got != self._expected:
+                self._verdict = (
+                    f"git blob id {_short(got)} is not the expected {_short(self._expected)}"
+                )
+            self._done = True
+        return self._verdict

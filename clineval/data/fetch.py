@@ -10,9 +10,11 @@ rule as ``clineval data verify``: kept when it is good, downloaded again when it
 Official addresses are the raw GitHub URLs, at pinned commits, of the public mirrors named in
 docs/data-sources.md (for ClinConsensus: the authors' repository for the judge prompt, and
 the Hugging Face hub for the cases, which have no published hash: see
-clineval.data.clinconsensus_fetch). Two upstream files are served uncompressed while the data
-root keeps them gzipped (BioC XML): those are checked against the manifest's
-``sha256_uncompressed`` (bounded by ``size_uncompressed``) and gzipped on the way to disk.
+clineval.data.clinconsensus_fetch; for TCM-SD: the authors' repository, its files checked by
+their git blob ids and its archives unpacked: clineval.data.tcm_sd_fetch). Two upstream
+files are served uncompressed while the data root keeps them gzipped (BioC XML): those are
+checked against the manifest's ``sha256_uncompressed`` (bounded by ``size_uncompressed``) and
+gzipped on the way to disk.
 ``base_url`` replaces the whole address with ``<base_url>/<relative path>``: a mirror laid out
 like the data root (e.g. ``python -m http.server`` in a data directory); files are then taken as
 they are: the exact bytes, or for a ``.gz`` another gzip of the same content.
@@ -120,6 +122,8 @@ SOURCES: dict[str, tuple[Source, ...]] = {
     ),
     # The official judge prompt's source (pinned); the cases follow in _unpinned_step.
     "clinconsensus": (Source(PROMPT_RELATIVE, PROMPT_URL),),
+    # Pinned by git blob ids, not by the package manifest: all of it in _unpinned_step.
+    "tcm-sd": (),
 }
 
 
@@ -130,6 +134,19 @@ def _unpinned_step(name: str) -> Callable[[Path, str | None, RetryPolicy], list[
         from clineval.data.clinconsensus_fetch import fetch_unpinned
 
         return fetch_unpinned
+    if name == "tcm-sd":
+        from clineval.data.tcm_sd_fetch import fetch_tcm_sd
+
+        return fetch_tcm_sd
+    return None
+
+
+def notice(name: str) -> str | None:
+    """What a user must know about a corpus once it is fetched (its license terms)."""
+    if name == "tcm-sd":
+        from clineval.data.tcm_sd_fetch import LICENSE_NOTICE
+
+        return LICENSE_NOTICE
     return None
 
 
@@ -149,7 +166,9 @@ def fetch(
     wanted = [s for s in SOURCES[name] if s.url is not None or base_url is not None]
     out = []
     try:
-        for source in track(wanted, total=len(wanted), description=f"fetch {name}"):
+        for source in (
+            track(wanted, total=len(wanted), description=f"fetch {name}") if wanted else ()
+        ):
             entry = manifest_entry(source.relative)
             if entry is None or entry.sha256 is None:
                 raise InputError(f"no checksum for {source.relative} in the package manifest")

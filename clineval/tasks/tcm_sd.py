@@ -20,11 +20,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from clineval.data.cache import default_cache_dir
 from clineval.data.tcm_sd import SPLITS, VOCAB_NAME, find_file, find_split
 from clineval.plan import CallPlan
 from clineval.tasks.base import DataFileStatus, RunContext, Task, TaskResult
 from clineval.tasks.tcm_options import TCM_OPTIONS
-from clineval.tasks.tcm_sd_data import TASK, TcmData, load_data, pending, record_fields
+from clineval.tasks.tcm_sd_data import (
+    TASK,
+    TcmData,
+    fetched_split,
+    load_data,
+    pending,
+    record_fields,
+)
 from clineval.tasks.tcm_sd_predict import predict_data
 from clineval.tasks.tcm_sd_score import evaluate_data
 
@@ -38,11 +46,15 @@ class TcmSdTask(Task[TcmData]):
 
     def data_status(self, data_root: Path | None) -> list[DataFileStatus]:
         out = []
+        roots = [data_root] if data_root else []
         for split in SPLITS:
             path, synthetic = find_split(data_root, split) if data_root else (None, False)
             status = "missing" if path is None else ("ok (synthetic)" if synthetic else "ok")
+            if path is None and fetched_split(split) is not None:
+                status = "ok (fetch cache)"  # where the run will take it from
+                roots += [default_cache_dir()] if default_cache_dir() not in roots else []
             out.append(DataFileStatus(f"tcm-sd/{split}.json", status))
-        vocab = find_file([data_root], (VOCAB_NAME,)) if data_root else None
+        vocab = find_file(roots, (VOCAB_NAME,))
         out.append(DataFileStatus(f"tcm-sd/zy-bert/{VOCAB_NAME}", "ok" if vocab else "missing"))
         return out
 

@@ -1,6 +1,7 @@
 """TCM-SD samples: what a run evaluates, and which of them still lack a stored prediction.
 
-The official JSON Lines splits come from the data root; only when asked with
+The official JSON Lines splits come from the data root, or from the cache of
+`clineval data fetch tcm-sd` when the data root has none; only when asked with
 `--option tcm.data=synthetic` is the project's synthetic fixture generated into the run
 directory instead. The 148 labels are read in vocabulary order; --dedupe / --limit / --shard
 choose the evaluated samples. Options are read through their typed declarations
@@ -15,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from clineval.data.cache import default_cache_dir
 from clineval.data.checksums import sha256_file
 from clineval.data.tcm_norm import NormTable, load_norm_table
 from clineval.data.tcm_sd import (
@@ -42,10 +44,11 @@ TASK = "tcm-sd"
 KIND = "prediction"  # the run-store record kind of one model output
 FIXTURE_DIR = "tcm-sd-synthetic-fixture"
 MISSING_HELP = (
-    "the official TCM-SD splits are missing: put train.json, dev.json and test.json "
-    "(JSON Lines from Borororo/ZY-BERT: TCM_SD_train_dev.zip and test.json, or Tianchi dataset "
-    "139034; see tcm-sd/SOURCE.md) in <data root>/tcm-sd/, or run on the project's SYNTHETIC "
-    "fixture with --option tcm.data=synthetic (its scores are not TCM-SD results)"
+    "the official TCM-SD splits are missing: run `clineval data fetch tcm-sd` (downloads and "
+    "verifies them from Borororo/ZY-BERT into the fetch cache, where this task finds them), or "
+    "put train.json, dev.json and test.json (see docs/data-sources.md) in <data root>/tcm-sd/, "
+    "or run on the project's SYNTHETIC fixture with --option tcm.data=synthetic (its scores "
+    "are not TCM-SD results)"
 )
 
 
@@ -79,6 +82,25 @@ def label_roots(data_root: Path, ctx_root: Path | None) -> list[Path]:
     return roots
 
 
+def fetched_split(split: str) -> Path | None:
+    """The official `split` in the cache of `clineval data fetch tcm-sd`, if it is there."""
+    path, synthetic = find_split(default_cache_dir(), split)
+    return path if path is not None and not synthetic else None
+
+
+def official_root(data_root: Path | None, split: str) -> Path:
+    """Where the official splits are: the data root when it holds `split`; else the cache of
+    `clineval data fetch tcm-sd` ($CLINEVAL_CACHE_DIR or the default) when it does, so a
+    fetch is found without flags; else the data root, whose missing split is then the error."""
+    if data_root is not None and find_split(data_root, split)[0] is not None:
+        return data_root
+    if fetched_split(split) is not None:
+        return default_cache_dir()
+    if data_root is None:
+        raise InputError("no data root: " + MISSING_HELP)
+    return data_root
+
+
 def synthetic_root(ctx: RunContext) -> Path:
     """The run's synthetic fixture, generated once into the run directory (deterministic for
     the run's seed and scale, so `clineval score` finds the same data)."""
@@ -108,12 +130,7 @@ def record_fields(ctx: RunContext) -> tuple[str, ...]:
 def load_data(ctx: RunContext) -> TcmData:
     source: str = option(ctx, "data")
     split: str = option(ctx, "split")
-    if source == "synthetic":
-        root = synthetic_root(ctx)
-    elif ctx.data_root is None:
-        raise InputError("no data root: " + MISSING_HELP)
-    else:
-        root = ctx.data_root
+    root = synthetic_root(ctx) if source == "synthetic" else official_root(ctx.data_root, split)
     eval_path, eval_synthetic = find_split(root, split)
     train_path, _ = find_split(root, "train")
     if eval_path is None:
