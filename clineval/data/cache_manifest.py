@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from clineval.errors import InputError
+from clineval.jsonio import read_json_file
 from clineval.rundir import atomic_write_text
 
 CACHE_MANIFEST = "cache_manifest.json"
@@ -52,10 +53,12 @@ def recorded_files(root: Path) -> dict[str, dict[str, Any]]:
     if not path.is_file():
         return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        data = read_json_file(path, "cache manifest")
+    except InputError as exc:
         raise InputError(
-            f"damaged cache manifest ({exc}); delete it and fetch again", path=path
+            f"damaged cache manifest ({exc.message}); delete it and fetch again",
+            path=path,
+            line=exc.line,
         ) from None
     files = data.get("files") if isinstance(data, dict) else None
     if not isinstance(files, dict):

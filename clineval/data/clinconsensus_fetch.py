@@ -28,7 +28,6 @@ CASES_SIZE_CAP, as a mirror gives no size).
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import re
@@ -46,6 +45,7 @@ from clineval.data.clinconsensus import OFFICIAL_RELATIVE_PATH, parse_case
 from clineval.data.digests import AllOfCheck, GitBlobSha1Check, Sha256Check, StreamCheck
 from clineval.data.download import DOWNLOAD_RETRY, SizeBound, download_verified, safe_url
 from clineval.errors import InputError
+from clineval.jsonio import JsonProblem, parse_json
 from clineval.retry import RetryPolicy, parse_retry_after
 from clineval.secrets import redact
 
@@ -99,9 +99,9 @@ class CasesCheck:
         if not text.strip():
             return
         try:
-            row = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise self._fail(f"invalid JSON: {exc.msg}") from None
+            row = parse_json(text, self._shown)
+        except JsonProblem as exc:
+            raise self._fail(f"invalid JSON: {exc.reason}") from None
         if not isinstance(row, dict):
             raise self._fail("expected a JSON object")
         try:
