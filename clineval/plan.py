@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from clineval.models.chat_store import is_usable_stored_call
+from clineval.models.extra_body import extra_body_for, with_extra_body
 from clineval.models.llm_base import ChatRequest, request_key
 from clineval.models.usage import PriceTable, find_price
 from clineval.store import RunStore
@@ -68,8 +69,9 @@ class PlannedCalls:
 class CallPlan:
     """Collects the requests tasks would send; tells stored calls from calls to make."""
 
-    def __init__(self, store: RunStore):
+    def __init__(self, store: RunStore, options: Mapping[str, str] | None = None):
         self._store = store
+        self._options = options or {}  # the run's: a call's extra request fields come from it
         self._rows: dict[tuple[str, str, str], PlannedCalls] = {}
 
     def _row(self, task: str, role: str, model: str) -> PlannedCalls:
@@ -84,6 +86,8 @@ class CallPlan:
         """One request that the run would send; returns the stored call if the store has it
         (then it is free), else None."""
         row = self._row(task, role, model)
+        # keyed as its model will send it: with the role's extra request fields
+        request = with_extra_body(request, extra_body_for(self._options, role))
         _, key = request_key(request, model)
         stored = self._store.get_call(key)
         if is_usable_stored_call(stored):

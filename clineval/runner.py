@@ -270,7 +270,7 @@ def plan(config: RunConfig, output_dir: Path) -> dict[str, Any]:
     _check_resume_compatible(output_dir, config)
     with _existing_store(output_dir) as store:
         ctx = _make_context(config, output_dir, store)
-        calls = CallPlan(store)
+        calls = CallPlan(store, config.options)
         for name in config.tasks:
             task = get_task(name)
             task.plan(ctx, task.load(ctx), calls)

@@ -13,6 +13,8 @@ usage), via `StoredChatModel`.
   reproducible. max_tokens -> max_new_tokens (default 512).
 - A failure to generate (a prompt past the model's positions, a chat template that refuses a
   role, ...) is a ChatError("bad_request") of that call: reported by the task, never a crash.
+- `chat_template_kwargs` of --option llm.extra_body (e.g. {"enable_thinking": false} for a
+  Qwen3 judge) are keyword arguments of apply_chat_template (clineval.models.extra_body).
 - `response_format` cannot be enforced in-process: it is ignored, and the judge reads its
   verdict from plain text (its parser handles fenced and bare JSON).
 - Token usage is exact (the tokenizer's counts).
@@ -33,6 +35,7 @@ from clineval.concurrency import RunCallState
 from clineval.errors import InputError
 from clineval.jsonio import read_json_file
 from clineval.models.chat_store import StoredChatModel
+from clineval.models.extra_body import template_kwargs
 from clineval.models.hf_checkpoint import load_checkpoint
 from clineval.models.llm_base import ChatError, ChatRequest
 from clineval.store import RunStore
@@ -80,7 +83,9 @@ class HFGenerator:
         """A chat.completion dict for `request` (blocking)."""
         torch, tokenizer = self._torch, self.tokenizer
         messages = [{"role": role, "content": content} for role, content in request.messages]
-        prompt = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        prompt = tokenizer.apply_chat_template(
+            messages, add_generation_prompt=True, tokenize=False, **template_kwargs(request)
+        )
         encoded = tokenizer(prompt, return_tensors="pt", add_special_tokens=False)
         max_new = request.max_tokens or DEFAULT_MAX_NEW_TOKENS
         prompt_tokens = int(encoded["input_ids"].shape[1])

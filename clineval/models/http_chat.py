@@ -60,6 +60,8 @@ class HTTPChatModel(StoredChatModel):
             body["seed"] = request.seed
         if request.response_format is not None:
             body["response_format"] = request.response_format
+        if request.extra_body:  # never a field set above (clineval.models.extra_body)
+            body.update(request.extra_body)
         return body
 
     async def _complete(self, request: ChatRequest) -> dict[str, Any]:

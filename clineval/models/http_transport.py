@@ -21,6 +21,10 @@ from clineval.models.http_errors import (
 
 TRANSPORTS = ("aiohttp", "openai", "openai-httpx")
 DEFAULT_TRANSPORT = "aiohttp"
+# Fields the SDK's create() takes by name; any other field of a body goes in its extra_body.
+_SDK_FIELDS = frozenset(
+    {"model", "messages", "temperature", "max_tokens", "seed", "response_format"}
+)
 
 
 class Transport(Protocol):
@@ -113,9 +117,11 @@ class OpenAISDKTransport:
         openai = self._openai
         host = safe_host(base_url)
         try:
+            known = {k: v for k, v in body.items() if k in _SDK_FIELDS}
+            extra = {k: v for k, v in body.items() if k not in _SDK_FIELDS}
             async with asyncio.timeout(timeout_s):
                 completion = await self._client(base_url).chat.completions.create(
-                    **body, timeout=timeout_s
+                    **known, extra_body=extra or None, timeout=timeout_s
                 )
         except (TimeoutError, openai.APITimeoutError) as exc:
             if _refused(exc):  # the SDK's aiohttp adapter reports a refused connect as timeout

@@ -40,6 +40,7 @@ from urllib.parse import urlsplit
 from clineval.concurrency import RunCallState
 from clineval.errors import InputError
 from clineval.models.backends import resolve_backend
+from clineval.models.extra_body import ExtraBodyModel, check_in_process, extra_body_for
 from clineval.models.http_chat import HTTPChatModel
 from clineval.models.http_errors import safe_host
 from clineval.models.http_transport import DEFAULT_TRANSPORT, TRANSPORTS, make_transport
@@ -142,7 +143,7 @@ async def _shared_llamacpp(
 
 
 @asynccontextmanager
-async def open_chat_model(
+async def _open_backend(
     spec: ModelSpec,
     runtime: ModelRuntime,
     role: str = "candidate",
@@ -215,3 +216,22 @@ async def open_chat_model(
             f"{spec.label} is not a chat model (LLM tasks need openai:MODEL[@URL], "
             "llamacpp:PATH.gguf or hf:PATH of a causal language model)"
         )
+
+
+@asynccontextmanager
+async def open_chat_model(
+    spec: ModelSpec,
+    runtime: ModelRuntime,
+    role: str = "candidate",
+    *,
+    retry: RetryPolicy | None = None,
+    transport: str | None = None,
+) -> AsyncIterator[ChatModel]:
+    """The model of `_open_backend`, its calls carrying the run's extra request fields for
+    `role` (--option llm.extra_body / llm.judge_extra_body, clineval.models.extra_body): a
+    model without them is returned as it is."""
+    extra = extra_body_for(runtime.config.options, role)
+    if extra and spec.backend == "hf":
+        check_in_process(extra, spec.label)
+    async with _open_backend(spec, runtime, role, retry=retry, transport=transport) as model:
+        yield ExtraBodyModel(model, extra) if extra else model

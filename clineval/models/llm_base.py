@@ -23,9 +23,13 @@ class ChatRequest:
     response_format: dict[str, Any] | None = None
     # Version of the prompt template that built `messages`; part of the cache key.
     template_version: str = ""
+    # Extra fields of the request body (clineval.models.extra_body: --option llm.extra_body),
+    # e.g. vLLM's chat_template_kwargs. In the cache key only when given, so a call without
+    # extra fields keeps the key it had before the field existed (old run stores resume).
+    extra_body: dict[str, Any] | None = None
 
     def cache_payload(self, model_label: str) -> dict[str, Any]:
-        return {
+        payload: dict[str, Any] = {
             "model": model_label,
             "messages": [list(m) for m in self.messages],
             "temperature": self.temperature,
@@ -34,6 +38,9 @@ class ChatRequest:
             "response_format": self.response_format,
             "template_version": self.template_version,
         }
+        if self.extra_body:
+            payload["extra_body"] = self.extra_body
+        return payload
 
 
 def request_key(request: ChatRequest, model_label: str) -> tuple[str, str]:

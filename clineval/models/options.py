@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from clineval.models.extra_body import parse_extra_body
 from clineval.models.llm import DEFAULT_TRANSPORT, TRANSPORTS
 from clineval.options import Option, OptionGroup, choice, integer, number
 
@@ -16,6 +17,19 @@ LLM_OPTIONS = OptionGroup(
             None,
         ),
         Option("backoff_max_s", number(0.0), "longest wait between retries, seconds", None),
+        Option(
+            "extra_body",
+            parse_extra_body,
+            "JSON object of extra request fields for every chat call, e.g. "
+            '{"chat_template_kwargs": {"enable_thinking": false}} (part of the cache key)',
+            None,
+        ),
+        Option(
+            "judge_extra_body",
+            parse_extra_body,
+            "JSON object of extra request fields for judge calls, merged over extra_body",
+            None,
+        ),
         Option(
             "transport",
             choice(*TRANSPORTS),
