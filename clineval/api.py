@@ -100,7 +100,7 @@ def _config(tasks: str | Sequence[str], model: str | None, settings: dict[str, A
                 "clineval.run: model= is missing (or verdicts=FILE to score a verdicts file)"
             )
         model = f"predictions:{verdicts}"  # as on the command line: the file is the model
-    for name in ("base_urls", "judges"):
+    for name in ("base_urls", "judges", "judge_base_urls"):
         if name in settings:
             settings[name] = _as_list(settings[name])
     if "options" in settings:
@@ -118,7 +118,7 @@ def run(
 ) -> RunResult:
     """Run (or resume) `tasks` with `model` into `output_dir`, as `clineval run` does, and
     return the run. Settings take the RunConfig names: data_dir, limit, seed, base_urls,
-    judges, concurrency, cases, verdicts, judge_prompt, judge_errors_as_unmet,
+    judges, judge_base_urls, concurrency, cases, verdicts, judge_prompt, judge_errors_as_unmet,
     max_judge_error_rate, shard, dedupe, temperature, max_tokens, timeout_s, max_retries,
     price_table, options ({"KEY": "VALUE"} or ["KEY=VALUE"]). `wait=True` waits for another
     process using output_dir (--wait).

@@ -53,7 +53,8 @@ def print_plan(summary: dict[str, Any]) -> None:
             f"{row['task']} {row['role']}\n{row['model']}",
             f"{row['to_send']:,}",
             f"{row['stored']:,}",
-            f"{row['prompt_tokens']:,}",
+            f"{row['prompt_tokens']:,}"
+            + (f"\n{shared:,} shared" if (shared := row["shared_prefix_tokens"]) else ""),
             ceiling + (f"\n+{unbounded:,} unbounded" if unbounded else ""),
             f"{_money(row['cost_low'])} ..\n{_money(row['cost_high'])}"
             if row["cost_low"] is not None
@@ -73,7 +74,14 @@ def print_plan(summary: dict[str, Any]) -> None:
     )
     stdout.print(
         f"total: {summary['to_send']:,} calls to send, {summary['stored']:,} already stored; "
-        f"~{summary['prompt_tokens']:,} prompt tokens, at most "
+        f"~{summary['prompt_tokens']:,} prompt tokens"
+        + (
+            f" (~{summary['shared_prefix_tokens']:,} of them in shared prefixes, which a "
+            "server's prompt cache can skip)"
+            if summary["shared_prefix_tokens"]
+            else ""
+        )
+        + ", at most "
         f"{summary['max_completion_tokens']:,} completion tokens; cost {total_cost}"
     )
     bounded = sum(r["bounded_prompts"] for r in summary["rows"])

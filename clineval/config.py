@@ -8,19 +8,28 @@ the flag, before anything is loaded or written.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from clineval.errors import InputError
 from clineval.models.spec import ModelSpec, check_base_url
-from clineval.shard import parse_shard
+from clineval.shard import is_auto, parse_shard, resolve_auto
 
 # Command-line flag of each field whose name is not simply --field-name.
 _FLAGS = {
     "timeout_s": "--timeout",
     "base_urls": "--base-url",
     "judges": "--judge",
+    "judge_base_urls": "--judge-base-url",
     "options": "--option",
     "tasks": "TASK",
 }
@@ -40,6 +49,8 @@ class RunConfig(BaseModel):
     seed: int = Field(default=0, ge=0)
     base_urls: list[str] = Field(default_factory=list)
     judges: list[str] = Field(default_factory=list)
+    # A judge's own replicas: "URL" (the one judge) or "JUDGE=URL" (see judge_base_urls_of).
+    judge_base_urls: list[str] = Field(default_factory=list)
     concurrency: int = Field(default=16, ge=1)
     cases: str | None = None
     verdicts: str | None = None
@@ -47,7 +58,7 @@ class RunConfig(BaseModel):
     judge_errors_as_unmet: bool = False
     # allow_inf_nan=False: `nan` compares false with everything and would switch the bound off
     max_judge_error_rate: float = Field(default=0.02, ge=0.0, le=1.0, allow_inf_nan=False)
-    shard: str | None = None  # "I/N"
+    shard: str | None = None  # "I/N" ("auto" / "auto/N" is resolved from the environment)
     dedupe: bool = False
     temperature: float = Field(default=0.0, ge=0.0, allow_inf_nan=False)
     max_tokens: int | None = Field(default=None, ge=1)
@@ -62,6 +73,8 @@ class RunConfig(BaseModel):
     @classmethod
     def _valid_shard(cls, value: str | None) -> str | None:
         if value is not None:
+            if is_auto(value):  # kept resolved: the manifest and merge see I/N
+                value = resolve_auto(value, os.environ)
             parse_shard(value)
         return value
 
@@ -87,6 +100,54 @@ class RunConfig(BaseModel):
             check_base_url(url, "--base-url")
         return value
 
+    @model_validator(mode="after")
+    def _valid_judge_base_urls(self) -> RunConfig:
+        for item in self.judge_base_urls:
+            judge, url = _split_judge_url(item)
+            check_base_url(url, "--judge-base-url")
+            self._judge_of(judge, item)
+        return self
+
+    def _judge_of(self, name: str | None, item: str) -> str:
+        """The --judge (or, without --judge, the candidate that judges) that `name` names."""
+        judges = self.judges or [self.model]
+        if name is None:
+            if len(judges) != 1:
+                raise InputError(
+                    f"--judge-base-url {_shown(item)}: there are {len(judges)} judges; "
+                    "write JUDGE=URL"
+                )
+            found = judges[0]
+        else:
+            matches = [j for j in judges if name in _names(j)]
+            if not matches:
+                labels = ", ".join(ModelSpec.parse(j).label for j in judges)
+                raise InputError(
+                    f"--judge-base-url {_shown(item)}: {name!r} is not a judge of this run "
+                    f"(judges: {labels})"
+                )
+            found = matches[0]
+        if ModelSpec.parse(found).backend != "openai":
+            raise InputError(
+                f"--judge-base-url {_shown(item)}: {ModelSpec.parse(found).label} is not an "
+                "openai: model (base URLs are for OpenAI-compatible servers)"
+            )
+        return found
+
+    def judge_base_urls_of(self, judge: str) -> tuple[str, ...]:
+        """The replicas of `judge` (one of --judge, or the candidate judging its own answers)
+        besides any @URL in its spec: its --judge-base-url entries; without any, --base-url
+        when the judge is the candidate model itself, else none."""
+        own = tuple(
+            url
+            for item in self.judge_base_urls
+            for name, url in [_split_judge_url(item)]
+            if self._judge_of(name, item) == judge
+        )
+        if own:
+            return own
+        return tuple(self.base_urls) if judge == self.model else ()
+
     @classmethod
     def checked(cls, **settings: Any) -> RunConfig:
         """A RunConfig from user settings; InputError (naming the flag) for a bad one."""
@@ -106,6 +167,28 @@ class RunConfig(BaseModel):
             raise InputError(
                 f"the manifest's config is not valid: {input_error(exc).message}", path=path
             ) from None
+
+
+def _split_judge_url(item: str) -> tuple[str | None, str]:
+    """ "URL" -> (None, URL); "JUDGE=URL" -> (JUDGE, URL)."""
+    if item.strip().lower().startswith(("http://", "https://")):
+        return None, item.strip()
+    name, sep, url = item.partition("=")
+    if not sep or not name.strip():
+        raise InputError(f"--judge-base-url {_shown(item)} is not URL or JUDGE=URL")
+    return name.strip(), url.strip()
+
+
+def _names(judge: str) -> tuple[str, str, str]:
+    """What a user may call a judge in JUDGE=URL: as written, its label, its model name."""
+    spec = ModelSpec.parse(judge)
+    return judge, spec.label, spec.name
+
+
+def _shown(item: str) -> str:
+    from clineval.secrets import redact
+
+    return repr(redact(item)[:120])
 
 
 def input_error(exc: ValidationError) -> InputError:

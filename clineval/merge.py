@@ -37,7 +37,16 @@ log = logging.getLogger("clineval")
 
 # Config fields that may differ between the shards of one run (they do not change answers).
 _HOW_FIELDS = frozenset(
-    {"shard", "base_urls", "concurrency", "timeout_s", "max_retries", "data_dir", "price_table"}
+    {
+        "shard",
+        "base_urls",
+        "judge_base_urls",
+        "concurrency",
+        "timeout_s",
+        "max_retries",
+        "data_dir",
+        "price_table",
+    }
 )
 _TABLES = ("calls", "records", "artifacts")
 

@@ -10,6 +10,12 @@ one per four other characters (Chinese text is ~1-1.5 tokens a character in comm
 tokenizers; English ~4 characters a token). Calls whose prompt contains an answer that does
 not exist yet (a ClinConsensus judge call before the candidate has answered) are counted with
 the candidate's max_tokens in place of the answer: an upper bound. Retries are not counted.
+
+Shared prefixes: calls with the same prefix key (ChatRequest.prefix_key: a ClinConsensus
+case's judge calls) repeat the start of their prompt; `shared_prefix_tokens` counts, for every
+such call after the first, the estimated tokens it shares with the key's first call: what a
+server's prompt cache could skip. The low end of the cost range prices them at
+`cached_input_per_1m` (when the price table gives it), the high end as uncached input.
 """
 
 from __future__ import annotations
@@ -43,6 +49,19 @@ def estimate_tokens(text: str) -> int:
     return wide + (narrow + 3) // 4
 
 
+def common_prefix_length(a: str, b: str) -> int:
+    """Length of the longest common prefix of `a` and `b` (binary search over slice
+    comparisons, which run in C: a judge prompt is thousands of characters)."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[:middle] == b[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
 def request_tokens(request: ChatRequest) -> int:
     """Estimated prompt tokens of a chat request (messages + ~4 tokens of framing each)."""
     return sum(estimate_tokens(content) + 4 for _, content in request.messages)
@@ -61,6 +80,7 @@ class PlannedCalls:
     max_completion_tokens: int = 0  # ceiling: max_tokens of each call to send
     bounded_prompts: int = 0  # of the calls to send: prompt estimated with an upper bound
     unbounded_replies: int = 0  # of the calls to send: no max_tokens, no completion ceiling
+    shared_prefix_tokens: int = 0  # of prompt_tokens: prefixes repeated under one prefix key
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -73,6 +93,22 @@ class CallPlan:
         self._store = store
         self._options = options or {}  # the run's: a call's extra request fields come from it
         self._rows: dict[tuple[str, str, str], PlannedCalls] = {}
+        # (model, prefix key) -> the prompt text of the key's first call to send
+        self._prefixes: dict[tuple[str, str], str] = {}
+
+    def _shared_tokens(self, model: str, request: ChatRequest, unknown_tokens: int = 0) -> int:
+        """Estimated prompt tokens this call shares with the first call of its prefix key
+        (0 for that first call and for calls without a key). `unknown_tokens` of a bounded
+        prompt stand inside the shared part (the answer comes before the criterion)."""
+        if request.prefix_key is None:
+            return 0
+        text = "\n".join(content for _, content in request.messages)
+        key = (model, request.prefix_key)
+        first = self._prefixes.get(key)
+        if first is None:
+            self._prefixes[key] = text
+            return 0
+        return estimate_tokens(text[: common_prefix_length(first, text)]) + unknown_tokens
 
     def _row(self, task: str, role: str, model: str) -> PlannedCalls:
         key = (task, role, model)
@@ -95,6 +131,7 @@ class CallPlan:
             return stored
         row.to_send += 1
         row.prompt_tokens += request_tokens(request)
+        row.shared_prefix_tokens += self._shared_tokens(model, request)
         row.max_completion_tokens += request.max_tokens or 0
         if request.max_tokens is None:
             row.unbounded_replies += 1
@@ -108,6 +145,7 @@ class CallPlan:
         row.to_send += 1
         row.bounded_prompts += 1
         row.prompt_tokens += request_tokens(request) + unknown_tokens
+        row.shared_prefix_tokens += self._shared_tokens(model, request, unknown_tokens)
         row.max_completion_tokens += request.max_tokens or 0
         if request.max_tokens is None:
             row.unbounded_replies += 1
@@ -132,8 +170,9 @@ def plan_summary(rows: list[PlannedCalls], prices: PriceTable) -> dict[str, Any]
             item["cost_low"] = item["cost_high"] = None
             priced_all = priced_all and row.to_send == 0
         else:
-            # low: prompts only; high: every call writes its whole max_tokens
-            item["cost_low"] = price.cost(row.prompt_tokens, 0)
+            # low: prompts only, shared prefixes served from a prompt cache; high: no cache
+            # hits and every call writes its whole max_tokens
+            item["cost_low"] = price.cost(row.prompt_tokens, 0, row.shared_prefix_tokens)
             item["cost_high"] = price.cost(row.prompt_tokens, row.max_completion_tokens)
             total_low += item["cost_low"]
             total_high += item["cost_high"]
@@ -143,6 +182,7 @@ def plan_summary(rows: list[PlannedCalls], prices: PriceTable) -> dict[str, Any]
         "to_send": sum(r.to_send for r in rows),
         "stored": sum(r.stored for r in rows),
         "prompt_tokens": sum(r.prompt_tokens for r in rows),
+        "shared_prefix_tokens": sum(r.shared_prefix_tokens for r in rows),
         "max_completion_tokens": sum(r.max_completion_tokens for r in rows),
         "cost_low": total_low if priced_all else None,
         "cost_high": total_high if priced_all else None,

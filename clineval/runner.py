@@ -87,6 +87,7 @@ def public_config(config: RunConfig) -> dict[str, Any]:
     data["model"] = redact(data["model"])
     data["judges"] = [redact(j) for j in data["judges"]]
     data["base_urls"] = [redact(u) for u in data["base_urls"]]
+    data["judge_base_urls"] = [redact(u) for u in data["judge_base_urls"]]
     return data
 
 

@@ -6,12 +6,18 @@ samples exist, so the N shards are disjoint, together cover everything, and a sh
 later (resume) picks exactly the same samples. Apply it AFTER --limit: `--limit 100 --shard
 1/4` runs shard 1 of the first 100 samples, and merging the four shards gives the unsharded
 `--limit 100` run.
+
+`--shard auto` takes I and N from a job array's environment, so one command line serves every
+task of the array (`resolve_auto`): a Slurm array (SLURM_ARRAY_TASK_ID, _COUNT, _MIN and
+_STEP: I = (ID - MIN) / STEP + 1, N = COUNT) or a Kubernetes Indexed Job
+(JOB_COMPLETION_INDEX + 1, with N given as `--shard auto/N`: a pod is not told its Job's
+completions). The run records the resolved I/N, so `clineval merge` sees ordinary shards.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TypeVar
 
 from clineval.errors import InputError
@@ -29,6 +35,85 @@ def parse_shard(spec: str) -> tuple[int, int]:
     if not sep or count < 1 or not 1 <= index <= count:
         raise InputError(f"--shard {spec!r} is not I/N with 1 <= I <= N (e.g. 1/4 ... 4/4)")
     return index, count
+
+
+SLURM_VARIABLES = (
+    "SLURM_ARRAY_TASK_ID",
+    "SLURM_ARRAY_TASK_COUNT",
+    "SLURM_ARRAY_TASK_MIN",
+    "SLURM_ARRAY_TASK_STEP",
+)
+KUBERNETES_INDEX = "JOB_COMPLETION_INDEX"
+
+
+def is_auto(spec: str) -> bool:
+    return spec.strip().lower().split("/", 1)[0] == "auto"
+
+
+def _whole(environ: Mapping[str, str], name: str, default: int | None = None) -> int:
+    raw = environ.get(name)
+    if raw is None or not raw.strip():
+        if default is None:
+            raise InputError(f"--shard auto: {name} is not set (SLURM_ARRAY_TASK_ID is)")
+        return default
+    try:
+        return int(raw.strip())
+    except ValueError:
+        raise InputError(f"--shard auto: {name}={raw[:40]!r} is not a whole number") from None
+
+
+def resolve_auto(spec: str, environ: Mapping[str, str]) -> str:
+    """ "auto" or "auto/N" -> "I/N" from a job array's environment (see the module doc);
+    InputError naming --shard when the environment does not give a shard."""
+    _, sep, count_text = spec.strip().partition("/")
+    given: int | None = None
+    if sep:
+        try:
+            given = int(count_text)
+        except ValueError:
+            given = 0
+        if given < 1:
+            raise InputError(f"--shard {spec!r}: write auto or auto/N with N >= 1")
+    slurm = environ.get("SLURM_ARRAY_TASK_ID", "").strip()
+    kube = environ.get(KUBERNETES_INDEX, "").strip()
+    if slurm and kube:
+        raise InputError(
+            f"--shard auto: both SLURM_ARRAY_TASK_ID and {KUBERNETES_INDEX} are set; "
+            "give --shard I/N"
+        )
+    if slurm:
+        task_id = _whole(environ, "SLURM_ARRAY_TASK_ID")
+        count = _whole(environ, "SLURM_ARRAY_TASK_COUNT")
+        first = _whole(environ, "SLURM_ARRAY_TASK_MIN", 0)
+        step = max(1, _whole(environ, "SLURM_ARRAY_TASK_STEP", 1))
+        offset, off_step = divmod(task_id - first, step)
+        if off_step or not 0 <= offset < count or count < 1:
+            raise InputError(
+                f"--shard auto: array task {task_id} is not one of {count} tasks from "
+                f"{first} by {step} (the array must be a range, e.g. --array=0-{count - 1})"
+            )
+        if given is not None and given != count:
+            raise InputError(
+                f"--shard auto/{given}: the Slurm array has {count} tasks (SLURM_ARRAY_TASK_COUNT)"
+            )
+        return f"{offset + 1}/{count}"
+    if kube:
+        index = _whole(environ, KUBERNETES_INDEX)
+        if given is None:
+            raise InputError(
+                f"--shard auto: {KUBERNETES_INDEX}={index} gives this pod's index, not the "
+                "number of shards: write --shard auto/N with N = the Job's completions"
+            )
+        if not 0 <= index < given:
+            raise InputError(
+                f"--shard auto/{given}: {KUBERNETES_INDEX}={index} is not below {given} "
+                "(N must be the Job's completions)"
+            )
+        return f"{index + 1}/{given}"
+    raise InputError(
+        "--shard auto: no job array in the environment (SLURM_ARRAY_TASK_ID of a Slurm array "
+        f"job, or {KUBERNETES_INDEX} of a Kubernetes Indexed Job); give --shard I/N"
+    )
 
 
 def shard_of(sample_id: str, count: int) -> int:

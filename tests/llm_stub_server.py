@@ -29,6 +29,12 @@ Behaviours (a script is consumed one entry per chat request, then `default` appl
 Without "content", the reply is deterministic in the request: with a `response_format` a JSON
 verdict {"explanation": ..., "criteria_met": bool} (bool from the request hash), else a short
 text. `"content_by_key": {KEY: text}` in a behaviour overrides the reply per request key.
+`"prefix_cache": true` in an "ok" behaviour plays a server's prompt cache: the prompt's
+longest common prefix with the last 256 prompts this stub saw counts as cached
+(`usage.prompt_tokens_details.cached_tokens`, 4 characters a token), and stats()
+["prefill_tokens"] sums what was not (what llama.cpp's prompt_tokens_total counts).
+Stats also count the top-level request fields (`fields`) and list the `prompt_cache_key`
+values in arrival order (`cache_keys`).
 Control endpoints: POST /_stub/script, GET /_stub/stats, POST /_stub/reset.
 """
 
@@ -69,12 +75,41 @@ class StubState:
         self.authorization: Counter[str] = Counter()  # which Authorization headers were seen
         self.in_flight = 0
         self.max_in_flight = 0  # most chat requests open at the same time
+        self.fields: Counter[str] = Counter()  # top-level request body keys
+        self.cache_keys: list[str] = []  # prompt_cache_key of each request that sent one
+        self.recent_prompts: list[str] = []  # the emulated prompt cache ("prefix_cache")
+        self.prefill_tokens = 0  # prompt tokens not served from the emulated cache
 
     def next_behaviour(self) -> dict[str, Any]:
         return self.script.pop(0) if self.script else self.default
 
 
-def completion(body: dict[str, Any], key: str, content: str | None) -> dict[str, Any]:
+def _prompt_text(body: dict[str, Any]) -> str:
+    return "".join(str(m.get("content", "")) for m in body.get("messages", []))
+
+
+def _common_prefix(a: str, b: str) -> int:
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[:middle] == b[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def cached_prefix_tokens(state: StubState, body: dict[str, Any]) -> int:
+    """Tokens of this prompt already seen at the start of a recent prompt (then remembered)."""
+    prompt = _prompt_text(body)
+    shared = max((_common_prefix(prompt, seen) for seen in state.recent_prompts), default=0)
+    state.recent_prompts = [*state.recent_prompts[-255:], prompt]
+    return shared // 4
+
+
+def completion(
+    body: dict[str, Any], key: str, content: str | None, cached_tokens: int | None = None
+) -> dict[str, Any]:
     if content is None:
         if body.get("response_format"):
             met = int(key[:2], 16) % 2 == 0
@@ -83,6 +118,13 @@ def completion(body: dict[str, Any], key: str, content: str | None) -> dict[str,
             content = f"stub answer {key[:8]}"
     prompt_chars = sum(len(str(m.get("content", ""))) for m in body.get("messages", []))
     prompt_tokens, completion_tokens = max(1, prompt_chars // 4), max(1, len(content) // 4)
+    usage: dict[str, Any] = {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
+    if cached_tokens is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": min(cached_tokens, prompt_tokens)}
     return {
         "id": f"chatcmpl-{key}",
         "object": "chat.completion",
@@ -96,11 +138,7 @@ def completion(body: dict[str, Any], key: str, content: str | None) -> dict[str,
                 "finish_reason": "stop",
             }
         ],
-        "usage": {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
-        },
+        "usage": usage,
     }
 
 
@@ -192,6 +230,9 @@ class StubProtocol(asyncio.Protocol):
                     "authorization": dict(state.authorization),
                     "script_left": len(state.script),
                     "max_in_flight": state.max_in_flight,
+                    "fields": dict(state.fields),
+                    "cache_keys": state.cache_keys,
+                    "prefill_tokens": state.prefill_tokens,
                 }
             )
         elif method == "POST" and path == "/_stub/reset":
@@ -201,6 +242,10 @@ class StubProtocol(asyncio.Protocol):
             state.by_behaviour.clear()
             state.authorization.clear()
             state.max_in_flight = 0
+            state.fields.clear()
+            state.cache_keys = []
+            state.recent_prompts = []
+            state.prefill_tokens = 0
             self.json({"ok": True})
         else:
             self.json({"error": {"message": f"no route {method} {path}"}}, status=404)
@@ -219,13 +264,21 @@ class StubProtocol(asyncio.Protocol):
         state.by_key[key] += 1
         state.by_behaviour[do] += 1
         state.authorization[headers.get("authorization", "")] += 1
+        state.fields.update(body.keys())
+        if "prompt_cache_key" in body:
+            state.cache_keys.append(str(body["prompt_cache_key"]))
         state.in_flight += 1
         self.pending += 1
         state.max_in_flight = max(state.max_in_flight, state.in_flight)
         loop = asyncio.get_running_loop()
         json_type = "application/json"
         if do == "ok":
-            payload = json.dumps(completion(body, key, _content(behaviour, key))).encode()
+            cached = cached_prefix_tokens(state, body) if behaviour.get("prefix_cache") else None
+            reply = completion(body, key, _content(behaviour, key), cached)
+            usage = reply["usage"]
+            reused = usage.get("prompt_tokens_details", {}).get("cached_tokens", 0)
+            state.prefill_tokens += usage["prompt_tokens"] - reused
+            payload = json.dumps(reply).encode()
             latency = float(behaviour.get("latency", 0.0))
             if latency > 0:
                 loop.call_later(latency, self.answer, 200, payload, json_type)

@@ -14,6 +14,7 @@ judge_error carrying the reason; it is never turned into "not met" here.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -106,6 +107,13 @@ def _add_usage(total: dict[str, int], usage: dict[str, int]) -> None:
             total[name] = total.get(name, 0) + value
 
 
+def judge_prefix_key(template_version: str, query: str, response: str) -> str:
+    """The prefix key of a case's judge calls (routing only, see ChatRequest.prefix_key):
+    they share everything before the criterion, which comes last in every judge prompt."""
+    blob = "\0".join((template_version, query, response)).encode("utf-8", "surrogatepass")
+    return hashlib.sha256(blob).hexdigest()[:32]
+
+
 def judge_request(
     messages: tuple[tuple[str, str], ...],
     template_version: str,
@@ -113,6 +121,7 @@ def judge_request(
     seed: int,
     max_tokens: int | None,
     parse_failures: int = 0,
+    prefix_key: str | None = None,
 ) -> ChatRequest:
     """The judge call after `parse_failures` unparseable replies, at ladder `level`."""
     return ChatRequest(
@@ -122,6 +131,7 @@ def judge_request(
         seed=seed + parse_failures,
         response_format=response_format(level),
         template_version=template_version,
+        prefix_key=prefix_key,
     )
 
 
@@ -139,12 +149,15 @@ async def judge_criterion(
 ) -> JudgeOutcome:
     """One verdict, or a judge_error after at most 1 + parse_retries parseable-reply attempts."""
     messages = prompt.messages(query, response, criterion)
+    prefix_key = judge_prefix_key(prompt.version, query, response)
     outcome = JudgeOutcome(met=None)
     parse_failures = 0
     last_text = ""
     while parse_failures <= parse_retries:
         level = ladder.level
-        request = judge_request(messages, prompt.version, level, seed, max_tokens, parse_failures)
+        request = judge_request(
+            messages, prompt.version, level, seed, max_tokens, parse_failures, prefix_key
+        )
         outcome.attempts += 1
         outcome.format = level
         try:

@@ -8,7 +8,8 @@ which returns an OpenAI chat.completion dict. `StoredChatModel.chat` does the re
   3. the finished call is committed to the store before chat() returns (GroupCommit: calls
      finishing close together share one commit, made in a worker thread), with the request
      (no URL, no key), the response text, model, finish reason, temperature, seed,
-     system_fingerprint and token usage.
+     system_fingerprint and token usage (clineval.models.usage.usage_of: with the prompt
+     tokens a server served from its prompt cache).
 
 A reply without usable content (content null, "" or only whitespace) is never stored: it is
 ChatError("bad_response"), so the call counts as failed and a rerun asks again. A stored
@@ -26,6 +27,7 @@ from typing import Any, TypeGuard
 
 from clineval.concurrency import ModelCallStats, RunCallState
 from clineval.models.llm_base import ChatError, ChatRequest, ChatResponse, request_key
+from clineval.models.usage import usage_of
 from clineval.store import RunStore
 
 _FINISH_REASON_SHOWN = 40  # a server's finish_reason is its text: quote a short piece only
@@ -180,12 +182,7 @@ class StoredChatModel(ABC):
         self, key: str, request_json: str, request: ChatRequest, data: dict[str, Any]
     ) -> ChatResponse:
         choice = data["choices"][0]
-        usage_raw = data.get("usage") or {}
-        usage = {
-            k: int(usage_raw[k])
-            for k in ("prompt_tokens", "completion_tokens", "total_tokens")
-            if isinstance(usage_raw.get(k), int | float)
-        }
+        usage = usage_of(data)
         response = {
             "text": choice["message"].get("content") or "",
             "model": data.get("model") or self.model_name,

@@ -37,6 +37,7 @@ class HTTPChatModel(StoredChatModel):
         policy: RetryPolicy,
         timeout_s: float,
         rng: random.Random | None = None,
+        send_prompt_cache_key: bool = False,
     ) -> None:
         if not base_urls:
             raise InputError(f"{label}: no base URL")
@@ -46,6 +47,8 @@ class HTTPChatModel(StoredChatModel):
         self._policy = policy
         self._timeout_s = timeout_s
         self._rng = rng or random.Random()
+        # Off by default: servers that check their fields refuse a body with an unknown one.
+        self._send_prompt_cache_key = send_prompt_cache_key
 
     # -- HTTP ----------------------------------------------------------------------------------
     def _body(self, request: ChatRequest) -> dict[str, Any]:
@@ -60,6 +63,9 @@ class HTTPChatModel(StoredChatModel):
             body["seed"] = request.seed
         if request.response_format is not None:
             body["response_format"] = request.response_format
+        if self._send_prompt_cache_key and request.prefix_key is not None:
+            # Hosted APIs route prompt caching by it; routing only, not in the cache key.
+            body["prompt_cache_key"] = request.prefix_key
         if request.extra_body:  # never a field set above (clineval.models.extra_body)
             body.update(request.extra_body)
         return body
@@ -72,7 +78,7 @@ class HTTPChatModel(StoredChatModel):
         while True:
             async with semaphore:
                 # Picked once a slot is free, so "fewest in flight" is the state right now.
-                replica = self._replicas.pick(avoid)
+                replica = self._replicas.pick(avoid, request.prefix_key)
                 replica.in_flight += 1
                 self.stats.http_attempts += 1
                 try:

@@ -9,7 +9,9 @@ What every call goes through, in order:
   3. the run's ONE concurrency limit (`--concurrency`, shared by every model of the
      run, see clineval.concurrency), held only while a request is on the wire, never while
      sleeping between retries;
-  4. a replica: the base URL with the fewest requests in flight (ties round-robin);
+  4. a replica (clineval.models.replicas): a call with a prefix key goes where the key's
+     earlier calls went, within a load bound (the server reuses the shared prefix); other
+     calls to the base URL with the fewest requests in flight (ties round-robin);
   5. bounded retries (`--max-retries`) with jittered exponential backoff on 429, 408,
      409, 425, 5xx, timeouts, connection errors, malformed bodies and replies without content
      (chat_store.empty_reply_reason: never stored); other 4xx fails at once as
@@ -46,6 +48,7 @@ from clineval.models.http_errors import safe_host
 from clineval.models.http_transport import DEFAULT_TRANSPORT, TRANSPORTS, make_transport
 from clineval.models.llamacpp_server import LlamaCppServer, LlamaCppSettings, check_gguf
 from clineval.models.llm_base import ChatModel
+from clineval.models.options import LLM_OPTIONS
 from clineval.models.spec import ModelSpec
 from clineval.retry import RetryPolicy, parse_retry_after
 
@@ -180,6 +183,7 @@ async def _open_backend(
                 state=state,
                 policy=retry or _retry_policy(config),
                 timeout_s=float(config.timeout_s),
+                send_prompt_cache_key=LLM_OPTIONS.value(config.options, "prompt_cache_key"),
             )
         finally:
             await client.aclose()

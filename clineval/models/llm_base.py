@@ -23,6 +23,10 @@ class ChatRequest:
     response_format: dict[str, Any] | None = None
     # Version of the prompt template that built `messages`; part of the cache key.
     template_version: str = ""
+    # Routing only, never part of the cache key: calls with the same key share a long prompt
+    # prefix (a ClinConsensus case and answer) and go to the same replica, whose server then
+    # computes that prefix once (clineval.models.replicas). None: no shared prefix to reuse.
+    prefix_key: str | None = field(default=None, compare=False)
     # Extra fields of the request body (clineval.models.extra_body: --option llm.extra_body),
     # e.g. vLLM's chat_template_kwargs. In the cache key only when given, so a call without
     # extra fields keeps the key it had before the field existed (old run stores resume).
@@ -54,7 +58,9 @@ def request_key(request: ChatRequest, model_label: str) -> tuple[str, str]:
 class ChatResponse:
     text: str
     model: str
-    usage: dict[str, int] = field(default_factory=dict)  # prompt_tokens, completion_tokens
+    # prompt_tokens, completion_tokens, total_tokens, cached_tokens (ints), timings (a dict):
+    # see clineval.models.usage.usage_of
+    usage: dict[str, Any] = field(default_factory=dict)
     cached: bool = False
     finish_reason: str | None = None
     system_fingerprint: str | None = None

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from clineval.models.extra_body import parse_extra_body
-from clineval.models.llm import DEFAULT_TRANSPORT, TRANSPORTS
-from clineval.options import Option, OptionGroup, choice, integer, number
+from clineval.models.http_transport import DEFAULT_TRANSPORT, TRANSPORTS
+from clineval.options import Option, OptionGroup, boolean, choice, integer, number
 
 LLM_OPTIONS = OptionGroup(
     namespace="llm",
@@ -35,6 +35,13 @@ LLM_OPTIONS = OptionGroup(
             choice(*TRANSPORTS),
             "HTTP client of openai: models",
             DEFAULT_TRANSPORT,
+        ),
+        Option(
+            "prompt_cache_key",
+            boolean,
+            "send each call's prefix key as prompt_cache_key (hosted APIs route prompt caching "
+            "by it; off: some servers refuse unknown fields)",
+            "0",
         ),
     ),
 )

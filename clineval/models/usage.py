@@ -1,10 +1,16 @@
 """Token usage per call and per run, and an estimated cost from a user-supplied price table.
 
 The price table is a JSON file the user passes with `--price-table`:
-    {"gpt-4o": {"input_per_1m": 2.5, "output_per_1m": 10.0}, ...}
+    {"gpt-4o": {"input_per_1m": 2.5, "output_per_1m": 10.0, "cached_input_per_1m": 1.25}, ...}
 Keys are matched against the model label ("openai:gpt-4o") first, then the bare model name
 ("gpt-4o"). Prices are per million tokens, in whatever currency the user writes them in; the
 project ships no prices (they change, and a stale price is worse than none).
+`cached_input_per_1m` (optional) prices the prompt tokens a server served from its prompt
+cache (`usage.prompt_tokens_details.cached_tokens`); without it they cost `input_per_1m`.
+
+Cached prompt tokens are part of `prompt_tokens` (as OpenAI-compatible servers count them);
+a call whose server reports no cached count is counted as none cached, and
+`calls_reporting_cache` says how many calls did report one.
 
 Run totals are summed from the run store, not from in-memory counters, so a resumed or merged
 run reports the usage of every stored call exactly once.
@@ -26,9 +32,23 @@ from clineval.jsonio import read_json_file
 class Price:
     input_per_1m: float
     output_per_1m: float
+    cached_input_per_1m: float | None = None  # None: cached prompt tokens cost input_per_1m
 
-    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
-        return (prompt_tokens * self.input_per_1m + completion_tokens * self.output_per_1m) / 1e6
+    def cost(self, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0) -> float:
+        """Cost of `prompt_tokens` (of which `cached_tokens` came from a prompt cache) and
+        `completion_tokens`."""
+        cached = min(max(cached_tokens, 0), prompt_tokens)
+        cached_price = (
+            self.input_per_1m if self.cached_input_per_1m is None else self.cached_input_per_1m
+        )
+        return (
+            (prompt_tokens - cached) * self.input_per_1m
+            + cached * cached_price
+            + completion_tokens * self.output_per_1m
+        ) / 1e6
+
+
+_PRICE_FIELDS = ("input_per_1m", "output_per_1m", "cached_input_per_1m")
 
 
 PriceTable = dict[str, Price]
@@ -46,15 +66,25 @@ def load_price_table(path: str | Path | None) -> PriceTable:
     for model, entry in raw.items():
         if not isinstance(entry, dict):
             raise InputError(f"price of {model!r} must be an object", path=p)
-        values = []
-        for field_name in ("input_per_1m", "output_per_1m"):
+        # Other keys (a note, a currency) are the user's own; a misspelt price is refused, as
+        # it would otherwise be ignored and the estimate silently wrong.
+        unknown = [k for k in entry if str(k).endswith("per_1m") and k not in _PRICE_FIELDS]
+        if unknown:
+            raise InputError(
+                f"{model!r}: unknown price {unknown[0]!r} (known: {', '.join(_PRICE_FIELDS)})",
+                path=p,
+            )
+        values: dict[str, float] = {}
+        for field_name in _PRICE_FIELDS:
+            if field_name == "cached_input_per_1m" and field_name not in entry:
+                continue  # optional
             value = entry.get(field_name)
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise InputError(f"{model!r}: {field_name} must be a number", path=p)
             if not math.isfinite(value) or value < 0:
                 raise InputError(f"{model!r}: {field_name} must be >= 0", path=p)
-            values.append(float(value))
-        table[str(model)] = Price(values[0], values[1])
+            values[field_name] = float(value)
+        table[str(model)] = Price(**values)
     return table
 
 
@@ -73,6 +103,60 @@ def usage_tokens(usage: Mapping[str, Any] | None) -> tuple[int, int]:
     return int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
 
 
+# llama.cpp's per-call `timings` kept with the usage (the counts and times of its prompt
+# processing and decoding; `cache_n` = prompt tokens reused from the slot's cache).
+TIMING_KEYS = ("prompt_n", "prompt_ms", "predicted_n", "predicted_ms", "cache_n")
+
+
+def _count(value: Any) -> int | None:
+    """A token count from a server reply: a finite number >= 0, else None (never trusted
+    further: usage is what the server says, and a NaN must not stop the run)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if not math.isfinite(value) or value < 0:
+        return None
+    return int(value)
+
+
+def usage_of(completion: Mapping[str, Any]) -> dict[str, Any]:
+    """The usage of one chat.completion as the run store keeps it: prompt_tokens,
+    completion_tokens, total_tokens; cached_tokens (`usage.prompt_tokens_details.cached_tokens`,
+    else llama.cpp's `timings.cache_n`) and llama.cpp's `timings` where the server sends them."""
+    raw = completion.get("usage")
+    raw = raw if isinstance(raw, Mapping) else {}
+    usage: dict[str, Any] = {}
+    for name in ("prompt_tokens", "completion_tokens", "total_tokens"):
+        value = _count(raw.get(name))
+        if value is not None:
+            usage[name] = value
+    details = raw.get("prompt_tokens_details")
+    cached = _count(details.get("cached_tokens")) if isinstance(details, Mapping) else None
+    timings = completion.get("timings")
+    if isinstance(timings, Mapping):
+        kept = {k: timings[k] for k in TIMING_KEYS if _count(timings.get(k)) is not None}
+        if kept:
+            usage["timings"] = kept
+        if cached is None:
+            cached = _count(timings.get("cache_n"))
+    if cached is not None:
+        usage["cached_tokens"] = cached
+    return usage
+
+
+def cached_tokens(usage: Mapping[str, Any] | None) -> int | None:
+    """The prompt tokens of one call that its server served from a prompt cache, as stored
+    (`cached_tokens`, see usage_of); None when the server did not report it."""
+    if not usage:
+        return None
+    value = usage.get("cached_tokens")
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def cached_share(cached: int, prompt: int) -> float | None:
+    """The share of prompt tokens served from a cache (None without prompt tokens)."""
+    return round(cached / prompt, 4) if prompt else None
+
+
 def summarize_usage(
     calls: Iterable[tuple[str, Mapping[str, Any] | None]], prices: Mapping[str, Price]
 ) -> dict[str, Any]:
@@ -84,7 +168,14 @@ def summarize_usage(
     for label, usage in calls:
         row = per_model.setdefault(
             label,
-            {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "calls_without_usage": 0},
+            {
+                "calls": 0,
+                "prompt_tokens": 0,
+                "cached_prompt_tokens": 0,
+                "completion_tokens": 0,
+                "calls_without_usage": 0,
+                "calls_reporting_cache": 0,
+            },
         )
         row["calls"] += 1
         if not usage:
@@ -92,21 +183,33 @@ def summarize_usage(
         prompt, completion = usage_tokens(usage)
         row["prompt_tokens"] += prompt
         row["completion_tokens"] += completion
+        cached = cached_tokens(usage)
+        if cached is not None:
+            row["calls_reporting_cache"] += 1
+            row["cached_prompt_tokens"] += min(cached, prompt)
     total_cost: float | None = None
     unpriced: list[str] = []
     for label, row in per_model.items():
         price = find_price(prices, label)
         row["total_tokens"] = row["prompt_tokens"] + row["completion_tokens"]
+        row["cached_share"] = cached_share(row["cached_prompt_tokens"], row["prompt_tokens"])
         if price is None:
             row["estimated_cost"] = None
             unpriced.append(label)
             continue
-        row["estimated_cost"] = round(price.cost(row["prompt_tokens"], row["completion_tokens"]), 6)
+        cost = price.cost(
+            row["prompt_tokens"], row["completion_tokens"], row["cached_prompt_tokens"]
+        )
+        row["estimated_cost"] = round(cost, 6)
         total_cost = (total_cost or 0.0) + row["estimated_cost"]
+    prompt_total = sum(r["prompt_tokens"] for r in per_model.values())
+    cached_total = sum(r["cached_prompt_tokens"] for r in per_model.values())
     return {
         "models": per_model,
         "calls": sum(r["calls"] for r in per_model.values()),
-        "prompt_tokens": sum(r["prompt_tokens"] for r in per_model.values()),
+        "prompt_tokens": prompt_total,
+        "cached_prompt_tokens": cached_total,
+        "cached_share": cached_share(cached_total, prompt_total),
         "completion_tokens": sum(r["completion_tokens"] for r in per_model.values()),
         "estimated_cost": None if total_cost is None else round(total_cost, 6),
         "unpriced_models": unpriced,

@@ -27,6 +27,7 @@ from clineval.report import sections_cc, sections_ner, sections_tcm
 from clineval.report.jsonembed import COMPRESS_OVER, script_payload
 from clineval.report.rundata import RunData, load_run, task_family
 from clineval.report.sections_common import (
+    USAGE_COLUMNS,
     SampleTable,
     base_section,
     fill_intervals,
@@ -134,6 +135,7 @@ def render_report(run: RunData, compress_over: int = COMPRESS_OVER) -> str:
             generated=time.strftime("%Y-%m-%d %H:%M"),
             version=clineval.__version__,
             settings=settings(run),
+            usage_columns=USAGE_COLUMNS,
             sections=sections,
             overview=overview(sections),
             any_fixture=bool(fixture_tasks),

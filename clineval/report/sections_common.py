@@ -144,6 +144,45 @@ def flatten(obj: Any, prefix: str = "") -> list[tuple[str, str]]:
     return rows
 
 
+USAGE_COLUMNS = (
+    "model",
+    "calls",
+    "prompt tokens",
+    "cached prompt tokens",
+    "cached share",
+    "completion tokens",
+    "estimated cost",
+)
+
+
+def usage_rows(usage: Any) -> list[list[str]]:
+    """manifest.json["llm_usage"] as table rows, one per model and a total: prompt tokens,
+    the cached ones (served from the server's prompt cache) and their share, cost."""
+    if not isinstance(usage, dict) or not isinstance(usage.get("models"), dict):
+        return []
+
+    def shown(value: Any, form: str) -> str:  # a hand-edited manifest must not stop a report
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return "-"
+        return format(value, form)
+
+    def row(name: str, r: dict[str, Any]) -> list[str]:
+        return [
+            redact(name),
+            shown(r.get("calls"), ","),
+            shown(r.get("prompt_tokens"), ","),
+            shown(r.get("cached_prompt_tokens"), ","),
+            shown(r.get("cached_share"), ".1%"),
+            shown(r.get("completion_tokens"), ","),
+            shown(r.get("estimated_cost"), ",.4f"),
+        ]
+
+    rows = [row(str(name), r) for name, r in usage["models"].items() if isinstance(r, dict)]
+    if len(rows) > 1:
+        rows.append(row("total", usage))
+    return rows
+
+
 def settings(run: RunData) -> dict[str, Any]:
     """The run's settings: identity, configuration, packages, and per-task data notes."""
     m = run.manifest
@@ -176,6 +215,7 @@ def settings(run: RunData) -> dict[str, Any]:
     return {
         "hashes": hashes,
         "identity": identity,
+        "usage": usage_rows(m.get("llm_usage")),
         "config": flatten(m.get("config", {})),
         "packages": flatten(m.get("packages", {})),
         "tasks": {name: flatten(notes) for name, notes in tasks.items()},

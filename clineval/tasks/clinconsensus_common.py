@@ -226,9 +226,10 @@ def load_data(ctx: RunContext) -> Data:
         specs: tuple[ModelSpec, ...] = ()
         judge_is_candidate = False
     else:
-        # --base-url belongs to --model; a judge gets it only when it is that same model.
+        # Each judge its own replicas (--judge-base-url); --base-url belongs to --model, and a
+        # judge without its own gets it only when it is that same model.
         specs = tuple(
-            ModelSpec.parse(j, tuple(config.base_urls) if j == config.model else ())
+            ModelSpec.parse(j, config.judge_base_urls_of(j))
             for j in (config.judges or [config.model])
         )
         judges = tuple(s.label for s in specs)

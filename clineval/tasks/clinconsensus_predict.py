@@ -8,6 +8,16 @@ answers are recorded at once and verdicts in small batches, so a killed run resu
 stopped without repeating a call: stored answers and verdicts are skipped, a verdict lost with
 an unwritten batch is re-derived from the cached call, and stored judge_errors and candidate
 errors are tried again (a cached unparseable reply costs no HTTP call).
+
+Issue order: at most `judging_window(concurrency)` cases (half the concurrency limit) are
+judged at once, in the order their answers came; the others wait for a place. A case's judge
+calls share their prompt up to the criterion and carry one prefix key (judge.run), so they go
+to one replica and its server computes that prefix once. The window keeps a case's calls
+together in time (its prefix is still in the server's cache when its next call comes), while
+enough cases run side by side to spread over every replica. Without it every answered case
+would be judged at once, one criterion of each in turn, and a bounded prefix cache would have
+evicted a case's prefix before its next call (measured in
+benchmarks/bench_prefix_affinity_sim.py).
 """
 
 from __future__ import annotations
@@ -22,7 +32,13 @@ from clineval.config import RunConfig
 from clineval.data.clinconsensus import Case, verdict_key
 from clineval.data.clinconsensus_judgements import FORMAT_JSONL, read_verdicts
 from clineval.judge.prompt import CANDIDATE_TEMPLATE_VERSION, JudgePrompt, candidate_messages
-from clineval.judge.run import FORMAT_LEVELS, FormatLadder, judge_criterion, judge_request
+from clineval.judge.run import (
+    FORMAT_LEVELS,
+    FormatLadder,
+    judge_criterion,
+    judge_prefix_key,
+    judge_request,
+)
 from clineval.models.llm_base import ChatError, ChatModel, ChatRequest
 from clineval.plan import UNBOUNDED_REPLY_TOKENS, CallPlan
 from clineval.progress import TaskProgress, task_progress
@@ -138,6 +154,11 @@ def stored_ladder_level(store: RunStore, judge_label: str, prompt: JudgePrompt) 
     return first
 
 
+def judging_window(concurrency: int) -> int:
+    """Cases judged at once (see the module doc): each has about two calls in flight."""
+    return max(1, concurrency // 2)
+
+
 class _Flow:
     """The state of one predict step (models, prompt, stored records, progress)."""
 
@@ -161,6 +182,7 @@ class _Flow:
         self.verdicts = {label: self.store.records(TASK, verdict_kind(label)) for label in judges}
         self.ladders = {label: self._ladder(label) for label in judges}
         self.writer = BufferedRecords(self.store)
+        self.window = asyncio.Semaphore(judging_window(ctx.config.concurrency))
 
     def _ladder(self, label: str) -> FormatLadder:
         meta_key = ladder_meta_key(label, self.prompt)
@@ -235,10 +257,13 @@ class _Flow:
         if answer is None:
             self.progress.advance(len(pending))  # nothing to judge; the case is reported failed
             return
-        await gather_bounded(
-            self.ctx.runtime.calls,
-            (self.verdict(label, case, i, keys[i], answer) for label, i in pending),
-        )
+        if not pending:
+            return
+        async with self.window:  # waits its turn: cases are judged a window at a time
+            await gather_bounded(
+                self.ctx.runtime.calls,
+                (self.verdict(label, case, i, keys[i], answer) for label, i in pending),
+            )
 
 
 def _all_stored(ctx: RunContext, data: Data, prompt: JudgePrompt) -> bool:
@@ -318,8 +343,15 @@ def plan_calls(ctx: RunContext, data: Data, prompt: JudgePrompt, calls: CallPlan
                     calls.add_stored(TASK, "judge", label, 1)
                     continue
                 messages = prompt.messages(case.query, answer or "", rubric.criterion)
+                # An answer not made yet is keyed by its case: its calls will share it.
+                shared = answer if answer is not None else f"<answer of {case.case_id}>"
                 request = judge_request(
-                    messages, prompt.version, levels[label], seed, opts.judge_max_tokens
+                    messages,
+                    prompt.version,
+                    levels[label],
+                    seed,
+                    opts.judge_max_tokens,
+                    prefix_key=judge_prefix_key(prompt.version, case.query, shared),
                 )
                 if answer is None:
                     calls.add_bounded(TASK, "judge", label, request, answer_bound)

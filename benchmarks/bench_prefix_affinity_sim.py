@@ -1,0 +1,280 @@
+"""Prefix affinity in a simulated fleet: prefill work and load spread, no servers.
+
+    .venv/bin/python -m benchmarks.bench_prefix_affinity_sim [--replicas 16]
+        [--concurrency 256] [--cases 900] [--criteria 30] [--answer-chars 2000]
+        [--cache-tokens 65536] [--seed 0]
+
+The judge calls of a ClinConsensus run (N cases x M criteria, the built-in judge prompt, synthetic
+Chinese queries ~150-400 characters, answers around --answer-chars, criteria 15-60 characters)
+go through clineval's own replica choice (clineval.models.replicas.ReplicaSet, the code a run
+uses) to a fleet of simulated servers, --concurrency at a time, in the issue order of the run
+(clineval.concurrency.gather_bounded hands its budget to the oldest case first, so a case's
+calls leave together). Two routings are compared: least-in-flight (no prefix key) and prefix
+affinity (the case's key). Order matters too, so the interleaved order (every case's calls
+spread over the whole run, what a FIFO budget gave) is shown as well.
+
+Each server is a vLLM-like prefix cache of bounded size: prompts are split into 16-token blocks;
+a block's identity is its content and everything before it (the judge template's blocks are
+shared by every case, a case's blocks by its calls, the criterion's tail by nobody); a new
+call reuses the longest run of cached blocks from the start and computes the rest (its blocks
+are cached as soon as it is scheduled, as vLLM does, so calls arriving together share them);
+blocks of running calls are pinned, the others evicted least recently used when the cache
+holds more than --cache-tokens. Tokens are estimated as clineval's --dry-run does
+(clineval.plan.estimate_tokens: 1 per CJK character, 1 per 4 others).
+
+Time: a call takes 20 ms + 0.1 ms per prefill token + 40 reply tokens at 15 ms each, the
+decode slowed by (1 + calls in flight on that server / 64) (batching). Only the ratios matter.
+
+Reported per routing: prefill tokens the servers computed, against the minimum (the same calls
+sent to ONE server with an unbounded cache: every distinct block once, every call's own tail),
+and against the issue's minimum (each case's shared prefix once plus every call's own suffix);
+the load spread (max / mean calls per replica); simulated wall time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import random
+import sys
+from collections import OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from clineval.judge.prompt import builtin_prompt
+from clineval.models.replicas import Replica, ReplicaSet
+from clineval.plan import estimate_tokens
+
+BLOCK = 16
+REPLY_TOKENS = 40
+FLOOR_PREFILL = 1.2  # affinity prefill / minimum, at most (issue 13)
+FLOOR_SPREAD = 1.25  # max / mean calls per replica, at most
+
+_HANZI = "患者男性岁反复胸闷气短三年加重一周既往高血压病史建议完善心电图心肌酶谱超声检查必要时冠脉造影"
+
+
+@dataclass(frozen=True)
+class Call:
+    case: int
+    criterion: int
+    template_tokens: int  # shared by every case (system text, rules)
+    case_tokens: int  # shared by the case's calls (query, answer)
+    own_tokens: int  # the criterion and what follows it
+
+    @property
+    def prompt_tokens(self) -> int:
+        return self.template_tokens + self.case_tokens + self.own_tokens
+
+    def blocks(self) -> list[tuple[int, ...]]:
+        """Block identities of the prompt (a partial last block is never cached)."""
+        out: list[tuple[int, ...]] = []
+        shared = self.template_tokens + self.case_tokens
+        for b in range(self.prompt_tokens // BLOCK):
+            end = (b + 1) * BLOCK
+            if end <= self.template_tokens:
+                out.append((b,))
+            elif end <= shared:
+                out.append((b, self.case))
+            else:
+                out.append((b, self.case, self.criterion))
+        return out
+
+
+def _text(rng: random.Random, low: int, high: int) -> str:
+    return "".join(rng.choice(_HANZI) for _ in range(rng.randint(low, high)))
+
+
+def make_calls(n_cases: int, n_criteria: int, answer_chars: int, seed: int) -> list[list[Call]]:
+    """Judge calls per case, token counts from the built-in judge prompt and synthetic text."""
+    rng = random.Random(seed)
+    prompt = builtin_prompt()
+    system = estimate_tokens(prompt.system or "") + 4
+    head, _, _ = prompt.template.partition("{query}")
+    template = system + estimate_tokens(head) + 4
+    cases = []
+    for case in range(n_cases):
+        query = _text(rng, 150, 400)
+        answer = _text(rng, int(answer_chars * 0.75), int(answer_chars * 1.25))
+        calls = []
+        for k in range(n_criteria):
+            user = prompt.messages(query, answer, _text(rng, 15, 60))[-1][1]
+            total = system + estimate_tokens(user) + 4
+            shared_user = user[: user.index("<criterion>")]
+            case_tokens = system + estimate_tokens(shared_user) - template
+            calls.append(Call(case, k, template, case_tokens, total - template - case_tokens))
+        cases.append(calls)
+    return cases
+
+
+def issue_order(cases: list[list[Call]], interleaved: bool) -> Iterator[Call]:
+    if not interleaved:  # the run's order: a case's calls together
+        for calls in cases:
+            yield from calls
+        return
+    for k in range(max(len(c) for c in cases)):  # every case's k-th criterion, then k+1 ...
+        for calls in cases:
+            if k < len(calls):
+                yield calls[k]
+
+
+class PrefixCache:
+    """A vLLM-like block cache of bounded size (see the module doc)."""
+
+    def __init__(self, capacity_tokens: int | None) -> None:
+        self.capacity = None if capacity_tokens is None else capacity_tokens // BLOCK
+        self.pinned: dict[tuple[int, ...], int] = {}
+        self.free: OrderedDict[tuple[int, ...], None] = OrderedDict()  # LRU first
+
+    def admit(self, call: Call) -> tuple[int, list[tuple[int, ...]]]:
+        """(prefill tokens, the blocks pinned for the call)."""
+        blocks = call.blocks()
+        hit = 0
+        for block in blocks:
+            if block in self.pinned or block in self.free:
+                hit += 1
+            else:
+                break
+        for block in blocks:
+            if block in self.free:
+                del self.free[block]
+                self.pinned[block] = 1
+            else:
+                self.pinned[block] = self.pinned.get(block, 0) + 1
+        self._evict()
+        return call.prompt_tokens - hit * BLOCK, blocks
+
+    def release(self, blocks: list[tuple[int, ...]]) -> None:
+        for block in blocks:
+            left = self.pinned[block] - 1
+            if left:
+                self.pinned[block] = left
+            else:
+                del self.pinned[block]
+                self.free[block] = None
+        self._evict()
+
+    def _evict(self) -> None:
+        if self.capacity is None:
+            return
+        while self.free and len(self.pinned) + len(self.free) > self.capacity:
+            self.free.popitem(last=False)
+
+
+@dataclass
+class Outcome:
+    prefill: int
+    calls_per_replica: list[int]
+    wall_s: float
+
+    @property
+    def spread(self) -> float:
+        mean = sum(self.calls_per_replica) / len(self.calls_per_replica)
+        return max(self.calls_per_replica) / mean
+
+
+def simulate(
+    cases: list[list[Call]],
+    *,
+    replicas: int,
+    concurrency: int,
+    cache_tokens: int | None,
+    affinity: bool,
+    interleaved: bool,
+) -> Outcome:
+    fleet = ReplicaSet(tuple(f"http://replica-{i}.invalid:8000/v1" for i in range(replicas)))
+    caches = {id(r): PrefixCache(cache_tokens) for r in fleet.replicas}
+    served = {id(r): 0 for r in fleet.replicas}
+    order = issue_order(cases, interleaved)
+    events: list[tuple[float, int, Replica, list[tuple[int, ...]]]] = []
+    now, prefill, seq = 0.0, 0, 0
+
+    def send(call: Call) -> None:
+        nonlocal prefill, seq
+        replica = fleet.pick(None, f"case-{call.case}" if affinity else None)
+        replica.in_flight += 1
+        served[id(replica)] += 1
+        computed, blocks = caches[id(replica)].admit(call)
+        prefill += computed
+        decode = REPLY_TOKENS * 0.015 * (1 + replica.in_flight / 64)
+        seq += 1
+        heapq.heappush(events, (now + 0.02 + computed * 1e-4 + decode, seq, replica, blocks))
+
+    for call in order:
+        if len(events) >= concurrency:
+            now, _, done, blocks = heapq.heappop(events)
+            done.in_flight -= 1
+            caches[id(done)].release(blocks)
+        send(call)
+    while events:
+        now, _, done, blocks = heapq.heappop(events)
+        done.in_flight -= 1
+    return Outcome(prefill, [served[id(r)] for r in fleet.replicas], now)
+
+
+def minima(cases: list[list[Call]]) -> tuple[int, int]:
+    """(one unbounded cache, the issue's minimum: each case's prefix once + every suffix)."""
+    one = simulate(
+        cases, replicas=1, concurrency=1, cache_tokens=None, affinity=False, interleaved=False
+    ).prefill
+    issue = sum(
+        calls[0].template_tokens + calls[0].case_tokens + sum(c.own_tokens for c in calls)
+        for calls in cases
+    )
+    return one, issue
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--replicas", type=int, default=16)
+    parser.add_argument("--concurrency", type=int, default=256)
+    parser.add_argument("--cases", type=int, default=900)
+    parser.add_argument("--criteria", type=int, default=30)
+    parser.add_argument("--answer-chars", type=int, default=2000)
+    parser.add_argument("--cache-tokens", type=int, default=65536)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+
+    cases = make_calls(args.cases, args.criteria, args.answer_chars, args.seed)
+    calls = sum(len(c) for c in cases)
+    tokens = sum(c.prompt_tokens for cc in cases for c in cc)
+    one, issue_min = minima(cases)
+    print(
+        f"{args.cases} cases x {args.criteria} criteria = {calls:,} judge calls, "
+        f"{tokens:,} prompt tokens ({tokens / calls:,.0f} a call; case prefix "
+        f"~{sum(cc[0].template_tokens + cc[0].case_tokens for cc in cases) / len(cases):,.0f}); "
+        f"{args.replicas} replicas, concurrency {args.concurrency}, "
+        f"cache {args.cache_tokens:,} tokens a replica"
+    )
+    print(f"minimum prefill: {one:,} (one unbounded cache), {issue_min:,} (issue's definition)")
+    print(
+        f"{'routing':<18} {'order':<12} {'prefill':>12} {'x min':>6} {'x issue min':>11} "
+        f"{'max/mean calls':>14} {'wall (sim s)':>12}"
+    )
+    ok = True
+    for interleaved in (False, True):
+        for affinity in (False, True):
+            out = simulate(
+                cases,
+                replicas=args.replicas,
+                concurrency=args.concurrency,
+                cache_tokens=args.cache_tokens,
+                affinity=affinity,
+                interleaved=interleaved,
+            )
+            routing = "prefix affinity" if affinity else "least-in-flight"
+            order = "interleaved" if interleaved else "run order"
+            print(
+                f"{routing:<18} {order:<12} {out.prefill:>12,} {out.prefill / one:>6.2f} "
+                f"{out.prefill / issue_min:>11.2f} {out.spread:>14.3f} {out.wall_s:>12.1f}"
+            )
+            if affinity and not interleaved:
+                ok = out.prefill <= FLOOR_PREFILL * one and out.spread <= FLOOR_SPREAD
+    print(
+        f"floors (affinity, run order): prefill <= {FLOOR_PREFILL} x min, "
+        f"max/mean <= {FLOOR_SPREAD}: {'met' if ok else 'NOT MET'}"
+    )
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,307 @@
+"""Prefix affinity: a call's prefix key picks its replica (clineval.models.replicas), never its
+cache key; ClinConsensus judge calls carry their case's key, are judged a window of cases at a
+time, and may send the key as `prompt_cache_key` (opt-in). Real stub servers on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from llm_stub_server import StubServer
+
+from clineval.cli import main
+from clineval.config import RunConfig
+from clineval.data.clinconsensus import fixture_path
+from clineval.judge.run import judge_prefix_key, judge_request
+from clineval.models.llm import RetryPolicy, open_chat_model
+from clineval.models.llm_base import ChatRequest, request_key
+from clineval.models.replicas import Replica, ReplicaSet, rendezvous_order
+from clineval.models.spec import ModelSpec
+from clineval.models.usage import usage_of
+from clineval.store import RunStore
+from clineval.tasks.base import RunContext
+from clineval.tasks.clinconsensus_predict import judging_window
+
+FIXTURE = str(fixture_path())
+URLS = tuple(f"http://replica-{i}.invalid:8000/v1" for i in range(4))
+
+
+# ---- the replica choice ---------------------------------------------------------------------
+def _place(replicas: ReplicaSet, key: str | None) -> Replica:
+    replica = replicas.pick(None, key)
+    replica.in_flight += 1
+    return replica
+
+
+def test_a_keys_calls_stay_on_one_replica_up_to_the_load_bound() -> None:
+    replicas = ReplicaSet(URLS)
+    for r in replicas.replicas:  # a busy fleet: 4 calls in flight on each replica
+        r.in_flight = 4
+    home = _place(replicas, "case-1")
+    assert home is rendezvous_order("case-1", replicas.replicas)[0]  # the key's first choice
+    placed = [home]
+    while len(placed) < 4:
+        placed.append(_place(replicas, "case-1"))
+    # 4 + 4 in flight on home: the bound is 1.5 x the mean (this call included), rounded up
+    assert placed == [home] * 4 and home.in_flight == 8
+    spill = _place(replicas, "case-1")  # mean (16 + 4 + 1) / 4 -> bound 8: home is full
+    assert spill is not home
+    home.in_flight = 4  # the home's calls finished: the key goes home again
+    assert replicas.pick(None, "case-1") is home
+    home.in_flight = 9
+    assert replicas.pick(None, "case-1") is spill  # and spills where it spilled before
+
+
+def test_new_keys_spread_and_keyless_calls_take_the_least_loaded() -> None:
+    replicas = ReplicaSet(URLS)
+    homes = [replicas.pick(None, f"case-{i}").base_url for i in range(400)]
+    counts = {u: homes.count(u) for u in URLS}
+    assert min(counts.values()) >= 70, counts  # ~100 each: keys are hashed, not piled up
+    for r, load in zip(replicas.replicas, (3, 1, 2, 5), strict=True):
+        r.in_flight = load
+    assert replicas.pick(None, None) is replicas.replicas[1]
+
+
+def test_a_new_key_skips_replicas_above_the_mean() -> None:
+    replicas = ReplicaSet(URLS)
+    first = rendezvous_order("case-x", replicas.replicas)[0]
+    first.in_flight = 6  # the others idle: the mean with this call is 7 / 4
+    chosen = replicas.pick(None, "case-x")
+    assert chosen is not first and chosen is rendezvous_order("case-x", replicas.replicas)[1]
+
+
+def test_the_order_replicas_are_listed_in_does_not_matter() -> None:
+    forward, backward = ReplicaSet(URLS), ReplicaSet(tuple(reversed(URLS)))
+    keys = [f"case-{i}" for i in range(50)]
+    assert [forward.pick(None, k).base_url for k in keys] == [
+        backward.pick(None, k).base_url for k in keys
+    ]
+
+
+def test_a_replica_that_is_down_moves_only_its_keys() -> None:
+    replicas = ReplicaSet(URLS[:3])
+    keys = [f"case-{i}" for i in range(60)]
+    before = {k: replicas.pick(None, k) for k in keys}
+    down = replicas.replicas[0]
+    down.failed()  # resting after a refused connection
+    during = {k: replicas.pick(None, k) for k in keys}
+    moved = [k for k in keys if during[k] is not before[k]]
+    assert moved and all(before[k] is down for k in moved)
+    assert all(during[k] is not down for k in keys)
+    down.succeeded()
+    assert {k: replicas.pick(None, k) for k in keys} == before  # back where they were
+    # the replica a call just failed on is avoided like a resting one
+    key = next(k for k in keys if before[k] is down)
+    assert replicas.pick(down, key) is not down
+
+
+# ---- the cache key does not see the prefix key ----------------------------------------------
+# The key this request had before prefix keys existed (computed with the previous commit's
+# clineval.models.llm_base): run stores written then must still answer it.
+OLD_KEY = "c2df4f706a5eadd516c2f01eacc680ef5d2985f565bac7f6a383afe4a593e8c5"
+
+
+def _judge_like(prefix_key: str | None) -> ChatRequest:
+    return ChatRequest(
+        messages=(("system", "You grade."), ("user", "case fixture-001: answer; criterion r01")),
+        temperature=0.0,
+        max_tokens=64,
+        seed=3,
+        response_format={"type": "json_object"},
+        template_version="clinconsensus-judge-v1",
+        prefix_key=prefix_key,
+    )
+
+
+def test_prefix_key_is_routing_only_never_part_of_the_request_key() -> None:
+    assert request_key(_judge_like(None), "openai:judge")[1] == OLD_KEY
+    assert request_key(_judge_like("any-key"), "openai:judge")[1] == OLD_KEY
+    assert _judge_like("a") == _judge_like("b")  # equal requests, whatever their routing
+    assert judge_request(_judge_like(None).messages, "v", "json_object", 0, 8, 0, "k").prefix_key
+    assert judge_prefix_key("v1", "q", "a") == judge_prefix_key("v1", "q", "a")
+    assert judge_prefix_key("v1", "q", "a") != judge_prefix_key("v1", "q", "b")
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_a_store_written_before_prefix_keys_still_answers(tmp_path: Path) -> None:
+    request_json, _ = request_key(_judge_like(None), "openai:judge")
+    with RunStore.in_dir(tmp_path) as store:  # a call as an older clineval stored it
+        store.put_calls(
+            [(OLD_KEY, "openai:judge", request_json, {"text": '{"criteria_met": true}'}, {})]
+        )
+    nobody = f"http://127.0.0.1:{_closed_port()}/v1"  # nothing listens: a call would fail
+    config = RunConfig(tasks=["clinconsensus"], model=f"openai:judge@{nobody}")
+    store = RunStore.in_dir(tmp_path)
+    ctx = RunContext(config, store, tmp_path, None, ModelSpec.parse(config.model))
+
+    async def ask() -> tuple[str, bool]:
+        retry = RetryPolicy(0, 0.01, 0.01)
+        async with open_chat_model(ctx.model, ctx.runtime, "judge", retry=retry) as model:
+            reply = await model.chat(_judge_like("case-key"))
+            return reply.text, reply.cached
+
+    assert asyncio.run(ask()) == ('{"criteria_met": true}', True)
+    assert ctx.runtime.calls.totals()["http_attempts"] == 0
+    store.close()
+
+
+# ---- ClinConsensus against real stub servers ------------------------------------------------
+@pytest.fixture(scope="module")
+def servers() -> Iterator[tuple[StubServer, StubServer, StubServer]]:
+    with StubServer() as candidate, StubServer() as j1, StubServer() as j2:
+        yield candidate, j1, j2
+
+
+@pytest.fixture(autouse=True)
+def _fresh(servers: tuple[StubServer, StubServer, StubServer]) -> None:
+    for server in servers:
+        server.reset()
+
+
+def _run(out: Path, candidate: StubServer, *extra: str) -> int:
+    return main(
+        [
+            "run",
+            "clinconsensus",
+            "--model",
+            f"openai:stub-candidate@{candidate.base_url}",
+            "--cases",
+            FIXTURE,
+            "--option",
+            "clinconsensus.max_criteria=5",
+            "--max-retries",
+            "0",
+            "--output-dir",
+            str(out),
+            *extra,
+        ]
+    )
+
+
+def test_a_cases_judge_calls_go_to_one_replica_of_the_judge_fleet(
+    tmp_path: Path, servers: tuple[StubServer, StubServer, StubServer]
+) -> None:
+    candidate, j1, j2 = servers
+    fleet = ["--judge", "openai:stub-judge"]
+    fleet += ["--judge-base-url", j1.base_url, "--judge-base-url", j2.base_url]
+    options = ["--option", "llm.prompt_cache_key=1", "--concurrency", "2"]
+    assert _run(tmp_path / "run", candidate, *fleet, *options) == 0
+    keys = [set(j1.stats()["cache_keys"]), set(j2.stats()["cache_keys"])]
+    assert len(keys[0] | keys[1]) == 12  # the fixture's 12 cases, one key each
+    assert not keys[0] & keys[1]  # no case's calls were split over the two replicas
+    assert keys[0] and keys[1]  # and the cases were spread over both
+    assert j1.stats()["requests"] + j2.stats()["requests"] == 12 * 5
+    assert "prompt_cache_key" not in candidate.stats()["fields"]  # candidate calls: no key
+
+
+def test_cases_are_judged_a_window_at_a_time(
+    tmp_path: Path, servers: tuple[StubServer, StubServer, StubServer]
+) -> None:
+    candidate, judge, _ = servers
+    concurrency = 6
+    extra = ["--judge", f"openai:stub-judge@{judge.base_url}", "--concurrency", str(concurrency)]
+    assert _run(tmp_path / "run", candidate, *extra, "--option", "llm.prompt_cache_key=1") == 0
+    order = judge.stats()["cache_keys"]
+    assert len(order) == 60 and len(set(order)) == 12
+    spans = {k: (order.index(k), len(order) - 1 - order[::-1].index(k)) for k in set(order)}
+    # cases whose calls were under way at the same moment (arrival order at the server)
+    most = max(sum(1 for a, b in spans.values() if a <= i <= b) for i in range(len(order)))
+    assert most <= 3, order
+    assert judging_window(concurrency) == 3
+
+
+def test_prompt_cache_key_is_opt_in_and_leaves_the_cache_alone(
+    tmp_path: Path, servers: tuple[StubServer, StubServer, StubServer]
+) -> None:
+    candidate, judge, _ = servers
+    out = tmp_path / "run"
+    extra = ["--judge", f"openai:stub-judge@{judge.base_url}"]
+    assert _run(out, candidate, *extra) == 0
+    assert "prompt_cache_key" not in judge.stats()["fields"]  # off by default
+    with RunStore.in_dir(out) as store:
+        calls = store.count_calls()
+    # Turning it on changes no stored call's key: the rerun is answered from the store.
+    judge.reset()
+    assert _run(out, candidate, *extra, "--option", "llm.prompt_cache_key=yes") == 0
+    assert judge.stats()["requests"] == 0
+    with RunStore.in_dir(out) as store:
+        assert store.count_calls() == calls
+    # In a new directory the judge calls carry it, one key per case and answer.
+    assert _run(tmp_path / "new", candidate, *extra, "--option", "llm.prompt_cache_key=1") == 0
+    stats = judge.stats()
+    assert stats["fields"]["prompt_cache_key"] == stats["requests"] == 60
+    assert len(set(stats["cache_keys"])) == 12
+    manifest = json.loads((tmp_path / "new" / "manifest.json").read_text())
+    assert manifest["config"]["options"]["llm.prompt_cache_key"] == "1"
+
+
+def test_a_bad_prompt_cache_key_value_is_one_line(
+    tmp_path: Path,
+    servers: tuple[StubServer, StubServer, StubServer],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    candidate = servers[0]
+    assert _run(tmp_path / "run", candidate, "--option", "llm.prompt_cache_key=maybe") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["error: --option llm.prompt_cache_key='maybe': must be true or false (1/0)"]
+
+
+def test_usage_of_keeps_what_a_server_reports() -> None:
+    openai_like = {
+        "usage": {
+            "prompt_tokens": 1619,
+            "completion_tokens": 9,
+            "total_tokens": 1628,
+            "prompt_tokens_details": {"cached_tokens": 1611},
+        }
+    }
+    assert usage_of(openai_like) == {
+        "prompt_tokens": 1619,
+        "completion_tokens": 9,
+        "total_tokens": 1628,
+        "cached_tokens": 1611,
+    }
+    llamacpp_like = {
+        "usage": {"prompt_tokens": 100, "completion_tokens": 5},
+        "timings": {
+            "cache_n": 92,
+            "prompt_n": 8,
+            "prompt_ms": 12.5,
+            "predicted_n": 5,
+            "predicted_ms": 40.0,
+            "prompt_per_second": 640.0,
+        },
+    }
+    assert usage_of(llamacpp_like) == {
+        "prompt_tokens": 100,
+        "completion_tokens": 5,
+        "cached_tokens": 92,  # from timings.cache_n when the usage has no details
+        "timings": {
+            "prompt_n": 8,
+            "prompt_ms": 12.5,
+            "predicted_n": 5,
+            "predicted_ms": 40.0,
+            "cache_n": 92,
+        },
+    }
+    # what a server may garble is left out, never raised: usage is what the server says
+    garbled = {
+        "usage": {
+            "prompt_tokens": float("nan"),
+            "completion_tokens": -3,
+            "total_tokens": True,
+            "prompt_tokens_details": {"cached_tokens": "12"},
+        },
+        "timings": ["not", "a", "dict"],
+    }
+    assert usage_of(garbled) == {}
+    assert usage_of({"usage": None}) == {} and usage_of({"usage": []}) == {}
