@@ -1,7 +1,8 @@
 """A run directory as an export reads it: its manifest, results.json and samples.jsonl.
 
 Exports read the files a run publishes (never its store), so they work on a copied run
-directory too; each file is written atomically by the runner, and an export only reads.
+directory too; each file is written atomically by the runner, and an export only reads (no
+lock, like `report`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from clineval.errors import InputError
-from clineval.rundir import RESULTS, SAMPLES, read_json, read_jsonl, read_manifest
+from clineval.run_record import iter_samples, read_manifest, read_results
+from clineval.rundir import RESULTS, SAMPLES
 
 
 @dataclass(frozen=True)
@@ -40,16 +42,15 @@ class RunFiles:
 
 
 def read_run(run_dir: Path) -> RunFiles:
-    manifest = read_manifest(run_dir)  # refuses a directory that is not a run
-    results_path = run_dir / RESULTS
-    if not results_path.is_file():
+    """The run's files, read and validated as every reader of a run reads them
+    (clineval.run_record)."""
+    record = read_manifest(run_dir)  # refuses a directory that is not a run
+    if not (run_dir / RESULTS).is_file():
         raise InputError("no results.json: the run has not finished a task yet", path=run_dir)
-    results = read_json(results_path)
-    if not isinstance(results, dict):
-        raise InputError("expected a JSON object of {task: metrics}", path=results_path)
+    results = read_results(run_dir, record)
     samples: dict[str, list[dict[str, Any]]] = defaultdict(list)
     if (run_dir / SAMPLES).is_file():
-        for row in read_jsonl(run_dir / SAMPLES):
+        for row in iter_samples(run_dir, record):
             task = row.pop("task", None)
             samples[str(task)].append(row)
-    return RunFiles(run_dir, manifest, results, dict(samples))
+    return RunFiles(run_dir, record.as_written(), results, dict(samples))
