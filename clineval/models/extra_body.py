@@ -18,12 +18,12 @@ run store), and credentials belong in the environment (OPENAI_API_KEY).
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from clineval.errors import InputError
+from clineval.jsonio import JsonProblem, parse_json
 from clineval.models.llm_base import ChatModel, ChatRequest, ChatResponse
 
 OPTION = "llm.extra_body"
@@ -44,10 +44,10 @@ _CREDENTIAL = re.compile(
 
 def parse_extra_body(text: str) -> dict[str, Any]:
     """An option's value: a JSON object of extra request fields (ValueError with the reason)."""
-    try:
-        value = json.loads(text)
-    except ValueError as exc:
-        raise ValueError(f"not JSON ({exc})") from None
+    try:  # through the input boundary: lone surrogates replaced, deep nesting refused
+        value = parse_json(text, "--option")
+    except JsonProblem as exc:
+        raise ValueError(f"not JSON ({exc.reason})") from None
     if not isinstance(value, dict) or not value:
         raise ValueError('must be a non-empty JSON object, e.g. {"top_k": 20}')
     reserved = sorted(set(value) & RESERVED)
