@@ -1,4 +1,9 @@
-"""The `clineval` command. Exit codes: 0 success, 2 bad input, 1 internal error."""
+"""The `clineval` command. Exit codes: 0 success, 2 bad input, 1 internal error.
+
+Long module: it is the whole command-line surface, one thin typer function per command (its
+flags, then one call into the layer that does the work) and the one place that turns errors
+into exit codes; split up, the flags of the commands would no longer be read in one place.
+"""
 
 from __future__ import annotations
 
