@@ -32,6 +32,9 @@ from clineval.tasks.base import RunContext, Task, TaskResult
 
 # Settings that change what the model is asked; a resume with other values would mix runs.
 _IDENTITY_FIELDS = ("model", "judges", "seed", "temperature", "max_tokens", "judge_prompt")
+# `--option` keys that change what a model is asked (extra request fields): a resume with other
+# values would mix answers to different requests (stored verdicts are reused by key).
+_IDENTITY_OPTIONS = ("llm.extra_body", "llm.judge_extra_body")
 
 
 class TaskFailures(Exception):
@@ -66,6 +69,14 @@ def _check_resume_compatible(output_dir: Path, config: RunConfig) -> Manifest | 
                 f"this run directory holds a run with {name}={old[name]!r}; "
                 f"refusing to resume it with {name}={new[name]!r} "
                 "(use another --output-dir)",
+                path=output_dir / MANIFEST,
+            )
+    old_options, new_options = old.get("options") or {}, new.get("options") or {}
+    for key in _IDENTITY_OPTIONS:
+        if old_options.get(key) != new_options.get(key):
+            raise InputError(
+                f"this run directory holds a run with --option {key}={old_options.get(key)!r}; "
+                f"refusing to resume it with {new_options.get(key)!r} (use another --output-dir)",
                 path=output_dir / MANIFEST,
             )
     return previous

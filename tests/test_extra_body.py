@@ -169,6 +169,14 @@ def test_a_run_sends_the_fields_to_the_judge_only(tmp_path: Path, capsys) -> Non
     assert "chat_template_kwargs" not in answered[0]
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["config"]["options"]["llm.judge_extra_body"] == THINK_OFF
+    # Stored verdicts are reused by key on resume: other extra fields would mix the answers to
+    # two different requests in one run, so the resume is refused (nothing is sent).
+    other = [a if a != f"llm.judge_extra_body={THINK_OFF}" else 'llm.judge_extra_body={"k": 5}'
+             for a in argv]  # fmt: skip
+    with RecordingServer(reply) as server:
+        assert main(other) == 2
+        assert "llm.judge_extra_body" in capsys.readouterr().err
+        assert list(server.bodies) == []
 
 
 # ---- hf:PATH: chat_template_kwargs reach apply_chat_template -------------------------------
