@@ -19,6 +19,7 @@ BENCHMARKS = (
     "benchmarks.bench_judge_throughput",
     "benchmarks.bench_clinconsensus_flow",
     "benchmarks.bench_retry_overhead",
+    "benchmarks.bench_gliner",
 )
 
 

@@ -177,7 +177,11 @@ class GlinerTagger:
         """Subwords per word (1 each when the tokenizer cannot say)."""
         if self._tokenizer is None or not words:
             return [1] * len(words)
-        encoded = self._tokenizer(words, is_split_into_words=True, add_special_tokens=False)
+        # verbose=False: a whole document is longer than the encoder takes, which is the point
+        # (it is only counted here), not the warning transformers would print
+        encoded = self._tokenizer(
+            words, is_split_into_words=True, add_special_tokens=False, verbose=False
+        )
         counts = [0] * len(words)
         for word in encoded.word_ids():
             if word is not None:
