@@ -317,6 +317,23 @@ def test_bad_model_directories_are_one_line_errors_before_anything_is_written(
     assert len(err.splitlines()) == 1
 
 
+def test_one_label_text_for_two_types_is_refused_naming_the_option(
+    tmp_path: Path, checkpoint: Path, data_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """BC5CDR has drug and condition; prompting drug with "condition" clashes with the
+    condition type's default label text."""
+    out = tmp_path / "run"
+    argv = ["run", "ner:bc5cdr", "--model", f"gliner:{checkpoint}", "--output-dir", str(out)]
+    argv += ["--data-dir", str(data_root), "--option", "ner.labels=drug:condition"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err == (
+        "error: --option ner.labels: label text 'condition' is given for both 'drug' and "
+        "'condition': the model's answer could not be mapped back"
+    )
+    assert not (out / "manifest.json").exists()
+
+
 def test_a_span_tagger_is_refused_for_other_tasks(
     tmp_path: Path, checkpoint: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -136,6 +136,10 @@ class NerTask(Task[NerData]):
             documents = documents[: ctx.config.limit]
         # --limit first, then --shard I/N of those (the rule every task follows: clineval.shard)
         documents = select_shard(documents, ctx.config.shard, key=lambda d: d.id)
+        if ctx.backend.kind is ModelKind.SPAN_TAGGER:
+            from clineval.tasks.ner_span_tagger import tagger_settings
+
+            tagger_settings(ctx, self.types)  # label texts that clash: refused before any write
         ctx.note(self.name, "test_split", split.notes)
         ctx.note(self.name, "documents_scored", len(documents))
         return NerData(split=split, documents=documents)

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from clineval.data.ner_types import NerDocument
+from clineval.errors import InputError
 from clineval.models.ner_gliner import BATCH_SIZE, GlinerTagger, TaggerSettings
 from clineval.tasks.base import RunContext
 from clineval.tasks.ner_options import NER_OPTIONS
@@ -31,11 +32,16 @@ def tagger_settings(ctx: RunContext, types: Sequence[str]) -> TaggerSettings:
         entity_type: tuple(text for t, text in given if t == entity_type) or (entity_type,)
         for entity_type in types
     }
-    return TaggerSettings(
+    settings = TaggerSettings(
         prompts=prompts,
         threshold=NER_OPTIONS.value(ctx.config.options, "threshold"),
         flat=NER_OPTIONS.value(ctx.config.options, "flat"),
     )
+    try:
+        settings.prompt_types()  # one label text for two types: refused naming the option
+    except InputError as exc:
+        raise InputError(f"--option ner.labels: {exc.message}") from None
+    return settings
 
 
 def settings_record(settings: TaggerSettings) -> dict[str, Any]:
