@@ -291,7 +291,7 @@ def test_several_label_texts_per_type(tmp_path: Path, checkpoint: Path, data_roo
 
 
 def test_bad_model_directories_are_one_line_errors_before_anything_is_written(
-    tmp_path: Path, data_root: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, checkpoint: Path, data_root: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     hf_dir = tmp_path / "hf"
     hf_dir.mkdir()
@@ -310,11 +310,19 @@ def test_bad_model_directories_are_one_line_errors_before_anything_is_written(
         err = capsys.readouterr().err.strip()
         assert err.startswith("error: ") and message in err and len(err.splitlines()) == 1
         assert not out.exists()  # refused before the run directory was made
-    out = tmp_path / "run-broken"
-    assert _run(out, broken, data_root) == 2
-    err = capsys.readouterr().err.strip()
-    assert err.startswith("error: ") and "cannot load the GLiNER checkpoint" in err
-    assert len(err.splitlines()) == 1
+    garbage = tmp_path / "garbage"
+    shutil.copytree(checkpoint, garbage)
+    (garbage / "pytorch_model.bin").write_bytes(bytes(range(256)) * 4)  # not a torch file
+    for path, reason in (
+        (broken, "embeds no encoder config"),
+        (garbage, "Weights only load failed"),
+    ):
+        out = tmp_path / f"run-{path.name}"
+        capsys.readouterr()
+        assert _run(out, path, data_root) == 2
+        err = capsys.readouterr().err.strip().splitlines()[-1]  # after the progress bar
+        assert err.startswith(f"error: {path}: cannot load the GLiNER checkpoint: "), err
+        assert reason in err
 
 
 def test_one_label_text_for_two_types_is_refused_naming_the_option(

@@ -125,8 +125,14 @@ class GlinerTagger:
             raise InputError(f"cannot import the gliner package ({INSTALL_HINT}): {exc}") from None
         try:
             model = GLiNER.from_pretrained(str(directory), local_files_only=True)
-        except (OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:
-            reason = _missing_encoder(directory) or " ".join(str(exc).split())[:300]
+        except Exception as exc:
+            # The package reads the user's directory through json, torch (UnpicklingError),
+            # safetensors (SafetensorError), tokenizers and transformers, each with its own
+            # error types: whichever of them fails, the directory is not a loadable checkpoint.
+            # transformers says "couldn't connect" (an OSError) when it looks for the encoder
+            # on the hub: say which encoder and why it is looked for
+            missing = _missing_encoder(directory) if isinstance(exc, OSError) else None
+            reason = missing or " ".join(str(exc).split())[:300]
             raise InputError(
                 f"cannot load the GLiNER checkpoint: {reason or type(exc).__name__}",
                 path=directory,
