@@ -299,10 +299,35 @@ def test_a_corrupt_member_in_a_verified_archive_unpacks_nothing(
     files = {**mirror.files, TRAIN_DEV: bytes(archive)}
     base, _ = serve(_routes(files))
     cache = tmp_path / "cache"
-    with pytest.raises(InputError, match=r"dev\.json' of tcm-sd/upstream/TCM_SD_train_dev\.zip is"):
+    with pytest.raises(
+        InputError,
+        match=r"dev\.json' of tcm-sd/upstream/TCM_SD_train_dev\.zip cannot be read "
+        r"\(BadZipFile: Bad CRC-32",
+    ):
         fetch_tcm_sd(cache, base, FAST, mirror.release(**{TRAIN_DEV: bytes(archive)}))
     assert not (cache / "tcm-sd" / "train.json").exists()
     assert not (cache / "tcm-sd" / "dev.json").exists()
+    assert _no_partials(cache)
+
+
+def test_an_unsupported_compression_method_is_a_one_line_error(
+    tmp_path: Path, mirror: Mirror, serve: Serve
+) -> None:
+    """A member stored with a method zipfile cannot inflate (97 in its headers)."""
+    archive = bytearray(mirror.files[TRAIN_DEV])
+    with zipfile.ZipFile(io.BytesIO(bytes(archive))) as z:
+        info = z.getinfo("TCM_SD_train_dev/train.json")
+    archive[info.header_offset + 8 : info.header_offset + 10] = (97).to_bytes(2, "little")
+    central = bytes(archive).index(b"PK\x01\x02")  # train.json's entry comes first
+    archive[central + 10 : central + 12] = (97).to_bytes(2, "little")
+    files = {**mirror.files, TRAIN_DEV: bytes(archive)}
+    base, _ = serve(_routes(files))
+    cache = tmp_path / "cache"
+    with pytest.raises(
+        InputError, match=r"train\.json' of .* cannot be read \(NotImplementedError"
+    ):
+        fetch_tcm_sd(cache, base, FAST, mirror.release(**{TRAIN_DEV: bytes(archive)}))
+    assert not (cache / "tcm-sd" / "train.json").exists()
     assert _no_partials(cache)
 
 

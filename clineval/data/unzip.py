@@ -135,19 +135,19 @@ def _inflate(
             path=archive_path,
         )
     check = item.check() if item.check is not None else None
-    written = 0
-    sink = os.fdopen(os.dup(fd), "wb")
     try:
-        with sink, archive.open(info) as source:
+        source = archive.open(info)
+    except _UNREADABLE as exc:  # a bad local header, an unsupported compression method
+        raise _corrupt(item, what, archive_path, exc) from None
+    written = 0
+    try:
+        sink = os.fdopen(os.dup(fd), "wb")
+        with sink, source:
             while True:
                 try:
                     chunk = source.read(CHUNK)
-                except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
-                    raise InputError(
-                        f"member {item.member!r} of {what} is corrupt ({exc}); nothing was "
-                        "extracted",
-                        path=archive_path,
-                    ) from None
+                except _UNREADABLE as exc:  # bad data, a CRC-32 that does not match
+                    raise _corrupt(item, what, archive_path, exc) from None
                 if not chunk:
                     break
                 written += len(chunk)
@@ -171,3 +171,17 @@ def _inflate(
             f"checksum mismatch for {item.member!r} of {what} ({problem}); nothing was extracted",
             path=archive_path,
         )
+
+
+# What zipfile raises for an archive it cannot read: bad headers or data (BadZipFile, zlib,
+# EOF, OSError), a compression method it does not support (NotImplementedError), a password
+# it was not given (RuntimeError).
+_UNREADABLE = (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, RuntimeError)
+
+
+def _corrupt(item: Extraction, what: str, archive_path: Path, exc: BaseException) -> InputError:
+    return InputError(
+        f"member {item.member!r} of {what} cannot be read ({type(exc).__name__}: {exc}); "
+        "nothing was extracted",
+        path=archive_path,
+    )
