@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import importlib.util
+import logging
 import os
 import threading
 from dataclasses import dataclass
@@ -18,6 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from clineval.errors import InputError
+
+log = logging.getLogger("clineval")
+STOP_TIMEOUT_S = 30.0
 
 
 def smollm2_gguf_path() -> Path | None:
@@ -123,12 +127,32 @@ class LlamaCppServer:
             return self.base_url
 
     def stop(self) -> None:
-        """Stop serving: xllamacpp's destructor joins its threads, so drop the last reference."""
+        """Stop serving: xllamacpp's destructor joins its threads, so drop the last reference.
+
+        The drop happens in a helper thread that is waited for at most STOP_TIMEOUT_S: the
+        destructor's join has been seen to hang on a loaded machine, and a finished run must
+        not hang on it (nor a test suite). A server that does not stop in time is left to the
+        end of the process, with a warning."""
         with self._lock:
             server, self._server, self.base_url = self._server, None, None
-        if server is not None:
-            del server
+        if server is None:
+            return
+        holder = [server]
+        del server
+
+        def drop() -> None:
+            holder.clear()
             gc.collect()
+
+        dropping = threading.Thread(target=drop, name="llamacpp-stop", daemon=True)
+        dropping.start()
+        dropping.join(STOP_TIMEOUT_S)
+        if dropping.is_alive():
+            log.warning(
+                "the llama.cpp server of %s did not stop within %g s; it ends with the process",
+                self.gguf.name,
+                STOP_TIMEOUT_S,
+            )
 
     def __enter__(self) -> LlamaCppServer:
         self.start()
