@@ -33,6 +33,18 @@ from clineval.errors import InputError
 
 CHUNK = 1 << 16
 _ENCRYPTED = 0x1  # general purpose flag bit 0
+# What zipfile raises for an archive it cannot read: bad headers or data (BadZipFile, zlib,
+# EOF, OSError), a version or compression method it does not support (NotImplementedError), a
+# password it was not given (RuntimeError), a name that is not UTF-8 (a ValueError).
+_UNREADABLE = (
+    zipfile.BadZipFile,
+    zlib.error,
+    EOFError,
+    OSError,
+    NotImplementedError,
+    RuntimeError,
+    ValueError,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,8 +58,9 @@ class Extraction:
 def open_archive(path: Path) -> zipfile.ZipFile:
     try:
         return zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError, EOFError) as exc:
-        raise InputError(f"not a readable zip archive ({exc})", path=path) from None
+    except _UNREADABLE as exc:
+        reason = f"{type(exc).__name__}: {exc}"
+        raise InputError(f"not a readable zip archive ({reason})", path=path) from None
 
 
 def find_member(archive: zipfile.ZipFile, basename: str, where: Path) -> str:
@@ -56,7 +69,7 @@ def find_member(archive: zipfile.ZipFile, basename: str, where: Path) -> str:
     found = [
         info.filename
         for info in archive.infolist()
-        if not info.is_dir()
+        if not info.filename.endswith("/")  # a folder (ZipInfo.is_dir fails on an empty name)
         and info.filename.replace("\\", "/").rsplit("/", 1)[-1] == basename
         and not info.filename.startswith("__MACOSX/")
     ]
@@ -171,12 +184,6 @@ def _inflate(
             f"checksum mismatch for {item.member!r} of {what} ({problem}); nothing was extracted",
             path=archive_path,
         )
-
-
-# What zipfile raises for an archive it cannot read: bad headers or data (BadZipFile, zlib,
-# EOF, OSError), a compression method it does not support (NotImplementedError), a password
-# it was not given (RuntimeError).
-_UNREADABLE = (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, RuntimeError)
 
 
 def _corrupt(item: Extraction, what: str, archive_path: Path, exc: BaseException) -> InputError:
