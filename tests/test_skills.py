@@ -142,6 +142,8 @@ def not_offline(argv: list[str]) -> str | None:
         return "downloads from the internet"
     if any(w.startswith("hf:") for w in argv):
         return "needs a local Hugging Face checkpoint"
+    if any(w.startswith("gliner:") for w in argv):
+        return "needs a local GLiNER checkpoint"
     if any(w.startswith("llamacpp:") for w in argv):
         return "needs a GGUF model (and minutes of CPU per case)"
     return None
@@ -438,7 +440,8 @@ def test_tcm_sd_page_runs(stub: StubServer, tmp_path: Path, in_tmp: Path, tcm_da
         "PREDICTIONS.jsonl": str(predictions),
     }
     ran, skipped = run_page("tcm-sd-eval", values, in_tmp)
-    assert len(skipped) == 1 and "checkpoint" in skipped[0]
+    assert len(skipped) == 2 and sum("checkpoint" in s for s in skipped) == 1
+    assert sum("internet" in s for s in skipped) == 1  # data fetch tcm-sd
     assert len(ran) >= 9
     mine = json.loads((in_tmp / "runs/tcm-mine/results.json").read_text())["tcm-sd"]
     assert mine["macro_f1"] == 1.0 and mine["fixture"] is True
@@ -501,7 +504,7 @@ def test_clinical_ner_page_runs(
     }
     ran, skipped = run_page("clinical-ner-eval", values, in_tmp)
     assert len(ran) >= 8 and sum("internet" in s for s in skipped) == 4
-    assert sum("checkpoint" in s for s in skipped) == 1 and len(skipped) == 5
+    assert sum("checkpoint" in s for s in skipped) == 2 and len(skipped) == 6
     assert (data_dir / "ner/chia/ncer_split_ids.json").is_file()
     results = json.loads((in_tmp / "runs/ner-crf/results.json").read_text())
     assert sorted(results) == ["ner:bc5cdr", "ner:biored", "ner:chia", "ner:ncbi"]
