@@ -5,7 +5,6 @@ starting or running end with one line, never a traceback."""
 
 from __future__ import annotations
 
-import json
 import signal
 import subprocess
 import sys
@@ -14,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from llm_stub_server import StubServer
+from run_probe import count_stored_calls, write_fixture_verdicts
 
 from clineval.cli import main
 from clineval.data.clinconsensus import fixture_path
@@ -186,13 +186,7 @@ def test_verdicts_file_needs_no_model(tmp_path: Path, capsys: pytest.CaptureFixt
     """Scoring a verdicts file calls no model, so --model is not asked for; without either the
     error says what to give."""
     cases = fixture_path()
-    verdicts = tmp_path / "verdicts.jsonl"
-    with verdicts.open("w", encoding="utf-8") as fh:
-        for line in cases.read_text(encoding="utf-8").splitlines()[:2]:
-            case = json.loads(line)
-            for criterion in case["rubrics"]:
-                row = {"case_id": case["case_id"], "criterion_id": criterion["criterion_id"]}
-                fh.write(json.dumps({**row, "criteria_met": True}) + "\n")
+    verdicts = write_fixture_verdicts(tmp_path / "verdicts.jsonl", cases=2)
     out = tmp_path / "run"
     argv = ["run", "clinconsensus", "--cases", str(cases), "--verdicts", str(verdicts)]
     assert main([*argv, "--limit", "2", "-o", str(out)]) == 0, capsys.readouterr().err
@@ -240,21 +234,6 @@ def test_signal_during_start_up_is_one_line(signame: str, code: int) -> None:
     ]
 
 
-def _count_calls(store_path: Path) -> int:
-    import sqlite3
-
-    if not store_path.exists():
-        return 0
-    try:
-        conn = sqlite3.connect(f"file:{store_path}?mode=ro", uri=True, timeout=5)
-        try:
-            return int(conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
-        finally:
-            conn.close()
-    except sqlite3.OperationalError:  # the schema is not there yet
-        return 0
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("sig", "code", "why"),
@@ -281,7 +260,7 @@ def test_signal_mid_run_stops_like_ctrl_c_with_one_line(
             command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=_default_sigint
         )
         deadline = time.monotonic() + 120
-        while _count_calls(out / STORE_FILENAME) < 20 and time.monotonic() < deadline:
+        while count_stored_calls(out / STORE_FILENAME) < 20 and time.monotonic() < deadline:
             assert proc.poll() is None, "the run finished before the signal"
             time.sleep(0.02)
         proc.send_signal(sig)
@@ -295,26 +274,20 @@ def test_signal_mid_run_stops_like_ctrl_c_with_one_line(
         ], err[-2000:]
         assert "Traceback" not in err
         assert read_json(out / "manifest.json")["status"].startswith("stopped: ")
-        kept = _count_calls(out / STORE_FILENAME)
+        kept = count_stored_calls(out / STORE_FILENAME)
         assert kept >= 20
         stub.script([], default={"do": "ok", "latency": 0.0})
         resumed = subprocess.run(command, capture_output=True, timeout=300)
         assert resumed.returncode == 0, resumed.stderr.decode()[-2000:]
         assert read_json(out / "manifest.json")["status"] == "finished"
-        assert _count_calls(out / STORE_FILENAME) >= kept
+        assert count_stored_calls(out / STORE_FILENAME) >= kept
 
 
 def test_report_output_that_is_a_directory_and_run_dirs_that_are_files(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     cases = fixture_path()
-    verdicts = tmp_path / "verdicts.jsonl"
-    case = json.loads(cases.read_text(encoding="utf-8").splitlines()[0])
-    rows = [
-        {"case_id": case["case_id"], "criterion_id": c["criterion_id"], "criteria_met": False}
-        for c in case["rubrics"]
-    ]
-    verdicts.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    verdicts = write_fixture_verdicts(tmp_path / "verdicts.jsonl", cases=1, met=False)
     run = tmp_path / "run"
     argv = ["run", "clinconsensus", "--cases", str(cases), "--verdicts", str(verdicts)]
     assert main([*argv, "--limit", "1", "-o", str(run)]) == 0
@@ -344,13 +317,7 @@ def test_a_mistyped_model_file_creates_nothing_and_the_corrected_command_runs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     cases = fixture_path()
-    case = json.loads(cases.read_text(encoding="utf-8").splitlines()[0])
-    verdicts = tmp_path / "verdicts.jsonl"
-    rows = [
-        {"case_id": case["case_id"], "criterion_id": c["criterion_id"], "criteria_met": True}
-        for c in case["rubrics"]
-    ]
-    verdicts.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    verdicts = write_fixture_verdicts(tmp_path / "verdicts.jsonl", cases=1)
     out = tmp_path / "run"
     argv = ["run", "clinconsensus", "--cases", str(cases), "--limit", "1", "-o", str(out)]
     assert main([*argv, "--model", f"predictions:{tmp_path / 'verdcits.jsonl'}"]) == 2

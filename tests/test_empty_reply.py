@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -18,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from llm_stub_server import StubServer, completion, request_key
+from llm_stub_server import StubServer, completion
+from run_probe import stored_stub_keys
 
 from clineval.config import RunConfig
 from clineval.models.chat_store import StoredChatModel
@@ -175,24 +175,6 @@ def _run(stub: StubServer, out: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
 
 
-def _stored_stub_keys(store_path: Path) -> set[str]:
-    conn = sqlite3.connect(f"file:{store_path}?mode=ro", uri=True)
-    try:
-        rows = conn.execute("SELECT request FROM calls").fetchall()
-    finally:
-        conn.close()
-    keys = set()
-    for (raw,) in rows:
-        request = json.loads(raw)
-        body = {
-            "model": ModelSpec.parse(request["model"]).name,
-            "messages": [{"role": r, "content": c} for r, c in request["messages"]],
-            "response_format": request["response_format"],
-        }
-        keys.add(request_key(body))
-    return keys
-
-
 @pytest.mark.parametrize("who", ["judge", "candidate"])
 def test_an_empty_reply_fails_that_call_and_a_rerun_sends_it_again(
     tmp_path: Path, stub: StubServer, who: str
@@ -212,7 +194,7 @@ def test_an_empty_reply_fails_that_call_and_a_rerun_sends_it_again(
     else:
         assert done.returncode == 1, done.stderr[-2000:]
         assert results["candidate_errors"] == 1
-    assert failed[0] not in _stored_stub_keys(out / STORE_FILENAME)
+    assert failed[0] not in set(stored_stub_keys(out / STORE_FILENAME))
 
     stub.reset()  # a good server now
     rerun = _run(stub, out)

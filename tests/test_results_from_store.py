@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from run_probe import write_fixture_verdicts
+
 from clineval.cli import main
 from clineval.data.clinconsensus import fixture_path
 from clineval.store import RunStore
@@ -18,13 +20,7 @@ TCM += ["--option", "tcm.synth_scale=0.05"]
 
 def _verdicts(tmp_path: Path) -> list[str]:
     cases = fixture_path()
-    case = json.loads(cases.read_text(encoding="utf-8").splitlines()[0])
-    verdicts = tmp_path / "verdicts.jsonl"
-    rows = [
-        {"case_id": case["case_id"], "criterion_id": c["criterion_id"], "criteria_met": True}
-        for c in case["rubrics"]
-    ]
-    verdicts.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    verdicts = write_fixture_verdicts(tmp_path / "verdicts.jsonl", cases=1)
     return [
         *["run", "clinconsensus", "--model", "baseline:tfidf", "--cases", str(cases)],
         *["--verdicts", str(verdicts), "--limit", "1"],

@@ -8,10 +8,8 @@ proves that nothing stored before the kill was asked again.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -19,9 +17,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from llm_stub_server import StubServer, request_key
+from llm_stub_server import StubServer
+from run_probe import count_stored_calls, stored_stub_keys
 
-from clineval.models.spec import ModelSpec
 from clineval.rundir import RESULTS, read_json
 from clineval.store import STORE_FILENAME
 
@@ -55,38 +53,6 @@ def _command(stub: StubServer, out: Path, concurrency: int) -> list[str]:
     ]
 
 
-def _stored_stub_keys(store_path: Path) -> list[str]:
-    """The stub-side key of every call in a run store (read-only, beside a live writer)."""
-    conn = sqlite3.connect(f"file:{store_path}?mode=ro", uri=True)
-    try:
-        rows = conn.execute("SELECT request FROM calls").fetchall()
-    finally:
-        conn.close()
-    keys = []
-    for (raw,) in rows:
-        request = json.loads(raw)
-        body = {
-            "model": ModelSpec.parse(request["model"]).name,
-            "messages": [{"role": r, "content": c} for r, c in request["messages"]],
-            "response_format": request["response_format"],
-        }
-        keys.append(request_key(body))
-    return keys
-
-
-def _count_calls(store_path: Path) -> int:
-    if not store_path.exists():
-        return 0
-    try:
-        conn = sqlite3.connect(f"file:{store_path}?mode=ro", uri=True, timeout=5)
-        try:
-            return int(conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
-        finally:
-            conn.close()
-    except sqlite3.OperationalError:  # schema not created yet
-        return 0
-
-
 def _default_sigint() -> None:
     """In the child before exec: SIGINT back to its default action. A child inherits an
     ignored SIGINT (pytest started from a background job or under nohup), and a Python that
@@ -108,7 +74,9 @@ def _start_slowed_run(stub: StubServer, out: Path, env: dict[str, str]) -> subpr
         preexec_fn=_default_sigint,
     )
     deadline = time.monotonic() + 120
-    while _count_calls(out / STORE_FILENAME) < KILL_AFTER_CALLS and time.monotonic() < deadline:
+    while (
+        count_stored_calls(out / STORE_FILENAME) < KILL_AFTER_CALLS and time.monotonic() < deadline
+    ):
         assert proc.poll() is None, "the run finished before it could be stopped"
         time.sleep(0.02)
     return proc
@@ -132,7 +100,7 @@ def test_sigkill_mid_run_then_resume(tmp_path: Path, stub: StubServer) -> None:
     os.kill(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=30)  # reaps it and closes the stderr pipe
     assert proc.returncode == -signal.SIGKILL
-    finished_before_kill = _stored_stub_keys(store_path)
+    finished_before_kill = stored_stub_keys(store_path)
     assert KILL_AFTER_CALLS <= len(finished_before_kill) < total_calls
     asked_before_kill = stub.stats()["by_key"]
     assert all(asked_before_kill.get(k) == 1 for k in finished_before_kill)
@@ -176,7 +144,7 @@ def test_ctrl_c_stops_promptly_with_a_stopped_manifest_then_resume(
     assert stopped_in < 10  # in-flight calls are cancelled, not awaited to the end
     manifest = read_json(out / "manifest.json")
     assert manifest["status"].startswith("stopped: KeyboardInterrupt")
-    finished = _stored_stub_keys(store_path)
+    finished = stored_stub_keys(store_path)
     assert len(finished) >= KILL_AFTER_CALLS
 
     stub.script([], default={"do": "ok", "latency": 0.0})

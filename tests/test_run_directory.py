@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from llm_stub_server import StubServer
+from run_probe import count_stored_calls
 
 from clineval.cli import main
 from clineval.data.clinconsensus import fixture_path, load_cases
@@ -462,20 +463,6 @@ def _start(command: list[str], stderr: int | None = subprocess.PIPE) -> subproce
     )
 
 
-def _stored_calls(out: Path) -> int:
-    store = out / STORE_FILENAME
-    if not store.exists():
-        return 0
-    try:
-        conn = sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=5)
-        try:
-            return int(conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
-        finally:
-            conn.close()
-    except sqlite3.OperationalError:  # the schema is not there yet
-        return 0
-
-
 def _start_slowed_run(stub: StubServer, out: Path) -> subprocess.Popen[bytes]:
     """The run against a stub answering in 0.5 s a call, once its first call is stored (it
     holds the run directory's lock then, and has many calls left)."""
@@ -483,7 +470,7 @@ def _start_slowed_run(stub: StubServer, out: Path) -> subprocess.Popen[bytes]:
     stub.script([], default={"do": "ok", "latency": 0.5})
     proc = _start(_llm_command(stub, out), stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
-    while _stored_calls(out) < 1 and time.monotonic() < deadline:
+    while count_stored_calls(out / STORE_FILENAME) < 1 and time.monotonic() < deadline:
         assert proc.poll() is None, "the run ended before it stored a call"
         time.sleep(0.02)
     return proc
