@@ -97,8 +97,8 @@ class GzipContentSha256Check:
         return f"gzip content sha256 {_short(got)} is not the expected {_short(self._expected)}"
 
 
-class AnyOfCheck:
-    """Passes when at least one of `checks` passes (e.g. the exact bytes or the same content)."""
+class _CheckGroup:
+    """Several checks that each see every byte; subclasses say how their verdicts combine."""
 
     def __init__(self, *checks: StreamCheck) -> None:
         self._checks = checks
@@ -106,6 +106,10 @@ class AnyOfCheck:
     def update(self, chunk: bytes) -> None:
         for check in self._checks:
             check.update(chunk)
+
+
+class AnyOfCheck(_CheckGroup):
+    """Passes when at least one of `checks` passes (e.g. the exact bytes or the same content)."""
 
     def problem(self) -> str | None:
         problems = [check.problem() for check in self._checks]
@@ -137,15 +141,8 @@ class GitBlobSha1Check:
         return f"git blob id {_short(got)} is not the expected {_short(self._expected)}"
 
 
-class AllOfCheck:
+class AllOfCheck(_CheckGroup):
     """Passes when every one of `checks` passes (e.g. a hash and a validation of the content)."""
-
-    def __init__(self, *checks: StreamCheck) -> None:
-        self._checks = checks
-
-    def update(self, chunk: bytes) -> None:
-        for check in self._checks:
-            check.update(chunk)
 
     def problem(self) -> str | None:
         problems = [p for p in (check.problem() for check in self._checks) if p is not None]
