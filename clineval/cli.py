@@ -1,8 +1,8 @@
 """The `clineval` command. Exit codes: 0 success, 2 bad input, 1 internal error.
 
-Long module: it is the whole command-line surface, one thin typer function per command (its
-flags, then one call into the layer that does the work) and the one place that turns errors
-into exit codes; split up, the flags of the commands would no longer be read in one place.
+One thin typer function per command (its flags, then one call into the layer that does the
+work), and the one place that turns errors into exit codes. The `data` and `skills` groups are
+in clineval.cli_groups, what is printed in clineval.cli_output.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from clineval.cli_groups import data_app, skills_app
 from clineval.cli_output import print_plan, print_results, stdout
 from clineval.errors import InputError, JudgeErrorRateExceeded
 from clineval.secrets import redact
@@ -29,13 +30,7 @@ app = typer.Typer(
     no_args_is_help=True,
     help="Evaluate models on Clinical NER (NCER), TCM-SD and ClinConsensus.",
 )
-data_app = typer.Typer(
-    no_args_is_help=True, help="Data files: verify checksums, fetch, synthesize."
-)
 app.add_typer(data_app, name="data")
-skills_app = typer.Typer(
-    no_args_is_help=True, help="Agent Skills that drive clineval: list them, install them."
-)
 app.add_typer(skills_app, name="skills")
 
 _state = {"debug": False}
@@ -277,96 +272,6 @@ def list_tasks(
         table.add_row(name, task.description, data, ", ".join(task.metric_names))
     stdout.print(table)
     stdout.print(f"data root: {root}")
-
-
-@data_app.command("verify")
-def data_verify(
-    data_dir: Annotated[str | None, typer.Option("--data-dir")] = None,
-    cache_dir: Annotated[
-        str | None,
-        typer.Option("--cache-dir", help="Check this cache of `clineval data fetch`."),
-    ] = None,
-) -> None:
-    """Check every known data file's sha256 against the manifest shipped in the package.
-
-    Checks the directories named; with neither option, the data root and the default fetch
-    cache ($CLINEVAL_CACHE_DIR or ~/.cache/clineval/data) where they exist."""
-    from clineval.data.checksums import verify_all
-
-    if not verify_all(data_dir, console=stdout, cache_dir=cache_dir):
-        raise typer.Exit(code=2)
-
-
-@data_app.command("fetch")
-def data_fetch(
-    name: str,
-    cache_dir: Annotated[Path | None, typer.Option("--cache-dir")] = None,
-    base_url: Annotated[
-        str | None, typer.Option("--base-url", help="Mirror to fetch from instead.")
-    ] = None,
-) -> None:
-    """Download a corpus from its official public address into a cache, checking sha256.
-
-    Each file streams to a staging file, bounded by its size in the package manifest, and
-    enters the cache only once its sha256 matched; cached files are checked again first."""
-    from clineval.data.fetch import fetch, notice
-
-    for path in fetch(name, cache_dir=cache_dir, base_url=base_url):
-        stdout.print(f"ok {path}")
-    if (terms := notice(name)) is not None:
-        stdout.print(terms)
-
-
-@data_app.command("synth")
-def data_synth(
-    task: str,
-    out: Annotated[Path, typer.Option("--out")],
-    seed: Annotated[int, typer.Option("--seed")] = 0,
-    data_dir: Annotated[str | None, typer.Option("--data-dir")] = None,
-    scale: Annotated[
-        float, typer.Option("--scale", help="Size relative to the official splits, (0, 1].")
-    ] = 1.0,
-) -> None:
-    """Write a synthetic (fixture) dataset in a benchmark's official format."""
-    if task != "tcm-sd":
-        raise InputError(f"no synthetic generator for {task!r} (available: tcm-sd)")
-    from clineval.data.tcm_synth import write_synthetic
-
-    for path in write_synthetic(out, seed=seed, data_dir=data_dir, scale=scale):
-        stdout.print(f"wrote {path}")
-
-
-@skills_app.command("list")
-def skills_list() -> None:
-    """The skills shipped with clineval: name and when an agent should use it."""
-    from clineval.skills_install import list_skills
-
-    table = Table(show_header=True)
-    table.add_column("skill", no_wrap=True)
-    table.add_column("description", overflow="fold")
-    for skill in list_skills():
-        table.add_row(skill.name, skill.description)
-    stdout.print(table)
-    stdout.print("install: clineval skills install [NAME...] --target DIR", markup=False)
-
-
-@skills_app.command("install")
-def skills_install(
-    target: Annotated[
-        Path, typer.Option("--target", help="The agent's skills folder, e.g. .claude/skills.")
-    ],
-    names: Annotated[
-        list[str] | None, typer.Argument(help="Skills to install (default: all).")
-    ] = None,
-    force: Annotated[
-        bool, typer.Option("--force", help="Replace an existing skill folder that differs.")
-    ] = False,
-) -> None:
-    """Copy skill folders into DIR/NAME; a different existing one is kept unless --force."""
-    from clineval.skills_install import install
-
-    for done in install(names or [], target, force=force):
-        print(f"{done.status} {done.name}: {done.path}")
 
 
 INTERRUPTED = 130  # the shell's code for a process stopped by SIGINT
