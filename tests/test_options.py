@@ -97,3 +97,14 @@ def test_split_option_items() -> None:
     for bad in ("novalue", "=x", " =x"):
         with pytest.raises(InputError, match="is not KEY=VALUE"):
             split_option_items([bad])
+
+
+def test_the_llamacpp_declarations_and_settings_agree_on_defaults() -> None:
+    """LlamaCppSettings keeps its defaults for callers that build it directly; they must be the
+    declared ones, which `clineval tasks --options` shows."""
+    from clineval.models.llamacpp_server import LlamaCppSettings
+
+    assert LlamaCppSettings.from_options({}) == LlamaCppSettings()
+    assert LlamaCppSettings.from_options({"llamacpp.n_ctx": "512"}).n_ctx_per_slot == 512
+    with pytest.raises(InputError, match=r"llamacpp\.n_ctx='100': must be >= 256"):
+        LlamaCppSettings.from_options({"llamacpp.n_ctx": "100"})

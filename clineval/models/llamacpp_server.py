@@ -47,24 +47,19 @@ class LlamaCppSettings:
 
     @classmethod
     def from_options(cls, options: dict[str, str]) -> LlamaCppSettings:
-        def get_int(key: str, default: int) -> int:
-            raw = options.get(f"llamacpp.{key}")
-            if raw is None:
-                return default
-            try:
-                value = int(raw)
-            except ValueError:
-                raise InputError(f"--option llamacpp.{key}={raw!r} is not an integer") from None
-            if value < 0:
-                raise InputError(f"--option llamacpp.{key} must be >= 0")
-            return value
+        """The settings of `--option llamacpp.*`, typed by their declarations (defaults
+        there are this class's)."""
+        from clineval.models.options import LLAMACPP_OPTIONS
+
+        def value(name: str) -> int:
+            return int(LLAMACPP_OPTIONS.value(options, name))
 
         return cls(
-            n_parallel=max(1, get_int("n_parallel", cls.n_parallel)),
-            n_ctx_per_slot=max(256, get_int("n_ctx", cls.n_ctx_per_slot)),
-            threads=get_int("threads", cls.threads),
-            verbosity=get_int("verbosity", cls.verbosity),
-            metrics=bool(get_int("metrics", int(cls.metrics))),
+            n_parallel=value("n_parallel"),
+            n_ctx_per_slot=value("n_ctx"),
+            threads=value("threads"),
+            verbosity=value("verbosity"),
+            metrics=bool(value("metrics")),
         )
 
 

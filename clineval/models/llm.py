@@ -67,19 +67,16 @@ __all__ = [
 
 
 def _retry_policy(config: RunConfig) -> RetryPolicy:
-    options: dict[str, str] = config.options
-    base = options.get("llm.backoff_base_s")
-    cap = options.get("llm.backoff_max_s")
-    try:
-        return RetryPolicy(
-            max_retries=max(0, int(config.max_retries)),
-            base_delay_s=float(base) if base is not None else RetryPolicy.base_delay_s,
-            max_delay_s=float(cap) if cap is not None else RetryPolicy.max_delay_s,
-        )
-    except ValueError:
-        raise InputError(
-            "--option llm.backoff_base_s / llm.backoff_max_s must be numbers"
-        ) from None
+    """The run's retry policy: --max-retries and the declared llm.backoff_* options."""
+    from clineval.models.options import LLM_OPTIONS
+
+    base = LLM_OPTIONS.value(config.options, "backoff_base_s")
+    cap = LLM_OPTIONS.value(config.options, "backoff_max_s")
+    return RetryPolicy(
+        max_retries=config.max_retries,
+        base_delay_s=RetryPolicy.base_delay_s if base is None else base,
+        max_delay_s=RetryPolicy.max_delay_s if cap is None else cap,
+    )
 
 
 def openai_base_urls(spec: ModelSpec) -> tuple[str, ...]:
