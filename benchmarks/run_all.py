@@ -20,6 +20,8 @@ BENCHMARKS = (
     "benchmarks.bench_clinconsensus_flow",
     "benchmarks.bench_retry_overhead",
     "benchmarks.bench_gliner",
+    "benchmarks.bench_prefix_affinity_sim",
+    "benchmarks.bench_prefix_affinity_llamacpp",
 )
 
 
