@@ -184,3 +184,32 @@ def test_shared_prefix_tokens_are_the_common_start_of_a_keys_prompts(tmp_path: P
         Price(2.0, 8.0, 0.5).cost(row.prompt_tokens, 0, row.shared_prefix_tokens)
     )
     assert priced["cost_low"] < Price(2.0, 8.0).cost(row.prompt_tokens, 0)
+
+
+@pytest.mark.llm
+@pytest.mark.slow
+def test_a_real_llamacpp_server_reports_its_cached_prompt_tokens(
+    tmp_path: Path, gguf: Path
+) -> None:
+    out = tmp_path / "run"
+    argv = ["run", "clinconsensus", "--model", f"llamacpp:{gguf}", "--cases", FIXTURE]
+    argv += ["--limit", "1", "--max-tokens", "16", "--concurrency", "1"]
+    for option in (
+        "clinconsensus.max_criteria=3",
+        "clinconsensus.judge_max_tokens=8",
+        "clinconsensus.judge_retries=0",
+        "llamacpp.n_parallel=1",
+    ):
+        argv += ["--option", option]
+    assert main([*argv, "--max-judge-error-rate", "1", "--output-dir", str(out)]) in (0, 1)
+    with RunStore.in_dir(out) as store:
+        judged = [c for c in store.iter_calls() if c["request"]["response_format"] is not None]
+    assert len(judged) == 3
+    # one slot, one call at a time: the 2nd and 3rd judge prompts reuse the 1st's prefix
+    later = sorted((c["usage"] for c in judged), key=lambda u: u["cached_tokens"])[1:]
+    for usage in later:
+        assert usage["cached_tokens"] == usage["timings"]["cache_n"] > 0.5 * usage["prompt_tokens"]
+        assert usage["timings"]["prompt_n"] == usage["prompt_tokens"] - usage["cached_tokens"]
+    row = json.loads((out / "manifest.json").read_text())["llm_usage"]["models"][f"llamacpp:{gguf}"]
+    assert row["cached_prompt_tokens"] >= sum(u["cached_tokens"] for u in later)
+    assert row["calls_reporting_cache"] == row["calls"] == 4  # the answer and 3 judge calls
