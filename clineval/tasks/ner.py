@@ -38,7 +38,7 @@ from clineval.progress import make_progress
 from clineval.shard import select_shard
 from clineval.tasks.base import DataFileStatus, RunContext, Task, TaskResult
 from clineval.tasks.ner_llm import PREDICTION_KIND
-from clineval.tasks.ner_options import CRF_WORKERS_OPTION, NER_OPTIONS, TOKENIZER_OPTION
+from clineval.tasks.ner_options import NER_OPTIONS, TOKENIZER_OPTION
 
 PREDICTION = PREDICTION_KIND  # store record kind
 TEST_SPLIT = "test"
@@ -69,10 +69,7 @@ def spans_from_json(rows: Iterable[Sequence[Any]]) -> list[Span]:
 
 def _model_tokenizer(ctx: RunContext) -> bool:
     """True for `--option ner.tokenizer=model`; a misspelt value is an error, not "regex"."""
-    value = ctx.config.options.get(TOKENIZER_OPTION, "regex")
-    if value not in ("regex", "model"):
-        raise InputError(f"--option {TOKENIZER_OPTION}={value!r}: use regex or model")
-    return value == "model"
+    return bool(NER_OPTIONS.value(ctx.config.options, "tokenizer") == "model")
 
 
 @contextmanager
@@ -371,11 +368,8 @@ def _train_missing_crfs(ctx: RunContext, dataset: str) -> None:
     for name in missing:
         verify_files(ctx.data_root, name, TRAIN_SPLITS)
     jobs = [CrfJob(d, str(ctx.data_root), TRAIN_SPLITS, config) for d in missing]
-    raw = ctx.config.options.get(CRF_WORKERS_OPTION)
-    try:
-        workers = default_workers() if raw is None else int(raw)
-    except ValueError:
-        raise InputError(f"--option {CRF_WORKERS_OPTION}={raw!r} is not an integer") from None
+    chosen = NER_OPTIONS.value(ctx.config.options, "crf_workers")
+    workers = default_workers() if chosen is None else int(chosen)
     total = config.max_iterations * len(jobs)
     label = f"CRF training ({', '.join(missing)}; L-BFGS iterations)"
     with _bar(label, total) as advance:

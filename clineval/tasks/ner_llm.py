@@ -37,7 +37,7 @@ from clineval.jsonio import JsonProblem, decode_prefix, parse_json
 from clineval.models.llm_base import ChatError, ChatModel, ChatRequest
 from clineval.models.ner_bio import word_offsets
 from clineval.tasks.base import RunContext
-from clineval.tasks.ner_options import FORMAT_OPTION
+from clineval.tasks.ner_options import NER_OPTIONS
 
 TEMPLATE_VERSION = "ner-extract-v1"
 PREDICTION_KIND = "prediction"  # the NER task's record kind of a document's prediction
@@ -241,12 +241,7 @@ class ExtractionSummary:
 
 def format_option(ctx: RunContext) -> str:
     """The response_format the run asks for (--option ner.response_format)."""
-    from clineval.errors import InputError
-
-    fmt = str(ctx.config.options.get(FORMAT_OPTION, "json_schema"))
-    if fmt not in ("json_schema", "json_object", "none"):
-        raise InputError(f"--option {FORMAT_OPTION}={fmt!r}: use json_schema, json_object, none")
-    return fmt
+    return str(NER_OPTIONS.value(ctx.config.options, "response_format"))
 
 
 def make_request(ctx: RunContext, text: str, types: Sequence[str], fmt: str) -> ChatRequest:

@@ -6,8 +6,6 @@ from clineval.data.ner_types import DATASET_TYPES
 from clineval.options import Option, OptionGroup, boolean, choice, integer, text
 
 TOKENIZER_OPTION = "ner.tokenizer"
-CRF_WORKERS_OPTION = "ner.crf_workers"
-FORMAT_OPTION = "ner.response_format"
 # Every entity type of the NER datasets (the OMOP domains), for options that name types.
 ALL_TYPES = tuple(dict.fromkeys(t for types in DATASET_TYPES.values() for t in types))
 # ner.label_map is read by models/ner_hf.py (LABEL_MAP_OPTION, the same name): the model layer
