@@ -305,3 +305,21 @@ def test_usage_of_keeps_what_a_server_reports() -> None:
     }
     assert usage_of(garbled) == {}
     assert usage_of({"usage": None}) == {} and usage_of({"usage": []}) == {}
+
+
+def test_keys_of_a_replica_that_is_down_move_to_the_live_one(
+    tmp_path: Path, servers: tuple[StubServer, StubServer, StubServer]
+) -> None:
+    candidate, live, _ = servers
+    dead = f"http://127.0.0.1:{_closed_port()}/v1"
+    extra = ["--judge", "openai:stub-judge", "--judge-base-url", dead]
+    extra += ["--judge-base-url", live.base_url, "--concurrency", "2", "--max-retries", "3"]
+    extra += ["--option", "llm.backoff_base_s=0.01", "--option", "llm.prompt_cache_key=1"]
+    out = tmp_path / "run"
+    assert _run(out, candidate, *extra) == 0
+    assert live.stats()["requests"] == 60  # every judge call answered by the live replica
+    assert len(set(live.stats()["cache_keys"])) == 12
+    calls = json.loads((out / "manifest.json").read_text())["llm_calls"]["totals"]
+    # After a refusal the dead replica rests (1, 2, 4 ... s) and its keys move: only a call
+    # now and then (when a rest ends) pays a retry, not the ~30 calls whose key it ranks first.
+    assert 1 <= calls["retries"] <= 10
