@@ -107,6 +107,9 @@ def _run(stub: StubServer, out: Path, *extra: str) -> int:
     )
 
 
+# A smoke run judged on 2 criteria: the report must not slice CACS@7 (null for k > N); it
+# divided by zero there (a RuntimeWarning, now an error in this test).
+@pytest.mark.filterwarnings("error::RuntimeWarning")
 def test_manifest_and_report_show_cached_prompt_tokens(tmp_path: Path, stub: StubServer) -> None:
     prices = _prices(
         tmp_path, {"input_per_1m": 2.0, "output_per_1m": 8.0, "cached_input_per_1m": 0.5}

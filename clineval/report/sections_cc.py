@@ -125,8 +125,11 @@ def build(run: RunData, task: str) -> dict[str, Any]:
     if curve is not None:
         svg = plots.reverse_ecdf(curve, ks, "Reverse ECDF of criteria met per case")
         blocks.append({"kind": "plot", "title": "Rubric hits per case", "svg": svg, "small": True})
-    k = ks[0] if ks else 7
-    for dim, bars in slices_of(metrics, samples, n, k, task).items():
+    # Slices show CACS at the smallest k the run reports; a run judged on fewer criteria than
+    # any k (a smoke run) has no CACS to slice (CACS@k is null for k > N).
+    k = ks[0] if ks else 0
+    sliced = slices_of(metrics, samples, n, k, task) if ks else {}
+    for dim, bars in sliced.items():
         bars = sorted(bars, key=lambda b: (-b[2], b[0]))[:MAX_SLICE_BARS]
         name = LABEL_SLICES.get(dim, dim)
         svg = plots.horizontal_bars(
