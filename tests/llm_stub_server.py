@@ -53,6 +53,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, cast
 
+from clineval.plan import common_prefix_length
+
 
 def request_key(body: dict[str, Any]) -> str:
     """What identifies "the same call" at the stub: model, messages and response format."""
@@ -88,21 +90,10 @@ def _prompt_text(body: dict[str, Any]) -> str:
     return "".join(str(m.get("content", "")) for m in body.get("messages", []))
 
 
-def _common_prefix(a: str, b: str) -> int:
-    low, high = 0, min(len(a), len(b))
-    while low < high:
-        middle = (low + high + 1) // 2
-        if a[:middle] == b[:middle]:
-            low = middle
-        else:
-            high = middle - 1
-    return low
-
-
 def cached_prefix_tokens(state: StubState, body: dict[str, Any]) -> int:
     """Tokens of this prompt already seen at the start of a recent prompt (then remembered)."""
     prompt = _prompt_text(body)
-    shared = max((_common_prefix(prompt, seen) for seen in state.recent_prompts), default=0)
+    shared = max((common_prefix_length(prompt, seen) for seen in state.recent_prompts), default=0)
     state.recent_prompts = [*state.recent_prompts[-255:], prompt]
     return shared // 4
 

@@ -8,7 +8,6 @@ end, a body shorter than its Content-Length, a flipped byte, 503/429 with Retry-
 from __future__ import annotations
 
 import base64
-import contextlib
 import fcntl
 import gzip
 import hashlib
@@ -18,12 +17,11 @@ import resource
 import shutil
 import subprocess
 import sys
-import threading
-from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
+from route_mirror import Route, Serve
 
 from clineval.cli import main
 from clineval.data import download as download_module
@@ -35,53 +33,10 @@ from clineval.data.fetch import SIZE_CAP, fetch
 from clineval.errors import InputError
 from clineval.retry import RetryPolicy
 
-# A route answers one GET: it gets the handler and writes the whole reply itself.
-Route = Callable[[BaseHTTPRequestHandler], None]
 FAST = RetryPolicy(max_retries=2, base_delay_s=0.001, max_delay_s=0.01, max_retry_after_s=0.01)
 NCBI_FILES = [e.path for e in load_manifest() if e.group == "ner:ncbi"]
 NCBI_FIRST = "ner/ncbi_disease/NCBItrainset_corpus.txt"  # fetched first: its size is the bound
 NCBI_FIRST_SIZE = next(e.size for e in load_manifest() if e.path == NCBI_FIRST)
-
-
-class _RouteHandler(BaseHTTPRequestHandler):
-    routes: dict[str, Route]
-    requests: list[tuple[str, str | None]]  # (path, Authorization header)
-
-    def do_GET(self) -> None:
-        self.requests.append((self.path, self.headers.get("Authorization")))
-        route = self.routes.get(self.path) or self.routes.get("*")
-        if route is None:
-            self.send_error(404)
-            return
-        # the client may hang up: what a bounded download does to an endless body
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            route(self)
-
-    def log_message(self, format: str, *args: object) -> None:
-        return
-
-
-Serve = Callable[[dict[str, Route]], tuple[str, list[tuple[str, str | None]]]]
-
-
-@pytest.fixture
-def serve() -> Iterator[Serve]:
-    """serve(routes) -> (base_url, requests seen); servers stop at teardown."""
-    servers: list[ThreadingHTTPServer] = []
-
-    def start(routes: dict[str, Route]) -> tuple[str, list[tuple[str, str | None]]]:
-        requests: list[tuple[str, str | None]] = []
-        handler = type("Handler", (_RouteHandler,), {"routes": routes, "requests": requests})
-        server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
-        servers.append(server)
-        host, port = server.server_address[:2]
-        return f"http://{host!s}:{port}", requests
-
-    yield start
-    for server in servers:
-        server.shutdown()
-        server.server_close()
 
 
 def body(data: bytes, declared: int | None = None, status: int = 200) -> Route:

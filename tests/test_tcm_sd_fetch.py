@@ -16,14 +16,12 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import zipfile
-from collections.abc import Iterator
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from test_data_fetch_stream import FAST, Route, Serve, _RouteHandler, body
+from route_mirror import Route, Serve
+from test_data_fetch_stream import FAST, body
 
 from clineval.cli import main
 from clineval.data import unzip as unzip_module
@@ -119,27 +117,6 @@ def data_root_tcm() -> Path:
     if root is None or not (root / "tcm-sd" / "zy-bert" / "syndrome_vocab.txt").is_file():
         pytest.skip("the shared data root with tcm-sd/zy-bert is not available")
     return root
-
-
-@pytest.fixture
-def serve() -> Iterator[Serve]:
-    """serve(routes) -> (base_url, requests seen): a mirror on 127.0.0.1, stopped at teardown
-    (the route handler of test_data_fetch_stream)."""
-    servers: list[ThreadingHTTPServer] = []
-
-    def start(routes: dict[str, Route]) -> tuple[str, list[tuple[str, str | None]]]:
-        requests: list[tuple[str, str | None]] = []
-        handler = type("Handler", (_RouteHandler,), {"routes": routes, "requests": requests})
-        server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
-        servers.append(server)
-        host, port = server.server_address[:2]
-        return f"http://{host!s}:{port}", requests
-
-    yield start
-    for server in servers:
-        server.shutdown()
-        server.server_close()
 
 
 def _routes(files: dict[str, bytes]) -> dict[str, Route]:
