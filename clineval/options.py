@@ -24,6 +24,9 @@ class Option:
     parse: Parser  # raises ValueError with a short reason for a bad value
     help: str
     default: str | None = None  # as the user would write it; None = unset / automatic
+    # Changes what a model is asked: a resume with another value would mix the answers to two
+    # different requests in one run directory, so the runner refuses it.
+    changes_requests: bool = False
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,10 @@ class OptionGroup:
 
     def full_keys(self) -> list[str]:
         return [self.key(o) for o in self.options]
+
+    def request_keys(self) -> list[str]:
+        """The full keys of the options that change what a model is asked."""
+        return [self.key(o) for o in self.options if o.changes_requests]
 
     def value(self, options: Mapping[str, str], name: str) -> Any:
         """The typed value of option `name` in a run's raw `options` (its parsed default when

@@ -27,14 +27,11 @@ from clineval.rundir import MANIFEST, RESULTS, SAMPLES
 from clineval.rundir_lock import run_dir_lock
 from clineval.secrets import redact
 from clineval.store import STORE_FILENAME, RunStore, check_intact
-from clineval.tasks import get_task
+from clineval.tasks import get_task, option_groups
 from clineval.tasks.base import RunContext, Task, TaskResult
 
 # Settings that change what the model is asked; a resume with other values would mix runs.
 _IDENTITY_FIELDS = ("model", "judges", "seed", "temperature", "max_tokens", "judge_prompt")
-# `--option` keys that change what a model is asked (extra request fields): a resume with other
-# values would mix answers to different requests (stored verdicts are reused by key).
-_IDENTITY_OPTIONS = ("llm.extra_body", "llm.judge_extra_body")
 
 
 class TaskFailures(Exception):
@@ -72,7 +69,8 @@ def _check_resume_compatible(output_dir: Path, config: RunConfig) -> Manifest | 
                 path=output_dir / MANIFEST,
             )
     old_options, new_options = old.get("options") or {}, new.get("options") or {}
-    for key in _IDENTITY_OPTIONS:
+    # declared `changes_requests` (e.g. llm.extra_body): stored answers are reused by key
+    for key in (k for group in option_groups() for k in group.request_keys()):
         if old_options.get(key) != new_options.get(key):
             raise InputError(
                 f"this run directory holds a run with --option {key}={old_options.get(key)!r}; "

@@ -23,12 +23,14 @@ LLM_OPTIONS = OptionGroup(
             "JSON object of extra request fields for every chat call, e.g. "
             '{"chat_template_kwargs": {"enable_thinking": false}} (part of the cache key)',
             None,
+            changes_requests=True,
         ),
         Option(
             "judge_extra_body",
             parse_extra_body,
             "JSON object of extra request fields for judge calls, merged over extra_body",
             None,
+            changes_requests=True,
         ),
         Option(
             "transport",
