@@ -31,8 +31,8 @@ demo: $(STAMP)
 	$(BIN)/clineval report $(RUNS)/demo-tcm-sd-synthetic -o $(RUNS)/demo-tcm-sd-synthetic/report.html
 
 lint: $(STAMP)
-	$(BIN)/ruff check clineval tests benchmarks
-	$(BIN)/ruff format --check clineval tests benchmarks
+	$(BIN)/ruff check clineval tests perf
+	$(BIN)/ruff format --check clineval tests perf
 	$(BIN)/deptry clineval
 
 # `pip install .` alone (no extras, newest dependency versions) into a fresh venv, then the
@@ -41,8 +41,8 @@ install-check:
 	bash .ci/install_check
 
 format: $(STAMP)
-	$(BIN)/ruff format clineval tests benchmarks
-	$(BIN)/ruff check --fix clineval tests benchmarks
+	$(BIN)/ruff format clineval tests perf
+	$(BIN)/ruff check --fix clineval tests perf
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -54,7 +54,7 @@ test-fast: $(STAMP)
 	$(BIN)/python -m pytest -n 2 -q -m "not slow and not llm and not browser"
 
 bench: $(STAMP)
-	$(BIN)/python -m benchmarks.run_all
+	$(BIN)/python -m perf.run_all
 
 # The HTML report of a run directory: `make report RUN=runs/demo-ner` (default: the demo run).
 report: RUN ?= $(RUNS)/demo-ner

@@ -1,4 +1,4 @@
-"""clineval: evaluation harness for clinical and Chinese-medical NLP benchmarks.
+"""clineval: evaluation harness for clinical and Chinese-medical NLP perf.
 
 The Python API (clineval.api) is loaded on first use of one of its names (PEP 562): a plain
 `import clineval` imports nothing heavy, which the `clineval` executable relies on to handle a

@@ -8,7 +8,7 @@ a request is on the wire and move to another replica between attempts, which a d
 retry context does not express without extra state; and measured on the success path (the one
 that matters at 27,000 judge calls) tenacity's AsyncRetrying costs ~26 us per call and
 stamina's retry_context ~31 us, against ~0.1 us for a plain loop over this policy, i.e. +8% on
-the ~330 us of client CPU a whole judge call costs (`python -m benchmarks.bench_retry_overhead`,
+the ~330 us of client CPU a whole judge call costs (`python -m perf.bench_retry_overhead`,
 BENCHMARKS.md).
 """
 

@@ -1,4 +1,4 @@
-"""A scriptable OpenAI-compatible stub server on 127.0.0.1, for fault injection and benchmarks.
+"""A scriptable OpenAI-compatible stub server on 127.0.0.1, for fault injection and perf.
 
 It is NOT a model: it answers `/v1/chat/completions` with a canned reply. Its value is that each
 request's behaviour can be scripted (429 with Retry-After, 500, a hang past the client timeout,

@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ("docs/metrics.md", "docs/data-sources.md", "docs/architecture.md")
-_PATH = re.compile(r"`((?:clineval|tests|benchmarks)/[\w./-]+\.(?:py|md|jsonl|json))`")
+_PATH = re.compile(r"`((?:clineval|tests|perf)/[\w./-]+\.(?:py|md|jsonl|json))`")
 _LINK = re.compile(r"\]\(([\w./-]+\.md)(?:#([\w-]+))?\)")
 _TEST_NAME = re.compile(r"`(?:tests/[\w/]+\.py::)?(test_\w+?)(\*)?`")
 _MODULE = re.compile(r"`(\w+\.py)`")

@@ -1,4 +1,4 @@
-"""A SYNTHETIC TCM-SD dataset of the official shape, for tests, demos and benchmarks.
+"""A SYNTHETIC TCM-SD dataset of the official shape, for tests, demos and perf.
 
 The real splits are not on this machine, so the project generates a stand-in: the same
 record format, the same split sizes (43,180 / 5,486 / 5,486 at full scale), the official

@@ -27,7 +27,7 @@ import time
 from collections import OrderedDict
 
 # In-flight calls a replica may hold, relative to the fleet's mean, before a key's next call
-# moves on (benchmarks/bench_prefix_affinity_sim.py measures the trade: lower spreads the
+# moves on (perf/bench_prefix_affinity_sim.py measures the trade: lower spreads the
 # load more evenly, higher keeps more of a key's calls on one cache).
 LOAD_BOUND = 1.5
 _KEYS_KEPT = 4096  # prefix keys whose replicas are remembered (those of recent cases)

@@ -19,7 +19,7 @@ flight, its calls following one another: llama.cpp, which caches per slot, then 
 prefix in the slot that computed it instead of computing it again in another slot.
 Without it every answered case would be judged at once, one criterion of each in turn, and a
 bounded prefix cache would have evicted a case's prefix before its next call (measured in
-benchmarks/bench_prefix_affinity_sim.py).
+perf/bench_prefix_affinity_sim.py).
 """
 
 from __future__ import annotations

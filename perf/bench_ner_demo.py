@@ -1,6 +1,6 @@
 """The NER demo end to end: CRF baseline trained + predicted + scored on all four corpora.
 
-    .venv/bin/python -m benchmarks.bench_ner_demo [--output-dir DIR] [--keep]
+    .venv/bin/python -m perf.bench_ner_demo [--output-dir DIR] [--keep]
 
 Runs `clineval run ner:ncbi ner:bc5cdr ner:biored ner:chia --model baseline:crf` in a fresh
 process on a fresh run directory (exactly what `make demo` does), and reports wall time, the

@@ -1,6 +1,6 @@
 """gliner:PATH throughput on CPU: documents per second of a GLiNER built offline here.
 
-    .venv/bin/python -m benchmarks.bench_gliner [--size tiny|base] [--dataset ncbi] [--repeat 3]
+    .venv/bin/python -m perf.bench_gliner [--size tiny|base] [--dataset ncbi] [--repeat 3]
 
 Builds a randomly initialised GLiNER (nothing downloaded: a BERT encoder of the chosen size and
 a WordPiece tokenizer written here; `tiny` = 1 layer of width 16, `base` = BERT-base's 12

@@ -1,7 +1,7 @@
 """The whole ClinConsensus predict step against a 100 ms loopback stub: `clineval run` as a user
 runs it (candidate answers, then one judge call per criterion, parse, store, progress).
 
-    .venv/bin/python -m benchmarks.bench_clinconsensus_flow [--cases 900] [--criteria 30]
+    .venv/bin/python -m perf.bench_clinconsensus_flow [--cases 900] [--criteria 30]
         [--concurrency 256] [--latency 0.1]
 
 Cases are SYNTHETIC: the project's fixture cases repeated under new ids

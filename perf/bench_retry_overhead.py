@@ -7,7 +7,7 @@ client CPU (BENCHMARKS.md, judge throughput), so a wrapper that adds 25-30 us pe
 is an awaited no-op, so what is measured is the wrapper alone. Alternatives that are not
 installed are skipped (`pip install tenacity stamina`).
 
-    python -m benchmarks.bench_retry_overhead
+    python -m perf.bench_retry_overhead
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Judge throughput: 27,000 judge-shaped calls at concurrency 256 against a 100 ms stub server.
 
-    .venv/bin/python -m benchmarks.bench_judge_throughput [--cases 900] [--criteria 30]
+    .venv/bin/python -m perf.bench_judge_throughput [--cases 900] [--criteria 30]
         [--concurrency 256] [--latency 0.1] [--alt-calls 5400] [--skip-threads]
 
 What it measures (all calls go over real HTTP on 127.0.0.1 to tests/llm_stub_server.py, run in

@@ -1,6 +1,6 @@
 """Time NER data preparation: cold (parse from disk) and warm (per-process parse cache) loads.
 
-Run: .venv/bin/python -m benchmarks.bench_ner_data [--data-dir DIR]
+Run: .venv/bin/python -m perf.bench_ner_data [--data-dir DIR]
 Prints seconds per (dataset, split) and the total for the four test sets.
 """
 

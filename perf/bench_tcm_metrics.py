@@ -1,6 +1,6 @@
 """Benchmark: TCM-SD scoring of 1,000,000 predictions over the 148 string labels.
 
-    .venv/bin/python -m benchmarks.bench_tcm_metrics [--n 1000000] [--repeats 5]
+    .venv/bin/python -m perf.bench_tcm_metrics [--n 1000000] [--repeats 5]
 
 Three scorers on the same data, in one run, starting from Python lists of label strings (new
 string objects, as parsed from JSON, so no cached hashes):

@@ -1,6 +1,6 @@
 """Benchmark: NER scoring speed against seqeval and nervaluate 0.1.8, with identical numbers.
 
-    .venv/bin/python -m benchmarks.bench_ner_metrics [--sentences 50000] [--repeats 3]
+    .venv/bin/python -m perf.bench_ner_metrics [--sentences 50000] [--repeats 3]
 
 Synthetic data (seeded): sentences of random words with random, valid IOB2 tags over four types;
 predictions are the gold entities with seeded damage (shifted token boundaries, wrong types,

@@ -1,6 +1,6 @@
 """Prefix affinity in a simulated fleet: prefill work and load spread, no servers.
 
-    .venv/bin/python -m benchmarks.bench_prefix_affinity_sim [--replicas 16]
+    .venv/bin/python -m perf.bench_prefix_affinity_sim [--replicas 16]
         [--concurrency 256] [--cases 900] [--criteria 30] [--answer-chars 2000]
         [--cache-tokens 65536] [--seed 0]
 

@@ -1,6 +1,6 @@
 """Benchmark: HTML report generation (and opening) for full-size synthetic runs; compare speed.
 
-    .venv/bin/python -m benchmarks.bench_report [--repeats 3] [--no-browser]
+    .venv/bin/python -m perf.bench_report [--repeats 3] [--no-browser]
 
 Builds synthetic run directories (named synthetic-*, flagged fixture) of the full benchmark
 sizes in a temporary directory:

@@ -10,18 +10,18 @@ import subprocess
 import sys
 
 BENCHMARKS = (
-    "benchmarks.bench_ner_data",
-    "benchmarks.bench_ner_metrics",
-    "benchmarks.bench_ner_demo",
-    "benchmarks.bench_tcm_metrics",
-    "benchmarks.bench_tcm_run",
-    "benchmarks.bench_report",
-    "benchmarks.bench_judge_throughput",
-    "benchmarks.bench_clinconsensus_flow",
-    "benchmarks.bench_retry_overhead",
-    "benchmarks.bench_gliner",
-    "benchmarks.bench_prefix_affinity_sim",
-    "benchmarks.bench_prefix_affinity_llamacpp",
+    "perf.bench_ner_data",
+    "perf.bench_ner_metrics",
+    "perf.bench_ner_demo",
+    "perf.bench_tcm_metrics",
+    "perf.bench_tcm_run",
+    "perf.bench_report",
+    "perf.bench_judge_throughput",
+    "perf.bench_clinconsensus_flow",
+    "perf.bench_retry_overhead",
+    "perf.bench_gliner",
+    "perf.bench_prefix_affinity_sim",
+    "perf.bench_prefix_affinity_llamacpp",
 )
 
 

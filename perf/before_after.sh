@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The same benchmark on two revisions, one after the other in one run (issue 14's "no new
 # behaviour" check: the refactor must not cost speed). Usage:
-#   bash benchmarks/before_after.sh REV MODULE [ARGS...]
-# e.g. bash benchmarks/before_after.sh 1ff5736 benchmarks.bench_judge_throughput --skip-threads --skip-transports
+#   bash perf/before_after.sh REV MODULE [ARGS...]
+# e.g. bash perf/before_after.sh 1ff5736 perf.bench_judge_throughput --skip-threads --skip-transports
 # REV is checked out into a temporary worktree; both runs use this checkout's .venv (the same
 # packages), each importing its own `clineval` (the working directory comes first on sys.path).
 set -euo pipefail
@@ -16,5 +16,8 @@ trap 'git worktree remove --force "$TREE"' EXIT
 for side in before after; do
   dir="$TREE"; [ "$side" = after ] && dir="$(pwd)"
   echo "=== $side: $(git -C "$dir" rev-parse --short HEAD) $MODULE $*"
-  (cd "$dir" && "$PY" -c 'import clineval, sys; print("clineval from", clineval.__file__)' && "$PY" -m "$MODULE" "$@")
+  module="$MODULE"
+  # revisions before the rename kept these scripts in benchmarks/
+  if [ ! -d "$dir/perf" ] && [ -d "$dir/benchmarks" ]; then module="benchmarks.${MODULE#perf.}"; fi
+  (cd "$dir" && "$PY" -c 'import clineval, sys; print("clineval from", clineval.__file__)' && "$PY" -m "$module" "$@")
 done
