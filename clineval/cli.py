@@ -246,8 +246,8 @@ def list_tasks(
     ] = False,
 ) -> None:
     """List tasks, their data status and metrics (or, with --options, every option key)."""
+    from clineval.benchmarks.registry import get_task, option_groups, task_names
     from clineval.datapaths import resolve_data_root
-    from clineval.tasks import get_task, option_groups, task_names
 
     if show_options:
         for group in option_groups():

@@ -50,12 +50,17 @@ def data_fetch(
 
     Each file streams to a staging file, bounded by its size in the package manifest, and
     enters the cache only once its sha256 matched; cached files are checked again first."""
-    from clineval.data.fetch import fetch, notice
+    from clineval.benchmarks.registry import data_sources
+    from clineval.data.fetch import fetch
 
-    for path in fetch(name, cache_dir=cache_dir, base_url=base_url):
+    sources = data_sources()
+    if name not in sources:
+        raise InputError(f"unknown corpus {name!r} (known: {', '.join(sources)})")
+    source = sources[name]
+    for path in fetch(source, cache_dir=cache_dir, base_url=base_url):
         stdout.print(f"ok {path}")
-    if (terms := notice(name)) is not None:
-        stdout.print(terms)
+    if source.notice is not None:
+        stdout.print(source.notice)
 
 
 @data_app.command("synth")
@@ -69,11 +74,13 @@ def data_synth(
     ] = 1.0,
 ) -> None:
     """Write a synthetic (fixture) dataset in a benchmark's official format."""
-    if task != "tcm-sd":
-        raise InputError(f"no synthetic generator for {task!r} (available: tcm-sd)")
-    from clineval.data.tcm_synth import write_synthetic
+    from clineval.benchmarks.registry import synthesizers
 
-    for path in write_synthetic(out, seed=seed, data_dir=data_dir, scale=scale):
+    available = synthesizers()
+    if task not in available:
+        known = ", ".join(available) or "none"
+        raise InputError(f"no synthetic generator for {task!r} (available: {known})")
+    for path in available[task](out, seed, data_dir, scale):
         stdout.print(f"wrote {path}")
 
 

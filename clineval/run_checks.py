@@ -16,9 +16,9 @@ def check_run_config(config: RunConfig) -> None:
     """Known tasks, declared `--option` keys with valid values, a readable price table, and
     the files that the model, judges, --verdicts and --judge-prompt name (clineval.run_inputs:
     a task opens some of them only when it predicts, long after the run directory exists)."""
+    from clineval.benchmarks.registry import active_namespaces, get_task, option_groups
     from clineval.models.usage import load_price_table
     from clineval.run_inputs import check_run_inputs
-    from clineval.tasks import active_namespaces, get_task, option_groups
 
     for name in config.tasks:
         get_task(name)
@@ -30,22 +30,31 @@ def check_run_config(config: RunConfig) -> None:
 
 
 def _check_model_fits_tasks(config: RunConfig) -> None:
-    """A span tagger (`gliner:PATH`) only finds entities: a run of another task with it would
-    fail only once that task predicts, after its run directory was written."""
+    """Each task's benchmark declares the model capabilities it can use: a run of a task with
+    a model it cannot use would fail only once that task predicts, after its run directory
+    was written. (`hf:PATH` is chat or checkpoint by its config.json: checked when loaded.)"""
+    from clineval.benchmarks.registry import benchmark_of
+    from clineval.models.backends import static_kind
     from clineval.models.spec import ModelSpec
-    from clineval.tasks import get_task
 
     for judge in config.judges:
-        if ModelSpec.parse(judge).backend == "gliner":
-            raise InputError(f"--judge {judge}: a span tagger cannot judge; use a chat model")
+        kind = static_kind(ModelSpec.parse(judge))
+        if kind is not None and kind != "chat":
+            raise InputError(f"--judge {judge}: a {kind} model cannot judge; use a chat model")
+    if config.verdicts is not None:
+        return  # the verdicts file stands in for the model's answers and the judge
     spec = ModelSpec.parse(config.model)
-    if spec.backend != "gliner":
+    kind = static_kind(spec)
+    if kind is None:
         return
-    others = [name for name in config.tasks if get_task(name).family != "ner"]
-    if others:
+    refused = []
+    for name in config.tasks:
+        bench = benchmark_of(name)
+        if bench is not None and kind not in bench.capabilities:
+            refused.append(name)
+    if refused:
         raise InputError(
-            f"--model {spec.label} is a span tagger: it runs the ner:* tasks only, "
-            f"not {', '.join(others)}"
+            f"--model {spec.label} is a {kind} model, which {', '.join(refused)} cannot use"
         )
 
 

@@ -45,19 +45,16 @@ def check_model_files(spec: ModelSpec) -> None:
         if not (directory / "config.json").is_file():
             raise InputError("not a Hugging Face checkpoint (no config.json)", path=directory)
     elif spec.backend == "gliner":
-        from clineval.models.ner_gliner import check_checkpoint_dir, require_package
+        from clineval.benchmarks.ner.gliner_tagger import check_checkpoint_dir, require_package
 
         check_checkpoint_dir(spec.name)
         require_package()
 
 
 def check_run_inputs(config: RunConfig) -> None:
-    """Every file the run's model, judges, --verdicts and --judge-prompt name can be read."""
+    """Every file the run's model, judges and --verdicts name can be read."""
     for text in (config.model, *config.judges):
         check_model_files(ModelSpec.parse(text))
     if config.verdicts is not None:
         check_readable_file(Path(config.verdicts).expanduser(), "verdicts file")
-    if config.judge_prompt is not None:
-        from clineval.judge.prompt import load_judge_prompt
-
-        load_judge_prompt(config.judge_prompt)  # also checks its placeholders
+    # --judge-prompt is read by the task that judges (its load, before anything is written)

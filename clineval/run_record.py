@@ -27,7 +27,6 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError
 
-import clineval
 from clineval.errors import InputError
 from clineval.jsonio import TALLY_KEY, count_replacements
 from clineval.jsonl import iter_json_objects
@@ -42,6 +41,7 @@ from clineval.rundir import (
     write_jsonl,
 )
 from clineval.secrets import redact
+from clineval.version import __version__
 
 # Bump a version when a change would make an older clineval misread the file (a key renamed,
 # its type or meaning changed), and add the upgrade from the previous version below. Adding a
@@ -75,6 +75,11 @@ class TaskNotes(_Record):
     stored_records: int | None = Field(default=None, ge=0)
     seconds: float | None = None  # wall seconds of load + predict + evaluate
     phase_seconds: dict[str, float] | None = None  # {"load"|"predict"|"evaluate": seconds}
+    # What the task's benchmark declares, so that other tools can rank runs without knowing
+    # clineval: its family, the primary metric's key in results.json and its direction.
+    family: str | None = None
+    primary_metric: str | None = None
+    higher_is_better: bool | None = None
 
 
 class MergedShard(_Record):
@@ -154,11 +159,14 @@ class Manifest(_Record):
         stored_records: int,
         seconds: float,
         phase_seconds: Mapping[str, float],
+        declared: Mapping[str, Any] | None = None,
     ) -> None:
-        """Record a task's evaluation: the task's own notes and the runner's figures."""
+        """Record a task's evaluation: the task's own notes, the runner's figures and what its
+        benchmark declares of its primary metric."""
         entry = TaskNotes.model_validate(
             {
                 **notes,
+                **dict(declared or {}),
                 "stored_records": stored_records,
                 "seconds": seconds,
                 "phase_seconds": dict(phase_seconds),
@@ -188,7 +196,7 @@ def new_manifest(config: dict[str, Any]) -> Manifest:
     return Manifest(
         schema_version=SCHEMA_VERSION,
         files={},
-        clineval_version=clineval.__version__,
+        clineval_version=__version__,
         git_revision=git_revision(),
         packages=package_versions(),
         platform=platform.platform(),
@@ -287,7 +295,7 @@ def read_manifest(run_dir: Path) -> Manifest:
     if version > SCHEMA_VERSION:
         raise InputError(
             f"written by a newer clineval (run record schema {version}; clineval "
-            f"{clineval.__version__} reads up to {SCHEMA_VERSION}): {_UPGRADE}",
+            f"{__version__} reads up to {SCHEMA_VERSION}): {_UPGRADE}",
             path=path,
         )
     while version < SCHEMA_VERSION:
@@ -304,7 +312,7 @@ def _file_version(path: Path, manifest: Manifest | None, known: int) -> int:
     if version > known:
         raise InputError(
             f"written by a newer clineval ({path.name} schema {version}; clineval "
-            f"{clineval.__version__} reads up to {known}): {_UPGRADE}",
+            f"{__version__} reads up to {known}): {_UPGRADE}",
             path=path,
         )
     return version

@@ -18,21 +18,12 @@ from clineval.errors import InputError
 
 PathLike = str | os.PathLike[str]
 
-# The primary metric of each task family: the first of the task's `metric_names`
-# (tests/test_api.py holds the two together).
-PRIMARY_METRIC = {"ner": "token_macro_f1", "tcm-sd": "macro_f1", "clinconsensus": "cacs@7"}
-
 
 def _number(metrics: Mapping[str, Any], key: str) -> float | None:
     value = metrics.get(key)
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return float(value)
-
-
-def _count(metrics: Mapping[str, Any], key: str) -> int | None:
-    value = metrics.get(key)
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _interval(metrics: Mapping[str, Any], key: str) -> tuple[float, float] | None:
@@ -44,30 +35,37 @@ def _interval(metrics: Mapping[str, Any], key: str) -> tuple[float, float] | Non
     return None
 
 
-def _family(task: str) -> str:
-    for family in ("ner", "tcm-sd", "clinconsensus"):
-        if task == family or task.startswith(family + ":"):
-            return family
-    return "other"
+def attribute_key(name: str) -> str:
+    """A Python attribute name for a results.json key: `cacs@7` is `cacs_at_7`."""
+    return name.replace("@", "_at_")
 
 
 @dataclass(frozen=True)
 class TaskMetrics:
     """One task's entry of results.json. `values` is that entry exactly as written; the
-    subclasses (NerMetrics, TcmSdMetrics, ClinConsensusMetrics) add typed attributes for the
-    family's headline figures."""
+    figures its benchmark declares are attributes too (`m.token_macro_f1`, `m.cacs_at_7`,
+    `m.macro_f1_ci`: None when the run did not write them), and the benchmark names its
+    family, primary metric and direction. For a task no installed benchmark declares, these
+    come from what its run record wrote."""
 
     task: str
     values: Mapping[str, Any] = field(repr=False)
+    declared: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def family(self) -> str:
-        return _family(self.task)
+        return str(self.declared.get("family") or "other")
 
     @property
     def primary_metric(self) -> str | None:
-        """Name of the family's primary metric (None for a task clineval does not know)."""
-        return PRIMARY_METRIC.get(self.family)
+        """Name of the primary metric (None for a task nothing declares)."""
+        value = self.declared.get("primary_metric")
+        return str(value) if value else None
+
+    @property
+    def higher_is_better(self) -> bool:
+        """The primary metric's direction."""
+        return self.declared.get("higher_is_better") is not False
 
     @property
     def primary(self) -> float | None:
@@ -88,6 +86,19 @@ class TaskMetrics:
             if isinstance(value, int | float) and not isinstance(value, bool)
         }
 
+    def __getattr__(self, name: str) -> Any:
+        # Reached only for names that are not fields or properties: a declared metric (an
+        # int stays an int) or its stored interval.
+        for key in self.declared.get("metric_keys", ()):
+            if attribute_key(key) == name:
+                value = self.values.get(key)
+                if isinstance(value, int) and not isinstance(value, bool):
+                    return value
+                return _number(self.values, key)
+            if attribute_key(key) + "_ci" == name:
+                return _interval(self.values, f"{key}_ci")
+        raise AttributeError(f"the metrics of {self.task!r} have no {name!r}")
+
     def __getitem__(self, key: str) -> Any:
         return self.values[key]
 
@@ -95,119 +106,36 @@ class TaskMetrics:
         return self.values.get(key, default)
 
 
-@dataclass(frozen=True)
-class NerMetrics(TaskMetrics):
-    """`ner:*`: token-level macro F1 (primary) and nervaluate's span F1s, all in [0, 1]."""
-
-    token_macro_f1: float | None = None
-    token_macro_precision: float | None = None
-    token_macro_recall: float | None = None
-    span_partial_f1: float | None = None
-    span_partial_precision: float | None = None
-    span_partial_recall: float | None = None
-    span_exact_f1: float | None = None
-    span_exact_precision: float | None = None
-    span_exact_recall: float | None = None
-    n_documents: int | None = None
-    n_gold_spans: int | None = None
-    n_pred_spans: int | None = None
-    missing_predictions: int | None = None
-
-    @property
-    def per_type(self) -> dict[str, Any]:
-        """{type: {"token", "partial", "exact"}}, each with precision, recall, f1, support."""
-        value = self.values.get("per_type")
-        return dict(value) if isinstance(value, Mapping) else {}
+# The names of clineval 0.1, when each family had a class of its own: one class now.
+NerMetrics = TcmSdMetrics = ClinConsensusMetrics = TaskMetrics
 
 
-@dataclass(frozen=True)
-class TcmSdMetrics(TaskMetrics):
-    """`tcm-sd`: Macro-F1 over all 148 labels (primary), accuracy, invalid rate, in [0, 1];
-    95% stratified bootstrap intervals."""
+def declared_metrics(task: str, notes: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """What the task's benchmark declares of its metrics; for a task no installed benchmark
+    declares, what the run record wrote (`manifest.json["tasks"][task]`)."""
+    from clineval.benchmarks.registry import benchmark_of
 
-    macro_f1: float | None = None
-    accuracy: float | None = None
-    invalid_rate: float | None = None
-    macro_f1_ci: tuple[float, float] | None = None
-    accuracy_ci: tuple[float, float] | None = None
-    n: int | None = None
-    n_invalid: int | None = None
-    n_missing: int | None = None
-
-    @property
-    def per_class(self) -> dict[str, Any]:
-        """{label: {precision, recall, f1, support, predicted, train_count, group}}."""
-        value = self.values.get("per_class")
-        return dict(value) if isinstance(value, Mapping) else {}
-
-
-@dataclass(frozen=True)
-class ClinConsensusMetrics(TaskMetrics):
-    """`clinconsensus`: CACS@k in percent [0, 100] (CACS@7 primary); rubric accuracy, pass@k
-    and the judge-error rate as shares in [0, 1]."""
-
-    cacs_at_7: float | None = None
-    cacs_at_10: float | None = None
-    rubric_accuracy: float | None = None
-    pass_at_7: float | None = None
-    pass_at_10: float | None = None
-    judge_errors: int | None = None
-    judge_error_rate: float | None = None
-    n_cases: int | None = None
-    n_cases_scored: int | None = None
-    candidate_errors: int | None = None
+    bench = benchmark_of(task)
+    if bench is None:
+        notes = notes or {}
+        return {
+            "family": notes.get("family"),
+            "primary_metric": notes.get("primary_metric"),
+            "higher_is_better": notes.get("higher_is_better"),
+            "metric_keys": (),
+        }
+    return {
+        "family": bench.family,
+        "primary_metric": bench.metrics.primary.key,
+        "higher_is_better": bench.metrics.primary.higher_is_better,
+        "metric_keys": tuple(m.key for m in bench.metrics.metrics),
+    }
 
 
-def _task_metrics(task: str, values: Mapping[str, Any]) -> TaskMetrics:
+def _task_metrics(task: str, values: Mapping[str, Any], notes: Any = None) -> TaskMetrics:
     """The typed view of results.json[task]."""
-    family = _family(task)
-    if family == "ner":
-        return NerMetrics(
-            task,
-            values,
-            token_macro_f1=_number(values, "token_macro_f1"),
-            token_macro_precision=_number(values, "token_macro_precision"),
-            token_macro_recall=_number(values, "token_macro_recall"),
-            span_partial_f1=_number(values, "span_partial_f1"),
-            span_partial_precision=_number(values, "span_partial_precision"),
-            span_partial_recall=_number(values, "span_partial_recall"),
-            span_exact_f1=_number(values, "span_exact_f1"),
-            span_exact_precision=_number(values, "span_exact_precision"),
-            span_exact_recall=_number(values, "span_exact_recall"),
-            n_documents=_count(values, "n_documents"),
-            n_gold_spans=_count(values, "n_gold_spans"),
-            n_pred_spans=_count(values, "n_pred_spans"),
-            missing_predictions=_count(values, "missing_predictions"),
-        )
-    if family == "tcm-sd":
-        return TcmSdMetrics(
-            task,
-            values,
-            macro_f1=_number(values, "macro_f1"),
-            accuracy=_number(values, "accuracy"),
-            invalid_rate=_number(values, "invalid_rate"),
-            macro_f1_ci=_interval(values, "macro_f1_ci"),
-            accuracy_ci=_interval(values, "accuracy_ci"),
-            n=_count(values, "n"),
-            n_invalid=_count(values, "n_invalid"),
-            n_missing=_count(values, "n_missing"),
-        )
-    if family == "clinconsensus":
-        return ClinConsensusMetrics(
-            task,
-            values,
-            cacs_at_7=_number(values, "cacs@7"),
-            cacs_at_10=_number(values, "cacs@10"),
-            rubric_accuracy=_number(values, "rubric_accuracy"),
-            pass_at_7=_number(values, "pass@7"),
-            pass_at_10=_number(values, "pass@10"),
-            judge_errors=_count(values, "judge_errors"),
-            judge_error_rate=_number(values, "judge_error_rate"),
-            n_cases=_count(values, "n_cases"),
-            n_cases_scored=_count(values, "n_cases_scored"),
-            candidate_errors=_count(values, "candidate_errors"),
-        )
-    return TaskMetrics(task, values)
+    known = notes if isinstance(notes, Mapping) else None
+    return TaskMetrics(task, values, declared_metrics(task, known))
 
 
 # ---- a run directory -----------------------------------------------------------------------
@@ -241,7 +169,10 @@ class RunResult:
         run = load_run(Path(run_dir), with_samples=False)
         return cls(
             path=run.path,
-            metrics={task: _task_metrics(task, values) for task, values in run.results.items()},
+            metrics={
+                task: _task_metrics(task, values, run.manifest.get("tasks", {}).get(task))
+                for task, values in run.results.items()
+            },
             results=run.results,
             manifest=run.manifest,
         )

@@ -18,7 +18,6 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-import clineval
 from clineval.jsonio import read_json_file
 from clineval.jsonl import iter_json_objects
 
@@ -78,16 +77,8 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return [row for _, row in iter_json_objects(path)]
 
 
-def read_manifest(run_dir: Path) -> dict[str, Any]:
-    """The run's manifest.json as a plain dict, validated and upgraded by the one reader of
-    manifests (clineval.run_record.read_manifest, which also gives it typed)."""
-    from clineval.run_record import read_manifest as read_typed  # late: it imports this module
-
-    return read_typed(run_dir).as_written()
-
-
 def git_revision() -> str | None:
-    source = Path(clineval.__file__).resolve().parent.parent
+    source = Path(__file__).resolve().parent.parent
     try:
         out = subprocess.run(
             ["git", "-C", str(source), "rev-parse", "HEAD"],

@@ -9,6 +9,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from clineval.benchmarks.base import RunContext, Task, TaskResult
+from clineval.benchmarks.registry import benchmark_of, get_task, option_groups
 from clineval.config import RunConfig
 from clineval.datapaths import resolve_data_root
 from clineval.errors import InputError
@@ -27,8 +29,6 @@ from clineval.rundir import MANIFEST, RESULTS, SAMPLES
 from clineval.rundir_lock import run_dir_lock
 from clineval.secrets import redact
 from clineval.store import STORE_FILENAME, RunStore, check_intact
-from clineval.tasks import get_task, option_groups
-from clineval.tasks.base import RunContext, Task, TaskResult
 
 # Settings that change what the model is asked; a resume with other values would mix runs.
 _IDENTITY_FIELDS = ("model", "judges", "seed", "temperature", "max_tokens", "judge_prompt")
@@ -216,6 +216,7 @@ def _execute(
                         "load": round(load_seconds, 3),
                         **_phase_seconds(started, phases),
                     },
+                    declared=_declared(name),
                 )
                 failures.extend(f"{name}: {msg}" for msg in result.errors)
                 _write_outputs(store, output_dir, manifest)
@@ -354,3 +355,16 @@ def _refuse_poorer_results(
                 "poorer ones (pass --force to do it anyway)",
                 path=output_dir / STORE_FILENAME,
             )
+
+
+def _declared(task: str) -> dict[str, Any]:
+    """The task's family and primary metric with its direction, for the run record."""
+    bench = benchmark_of(task)
+    if bench is None:
+        return {}
+    primary = bench.metrics.primary
+    return {
+        "family": bench.family,
+        "primary_metric": primary.key,
+        "higher_is_better": primary.higher_is_better,
+    }

@@ -1,4 +1,5 @@
-"""The Agent Skills shipped in the package (clineval/skills/NAME/SKILL.md): list and install.
+"""The Agent Skills shipped in the package (clineval/skills/NAME/SKILL.md, and each
+benchmark's `skills_dir`/NAME/SKILL.md): list and install.
 
 A skill is a folder whose SKILL.md starts with YAML front matter holding `name` (equal to the
 folder's name) and `description`. `install` copies whole folders into a target directory (an
@@ -85,8 +86,12 @@ def check_skill(folder: Path) -> Skill:
 
 
 def list_skills() -> list[Skill]:
-    root = skills_root()
-    return [check_skill(d) for d in sorted(root.iterdir()) if (d / SKILL_FILE).is_file()]
+    """clineval's own skill and every installed benchmark's skill pages."""
+    from clineval.benchmarks.registry import benchmarks_with_skills
+
+    roots = [skills_root(), *benchmarks_with_skills()]
+    folders = [d for root in roots for d in sorted(root.iterdir()) if (d / SKILL_FILE).is_file()]
+    return [check_skill(d) for d in folders]
 
 
 def _files(folder: Path) -> list[str]:

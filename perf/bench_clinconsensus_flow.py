@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from llm_stub_server import StubServer
 
+from clineval.benchmarks.clinconsensus.cases import fixture_path
 from clineval.cli import main as cli_main
-from clineval.data.clinconsensus import fixture_path
 from clineval.models.llm_base import ChatRequest, ChatResponse
 
 
@@ -65,11 +65,11 @@ CANNED = '{"explanation": "提到了心电图检查", "criteria_met": true}'
 
 def task_side_cpu(cases_file: Path, store_dir: Path) -> tuple[int, float]:
     """CPU of prompt building + judge flow + parsing + batched verdict records, no HTTP."""
-    from clineval.data.clinconsensus import load_cases, verdict_key
+    from clineval.benchmarks.clinconsensus.cases import load_cases, verdict_key
+    from clineval.benchmarks.clinconsensus.predict import BufferedRecords
     from clineval.judge.prompt import builtin_prompt
     from clineval.judge.run import FormatLadder, judge_criterion
     from clineval.store import RunStore
-    from clineval.tasks.clinconsensus_predict import BufferedRecords
 
     cases = load_cases(cases_file)
     prompt, model, ladder = builtin_prompt(), CannedJudge(), FormatLadder()

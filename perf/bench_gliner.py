@@ -79,11 +79,11 @@ def main() -> None:
 
     import torch
 
-    from clineval.data.ner_corpora import load_ner_split
-    from clineval.data.ner_types import DATASET_TYPES
+    from clineval.benchmarks.ner.bio import word_offsets
+    from clineval.benchmarks.ner.corpora import load_ner_split
+    from clineval.benchmarks.ner.gliner_tagger import BATCH_SIZE, GlinerTagger, TaggerSettings
+    from clineval.benchmarks.ner.records import DATASET_TYPES
     from clineval.datapaths import resolve_data_root
-    from clineval.models.ner_bio import word_offsets
-    from clineval.models.ner_gliner import BATCH_SIZE, GlinerTagger, TaggerSettings
 
     root = resolve_data_root(None, required=True)
     assert root is not None

@@ -38,13 +38,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from llm_stub_server import StubServer
 
+from clineval.benchmarks.base import RunContext
 from clineval.concurrency import gather_bounded, run_model_calls
 from clineval.config import RunConfig
 from clineval.models.llm import RetryPolicy, open_chat_model
 from clineval.models.llm_base import ChatRequest
 from clineval.models.spec import ModelSpec
 from clineval.store import RunStore
-from clineval.tasks.base import RunContext
 
 SCHEMA = {
     "type": "json_schema",

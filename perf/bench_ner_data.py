@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from clineval.data.ner_corpora import load_ner_split
+from clineval.benchmarks.ner.corpora import load_ner_split
 from clineval.datapaths import resolve_data_root
 
 DATASETS = ("ncbi", "bc5cdr", "biored", "chia")

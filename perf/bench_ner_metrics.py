@@ -36,9 +36,9 @@ from seqeval.metrics import classification_report as seqeval_report
 from seqeval.metrics.sequence_labeling import get_entities
 from sklearn.metrics import classification_report as sklearn_report
 
-from clineval.data.ner_types import Span
-from clineval.metrics.ner_span import COUNT_FIELDS, span_f1
-from clineval.metrics.ner_token_f1 import token_macro_f1
+from clineval.benchmarks.ner.records import Span
+from clineval.benchmarks.ner.span_f1 import COUNT_FIELDS, span_f1
+from clineval.benchmarks.ner.token_f1 import token_macro_f1
 from clineval.progress import track
 
 TYPES = ("condition", "drug", "gene", "procedure")

@@ -5,7 +5,7 @@
 Three scorers on the same data, in one run, starting from Python lists of label strings (new
 string objects, as parsed from JSON, so no cached hashes):
   * clineval: `encode` to class indices + bincount-based Macro-F1 and accuracy
-    (clineval.metrics.classification), i.e. what `evaluate` does without the bootstrap;
+    (clineval.benchmarks.tcm_sd.metrics), i.e. what `evaluate` does without the bootstrap;
   * sklearn: `f1_score(gold, pred, labels=all_148, average="macro", zero_division=0)` on the
     strings (+ `accuracy_score`);
   * the same scoring from already-encoded class indices (the strings-to-indices step is a
@@ -30,11 +30,11 @@ from typing import Any
 import numpy as np
 from sklearn.metrics import accuracy_score, f1_score
 
-from clineval.metrics import classification as cls
+import clineval.benchmarks.tcm_sd.metrics as cls
 
 
 def _labels() -> list[str]:
-    from clineval.data.tcm_sd import find_file, read_vocab
+    from clineval.benchmarks.tcm_sd.dataset import find_file, read_vocab
     from clineval.datapaths import resolve_data_root
 
     root = resolve_data_root(None)

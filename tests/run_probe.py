@@ -9,7 +9,7 @@ from pathlib import Path
 
 from llm_stub_server import request_key
 
-from clineval.data.clinconsensus import fixture_path
+from clineval.benchmarks.clinconsensus.cases import fixture_path
 from clineval.models.spec import ModelSpec
 
 

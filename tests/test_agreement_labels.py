@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from test_clinconsensus_agreement import _scored_run, _write
 
+from clineval.benchmarks.clinconsensus.cases import fixture_path, load_cases
 from clineval.cli import main
-from clineval.data.clinconsensus import fixture_path, load_cases
 
 
 @pytest.fixture

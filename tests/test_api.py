@@ -14,8 +14,8 @@ import pytest
 
 import clineval
 from clineval.api import RunFailed
+from clineval.benchmarks.clinconsensus.cases import fixture_path
 from clineval.cli import main
-from clineval.data.clinconsensus import fixture_path
 from clineval.run_result import PRIMARY_METRIC
 
 HEAVY = ("typer", "rich", "pydantic", "numpy")
@@ -60,7 +60,7 @@ def test_public_names_resolve_and_others_do_not() -> None:
 
 
 def test_primary_metric_is_each_tasks_first_metric() -> None:
-    from clineval.tasks import get_task, task_names
+    from clineval.benchmarks.registry import get_task, task_names
 
     for name in task_names():
         family = clineval.TaskMetrics(name, {}).family
@@ -268,7 +268,7 @@ def test_readme_python_example_runs(
 ) -> None:
     """The README's notebook example (CRF on two corpora, a predictions file, compare), run
     as written in a scratch directory with a predictions file made from the gold spans."""
-    from clineval.data.ner_corpora import load_ner_split
+    from clineval.benchmarks.ner.corpora import load_ner_split
 
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
     section = readme.split("## From Python", 1)[1]

@@ -16,14 +16,14 @@ LONG_REASON = "Long module:"
 
 # layer of a module -> layers it must never import (by the top-level package path)
 FORBIDDEN = {
-    "clineval.metrics": ("clineval.models", "clineval.judge", "clineval.tasks", "clineval.runner",
+    "clineval.metrics": ("clineval.models", "clineval.judge", "clineval.benchmarks", "clineval.runner",
                          "clineval.cli", "clineval.api", "clineval.report"),
-    "clineval.data": ("clineval.models", "clineval.judge", "clineval.tasks", "clineval.runner",
+    "clineval.data": ("clineval.models", "clineval.judge", "clineval.benchmarks", "clineval.runner",
                       "clineval.cli", "clineval.api", "clineval.report"),
-    "clineval.models": ("clineval.tasks", "clineval.runner", "clineval.cli", "clineval.api",
+    "clineval.models": ("clineval.benchmarks", "clineval.runner", "clineval.cli", "clineval.api",
                         "clineval.report", "clineval.judge"),
-    "clineval.judge": ("clineval.tasks", "clineval.runner", "clineval.cli", "clineval.api"),
-    "clineval.tasks": ("clineval.runner", "clineval.cli", "clineval.api", "clineval.report"),
+    "clineval.judge": ("clineval.benchmarks", "clineval.runner", "clineval.cli", "clineval.api"),
+    "clineval.benchmarks": ("clineval.runner", "clineval.cli", "clineval.api", "clineval.report"),
     "clineval.report": ("clineval.runner", "clineval.cli", "clineval.api"),
 }  # fmt: skip
 
@@ -73,8 +73,8 @@ def test_the_layer_rules_can_fail() -> None:
     finding nothing)."""
     source = PACKAGE / "models" / "llm.py"
     assert "clineval.models.spec" in _imports(source, "clineval.models.llm")
-    assert _is_under("clineval.tasks.base", "clineval.tasks")
-    assert not _is_under("clineval.taskset", "clineval.tasks")
+    assert _is_under("clineval.benchmarks.base", "clineval.benchmarks")
+    assert not _is_under("clineval.taskset", "clineval.benchmarks")
 
 
 @pytest.mark.parametrize(("module", "path"), _modules(), ids=lambda v: str(v))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.metrics import f1_score
 
-from clineval.metrics import classification as cls
+import clineval.benchmarks.tcm_sd.metrics as cls
 from clineval.metrics.bootstrap import (
     bootstrap_indices,
     percentile_interval,

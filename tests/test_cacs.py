@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from clineval.metrics.cacs import (
+from clineval.benchmarks.clinconsensus.metrics import (
     cacs,
     cacs_terms,
     case_level_metrics,

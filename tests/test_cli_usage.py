@@ -15,8 +15,8 @@ import pytest
 from llm_stub_server import StubServer
 from run_probe import count_stored_calls, write_fixture_verdicts
 
+from clineval.benchmarks.clinconsensus.cases import fixture_path
 from clineval.cli import main
-from clineval.data.clinconsensus import fixture_path
 from clineval.rundir import read_json
 from clineval.store import STORE_FILENAME
 
@@ -303,7 +303,7 @@ def test_report_output_that_is_a_directory_and_run_dirs_that_are_files(
 
 
 def test_tasks_options_lists_every_declared_key(capsys: pytest.CaptureFixture[str]) -> None:
-    from clineval.tasks import option_groups
+    from clineval.benchmarks.registry import option_groups
 
     assert main(["tasks", "--options"]) == 0
     out = capsys.readouterr().out

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score, f1_score
 
+from clineval.benchmarks.clinconsensus.cases import fixture_path, load_cases
 from clineval.cli import main
-from clineval.data.clinconsensus import fixture_path, load_cases
 
 FIXTURE = fixture_path()
 

@@ -10,8 +10,13 @@ from typing import Any
 import numpy as np
 import pytest
 
+from clineval.benchmarks.clinconsensus.cases import (
+    fixture_path,
+    load_cases,
+    load_verdicts,
+    verdict_key,
+)
 from clineval.cli import main
-from clineval.data.clinconsensus import fixture_path, load_cases, load_verdicts, verdict_key
 from clineval.errors import InputError
 
 FIXTURE = fixture_path()

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
+from clineval.benchmarks.clinconsensus.cases import fixture_path
 from clineval.cli import main
-from clineval.data.clinconsensus import fixture_path
 
 THRESHOLDS = (7, 10)
 

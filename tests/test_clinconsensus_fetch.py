@@ -24,11 +24,11 @@ from typing import Any
 
 import pytest
 
+from clineval.benchmarks.clinconsensus.cases import OFFICIAL_RELATIVE_PATH, fixture_path
+from clineval.benchmarks.clinconsensus.fetch import PROMPT_RELATIVE, fetch_cases
 from clineval.cli import main
 from clineval.data import checksums
 from clineval.data.cache_manifest import CACHE_MANIFEST, recorded_files
-from clineval.data.clinconsensus import OFFICIAL_RELATIVE_PATH, fixture_path
-from clineval.data.clinconsensus_fetch import PROMPT_RELATIVE, fetch_cases
 from clineval.errors import InputError
 from clineval.retry import RetryPolicy
 

@@ -15,8 +15,8 @@ import pytest
 from llm_stub_server import StubServer
 from sklearn.metrics import cohen_kappa_score
 
+from clineval.benchmarks.clinconsensus.cases import fixture_path
 from clineval.cli import main
-from clineval.data.clinconsensus import fixture_path
 from clineval.store import RunStore
 
 FIXTURE = str(fixture_path())

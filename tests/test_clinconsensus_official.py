@@ -14,14 +14,14 @@ from typing import Any
 
 import pytest
 
-from clineval.cli import main
-from clineval.data.clinconsensus import fixture_path, load_cases, verdict_key
-from clineval.data.clinconsensus_judgements import (
+from clineval.benchmarks.clinconsensus.cases import fixture_path, load_cases, verdict_key
+from clineval.benchmarks.clinconsensus.judgements import (
     FORMAT_OFFICIAL,
     load_official_judgements,
     read_criteria_met,
     read_verdicts,
 )
+from clineval.cli import main
 from clineval.errors import InputError
 
 

@@ -19,12 +19,12 @@ from typing import Any
 import pytest
 from openai_recorder import RecordingServer
 
+from clineval.benchmarks.clinconsensus.cases import fixture_path, load_cases
+from clineval.benchmarks.clinconsensus.fetch import PROMPT_RELATIVE
+from clineval.benchmarks.clinconsensus.official_prompt import extract_template
 from clineval.cli import main
 from clineval.data import checksums
-from clineval.data.clinconsensus import fixture_path, load_cases
-from clineval.data.clinconsensus_fetch import PROMPT_RELATIVE
 from clineval.errors import InputError
-from clineval.judge.official_prompt import extract_template
 from clineval.judge.parse import parse_verdict, strip_thinking
 from clineval.judge.prompt import load_judge_prompt
 

@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 from sklearn.metrics import f1_score
 
+from clineval.benchmarks.clinconsensus.metrics import cacs, pass_at_k, rubric_accuracy
 from clineval.cli import main
 from clineval.metrics.bootstrap import bootstrap_indices
-from clineval.metrics.cacs import cacs, pass_at_k, rubric_accuracy
 from clineval.report import statistics as st
 from clineval.report.compare import compare_runs
 from clineval.report.compare_model import build_comparison
@@ -109,7 +109,7 @@ def test_paired_macro_f1_against_exact_enumeration() -> None:
     # n = 5 samples: all 5^5 = 3125 ordered resamples are equally likely; their exact distribution
     # of the macro-F1 difference (the textbook per-class loop, itself checked against sklearn
     # in the TCM-SD tests) is the limit the seeded bootstrap must approach.
-    from clineval.metrics.classification import reference_macro_f1_loop as loop_f1
+    from clineval.benchmarks.tcm_sd.metrics import reference_macro_f1_loop as loop_f1
 
     gold = ["a", "b", "a", "c", "b"]
     pred_a: list[str | None] = ["a", "b", "b", "c", "b"]
@@ -159,8 +159,8 @@ def test_seeded_and_reproducible() -> None:
 
 # -- task statistics against the tasks' own metric code -------------------------------------
 def test_ner_statistics_reproduce_the_task_metrics() -> None:
-    from clineval.data.ner_types import NerDocument, Span
-    from clineval.tasks.ner_scoring import score_documents
+    from clineval.benchmarks.ner.records import NerDocument, Span
+    from clineval.benchmarks.ner.scoring import score_documents
 
     docs = [
         NerDocument(

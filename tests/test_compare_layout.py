@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from clineval.data.ner_types import NerDocument, Span
+from clineval.benchmarks.ner.records import NerDocument, Span
+from clineval.benchmarks.ner.scoring import score_documents
 from clineval.report.compare import compare_runs
 from clineval.report.compare_model import Comparison
 from clineval.report.compare_render import render_markdown
 from clineval.report.sections_common import format_value
 from clineval.rundir import write_json, write_jsonl
-from clineval.tasks.ner_scoring import score_documents
 
 TASKS = ("ner:ncbi", "ner:bc5cdr", "ner:biored", "ner:chia")
 TEXT = "Aspirin causes renal failure in some patients with heparin use."  # fixture/synthetic

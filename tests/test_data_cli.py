@@ -210,7 +210,7 @@ def test_fetch_from_mirror_verifies_and_skips_present_files(
 
 def test_fetch_chia_from_mirror_then_load(data_root: Path, tmp_path: Path, serve: Serve) -> None:
     """The fetched cache works as a data root: CHIA gold equals the shared data's."""
-    from clineval.data.ner_corpora import load_ner_split
+    from clineval.benchmarks.ner.corpora import load_ner_split
 
     base_url, _ = serve(data_root)
     cache = tmp_path / "cache"

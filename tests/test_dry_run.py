@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from llm_stub_server import StubServer
 
+from clineval.benchmarks.clinconsensus.cases import fixture_path
 from clineval.cli import main
 from clineval.config import RunConfig
-from clineval.data.clinconsensus import fixture_path
 from clineval.models.llm_base import ChatRequest, request_key
 from clineval.models.usage import Price
 from clineval.plan import CallPlan, PlannedCalls, estimate_tokens, plan_summary, request_tokens

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from clineval.benchmarks.tcm_sd.dataset import EXPECTED_LABELS, VOCAB_NAME
 from clineval.cli import main
-from clineval.data.tcm_sd import EXPECTED_LABELS, VOCAB_NAME
 
 
 def _root(tmp_path: Path, test_text: str) -> Path:

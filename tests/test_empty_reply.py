@@ -20,13 +20,13 @@ import pytest
 from llm_stub_server import StubServer, completion
 from run_probe import stored_stub_keys
 
+from clineval.benchmarks.base import RunContext
 from clineval.config import RunConfig
 from clineval.models.chat_store import StoredChatModel
 from clineval.models.llm import RetryPolicy, open_chat_model
 from clineval.models.llm_base import ChatError, ChatRequest, ChatResponse
 from clineval.models.spec import ModelSpec
 from clineval.store import STORE_FILENAME, RunStore
-from clineval.tasks.base import RunContext
 
 EMPTY = [None, "", " \n\t "]  # content null, empty, only whitespace
 FAST = RetryPolicy(max_retries=3, base_delay_s=0.01, max_delay_s=0.02)

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from openai_recorder import RecordingServer
 
+from clineval.benchmarks.base import RunContext
 from clineval.cli import main
 from clineval.config import RunConfig
 from clineval.errors import InputError
@@ -23,7 +24,6 @@ from clineval.models.llm_base import ChatRequest, request_key
 from clineval.models.spec import ModelSpec
 from clineval.plan import CallPlan
 from clineval.store import RunStore
-from clineval.tasks.base import RunContext
 
 THINK_OFF = '{"chat_template_kwargs": {"enable_thinking": false}}'
 

@@ -17,8 +17,8 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+from clineval.benchmarks.clinconsensus.cases import fixture_path  # noqa: E402
 from clineval.cli import main  # noqa: E402
-from clineval.data.clinconsensus import fixture_path  # noqa: E402
 from clineval.errors import InputError  # noqa: E402
 from clineval.models.hf_chat import HFGenerator, is_causal_lm_checkpoint  # noqa: E402
 from clineval.models.llm_base import ChatRequest  # noqa: E402

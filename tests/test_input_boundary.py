@@ -29,8 +29,9 @@ from typing import Any
 import pytest
 from llm_stub_server import StubServer
 
+from clineval.benchmarks.base import RunContext
+from clineval.benchmarks.tcm_sd.dataset import EXPECTED_LABELS, VOCAB_NAME
 from clineval.config import RunConfig
-from clineval.data.tcm_sd import EXPECTED_LABELS, VOCAB_NAME
 from clineval.errors import InputError, clip
 from clineval.jsonio import (
     REPLIES,
@@ -45,7 +46,6 @@ from clineval.models.llm import RetryPolicy, open_chat_model
 from clineval.models.llm_base import ChatError, ChatRequest
 from clineval.models.spec import ModelSpec
 from clineval.store import STORE_FILENAME, RunStore
-from clineval.tasks.base import RunContext
 
 DEEP = "[" * 10_000 + "]" * 10_000
 HUGE_INT = "1" * 5_000

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from llm_stub_server import StubServer
 
+from clineval.benchmarks.clinconsensus.cases import fixture_path
 from clineval.cli import main
 from clineval.config import RunConfig
-from clineval.data.clinconsensus import fixture_path
 from clineval.errors import InputError
 
 FIXTURE = str(fixture_path())

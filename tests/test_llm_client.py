@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from clineval.benchmarks.base import RunContext
 from clineval.config import RunConfig
 from clineval.errors import InputError
 from clineval.models.llm import open_chat_model, openai_base_urls
@@ -23,7 +24,6 @@ from clineval.models.llm_base import ChatRequest, ChatResponse
 from clineval.models.spec import ModelSpec
 from clineval.models.usage import load_price_table, run_usage, summarize_usage
 from clineval.store import RunStore, stable_hash
-from clineval.tasks.base import RunContext
 
 VERDICT_SCHEMA = {
     "type": "json_schema",

@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 from llm_stub_server import StubServer
 
+from clineval.benchmarks.base import RunContext
 from clineval.config import RunConfig
 from clineval.models.llm import RetryPolicy, open_chat_model, parse_retry_after
 from clineval.models.llm_base import ChatError, ChatRequest, ChatResponse
 from clineval.models.spec import ModelSpec
 from clineval.store import RunStore
-from clineval.tasks.base import RunContext
 
 FAST = RetryPolicy(max_retries=3, base_delay_s=0.01, max_delay_s=0.05)
 TRANSPORTS = ["aiohttp", "openai"]

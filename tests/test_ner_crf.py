@@ -6,10 +6,10 @@ import random
 
 import pytest
 
-from clineval.data.ner_types import NerDocument, Span
-from clineval.models.ner_bio import word_offsets
-from clineval.models.ner_crf import CrfConfig, document_features, open_tagger, train_crf
-from clineval.models.ner_crf_jobs import CrfJob, run_job, train_many
+from clineval.benchmarks.ner.bio import word_offsets
+from clineval.benchmarks.ner.crf import CrfConfig, document_features, open_tagger, train_crf
+from clineval.benchmarks.ner.crf_jobs import CrfJob, run_job, train_many
+from clineval.benchmarks.ner.records import NerDocument, Span
 
 
 def test_features_of_a_hand_example() -> None:

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from clineval.data.bioc import read_bioc
-from clineval.data.brat import parse_ann, read_brat_pair, read_brat_zip
-from clineval.data.chia import ncer_split, ncer_surviving_spans, ncer_text
-from clineval.data.ner_corpora import (
+from clineval.benchmarks.ner.bioc import read_bioc
+from clineval.benchmarks.ner.brat import parse_ann, read_brat_pair, read_brat_zip
+from clineval.benchmarks.ner.chia import ncer_split, ncer_surviving_spans, ncer_text
+from clineval.benchmarks.ner.corpora import (
     CHIA_SPLIT_IDS,
     CHIA_ZIP,
     chia_split_ids,
@@ -28,8 +28,8 @@ from clineval.data.ner_corpora import (
     document_ids,
     load_ner_split,
 )
-from clineval.data.ner_types import DATASET_TYPES
-from clineval.data.pubtator import read_pubtator
+from clineval.benchmarks.ner.pubtator import read_pubtator
+from clineval.benchmarks.ner.records import DATASET_TYPES
 from clineval.errors import InputError
 
 # --- published test gold (NCER; docs/metrics.md, "Published test gold") --------------------

@@ -19,14 +19,14 @@ gliner = pytest.importorskip("gliner")
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+from clineval.benchmarks.ner.bio import word_offsets  # noqa: E402
+from clineval.benchmarks.ner.gliner_tagger import GlinerTagger, TaggerSettings  # noqa: E402
+from clineval.benchmarks.ner.options import label_prompts, probability  # noqa: E402
+from clineval.benchmarks.ner.records import Span  # noqa: E402
+from clineval.benchmarks.ner.span_windows import TokenSpan, merge  # noqa: E402
 from clineval.cli import main  # noqa: E402
-from clineval.data.ner_types import Span  # noqa: E402
 from clineval.errors import InputError  # noqa: E402
-from clineval.models.ner_bio import word_offsets  # noqa: E402
-from clineval.models.ner_gliner import GlinerTagger, TaggerSettings  # noqa: E402
-from clineval.models.span_windows import TokenSpan, merge  # noqa: E402
 from clineval.store import RunStore  # noqa: E402
-from clineval.tasks.ner_options import label_prompts, probability  # noqa: E402
 
 _WORDS = ["the", "patient", "has", "breast", "cancer", "disease", "drug", "and", "of"]
 _CHARS = list("abcdefghijklmnopqrstuvwxyz0123456789.,;:()-/%'")
@@ -349,7 +349,7 @@ def test_a_span_tagger_is_refused_for_other_tasks(
     argv = ["run", "tcm-sd", "--model", f"gliner:{checkpoint}", "--output-dir", str(out)]
     assert main([*argv, "--option", "tcm.data=synthetic"]) == 2
     err = capsys.readouterr().err
-    assert "span tagger: it runs the ner:* tasks only, not tcm-sd" in err
+    assert "is a span_tagger model, which tcm-sd cannot use" in err
     assert not out.exists()
 
 

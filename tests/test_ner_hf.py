@@ -15,11 +15,11 @@ transformers = pytest.importorskip("transformers")
 from sklearn.metrics import classification_report  # noqa: E402
 from test_ner_metrics import naive_token_labels  # noqa: E402
 
+from clineval.benchmarks.ner.bio import word_offsets  # noqa: E402
+from clineval.benchmarks.ner.hf_tagger import HfTagger, LabelMapping, plan_windows  # noqa: E402
+from clineval.benchmarks.ner.records import Span  # noqa: E402
 from clineval.cli import main  # noqa: E402
-from clineval.data.ner_types import Span  # noqa: E402
 from clineval.errors import InputError  # noqa: E402
-from clineval.models.ner_bio import word_offsets  # noqa: E402
-from clineval.models.ner_hf import HfTagger, LabelMapping, plan_windows  # noqa: E402
 from clineval.store import RunStore  # noqa: E402
 
 # Tiny WordPiece vocabulary: whole words, a few continuation pieces, single characters, so

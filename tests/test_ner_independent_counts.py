@@ -5,7 +5,7 @@ counts: docs/data-sources.md.
 
 The CHIA count restates NCER's rule literally (universal newlines via io.StringIO, the newline
 doubling, first fragment, then a search with re.findall); clineval's implementation
-(clineval.data.chia) works differently (a character map back to raw offsets), so the two
+(clineval.benchmarks.ner.chia) works differently (a character map back to raw offsets), so the two
 agreeing is evidence for both.
 """
 
@@ -20,7 +20,7 @@ import zipfile
 from collections import Counter
 from pathlib import Path
 
-from clineval.data.ner_corpora import load_ner_split
+from clineval.benchmarks.ner.corpora import load_ner_split
 
 CHIA_MAPPED = {"Condition", "Drug", "Procedure", "Measurement"}
 

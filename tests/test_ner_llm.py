@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from llm_stub_server import StubServer
 
+from clineval.benchmarks.ner.corpora import load_ner_split
+from clineval.benchmarks.ner.llm import locate_mentions, parse_reply
+from clineval.benchmarks.ner.records import Span
 from clineval.cli import main
-from clineval.data.ner_corpora import load_ner_split
-from clineval.data.ner_types import Span
 from clineval.store import RunStore
-from clineval.tasks.ner_llm import locate_mentions, parse_reply
 
 TYPES = ("drug", "condition")
 C, D = "condition", "drug"

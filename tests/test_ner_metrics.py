@@ -18,10 +18,10 @@ import pytest
 from nervaluate import Evaluator
 from sklearn.metrics import classification_report
 
-from clineval.data.ner_types import Span
-from clineval.metrics.ner_span import COUNT_FIELDS, span_f1
-from clineval.metrics.ner_token_f1 import token_macro_f1
-from clineval.metrics.ner_tokens import (
+from clineval.benchmarks.ner.records import Span
+from clineval.benchmarks.ner.span_f1 import COUNT_FIELDS, span_f1
+from clineval.benchmarks.ner.token_f1 import token_macro_f1
+from clineval.benchmarks.ner.tokens import (
     TOKEN_PATTERN,
     CorpusText,
     DocSpans,

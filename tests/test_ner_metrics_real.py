@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from test_ner_metrics import assert_span_matches_nervaluate, sklearn_macro
 
-from clineval.data.ner_corpora import load_ner_split
-from clineval.data.ner_types import PreparedSplit, Span
-from clineval.metrics.ner_span import span_f1
-from clineval.metrics.ner_token_f1 import token_macro_f1
+from clineval.benchmarks.ner.corpora import load_ner_split
+from clineval.benchmarks.ner.records import PreparedSplit, Span
+from clineval.benchmarks.ner.span_f1 import span_f1
+from clineval.benchmarks.ner.token_f1 import token_macro_f1
 
 DATASETS = ("ncbi", "bc5cdr", "biored", "chia")
 TOL = 1e-9

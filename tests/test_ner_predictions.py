@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from seqeval.metrics.sequence_labeling import get_entities
 
-from clineval.data.ner_types import NerDocument, Span
+from clineval.benchmarks.ner.bio import bio_to_spans, is_bio_tag, spans_to_bio, word_offsets
+from clineval.benchmarks.ner.predictions import read_predictions, write_predictions
+from clineval.benchmarks.ner.records import NerDocument, Span
 from clineval.errors import InputError
-from clineval.models.ner_bio import bio_to_spans, is_bio_tag, spans_to_bio, word_offsets
-from clineval.models.ner_predictions import read_predictions, write_predictions
 
 TYPES = ("drug", "condition")
 DOCS = {

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from clineval.benchmarks.ner.corpora import load_ner_split
+from clineval.benchmarks.ner.predictions import write_predictions
 from clineval.cli import main
-from clineval.data.ner_corpora import load_ner_split
-from clineval.models.ner_predictions import write_predictions
 from clineval.store import RunStore
 
 CORE_KEYS = (
@@ -220,7 +220,7 @@ def test_failing_second_task_keeps_first_tasks_results(
 def test_tasks_are_registered_with_data_status(
     data_root: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from clineval.tasks import get_task, task_names
+    from clineval.benchmarks.registry import get_task, task_names
 
     names = [n for n in task_names() if n.startswith("ner:")]
     assert names == ["ner:ncbi", "ner:bc5cdr", "ner:biored", "ner:chia"]

@@ -13,9 +13,11 @@ from pathlib import Path
 import pytest
 from llm_stub_server import StubServer
 
+from clineval.benchmarks.base import RunContext
+from clineval.benchmarks.clinconsensus.cases import fixture_path
+from clineval.benchmarks.clinconsensus.predict import judging_window
 from clineval.cli import main
 from clineval.config import RunConfig
-from clineval.data.clinconsensus import fixture_path
 from clineval.judge.run import judge_prefix_key, judge_request
 from clineval.models.llm import RetryPolicy, open_chat_model
 from clineval.models.llm_base import ChatRequest, request_key
@@ -23,8 +25,6 @@ from clineval.models.replicas import Replica, ReplicaSet, rendezvous_order
 from clineval.models.spec import ModelSpec
 from clineval.models.usage import usage_of
 from clineval.store import RunStore
-from clineval.tasks.base import RunContext
-from clineval.tasks.clinconsensus_predict import judging_window
 
 FIXTURE = str(fixture_path())
 URLS = tuple(f"http://replica-{i}.invalid:8000/v1" for i in range(4))

@@ -25,9 +25,9 @@ from report_browser import (
     shot,
 )
 
+from clineval.benchmarks.ner.report import classify, spans_of
 from clineval.cli import main
 from clineval.report.sections_common import format_value
-from clineval.report.sections_ner import classify, spans_of
 
 pytestmark = pytest.mark.browser
 
@@ -103,7 +103,7 @@ def test_clinconsensus_fixture_run_from_verdicts(driver: Any, tmp_path: Path) ->
 def test_ner_ncbi_run_from_predictions(driver: Any, tmp_path: Path, data_root: Path) -> None:
     from selenium.webdriver.common.by import By
 
-    from clineval.data.ner_corpora import load_ner_split
+    from clineval.benchmarks.ner.corpora import load_ner_split
 
     split = load_ner_split("ncbi", "test", data_root)
     rng = random.Random(5)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from run_probe import write_fixture_verdicts
 
+from clineval.benchmarks.clinconsensus.cases import fixture_path
 from clineval.cli import main
-from clineval.data.clinconsensus import fixture_path
 from clineval.store import RunStore
 
 TCM = ["run", "tcm-sd", "--model", "baseline:tfidf", "--option", "tcm.data=synthetic"]

@@ -29,7 +29,7 @@ def test_readme_states_the_retry_caps_the_policy_uses() -> None:
 
 
 def test_readme_names_the_tcm_interval_the_code_computes() -> None:
-    from clineval.metrics import classification
+    import clineval.benchmarks.tcm_sd.metrics as classification
 
     text = _readme()
     assert "bias-corrected" not in text.lower()

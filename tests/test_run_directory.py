@@ -22,8 +22,8 @@ import pytest
 from llm_stub_server import StubServer
 from run_probe import count_stored_calls
 
+from clineval.benchmarks.clinconsensus.cases import fixture_path, load_cases
 from clineval.cli import main
-from clineval.data.clinconsensus import fixture_path, load_cases
 from clineval.rundir_lock import LOCK_FILENAME
 from clineval.store import STORE_FILENAME, RunStore, StoreDamaged
 
@@ -368,7 +368,7 @@ def test_tcm_predictions_file_fixed_after_a_refusal_runs(
     file must not bind them before a prediction is stored."""
     if not (data_root / "tcm-sd" / "zy-bert" / "syndrome_vocab.txt").is_file():
         pytest.skip("TCM-SD label files not available")
-    from clineval.data.tcm_synth import write_synthetic
+    from clineval.benchmarks.tcm_sd.synthetic import write_synthetic
 
     root = tmp_path / "tcm"
     write_synthetic(root, seed=1, data_dir=data_root, scale=0.02)

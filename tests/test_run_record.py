@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
+from clineval.benchmarks.clinconsensus.cases import fixture_path, load_cases
 from clineval.cli import main
-from clineval.data.clinconsensus import fixture_path, load_cases
 from clineval.errors import InputError
 from clineval.report.rundata import load_run
 from clineval.run_record import (

@@ -18,9 +18,9 @@ import pytest
 import yaml
 from llm_stub_server import StubServer
 
+from clineval.benchmarks.clinconsensus.cases import fixture_path
 from clineval.cli import main
 from clineval.config import RunConfig
-from clineval.data.clinconsensus import fixture_path
 from clineval.errors import InputError
 from clineval.rundir import MANIFEST, RESULTS, read_json
 from clineval.shard import resolve_auto

@@ -33,9 +33,11 @@ import typer.main
 import yaml
 from llm_stub_server import StubServer
 
+from clineval.benchmarks.clinconsensus.cases import fixture_path
+from clineval.benchmarks.ner.scoring import MODEL_TOKENS_SUFFIX
+from clineval.benchmarks.registry import active_namespaces, get_task, option_groups
 from clineval.cli import app, main
 from clineval.config import RunConfig
-from clineval.data.clinconsensus import fixture_path
 from clineval.errors import InputError
 from clineval.options import check_options, split_option_items
 from clineval.run_result import PRIMARY_METRIC
@@ -48,8 +50,6 @@ from clineval.skills_install import (
     list_skills,
     skills_root,
 )
-from clineval.tasks import active_namespaces, get_task, option_groups
-from clineval.tasks.ner_scoring import MODEL_TOKENS_SUFFIX
 
 EXPECTED_SKILLS = {"tcm-sd-eval", "clinconsensus-eval", "clinical-ner-eval", "clineval"}
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -477,7 +477,7 @@ def mirror(data_root: Path) -> Iterator[str]:
 
 
 def _ncbi_predictions(data_root: Path, path: Path) -> None:
-    from clineval.data.ner_corpora import load_ner_split
+    from clineval.benchmarks.ner.corpora import load_ner_split
 
     split = load_ner_split("ncbi", "test", data_root)
     with path.open("w", encoding="utf-8") as fh:

@@ -1,4 +1,4 @@
-"""Overlapping windows and their merge (clineval.models.span_windows): every token covered,
+"""Overlapping windows and their merge (clineval.benchmarks.ner.span_windows): every token covered,
 budgets kept, and the merge keeps each span once, never a cut piece, whatever the order."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from clineval.models.span_windows import TokenSpan, Window, merge, owner, plan_windows
+from clineval.benchmarks.ner.span_windows import TokenSpan, Window, merge, owner, plan_windows
 
 
 def _covered(windows: list[Window], n: int) -> bool:

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from clineval.data.tcm_norm import NormTable, load_norm_table
-from clineval.data.tcm_sd import TcmRecord, read_vocab
-from clineval.tasks.tcm_answer import AnswerParser, build_messages
+from clineval.benchmarks.tcm_sd.answer import AnswerParser, build_messages
+from clineval.benchmarks.tcm_sd.dataset import TcmRecord, read_vocab
+from clineval.benchmarks.tcm_sd.norm import NormTable, load_norm_table
 
 
 @pytest.fixture(scope="module")

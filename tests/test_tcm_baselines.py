@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from clineval.data.tcm_sd import KnowledgeEntry, read_knowledge, read_vocab
+from clineval.benchmarks.tcm_sd.baselines import KnowledgeBaseline, TfidfBaseline
+from clineval.benchmarks.tcm_sd.dataset import KnowledgeEntry, read_knowledge, read_vocab
 from clineval.errors import InputError
-from clineval.models.tcm_baselines import KnowledgeBaseline, TfidfBaseline
 
 
 @pytest.fixture(scope="module")

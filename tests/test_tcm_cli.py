@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from sklearn.metrics import accuracy_score, f1_score
 
+from clineval.benchmarks.tcm_sd.dataset import read_vocab
+from clineval.benchmarks.tcm_sd.synthetic import write_synthetic
 from clineval.cli import main
-from clineval.data.tcm_sd import read_vocab
-from clineval.data.tcm_synth import write_synthetic
 from clineval.store import RunStore
 
 

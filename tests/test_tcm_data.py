@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from clineval.data.tcm_norm import load_norm_table, parse_norm_table
-from clineval.data.tcm_sd import (
+from clineval.benchmarks.tcm_sd.dataset import (
     duplicate_report,
     read_knowledge,
     read_records,
     read_vocab,
     sample_keys,
 )
+from clineval.benchmarks.tcm_sd.norm import load_norm_table, parse_norm_table
 from clineval.errors import InputError
 
 

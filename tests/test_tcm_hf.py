@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from clineval.benchmarks.tcm_sd.dataset import read_records, read_vocab
+from clineval.benchmarks.tcm_sd.synthetic import write_synthetic
 from clineval.cli import main
-from clineval.data.tcm_sd import read_records, read_vocab
-from clineval.data.tcm_synth import write_synthetic
 from clineval.errors import InputError
 
 transformers = pytest.importorskip("transformers")
@@ -53,7 +53,7 @@ def _tiny_model(path: Path, labels: list[str], texts: list[str]) -> Path:
 
 @pytest.mark.slow
 def test_hf_checkpoint_predicts_through_id2label(fixture_root: Path, tmp_path: Path) -> None:
-    from clineval.models.tcm_hf import HFSyndromeClassifier
+    from clineval.benchmarks.tcm_sd.hf_classifier import HFSyndromeClassifier
 
     labels = read_vocab(fixture_root / "tcm-sd" / "syndrome_vocab.txt")
     test = read_records(fixture_root / "tcm-sd" / "test.synthetic.json", labels)[:12]
@@ -82,7 +82,7 @@ def test_hf_checkpoint_predicts_through_id2label(fixture_root: Path, tmp_path: P
 
 
 def test_id2label_mismatch_is_a_clear_error(fixture_root: Path, tmp_path: Path) -> None:
-    from clineval.models.tcm_hf import HFSyndromeClassifier
+    from clineval.benchmarks.tcm_sd.hf_classifier import HFSyndromeClassifier
 
     labels = read_vocab(fixture_root / "tcm-sd" / "syndrome_vocab.txt")
     wrong = [*labels[:-1], "感冒证"]
@@ -114,7 +114,7 @@ def test_hf_run_end_to_end(fixture_root: Path, tmp_path: Path) -> None:
 
 
 def test_id2label_errors_name_the_config_file(tmp_path: Path) -> None:
-    from clineval.models.tcm_hf import check_id2label
+    from clineval.benchmarks.tcm_sd.hf_classifier import check_id2label
 
     config = str(tmp_path / "config.json").replace(".", r"\.")
     with pytest.raises(InputError, match=f"^{config}: config id2label keys are not class"):

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from llm_stub_server import StubServer
 
+from clineval.benchmarks.tcm_sd.synthetic import write_synthetic
 from clineval.cli import main
 from clineval.config import RunConfig
-from clineval.data.tcm_synth import write_synthetic
 from clineval.store import RunStore
 
 

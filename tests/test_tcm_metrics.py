@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import accuracy_score, f1_score, precision_recall_fscore_support
 
-from clineval.metrics import classification as cls
+import clineval.benchmarks.tcm_sd.metrics as cls
 from clineval.metrics.bootstrap import stratified_bootstrap_indices
 
 K = 148

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from clineval.tasks.tcm_sd_score import RAW_OUTPUT_SHOWN, _clip_raw_output
+from clineval.benchmarks.tcm_sd.scoring import RAW_OUTPUT_SHOWN, _clip_raw_output
 
 
 def test_short_replies_are_kept_whole() -> None:

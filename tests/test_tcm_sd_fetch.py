@@ -23,12 +23,7 @@ import pytest
 from route_mirror import Route, Serve
 from test_data_fetch_stream import FAST, body
 
-from clineval.cli import main
-from clineval.data import unzip as unzip_module
-from clineval.data.cache import STAGING
-from clineval.data.cache_manifest import recorded_files
-from clineval.data.digests import SpooledGitBlobSha1Check
-from clineval.data.tcm_sd_fetch import (
+from clineval.benchmarks.tcm_sd.fetch import (
     LICENSE_NOTICE,
     Release,
     UpstreamFile,
@@ -36,7 +31,12 @@ from clineval.data.tcm_sd_fetch import (
     git_blob_id,
     official_release,
 )
-from clineval.data.tcm_synth import write_synthetic
+from clineval.benchmarks.tcm_sd.synthetic import write_synthetic
+from clineval.cli import main
+from clineval.data import unzip as unzip_module
+from clineval.data.cache import STAGING
+from clineval.data.cache_manifest import recorded_files
+from clineval.data.digests import SpooledGitBlobSha1Check
 from clineval.errors import InputError
 
 TRAIN_DEV = "tcm-sd/upstream/TCM_SD_train_dev.zip"
@@ -195,7 +195,7 @@ def test_good_fetch_lays_out_a_data_root_that_tcm_sd_runs_on(
     empty_root.mkdir()
     monkeypatch.setenv("CLINEVAL_DATA_DIR", str(empty_root))
     monkeypatch.setenv("CLINEVAL_CACHE_DIR", str(cache))
-    from clineval.tasks.tcm_sd import TcmSdTask
+    from clineval.benchmarks.tcm_sd.task import TcmSdTask
 
     statuses = {s.relative_path: s.status for s in TcmSdTask().data_status(empty_root)}
     assert statuses == {
@@ -446,7 +446,7 @@ def test_cli_uses_the_pinned_ids_and_states_the_license(
     assert "git blob id" in err and "4ad8f687eaf9" in err
     assert _cache_files(cache) == []
     # With this mirror's ids pinned instead, the same command succeeds and states the license.
-    from clineval.data import tcm_sd_fetch
+    from clineval.benchmarks.tcm_sd import fetch as tcm_sd_fetch
 
     monkeypatch.setattr(tcm_sd_fetch, "official_release", mirror.release)
     assert main(argv) == 0

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from clineval.data.tcm_norm import load_norm_table
-from clineval.data.tcm_sd import find_split, read_records, read_vocab
-from clineval.data.tcm_synth import class_sizes, write_synthetic
+from clineval.benchmarks.tcm_sd.dataset import find_split, read_records, read_vocab
+from clineval.benchmarks.tcm_sd.norm import load_norm_table
+from clineval.benchmarks.tcm_sd.synthetic import class_sizes, write_synthetic
 
 
 def _vocab(data_root: Path) -> list[str]:
@@ -88,7 +88,7 @@ def test_same_seed_same_bytes_other_seed_other_data(
 
 def test_text_is_learnable_but_not_trivially_separable(small: Path, data_root: Path) -> None:
     """A trained classifier beats chance by far, yet is far from perfect."""
-    from clineval.models.tcm_baselines import TfidfBaseline, record_text
+    from clineval.benchmarks.tcm_sd.baselines import TfidfBaseline, record_text
 
     vocab = _vocab(data_root)
     train = read_records(small / "tcm-sd" / "train.synthetic.json", vocab)

@@ -10,8 +10,8 @@ rule as ``clineval data verify``: kept when it is good, downloaded again when it
 Official addresses are the raw GitHub URLs, at pinned commits, of the public mirrors named in
 docs/data-sources.md (for ClinConsensus: the authors' repository for the judge prompt, and
 the Hugging Face hub for the cases, which have no published hash: see
-clineval.data.clinconsensus_fetch; for TCM-SD: the authors' repository, its files checked by
-their git blob ids and its archives unpacked: clineval.data.tcm_sd_fetch). Two upstream
+clineval.benchmarks.clinconsensus.fetch; for TCM-SD: the authors' repository, its files checked by
+their git blob ids and its archives unpacked: clineval.benchmarks.tcm_sd.fetch). Two upstream
 files are served uncompressed while the data root keeps them gzipped (BioC XML): those are
 checked against the manifest's ``sha256_uncompressed`` (bounded by ``size_uncompressed``) and
 gzipped on the way to disk.
@@ -26,6 +26,7 @@ import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from clineval.data.cache import (
     CACHE_ENV,
@@ -35,7 +36,6 @@ from clineval.data.cache import (
     remove_stale_partials,
 )
 from clineval.data.checksums import OK, ManifestEntry, entry_status, manifest_entry
-from clineval.data.clinconsensus_fetch import PROMPT_RELATIVE, PROMPT_URL
 from clineval.data.digests import AnyOfCheck, GzipContentSha256Check, Sha256Check, StreamCheck
 from clineval.data.download import (
     DOWNLOAD_RETRY,
@@ -47,21 +47,15 @@ from clineval.errors import InputError
 from clineval.progress import track
 from clineval.retry import RetryPolicy
 
-__all__ = ["CACHE_ENV", "SIZE_CAP", "SOURCES", "Source", "default_cache_dir", "fetch"]
+if TYPE_CHECKING:
+    from clineval.benchmarks.declaration import DataSource
+
+__all__ = ["CACHE_ENV", "SIZE_CAP", "Source", "default_cache_dir", "fetch"]
 
 # Bound for a file whose size the manifest does not give: far above any corpus file clineval
 # fetches (the largest is under 4 MB) yet small enough that a server sending without end is
 # stopped long before it fills a disk.
 SIZE_CAP = 1 << 30
-
-_NCBI = "https://raw.githubusercontent.com/spyysalo/ncbi-disease/5a266c6fc76fb2b5184cfa397ff0a5ecdb133aec/original-data"
-_CDR = "https://raw.githubusercontent.com/cryptoradon/biomedRelExt/{commit}/CDR_Data"
-_CDR_FIRST = "c3f40f6f28da6c2f227f487bd3c46a78215a2b2f"
-_CDR_TRAIN_PUBTATOR = "e42e94570138158963ae4696298bf09232071740"
-_BIORED = "https://raw.githubusercontent.com/ndlongvn/BioRED-NER-RE/637e02c9746de045ef56dbf543d77602783d63d9/NER%20BioRED/BioRED"
-_CHIA = (
-    "https://raw.githubusercontent.com/Vidhate/CHIA-NER-RE/ed84384ba70275eac69d273eb5325b321cda1c72"
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,111 +65,30 @@ class Source:
     gzip_here: bool = False  # upstream is the uncompressed file; gzip it after checking
 
 
-def _cdr(name: str, commit: str = _CDR_FIRST) -> str:
-    return f"{_CDR.format(commit=commit)}/CDR.Corpus.v010516/{name}"
-
-
-SOURCES: dict[str, tuple[Source, ...]] = {
-    "ncbi": (
-        Source(
-            "ner/ncbi_disease/NCBItrainset_corpus.txt", f"{_NCBI}/train/NCBItrainset_corpus.txt"
-        ),
-        Source(
-            "ner/ncbi_disease/NCBIdevelopset_corpus.txt", f"{_NCBI}/devel/NCBIdevelopset_corpus.txt"
-        ),
-        Source("ner/ncbi_disease/NCBItestset_corpus.txt", f"{_NCBI}/test/NCBItestset_corpus.txt"),
-        Source("ner/ncbi_disease/LICENSE.txt", f"{_NCBI}/LICENSE"),
-    ),
-    "bc5cdr": (
-        Source(
-            "ner/bc5cdr/CDR_TrainingSet.PubTator.txt",
-            _cdr("CDR_TrainingSet.PubTator.txt", _CDR_TRAIN_PUBTATOR),
-        ),
-        Source(
-            "ner/bc5cdr/CDR_DevelopmentSet.PubTator.txt", _cdr("CDR_DevelopmentSet.PubTator.txt")
-        ),
-        Source("ner/bc5cdr/CDR_TestSet.PubTator.txt", _cdr("CDR_TestSet.PubTator.txt")),
-        Source("ner/bc5cdr/CDR_TrainingSet.BioC.xml.gz", _cdr("CDR_TrainingSet.BioC.xml"), True),
-        Source(
-            "ner/bc5cdr/CDR_DevelopmentSet.BioC.xml.gz", _cdr("CDR_DevelopmentSet.BioC.xml"), True
-        ),
-        Source("ner/bc5cdr/CDR_TestSet.BioC.xml.gz", _cdr("CDR_TestSet.BioC.xml"), True),
-        Source(
-            "ner/bc5cdr/README_original_release.txt",
-            f"{_CDR.format(commit=_CDR_FIRST)}/README.txt",
-        ),
-    ),
-    "biored": (
-        Source("ner/biored/Train.PubTator", f"{_BIORED}/Train.PubTator"),
-        Source("ner/biored/Dev.PubTator", f"{_BIORED}/Dev.PubTator"),
-        Source("ner/biored/Test.PubTator", f"{_BIORED}/Test.PubTator"),
-        Source("ner/biored/Train.BioC.XML.gz", f"{_BIORED}/Train.BioC.XML", True),
-        Source("ner/biored/Dev.BioC.XML.gz", f"{_BIORED}/Dev.BioC.XML", True),
-        Source("ner/biored/Test.BioC.XML.gz", f"{_BIORED}/Test.BioC.XML", True),
-    ),
-    "chia": (
-        Source("ner/chia/chia_without_scope.zip", f"{_CHIA}/chia_without_scope.zip"),
-        Source("ner/chia/chia_with_scope.zip", f"{_CHIA}/chia_with_scope.zip"),
-        # Derived by the data's curators, not published upstream: only a mirror has it
-        # (without it, load_ner_split recomputes the same split from the zip).
-        Source("ner/chia/ncer_split_ids.json", None),
-    ),
-    # The official judge prompt's source (pinned); the cases follow in _unpinned_step.
-    "clinconsensus": (Source(PROMPT_RELATIVE, PROMPT_URL),),
-    # Pinned by git blob ids, not by the package manifest: all of it in _unpinned_step.
-    "tcm-sd": (),
-}
-
-
-def _unpinned_step(name: str) -> Callable[[Path, str | None, RetryPolicy], list[Path]] | None:
-    """The files of a corpus that have no published hash to pin, fetched (and validated, and
-    recorded in the cache manifest) by the corpus's own module after its pinned files."""
-    if name == "clinconsensus":
-        from clineval.data.clinconsensus_fetch import fetch_unpinned
-
-        return fetch_unpinned
-    if name == "tcm-sd":
-        from clineval.data.tcm_sd_fetch import fetch_tcm_sd
-
-        return fetch_tcm_sd
-    return None
-
-
-def notice(name: str) -> str | None:
-    """What a user must know about a corpus once it is fetched (its license terms)."""
-    if name == "tcm-sd":
-        from clineval.data.tcm_sd_fetch import LICENSE_NOTICE
-
-        return LICENSE_NOTICE
-    return None
-
-
 def fetch(
-    name: str,
+    source: DataSource,
     cache_dir: str | Path | None = None,
     base_url: str | None = None,
     retry: RetryPolicy = DOWNLOAD_RETRY,
 ) -> list[Path]:
-    """Download corpus ``name`` into the cache; return the paths of its files (all verified)."""
-    if name not in SOURCES:
-        raise InputError(f"unknown corpus {name!r} (known: {', '.join(SOURCES)})")
+    """Download the files `source` declares into the cache; return their paths (all verified).
+    Its pinned files come first, then its step for files without a published hash."""
     if base_url is not None:
         check_http_url(base_url, "--base-url")
     root = cache_root(cache_dir)
     remove_stale_partials(root)
-    wanted = [s for s in SOURCES[name] if s.url is not None or base_url is not None]
+    wanted = [s for s in source.files if s.url is not None or base_url is not None]
     out = []
     try:
-        for source in (
-            track(wanted, total=len(wanted), description=f"fetch {name}") if wanted else ()
+        for file in (
+            track(wanted, total=len(wanted), description=f"fetch {source.name}") if wanted else ()
         ):
-            entry = manifest_entry(source.relative)
+            entry = manifest_entry(file.relative)
             if entry is None or entry.sha256 is None:
-                raise InputError(f"no checksum for {source.relative} in the package manifest")
-            out.append(_fetch_one(source, entry, root, base_url, retry))
-        step = _unpinned_step(name)
-        if step is not None:
-            out.extend(step(root, base_url, retry))
+                raise InputError(f"no checksum for {file.relative} in the package manifest")
+            out.append(_fetch_one(file, entry, root, base_url, retry))
+        if source.unpinned is not None:
+            out.extend(source.unpinned()(root, base_url, retry))
     finally:
         remove_empty_staging(root)
     return out

@@ -1,11 +1,10 @@
 """`clineval export RUN_DIR --format FORMAT -o DIR`: a finished run's outputs in another tool's
-format. Each format is one module with one `export(run, out_dir, settings) -> [paths]`; every
-format reads the run directory the same way (clineval.export.run_files) and writes its files
-atomically, so a failed export leaves DIR as it was.
+format. Benchmarks declare formats of their own (`Benchmark.exporters`; e.g. ClinConsensus's
+judgements file, which the authors' eval_cacs.py scores). Each format is one function
+`export(run, out_dir, settings) -> [paths]`; every format reads the run directory the
+same way (clineval.export.run_files) and writes its files atomically, so a failed export
+leaves DIR as it was.
 
-  clinconsensus-judgements  DIR/<name>_judge.json, the authors' judgements file: their
-                            eval_cacs.py scores it as clineval does with
-                            --judge-errors-as-unmet (clineval.export.clinconsensus)
   samples-csv               DIR/<task>.samples.csv, one row per sample of each task, for a
                             spreadsheet (clineval.export.samples_csv)
 """
@@ -21,22 +20,20 @@ from clineval.export.run_files import ExportSettings, RunFiles, read_run
 Exporter = Callable[[RunFiles, Path, ExportSettings], list[Path]]
 
 
-def _clinconsensus(run: RunFiles, out_dir: Path, settings: ExportSettings) -> list[Path]:
-    from clineval.export.clinconsensus import export
-
-    return export(run, out_dir, settings)
-
-
 def _samples_csv(run: RunFiles, out_dir: Path, settings: ExportSettings) -> list[Path]:
     from clineval.export.samples_csv import export
 
     return export(run, out_dir, settings)
 
 
-FORMATS: dict[str, Exporter] = {
-    "clinconsensus-judgements": _clinconsensus,
-    "samples-csv": _samples_csv,
-}
+# Formats of every run; a benchmark adds its own (`Benchmark.exporters`).
+FORMATS: dict[str, Exporter] = {"samples-csv": _samples_csv}
+
+
+def formats() -> dict[str, Exporter]:
+    from clineval.benchmarks.registry import exporters
+
+    return {**exporters(), **FORMATS}
 
 
 def export_run(
@@ -48,9 +45,10 @@ def export_run(
     cases: str | Path | None = None,
 ) -> list[Path]:
     """Write run `run_dir` in format `fmt` into `out_dir`; the paths written."""
-    exporter = FORMATS.get(fmt)
+    known = formats()
+    exporter = known.get(fmt)
     if exporter is None:
-        raise InputError(f"--format {fmt!r} is not a known format (known: {', '.join(FORMATS)})")
+        raise InputError(f"--format {fmt!r} is not a known format (known: {', '.join(known)})")
     out = Path(out_dir).expanduser()
     if out.exists() and not out.is_dir():
         raise InputError("the output directory is a file (-o)", path=out)

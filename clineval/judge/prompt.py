@@ -6,7 +6,7 @@ must be accurate, "whether" (是否) criteria are judged strictly. `--judge-prom
 it with a user's text holding the placeholders {query}, {response} and {criterion}; only those
 three are substituted, so JSON braces in the text are left alone. `--judge-prompt official` is
 the prompt the released ClinConsensus judge model was trained with, read from the data cache
-(clineval.judge.official_prompt): clineval does not ship its text.
+(clineval.benchmarks.clinconsensus.official_prompt): clineval does not ship its text.
 
 The candidate's response is wrapped in delimiters that the parser knows (judge/parse.py), and
 any delimiter text inside the inserted fields is defused, so the response cannot close its own
@@ -141,18 +141,11 @@ def builtin_prompt() -> JudgePrompt:
     return JudgePrompt(_BUILTIN, JUDGE_TEMPLATE_VERSION, _SYSTEM, custom=False)
 
 
-OFFICIAL = "official"  # --judge-prompt official: clineval.judge.official_prompt
-
-
 def load_judge_prompt(path: str | Path | None) -> JudgePrompt:
-    """The built-in prompt, the official one (`official`, from the data cache), or a user's
-    template file with all three placeholders (a file named "official": ./official)."""
+    """The built-in prompt, or a user's template file with all three placeholders. (A
+    benchmark may name prompts of its own, e.g. ClinConsensus's `official`.)"""
     if path is None:
         return builtin_prompt()
-    if str(path) == OFFICIAL:
-        from clineval.judge.official_prompt import load_official_prompt
-
-        return load_official_prompt()
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")

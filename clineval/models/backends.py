@@ -40,6 +40,14 @@ class Backend:
         return self.kind is ModelKind.CHAT
 
 
+def static_kind(spec: ModelSpec) -> ModelKind | None:
+    """The kind a spec has without reading any file; None for `hf:PATH` (chat or checkpoint,
+    by its config.json)."""
+    if spec.backend == "hf":
+        return None
+    return resolve_backend(spec).kind
+
+
 def resolve_backend(spec: ModelSpec) -> Backend:
     if spec.backend in ("openai", "llamacpp"):
         return Backend(spec, ModelKind.CHAT)

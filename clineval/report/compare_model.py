@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from clineval.benchmarks.registry import benchmark_of
 from clineval.errors import InputError
 from clineval.metrics.bootstrap import DEFAULT_RESAMPLES
 from clineval.progress import track
@@ -26,14 +27,9 @@ from clineval.report.rundata import (
     interval_of,
     is_fixture_task,
     load_run,
-    task_family,
 )
-from clineval.report.sections_common import HEADLINE_KEYS
 from clineval.report.task_stats import statistics_for
 from clineval.secrets import redact
-
-LOWER_IS_BETTER = ("invalid_rate", "judge_error_rate")
-_COUNT_KEYS = ("n", "n_cases")
 
 
 @dataclass(frozen=True)
@@ -69,7 +65,7 @@ class Comparison:
         ]
         if len(scored) < 2 or len({v for _, v in scored}) == 1:
             return None  # nothing to single out
-        pick = min if key in LOWER_IS_BETTER else max
+        pick = max if higher_is_better(task, key) else min
         return pick(scored, key=lambda t: t[1])[0]
 
     def model(self, i: int) -> str:
@@ -79,6 +75,13 @@ class Comparison:
     def is_fixture_run(self, i: int) -> bool:
         """Whether any task of run `i` scored fixture/synthetic data."""
         return any(v for (j, _), v in self.fixture.items() if j == i)
+
+
+def higher_is_better(task: str, key: str) -> bool:
+    """The direction the task's benchmark declares for `key`; for a task no installed
+    benchmark declares, the direction its run record wrote (else higher)."""
+    bench = benchmark_of(task)
+    return True if bench is None else bench.metrics.higher_is_better(key)
 
 
 def _labels(runs: list[RunData]) -> list[str]:
@@ -95,10 +98,10 @@ def _columns(runs: list[RunData]) -> list[tuple[str, str]]:
             tasks.setdefault(task, None)
     cols: list[tuple[str, str]] = []
     for task in tasks:
-        family = task_family(task)
+        bench = benchmark_of(task)
         present = [run.results.get(task, {}) for run in runs]
-        keys = [k for k in HEADLINE_KEYS.get(family, ()) if k not in _COUNT_KEYS]
-        if not keys:  # unknown task: its top-level numeric scalars
+        keys = list(bench.metrics.ranked_keys) if bench is not None else []
+        if not keys:  # a task no installed benchmark declares: its top-level numeric scalars
             keys = (
                 [
                     k

@@ -20,12 +20,11 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-import clineval
+from clineval.benchmarks.registry import benchmark_of
 from clineval.errors import InputError
 from clineval.progress import track
-from clineval.report import sections_cc, sections_ner, sections_tcm
 from clineval.report.jsonembed import COMPRESS_OVER, script_payload
-from clineval.report.rundata import RunData, load_run, task_family
+from clineval.report.rundata import RunData, load_run
 from clineval.report.sections_common import (
     USAGE_COLUMNS,
     SampleTable,
@@ -35,6 +34,7 @@ from clineval.report.sections_common import (
 )
 from clineval.rundir import atomic_write_text
 from clineval.secrets import redact
+from clineval.version import __version__
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -58,9 +58,11 @@ def csp_hash(script: str) -> str:
     return "sha256-" + base64.b64encode(digest).decode("ascii")
 
 
-def _generic_section(run: RunData, task: str) -> dict[str, Any]:
-    """A task this report has no special view for: its metrics and a generic sample table."""
-    section = base_section(run, task, "other")
+def _generic_section(
+    run: RunData, task: str, family: str = "other", headline_keys: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """A task without a report section of its own: its metrics and a generic sample table."""
+    section = base_section(run, task, family, headline_keys)
     samples = run.samples.get(task, [])
     if samples:
         keys = [k for k in samples[0] if k != "task"][:6]
@@ -81,14 +83,12 @@ def build_sections(run: RunData, compress_over: int = COMPRESS_OVER) -> list[dic
     seed = int(run.manifest.get("seed") or 0)
     tasks = list(run.results)
     for task in track(tasks, total=len(tasks), description="report sections"):
-        family = task_family(task)
-        if family == "ner":
-            section = sections_ner.build(run, task, seed=seed)
-        elif family == "tcm-sd":
-            section = sections_tcm.build(run, task)
-        elif family == "clinconsensus":
-            section = sections_cc.build(run, task)
-        else:
+        bench = benchmark_of(task)
+        if bench is not None and bench.report_section is not None:
+            section = bench.report_section(run, task)
+        elif bench is not None:
+            section = _generic_section(run, task, bench.family, bench.metrics.headline_keys)
+        else:  # a task of a benchmark that is not installed here
             section = _generic_section(run, task)
         if any(card.ci is None for card in section["cards"]):
             from clineval.report.task_stats import statistics_for  # numpy/scipy: only if needed
@@ -133,7 +133,7 @@ def render_report(run: RunData, compress_over: int = COMPRESS_OVER) -> str:
             run_path=str(run.path),
             model=redact(str(run.manifest.get("config", {}).get("model", "?"))),
             generated=time.strftime("%Y-%m-%d %H:%M"),
-            version=clineval.__version__,
+            version=__version__,
             settings=settings(run),
             usage_columns=USAGE_COLUMNS,
             sections=sections,

@@ -54,20 +54,10 @@ def load_run(run_dir: Path, *, with_samples: bool = True) -> RunData:
 
 
 def _orphan_home(results: dict[str, Any]) -> str | None:
-    """The one ClinConsensus task of a run, where rows with an unknown task name belong."""
-    homes = [t for t in results if task_family(t) == "clinconsensus"]
-    return homes[0] if len(homes) == 1 else None
-
-
-def task_family(task: str) -> str:
-    """'ner', 'tcm-sd', 'clinconsensus' or 'other', from the task name."""
-    if task.startswith("ner"):
-        return "ner"
-    if task.startswith("tcm"):
-        return "tcm-sd"
-    if task.startswith("clinconsensus"):
-        return "clinconsensus"
-    return "other"
+    """Where rows naming a task the run does not have belong: older clinevals wrote a row's
+    own `task` field (a ClinConsensus case's task category) over the run's task name, so
+    with one task in the run they belong to it."""
+    return next(iter(results)) if len(results) == 1 else None
 
 
 def _mentions_fixture(value: Any) -> bool:

@@ -12,22 +12,6 @@ from typing import Any
 from clineval.report.rundata import RunData, finite_number, interval_of, is_fixture_task
 from clineval.secrets import redact
 
-# Keys shown first (as cards) per task family; every other scalar goes to "all metrics".
-HEADLINE_KEYS: dict[str, tuple[str, ...]] = {
-    "ner": ("token_macro_f1", "span_partial_f1", "span_exact_f1"),
-    "tcm-sd": ("macro_f1", "accuracy", "invalid_rate", "n"),
-    "clinconsensus": (
-        "cacs@7",
-        "cacs@10",
-        "rubric_accuracy",
-        "pass@7",
-        "judge_error_rate",
-        "n_cases",
-    ),
-    "other": (),
-}
-
-
 NOTE_KEYS = ("data_note", "note", "warning")
 
 
@@ -73,9 +57,11 @@ def fill_intervals(cards: list[Metric], stats: dict[str, Any], seed: int) -> Non
             card.ci_note = "bootstrap over samples, computed by the report"
 
 
-def headline(metrics: dict[str, Any], family: str) -> tuple[list[Metric], list[Metric]]:
-    """(cards, the rest): every finite top-level scalar, the family's headline keys first."""
-    cards = [m for k in HEADLINE_KEYS.get(family, ()) if (m := metric_of(metrics, k))]
+def headline(
+    metrics: dict[str, Any], headline_keys: tuple[str, ...]
+) -> tuple[list[Metric], list[Metric]]:
+    """(cards, the rest): every finite top-level scalar, the declared headline keys first."""
+    cards = [m for k in headline_keys if (m := metric_of(metrics, k))]
     shown = {m.key for m in cards}
     rest = []
     for key in metrics:
@@ -222,9 +208,13 @@ def settings(run: RunData) -> dict[str, Any]:
     }
 
 
-def base_section(run: RunData, task: str, family: str) -> dict[str, Any]:
+def base_section(
+    run: RunData, task: str, family: str, headline_keys: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """The part of a task's section every benchmark shares: cards of its declared headline
+    metrics (the rest under "all metrics"), fixture flag, notes."""
     metrics = run.results.get(task, {})
-    cards, rest = headline(metrics, family)
+    cards, rest = headline(metrics, headline_keys)
     return {
         "task": task,
         "anchor": "task-" + "".join(c if c.isalnum() else "-" for c in task),

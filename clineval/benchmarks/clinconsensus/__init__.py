@@ -1,0 +1,85 @@
+"""ClinConsensus (arXiv:2603.02097): a model answers a Chinese clinical query; an LLM judge
+checks each of 30 rubric criteria; CACS@7 (primary) and @10, rubric accuracy, pass@k, slices.
+
+The package holds the case and verdict readers (cases, judgements), the official fetch and the
+authors' judge prompt (fetch, official_prompt), the metrics, the task (answers, then one judge
+call per criterion), its options, statistics, report section and the export to the authors'
+judgements file. Generic code knows it only through BENCHMARK below.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from clineval.benchmarks.clinconsensus.common import CLINCONSENSUS_OPTIONS, TASK
+from clineval.benchmarks.clinconsensus.fetch import PROMPT_RELATIVE, PROMPT_URL
+from clineval.benchmarks.declaration import Benchmark, DataSource, MetricSchema, MetricSpec
+from clineval.data.fetch import Source
+
+if TYPE_CHECKING:
+    from clineval.benchmarks.base import Task
+    from clineval.benchmarks.declaration import FetchStep
+    from clineval.export.run_files import ExportSettings, RunFiles
+    from clineval.report.rundata import RunData
+    from clineval.report.statistics import SampleStatistic
+
+METRICS = MetricSchema(
+    (
+        MetricSpec("cacs@7", "CACS@7: mean of max(0, s - 6) / 24, in percent"),
+        MetricSpec("cacs@10", "CACS@10 (the paper's later version)"),
+        MetricSpec("rubric_accuracy", "criteria met / criteria judged"),
+        MetricSpec("pass@7", "share of cases with at least 7 criteria met"),
+        MetricSpec("judge_error_rate", "verdicts that could not be obtained", False),
+        MetricSpec("n_cases", "cases", count=True),
+    )
+)
+
+
+def _task(name: str) -> Task[Any]:
+    from clineval.benchmarks.clinconsensus.task import ClinConsensusTask
+
+    return ClinConsensusTask()
+
+
+def _statistics(
+    metrics: dict[str, Any], samples: list[dict[str, Any]]
+) -> dict[str, SampleStatistic]:
+    from clineval.benchmarks.clinconsensus.statistics import cc_statistics
+
+    return cc_statistics(metrics, samples)
+
+
+def _section(run: RunData, task: str) -> dict[str, Any]:
+    from clineval.benchmarks.clinconsensus.report import build
+
+    return build(run, task, METRICS)
+
+
+def _fetch_step() -> FetchStep:
+    from clineval.benchmarks.clinconsensus.fetch import fetch_unpinned
+
+    return fetch_unpinned
+
+
+def _export_judgements(run: RunFiles, out_dir: Path, settings: ExportSettings) -> list[Path]:
+    from clineval.benchmarks.clinconsensus.export import export
+
+    return export(run, out_dir, settings)
+
+
+BENCHMARK = Benchmark(
+    family=TASK,
+    title="ClinConsensus: rubric-judged answers to Chinese clinical queries",
+    tasks=(TASK,),
+    make_task=_task,
+    metrics=METRICS,
+    options=(CLINCONSENSUS_OPTIONS,),
+    capabilities=frozenset({"chat", "predictions"}),
+    statistics=_statistics,
+    report_section=_section,
+    # the official judge prompt's source (pinned); then the cases, which have no published hash
+    data_sources=(DataSource(TASK, (Source(PROMPT_RELATIVE, PROMPT_URL),), _fetch_step),),
+    exporters={"clinconsensus-judgements": _export_judgements},
+    skills_dir=Path(__file__).parent / "skills",
+)

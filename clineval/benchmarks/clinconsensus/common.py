@@ -1,0 +1,250 @@
+"""What the ClinConsensus task's load, predict and evaluate steps share: options, data, judges.
+
+Task options (`--option clinconsensus.KEY=VALUE`):
+  cases=fixture        use the fixture cases shipped with clineval (results say fixture: true)
+  max_criteria=N       judge only the first N criteria of each case (tests, smoke runs); the
+                       metrics then use N in place of 30, and CACS@k for k > N is null
+  judge_retries=N      re-asks after an unparseable judge reply (default 2)
+  judge_max_tokens=N   max_tokens of a judge call (default 1024)
+  aggregate=RULE       several judges: majority (default) | all | any
+  k=K1,K2              extra k values for CACS@k and pass@k (7 and 10 are always reported)
+  bootstrap=N          bootstrap resamples for the 95% intervals (default 1000; 0 = none)
+
+Where verdicts come from (decided once here, recorded in results["source"]):
+  - `--verdicts FILE`, or `--model predictions:FILE` for this task: FILE is a verdicts JSONL
+    {case_id, criterion_id, criteria_met: true|false|null}, or the authors' own judgements
+    file `<model>_judge.json` (a JSON list, one item per case: see
+    clineval.benchmarks.clinconsensus.judgements); no model is called. Both given must name the same
+    file.
+  - otherwise the candidate is `--model` and the judges are `--judge` (default: the candidate
+    model judges its own answers; results["judge_is_candidate"] is true whenever the candidate
+    is one of the judges).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from clineval.benchmarks.base import RunContext
+from clineval.benchmarks.clinconsensus.cases import (
+    FIXTURE_PREFIX,
+    OFFICIAL_RELATIVE_PATH,
+    RUBRICS_PER_CASE,
+    Case,
+    fixture_path,
+    is_fixture_file,
+    load_cases,
+)
+from clineval.benchmarks.clinconsensus.metrics import DEFAULT_KS
+from clineval.config import RunConfig
+from clineval.data.cache import default_cache_dir
+from clineval.errors import InputError
+from clineval.judge.ensemble import AGGREGATES
+from clineval.judge.run import DEFAULT_JUDGE_MAX_TOKENS, DEFAULT_PARSE_RETRIES
+from clineval.models.spec import ModelSpec
+from clineval.options import Option, OptionGroup, choice, integer, integer_list
+from clineval.shard import select_shard
+
+TASK = "clinconsensus"
+ANSWER_KIND = "answer"
+VERDICT_KIND_PREFIX = "verdict:"
+VERDICTS_FILE_JUDGE = "verdicts-file"
+_PREFIX = TASK + "."
+
+
+def verdict_kind(judge_label: str) -> str:
+    return VERDICT_KIND_PREFIX + judge_label
+
+
+CLINCONSENSUS_OPTIONS = OptionGroup(
+    namespace=TASK,
+    applies_to="the clinconsensus task",
+    options=(
+        Option("cases", choice("fixture"), "use the fixture cases shipped with clineval", None),
+        Option(
+            "max_criteria",
+            integer(minimum=1),
+            "judge only the first N criteria of each case (smoke runs)",
+            str(RUBRICS_PER_CASE),
+        ),
+        Option(
+            "judge_retries",
+            integer(minimum=0),
+            "re-asks after an unparseable judge reply",
+            str(DEFAULT_PARSE_RETRIES),
+        ),
+        Option(
+            "judge_max_tokens",
+            integer(minimum=1),
+            "max_tokens of a judge call",
+            str(DEFAULT_JUDGE_MAX_TOKENS),
+        ),
+        Option("aggregate", choice(*AGGREGATES), "rule that joins several judges", "majority"),
+        Option("k", integer_list(minimum=1), "extra k values for CACS@k and pass@k", None),
+        Option("bootstrap", integer(minimum=0), "bootstrap resamples (0 = none)", "1000"),
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Options:
+    cases: str | None = None
+    max_criteria: int = RUBRICS_PER_CASE
+    judge_retries: int = DEFAULT_PARSE_RETRIES
+    judge_max_tokens: int = DEFAULT_JUDGE_MAX_TOKENS
+    aggregate: str = "majority"
+    ks: tuple[int, ...] = DEFAULT_KS
+    bootstrap: int = 1000
+
+    @classmethod
+    def from_config(cls, options: dict[str, str]) -> Options:
+        known = {option.name for option in CLINCONSENSUS_OPTIONS.options}
+        mine = {k[len(_PREFIX) :]: v for k, v in options.items() if k.startswith(_PREFIX)}
+        unknown = sorted(set(mine) - known)
+        if unknown:
+            raise InputError(f"unknown option(s) {', '.join(_PREFIX + u for u in unknown)}")
+
+        def integer(name: str, default: int, low: int) -> int:
+            raw = mine.get(name)
+            if raw is None:
+                return default
+            try:
+                value = int(raw)
+            except ValueError:
+                raise InputError(f"--option {_PREFIX}{name}={raw!r} is not an integer") from None
+            if value < low:
+                raise InputError(f"--option {_PREFIX}{name} must be >= {low}")
+            return value
+
+        aggregate = mine.get("aggregate", "majority")
+        if aggregate not in AGGREGATES:
+            raise InputError(f"--option {_PREFIX}aggregate must be one of {AGGREGATES}")
+        ks = list(DEFAULT_KS)
+        for part in filter(None, (p.strip() for p in mine.get("k", "").split(","))):
+            if not part.isdigit() or int(part) < 1:
+                raise InputError(f"--option {_PREFIX}k: {part!r} is not a positive integer")
+            if int(part) not in ks:
+                ks.append(int(part))
+        if "cases" in mine and mine["cases"] != "fixture":
+            raise InputError(f"--option {_PREFIX}cases only takes 'fixture' (else use --cases)")
+        return cls(
+            cases=mine.get("cases"),
+            max_criteria=min(RUBRICS_PER_CASE, integer("max_criteria", RUBRICS_PER_CASE, 1)),
+            judge_retries=integer("judge_retries", DEFAULT_PARSE_RETRIES, 0),
+            judge_max_tokens=integer("judge_max_tokens", DEFAULT_JUDGE_MAX_TOKENS, 1),
+            aggregate=aggregate,
+            ks=tuple(ks),
+            bootstrap=integer("bootstrap", 1000, 0),
+        )
+
+
+@dataclass(frozen=True)
+class Data:
+    """The loaded evaluation set of one run."""
+
+    cases_path: Path
+    fixture: bool
+    all_cases: tuple[Case, ...]  # the whole file (verdict files are checked against it)
+    cases: tuple[Case, ...]  # after --limit and --shard
+    options: Options
+    verdicts_path: Path | None  # scoring given verdicts instead of calling models
+    judges: tuple[str, ...]  # judge labels, in --judge order
+    judge_specs: tuple[ModelSpec, ...]  # empty when verdicts come from a file
+    judge_is_candidate: bool
+
+    @property
+    def n_criteria(self) -> int:
+        return self.options.max_criteria
+
+
+def _select(cases: list[Case], limit: int | None, shard: str | None) -> list[Case]:
+    """--limit first (the first N of the file), then --shard I/N of those."""
+    if limit is not None:
+        cases = cases[: max(0, limit)]
+    return select_shard(cases, shard, key=lambda c: c.case_id)
+
+
+def resolve_cases_path(config: RunConfig, options: Options, data_root: Path | None) -> Path:
+    if config.cases and options.cases == "fixture":
+        raise InputError("give either --cases FILE or --option clinconsensus.cases=fixture")
+    if options.cases == "fixture":
+        return fixture_path()
+    if config.cases:
+        return Path(config.cases).expanduser()
+    found = official_cases_path(data_root)
+    if found is not None:
+        return found
+    where = [] if data_root is None else [str(data_root / OFFICIAL_RELATIVE_PATH)]
+    where.append(str(default_cache_dir() / OFFICIAL_RELATIVE_PATH))
+    raise InputError(
+        f"no ClinConsensus cases in {' or '.join(where)}: run `clineval data fetch "
+        "clinconsensus` (the official clinconsensus_low.jsonl, into the data cache), or pass "
+        f"--cases FILE, or --option {_PREFIX}cases=fixture for the fixture cases"
+    )
+
+
+def official_cases_path(data_root: Path | None) -> Path | None:
+    """The official cases file: under the data root, else in the data cache, where
+    `clineval data fetch clinconsensus` puts it ($CLINEVAL_CACHE_DIR or the default)."""
+    roots = [] if data_root is None else [data_root]
+    for root in [*roots, default_cache_dir()]:
+        if (root / OFFICIAL_RELATIVE_PATH).is_file():
+            return root / OFFICIAL_RELATIVE_PATH
+    return None
+
+
+def _verdicts_source(config: RunConfig) -> Path | None:
+    spec = ModelSpec.parse(config.model)
+    from_model = Path(spec.name).expanduser() if spec.backend == "predictions" else None
+    from_flag = Path(config.verdicts).expanduser() if config.verdicts else None
+    if from_model and from_flag and from_model.resolve() != from_flag.resolve():
+        raise InputError(
+            f"--verdicts {from_flag} and --model predictions:{from_model} name different files"
+        )
+    return from_flag or from_model
+
+
+def judge_labels(config: RunConfig) -> tuple[str, ...]:
+    """The judge labels a run's verdicts are stored under (also for judge-agreement)."""
+    if _verdicts_source(config) is not None:
+        return (VERDICTS_FILE_JUDGE,)
+    return tuple(ModelSpec.parse(j).label for j in (config.judges or [config.model]))
+
+
+def load_data(ctx: RunContext) -> Data:
+    config = ctx.config
+    options = Options.from_config(config.options)
+    path = resolve_cases_path(config, options, ctx.data_root)
+    all_cases = load_cases(path)
+    cases = _select(all_cases, config.limit, config.shard)
+    verdicts_path = _verdicts_source(config)
+    if verdicts_path is not None:
+        if config.judges:
+            raise InputError("--judge is not used when scoring a verdicts file; drop it")
+        judges: tuple[str, ...] = (VERDICTS_FILE_JUDGE,)
+        specs: tuple[ModelSpec, ...] = ()
+        judge_is_candidate = False
+    else:
+        # Each judge its own replicas (--judge-base-url); --base-url belongs to --model, and a
+        # judge without its own gets it only when it is that same model.
+        specs = tuple(
+            ModelSpec.parse(j, config.judge_base_urls_of(j))
+            for j in (config.judges or [config.model])
+        )
+        judges = tuple(s.label for s in specs)
+        if len(set(judges)) != len(judges):
+            raise InputError(f"the same judge is given twice: {', '.join(judges)}")
+        judge_is_candidate = not config.judges or config.model in config.judges
+    return Data(
+        cases_path=path,
+        # also by the ids: a copy of the fixture under another name is still the fixture
+        fixture=is_fixture_file(path) or any(c.case_id.startswith(FIXTURE_PREFIX) for c in cases),
+        all_cases=tuple(all_cases),
+        cases=tuple(cases),
+        options=options,
+        verdicts_path=verdicts_path,
+        judges=judges,
+        judge_specs=specs,
+        judge_is_candidate=judge_is_candidate,
+    )

@@ -1,0 +1,277 @@
+"""ClinConsensus evaluate step: stored verdicts -> metrics and per-case sample rows.
+
+No model is called here (`clineval score` runs this alone). Verdicts are laid out as one
+(n_cases, n_criteria) float matrix per judge: 1 met, 0 not met, nan judge_error (no verdict,
+or none stored). With several judges the primary figures use their aggregate (majority by
+default); every judge's own figures and the agreement between judges are reported too.
+
+judge_errors never count as "not met" unless the user asks (--judge-errors-as-unmet, the
+official script's behaviour). Otherwise rubric accuracy = met / judged, and the case-level
+metrics (CACS@k, pass@k, the curve, slices) use only the cases whose every criterion was
+judged ("n_cases_scored"): a case with a missing verdict has no known s_i.
+
+samples.jsonl, one row per case: id, difficulty, subject, case_task (the case's `task`; the
+runner's own "task" field names the benchmark), user_role, subject_labels, task_labels, query,
+answer, s (met), judged, complete, verdicts [{criterion_id, criterion, met, explanation, judge,
+error?}] (every judge's, plus the aggregate's when there are several), candidate_error when the
+answer failed.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from clineval.benchmarks.base import RunContext, TaskResult
+from clineval.benchmarks.clinconsensus.cases import RUBRICS_PER_CASE, Case, verdict_key
+from clineval.benchmarks.clinconsensus.common import ANSWER_KIND, TASK, Data, verdict_kind
+from clineval.benchmarks.clinconsensus.metrics import (
+    case_level_metrics,
+    reverse_ecdf,
+    rubric_accuracy,
+    rubric_accuracy_interval,
+)
+from clineval.judge.ensemble import aggregate, agreement_table, count_ties
+from clineval.models.usage import load_price_table, summarize_usage
+
+SLICE_FIELDS = ("difficulty", "subject", "task", "user_role")
+# The official slices (the authors' script groups by each subject label): a case counts in
+# every label it carries, so these groups overlap and their sizes add up to more than n_cases.
+LABEL_SLICE_FIELDS = ("subject_labels", "task_labels")
+
+
+def verdict_matrix(records: dict[str, Any], cases: tuple[Case, ...], n: int) -> NDArray[Any]:
+    out = np.full((len(cases), n), np.nan)
+    for i, case in enumerate(cases):
+        for j, rubric in enumerate(case.rubrics[:n]):
+            rec = records.get(verdict_key(case.case_id, rubric.criterion_id))
+            if rec is not None and rec.get("met") is not None:
+                out[i, j] = 1.0 if rec["met"] else 0.0
+    return out
+
+
+def summarize(
+    matrix: NDArray[np.float64],
+    n: int,
+    ks: tuple[int, ...],
+    errors_as_unmet: bool,
+    n_resamples: int,
+    seed: int,
+) -> tuple[dict[str, Any], NDArray[np.bool_]]:
+    """Headline figures of one verdict matrix, and which rows (cases) were scored."""
+    judged = (~np.isnan(matrix)).sum(axis=1)
+    met = np.nansum(matrix, axis=1).astype(np.int64)
+    errors = int(matrix.size - judged.sum())
+    complete = np.ones(len(matrix), bool) if errors_as_unmet else judged == n
+    out: dict[str, Any] = {}
+    s = met[complete]
+    figures = case_level_metrics(s, n, ks, n_resamples=n_resamples, seed=seed)
+    out.update({k: v for k, v in figures.items() if n_resamples > 0 or "_ci" not in k})
+    if errors_as_unmet:
+        acc_met, acc_judged = met, np.full(len(matrix), n)
+    else:
+        acc_met, acc_judged = met, judged
+    out["rubric_accuracy"] = _finite(rubric_accuracy(acc_met, acc_judged))
+    if n_resamples > 0:
+        out["rubric_accuracy_ci95"] = rubric_accuracy_interval(
+            acc_met, acc_judged, n_resamples, seed
+        )
+    out["judge_errors"] = errors
+    out["judge_error_rate"] = errors / matrix.size if matrix.size else 0.0
+    out["n_judged"] = int(judged.sum())
+    out["n_cases_scored"] = int(complete.sum())
+    return out, complete
+
+
+def _finite(value: float) -> float | None:
+    return value if np.isfinite(value) else None
+
+
+def _slice_values(case: Case, name: str) -> tuple[str, ...]:
+    value = getattr(case, name)
+    if name in LABEL_SLICE_FIELDS:
+        return tuple(dict.fromkeys(value))  # a label written twice counts the case once
+    return (value,)
+
+
+def _slices(cases: list[Case], s: NDArray[np.int64], n: int, ks: tuple[int, ...]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in SLICE_FIELDS + LABEL_SLICE_FIELDS:
+        groups: dict[str, list[int]] = defaultdict(list)
+        for i, case in enumerate(cases):
+            for value in _slice_values(case, name):
+                groups[value].append(i)
+        rows = {}
+        for value, idx in sorted(groups.items()):
+            part = s[idx]
+            figures = case_level_metrics(part, n, ks, n_resamples=0)
+            rows[value] = {
+                "n_cases": len(idx),
+                **{k: v for k, v in figures.items() if "_ci" not in k},
+                "rubric_accuracy": _finite(rubric_accuracy(part, np.full(len(idx), n))),
+            }
+        out[name] = rows
+    return out
+
+
+def _usage(ctx: RunContext, records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Tokens of this task's stored answers and verdicts ("calls" counts those records; a
+    verdict's tokens include its retries)."""
+    calls = [
+        (str(r.get("model") or r.get("judge")), r.get("usage"))
+        for r in records
+        if isinstance(r, dict) and r.get("usage") is not None
+    ]
+    return summarize_usage(calls, load_price_table(ctx.config.price_table))
+
+
+def evaluate(ctx: RunContext, data: Data) -> TaskResult:
+    config = ctx.config
+    opts = data.options
+    n, ks, cases = data.n_criteria, opts.ks, data.cases
+    answers = ctx.store.records(TASK, ANSWER_KIND)
+    stored = {label: ctx.store.records(TASK, verdict_kind(label)) for label in data.judges}
+    matrices = {label: verdict_matrix(stored[label], cases, n) for label in data.judges}
+
+    # A case whose candidate call failed has nothing to judge: leave it out and fail the run.
+    from_file = data.verdicts_path is not None
+    answered = np.array(
+        [from_file or (answers.get(c.case_id) or {}).get("text") is not None for c in cases],
+        dtype=bool,
+    )
+    kept = [c for c, ok in zip(cases, answered, strict=True) if ok]
+    primary_label = data.judges[0] if len(data.judges) == 1 else opts.aggregate
+    if len(data.judges) == 1:
+        primary = matrices[data.judges[0]][answered]
+    else:
+        stacked = np.stack([m[answered].ravel() for m in matrices.values()])
+        primary = aggregate(stacked, opts.aggregate).reshape(int(answered.sum()), n)
+    seed, boots, unmet = config.seed, opts.bootstrap, config.judge_errors_as_unmet
+    headline, complete = summarize(primary, n, ks, unmet, boots, seed)
+    s = np.nan_to_num(primary, nan=0.0).sum(axis=1).astype(np.int64)
+    scored = [c for c, ok in zip(kept, complete, strict=True) if ok]
+
+    metrics: dict[str, Any] = {
+        "fixture": data.fixture,
+        "cases_file": str(data.cases_path),
+        "source": "verdicts-file" if from_file else "models",
+        "n_cases": len(cases),
+        "n_criteria_per_case": n,
+        **headline,
+        "judge_errors_as_unmet": unmet,
+        "candidate_errors": int((~answered).sum()),
+        "curve": {
+            "threshold": list(range(n + 1)),
+            # null at every level when no case was scored (NaN is not JSON)
+            "share_at_least": [_finite(float(x)) for x in reverse_ecdf(s[complete], n)],
+        },
+        "slices": _slices(scored, s[complete], n, ks),
+        "judges": list(data.judges),
+        "judge_is_candidate": data.judge_is_candidate,
+        # read from the stored verdicts, not the --judge-prompt file (score needs no file)
+        "judge_prompt": sorted(
+            {str(r["prompt"]) for recs in stored.values() for r in recs.values() if r.get("prompt")}
+        ),
+        "candidate": None if from_file else ctx.model.label,
+    }
+    if n != RUBRICS_PER_CASE:
+        metrics["note"] = f"only the first {n} criteria of each case were judged (max_criteria)"
+    if len(data.judges) > 1:
+        metrics["aggregate"] = opts.aggregate
+        metrics["aggregate_ties"] = count_ties(stacked)
+        metrics["per_judge"] = {
+            label: summarize(m[answered], n, ks, unmet, 0, seed)[0] for label, m in matrices.items()
+        }
+        metrics["agreement"] = agreement_table(
+            {k: m[answered].ravel() for k, m in matrices.items()}
+        )
+    if not from_file:
+        records = list(answers.values()) + [r for recs in stored.values() for r in recs.values()]
+        metrics["usage"] = _usage(ctx, records)
+
+    # Sample rows cover every case, those without a candidate answer included (a browser of
+    # the run must show them), with their primary verdict rows left empty.
+    full = np.full((len(cases), n), np.nan)
+    full[answered] = primary
+    full_complete = np.zeros(len(cases), dtype=bool)
+    full_complete[answered] = complete
+    samples = _samples(data, list(cases), stored, answers, full, primary_label, full_complete)
+    errors = []
+    if metrics["candidate_errors"]:
+        errors.append(f"{metrics['candidate_errors']} case(s) got no candidate answer")
+    # The bound holds for the primary figures AND for each judge of a panel: a judge that
+    # fails often would otherwise quietly shrink the panel the aggregate rests on.
+    bounded = {"": headline, **{f" of {k}": v for k, v in metrics.get("per_judge", {}).items()}}
+    for which, figures in bounded.items():
+        rate = figures["judge_error_rate"]
+        if rate > config.max_judge_error_rate:
+            errors.append(
+                f"judge error rate{which} {rate:.2%} ({figures['judge_errors']} criteria without"
+                f" a verdict) exceeds --max-judge-error-rate {config.max_judge_error_rate:.2%}"
+            )
+    return TaskResult(metrics=metrics, samples=samples, errors=errors)
+
+
+def _samples(
+    data: Data,
+    cases: list[Case],
+    stored: dict[str, dict[str, Any]],
+    answers: dict[str, Any],
+    primary: NDArray[np.float64],
+    primary_label: str,
+    complete: NDArray[np.bool_],
+) -> list[dict[str, Any]]:
+    n = data.n_criteria
+    rows = []
+    for i, case in enumerate(cases):
+        verdicts = []
+        for j, rubric in enumerate(case.rubrics[:n]):
+            key = verdict_key(case.case_id, rubric.criterion_id)
+            for label in data.judges:
+                rec = stored[label].get(key) or {}
+                verdicts.append(
+                    {
+                        "criterion_id": rubric.criterion_id,
+                        "criterion": rubric.criterion,
+                        "met": rec.get("met"),
+                        "explanation": rec.get("explanation", ""),
+                        "judge": label,
+                        **({"error": rec["error"]} if rec.get("error") else {}),
+                    }
+                )
+            if len(data.judges) > 1:
+                value = primary[i, j]
+                verdicts.append(
+                    {
+                        "criterion_id": rubric.criterion_id,
+                        "criterion": rubric.criterion,
+                        "met": None if np.isnan(value) else bool(value),
+                        "explanation": "",
+                        "judge": primary_label,
+                    }
+                )
+        row = primary[i]
+        answer = answers.get(case.case_id) or {}
+        rows.append(
+            {
+                "id": case.case_id,
+                "difficulty": case.difficulty,
+                "subject": case.subject,
+                # not "task": the runner tags every samples.jsonl row with "task" = task name
+                "case_task": case.task,
+                "user_role": case.user_role,
+                "subject_labels": list(case.subject_labels),
+                "task_labels": list(case.task_labels),
+                "query": case.query,
+                "answer": answer.get("text"),
+                "s": int(np.nansum(row)),
+                "judged": int((~np.isnan(row)).sum()),
+                "complete": bool(complete[i]),
+                "verdicts": verdicts,
+                **({"candidate_error": answer["error"]} if answer.get("error") else {}),
+            }
+        )
+    return rows

@@ -1,0 +1,67 @@
+"""ClinConsensus (arXiv:2603.02097): Chinese clinical queries judged against 30 rubric criteria.
+
+load      cases from --cases FILE, <data_root>/clinconsensus/clinconsensus_low.jsonl, the same
+          file in the data cache (`clineval data fetch clinconsensus`), or the fixture
+          (--option clinconsensus.cases=fixture); --limit, then --shard
+predict   candidate answers + one judge call per (judge, case, criterion), all stored as they
+          finish (clinconsensus_predict); or import a --verdicts file (no model)
+evaluate  CACS@k, rubric accuracy, pass@k, curve, slices, judge errors (clinconsensus_score)
+Options and the verdicts-file contract are documented in clinconsensus_common.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from clineval.benchmarks.base import DataFileStatus, RunContext, Task, TaskResult
+from clineval.benchmarks.clinconsensus.cases import OFFICIAL_RELATIVE_PATH
+from clineval.benchmarks.clinconsensus.common import (
+    CLINCONSENSUS_OPTIONS,
+    TASK,
+    Data,
+    load_data,
+    official_cases_path,
+)
+from clineval.benchmarks.clinconsensus.official_prompt import judge_prompt
+from clineval.plan import CallPlan
+
+
+class ClinConsensusTask(Task[Data]):
+    name = TASK
+    family = TASK
+    option_group = CLINCONSENSUS_OPTIONS
+    description = "ClinConsensus: rubric-judged answers to Chinese clinical queries (CACS@7)"
+    metric_names = ("cacs@7", "cacs@10", "rubric_accuracy", "pass@7", "judge_error_rate")
+
+    def data_status(self, data_root: Path | None) -> list[DataFileStatus]:
+        exists = official_cases_path(data_root) is not None  # the data root or the data cache
+        return [DataFileStatus(OFFICIAL_RELATIVE_PATH, "not checked" if exists else "missing")]
+
+    def load(self, ctx: RunContext) -> Data:
+        judge_prompt(ctx.config.judge_prompt)  # refused here, before the run dir is written
+        data = load_data(ctx)
+        ctx.note(TASK, "cases_file", str(data.cases_path))
+        ctx.note(TASK, "fixture", data.fixture)
+        ctx.note(TASK, "n_cases", len(data.cases))
+        return data
+
+    def predict(self, ctx: RunContext, data: Data) -> None:
+        from clineval.benchmarks.clinconsensus.predict import predict
+
+        predict(ctx, data, judge_prompt(ctx.config.judge_prompt))
+
+    def plan(self, ctx: RunContext, data: Data, calls: CallPlan) -> None:
+        from clineval.benchmarks.clinconsensus.predict import plan_calls
+
+        plan_calls(ctx, data, judge_prompt(ctx.config.judge_prompt), calls)
+
+    def evaluate(self, ctx: RunContext, data: Data) -> TaskResult:
+        from clineval.benchmarks.clinconsensus.scoring import evaluate
+
+        return evaluate(ctx, data)
+
+
+def register_tasks(register: Callable[[str, Callable[[], Any]], None]) -> None:
+    register(TASK, ClinConsensusTask)

@@ -1,0 +1,133 @@
+"""What a benchmark declares: the one object the generic code (runner, report, compare, the
+Python API, `clineval tasks`, `data fetch`, `export`, skills) knows a benchmark by.
+
+A benchmark package (built in under clineval/benchmarks/, or installed separately and
+registered through the entry-point group `clineval.benchmarks`) exports one `Benchmark`.
+Everything in it is cheap to build: the task classes, report sections and statistics are
+reached through callables that import their modules only when called, so listing the tasks
+does not import torch or a tokenizer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from clineval.options import OptionGroup
+
+if TYPE_CHECKING:
+    from clineval.benchmarks.base import Task
+    from clineval.data.fetch import Source
+    from clineval.export.run_files import ExportSettings, RunFiles
+    from clineval.report.rundata import RunData
+    from clineval.report.statistics import SampleStatistic
+    from clineval.retry import RetryPolicy
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One figure of a task's results.json entry.
+
+    `headline` figures are the report's cards and compare's leaderboard columns; a `count` is
+    shown but never ranked or tested; `higher_is_better` decides who is best in compare and is
+    written into the run record so that other tools can rank without knowing clineval."""
+
+    key: str
+    description: str = ""
+    higher_is_better: bool = True
+    headline: bool = True
+    count: bool = False
+    # results.json key of its stored 95% interval, when the task stores one
+    interval_key: str | None = None
+
+    @property
+    def interval(self) -> str:
+        return self.interval_key or f"{self.key}_ci"
+
+
+@dataclass(frozen=True)
+class MetricSchema:
+    """A benchmark's metrics, declared once. The first one is the primary metric."""
+
+    metrics: tuple[MetricSpec, ...]
+
+    def __post_init__(self) -> None:
+        if not self.metrics:
+            raise ValueError("a metric schema needs at least its primary metric")
+        keys = [m.key for m in self.metrics]
+        if len(set(keys)) != len(keys):
+            raise ValueError(f"metric keys repeat: {keys}")
+        if self.metrics[0].count:
+            raise ValueError("the primary metric cannot be a count")
+
+    @property
+    def primary(self) -> MetricSpec:
+        return self.metrics[0]
+
+    def spec(self, key: str) -> MetricSpec | None:
+        return next((m for m in self.metrics if m.key == key), None)
+
+    @property
+    def headline_keys(self) -> tuple[str, ...]:
+        return tuple(m.key for m in self.metrics if m.headline)
+
+    @property
+    def ranked_keys(self) -> tuple[str, ...]:
+        """Headline figures a leaderboard ranks (counts excluded)."""
+        return tuple(m.key for m in self.metrics if m.headline and not m.count)
+
+    def higher_is_better(self, key: str) -> bool:
+        spec = self.spec(key)
+        return True if spec is None else spec.higher_is_better
+
+
+# The statistics of one task's results for paired comparison: {metric key: statistic}.
+SampleStatistics = Callable[[dict[str, Any], list[dict[str, Any]]], "dict[str, SampleStatistic]"]
+# The report section of one task of a run: a plain dict the report template renders.
+ReportSection = Callable[["RunData", str], dict[str, Any]]
+# Files of a corpus that have no pinned hash, fetched after the pinned ones.
+FetchStep = Callable[[Path, "str | None", "RetryPolicy"], list[Path]]
+# `clineval export --format NAME`: the paths written.
+Exporter = Callable[["RunFiles", Path, "ExportSettings"], list[Path]]
+# `clineval data synth NAME --out DIR [--seed S] [--data-dir D] [--scale X]`: the paths written.
+Synthesizer = Callable[[Path, int, "str | None", float], list[Path]]
+
+
+@dataclass(frozen=True)
+class DataSource:
+    """What `clineval data fetch NAME` downloads: pinned files (checked against the package
+    manifest), then an optional step for files without a published hash."""
+
+    name: str
+    files: tuple[Source, ...] = ()
+    unpinned: Callable[[], FetchStep] | None = None
+    notice: str | None = None  # shown once the files are fetched (license terms)
+    # what to do when the official address cannot be reached (offline machines)
+    offline_hint: str | None = None
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """A benchmark family: its tasks and everything generic code needs to know of them."""
+
+    family: str
+    title: str
+    tasks: tuple[str, ...]
+    make_task: Callable[[str], Task[Any]]
+    metrics: MetricSchema
+    options: tuple[OptionGroup, ...] = ()
+    # model capabilities (clineval.models.backends.Capability values) the tasks can use
+    capabilities: frozenset[str] = frozenset()
+    statistics: SampleStatistics | None = None
+    report_section: ReportSection | None = None
+    data_sources: tuple[DataSource, ...] = ()
+    exporters: Mapping[str, Exporter] = field(default_factory=dict)
+    synthesizers: Mapping[str, Synthesizer] = field(default_factory=dict)
+    # folder holding the benchmark's Agent Skill pages (one sub-folder per skill)
+    skills_dir: Path | None = None
+
+    def __post_init__(self) -> None:
+        if not self.tasks:
+            raise ValueError(f"benchmark {self.family!r} declares no task")

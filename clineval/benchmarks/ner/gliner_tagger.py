@@ -1,0 +1,282 @@
+"""`gliner:PATH`: a local GLiNER checkpoint (the `gliner` package), run offline, as a span tagger.
+
+Input: documents' texts and, per entity type, the label texts the model is prompted with
+(`TaggerSettings.prompts`: type -> prompts; a prompt the model answers with maps back to its
+type). Output: typed character spans per document. The model knows no task: the caller says
+which types exist and how to prompt for them.
+
+Words are the benchmark's regex tokens (clineval.benchmarks.ner.bio.word_offsets), handed to the
+model already split, so the model's words and the benchmark's tokens are the same list and
+every span starts and ends on a token boundary; its character offsets are those tokens'
+offsets in the text as given (nothing is re-read from strings). A document longer than the
+model's input (`max_len` words, and its encoder's subword limit once the label prompts are in)
+is cut into overlapping windows on token boundaries and the windows' spans merged as
+clineval.benchmarks.ner.span_windows describes; the overlap is above the model's longest span
+(`max_width` words), so no span it can predict is cut at a window edge.
+
+Windows of several documents go through the model together (`BATCH_SIZE` per forward pass,
+on the model's device as loaded: CPU). Decoding is the package's: `threshold` (None = the
+package's own default) and flat (non-overlapping) spans unless `flat=False`.
+
+Loading is offline (`local_files_only=True`): a directory without `gliner_config.json`, a
+checkpoint the package cannot read, or a missing `gliner` package are one-line InputErrors.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from clineval.benchmarks.ner.bio import word_offsets
+from clineval.benchmarks.ner.records import Span
+from clineval.benchmarks.ner.span_windows import TokenSpan, Window, merge, plan_windows
+from clineval.errors import InputError
+from clineval.jsonio import read_json_file
+
+GLINER_CONFIG = "gliner_config.json"
+INSTALL_HINT = "pip install 'clineval[gliner]'"
+BATCH_SIZE = 8  # windows per forward pass
+_NO_LIMIT = 10**6  # tokenizers without a configured limit report a huge sentinel (~1e30)
+_FALLBACK_THRESHOLD = 0.5
+
+
+@dataclass(frozen=True)
+class TaggerSettings:
+    prompts: Mapping[str, tuple[str, ...]]  # entity type -> label texts, in prompt order
+    threshold: float | None = None  # None: the package's default
+    flat: bool = True
+
+    def prompt_types(self) -> dict[str, str]:
+        """Label text -> entity type; one text must not stand for two types."""
+        out: dict[str, str] = {}
+        for entity_type, prompts in self.prompts.items():
+            for prompt in prompts:
+                if out.setdefault(prompt, entity_type) != entity_type:
+                    raise InputError(
+                        f"label text {prompt!r} is given for both {out[prompt]!r} and "
+                        f"{entity_type!r}: the model's answer could not be mapped back"
+                    )
+        if not out:
+            raise InputError("no label text to prompt the GLiNER model with")
+        return out
+
+
+def check_checkpoint_dir(path: str | Path) -> Path:
+    """`path` is a directory holding a GLiNER checkpoint's config, else InputError."""
+    directory = Path(path).expanduser()
+    if not directory.is_dir():
+        raise InputError("gliner model directory not found", path=directory)
+    if not (directory / GLINER_CONFIG).is_file():
+        raise InputError(
+            f"not a GLiNER checkpoint (no {GLINER_CONFIG}; a Hugging Face token classifier "
+            "runs as hf:PATH)",
+            path=directory,
+        )
+    return directory
+
+
+def require_package() -> None:
+    """InputError when the `gliner` package is not installed (checked without importing it)."""
+    try:
+        found = importlib.util.find_spec("gliner") is not None
+    except (ImportError, ValueError):  # a broken or half-imported installation
+        found = False
+    if not found:
+        raise InputError(f"gliner:PATH needs the gliner package ({INSTALL_HINT})")
+
+
+class GlinerTagger:
+    """A loaded checkpoint; `predict(texts)` returns each text's spans."""
+
+    def __init__(self, model: Any, settings: TaggerSettings, path: Path) -> None:
+        self.model = model
+        self.settings = settings
+        self.path = path
+        self.prompt_types = settings.prompt_types()
+        self.labels = list(self.prompt_types)
+        config = model.config
+        self.max_words = int(getattr(config, "max_len", 384))
+        self.max_width = int(getattr(config, "max_width", 12))
+        # Twice the longest span the model predicts: every span it can predict lies whole in
+        # some window with context on both sides (capped at half a window by plan_windows).
+        self.overlap = 2 * self.max_width
+        self.threshold = (
+            settings.threshold if settings.threshold is not None else _package_threshold(model)
+        )
+        processor = getattr(model, "data_processor", None)
+        tokenizer = getattr(processor, "transformer_tokenizer", None)
+        self._tokenizer = tokenizer if getattr(tokenizer, "is_fast", False) else None
+        self.subword_limit = _subword_limit(config, self._tokenizer)
+        self.subword_budget = self._subword_budget()
+        self._collator = model.create_collator()
+
+    @classmethod
+    def load(cls, path: str | Path, settings: TaggerSettings) -> GlinerTagger:
+        directory = check_checkpoint_dir(path)
+        require_package()
+        settings.prompt_types()  # a bad label set fails before the model is read
+        try:
+            from gliner import GLiNER
+        except ImportError as exc:  # installed but broken (e.g. a torch it cannot load)
+            raise InputError(f"cannot import the gliner package ({INSTALL_HINT}): {exc}") from None
+        try:
+            model = GLiNER.from_pretrained(str(directory), local_files_only=True)
+        except Exception as exc:
+            # The package reads the user's directory through json, torch (UnpicklingError),
+            # safetensors (SafetensorError), tokenizers and transformers, each with its own
+            # error types: whichever of them fails, the directory is not a loadable checkpoint.
+            # transformers says "couldn't connect" (an OSError) when it looks for the encoder
+            # on the hub: say which encoder and why it is looked for
+            missing = _missing_encoder(directory) if isinstance(exc, OSError) else None
+            reason = missing or " ".join(str(exc).split())[:300]
+            raise InputError(
+                f"cannot load the GLiNER checkpoint: {reason or type(exc).__name__}",
+                path=directory,
+            ) from None
+        model.eval()
+        return cls(model, settings, directory)
+
+    def describe(self) -> dict[str, Any]:
+        """What the manifest records about this model and how it was run."""
+        import gliner
+
+        return {
+            "gliner_version": getattr(gliner, "__version__", None),
+            "architecture": type(self.model).__name__,
+            "labels": {prompt: t for prompt, t in self.prompt_types.items()},
+            "threshold": self.threshold,
+            "flat": self.settings.flat,
+            "window_words": self.max_words,
+            "window_subwords": self.subword_limit,
+            "overlap_words": self.overlap,
+            "batch_size": BATCH_SIZE,
+        }
+
+    def _subword_budget(self) -> int | None:
+        """Subwords left for the text once the label prompts (and special tokens) are in."""
+        if self._tokenizer is None or self.subword_limit is None:
+            return None
+        config = self.model.config
+        if getattr(config, "labels_encoder", None):  # bi-encoder: labels are encoded apart
+            overhead = int(self._tokenizer.num_special_tokens_to_add(pair=False))
+        else:
+            prompt: list[str] = []
+            for label in self.labels:
+                prompt += [str(config.ent_token), label]
+            prompt.append(str(config.sep_token))
+            encoded = self._tokenizer(prompt, is_split_into_words=True, add_special_tokens=True)
+            overhead = len(encoded["input_ids"])
+        budget = self.subword_limit - overhead
+        if budget < 1:
+            raise InputError(
+                f"the {len(self.labels)} label prompts alone take {overhead} of the model's "
+                f"{self.subword_limit} subwords; prompt with fewer or shorter labels",
+                path=self.path,
+            )
+        return budget
+
+    def _costs(self, words: list[str]) -> list[int]:
+        """Subwords per word (1 each when the tokenizer cannot say)."""
+        if self._tokenizer is None or not words:
+            return [1] * len(words)
+        # verbose=False: a whole document is longer than the encoder takes, which is the point
+        # (it is only counted here), not the warning transformers would print
+        encoded = self._tokenizer(
+            words, is_split_into_words=True, add_special_tokens=False, verbose=False
+        )
+        counts = [0] * len(words)
+        for word in encoded.word_ids():
+            if word is not None:
+                counts[word] += 1
+        return counts
+
+    def windows(self, words: list[str]) -> list[Window]:
+        budget = self.subword_budget if self.subword_budget is not None else self.max_words
+        return plan_windows(self._costs(words), self.max_words, budget, self.overlap)
+
+    def predict(self, texts: Sequence[str]) -> list[list[Span]]:
+        """Each text's spans, sorted by (start, end, type)."""
+        offsets = [word_offsets(text) for text in texts]
+        words = [[text[a:b] for a, b in offs] for text, offs in zip(texts, offsets, strict=True)]
+        plans = [self.windows(w) for w in words]
+        jobs = [(d, k) for d, plan in enumerate(plans) for k in range(len(plan))]
+        found: dict[tuple[int, int], list[TokenSpan]] = {}
+        for first in range(0, len(jobs), BATCH_SIZE):
+            chunk = jobs[first : first + BATCH_SIZE]
+            inputs = [words[d][plans[d][k].start : plans[d][k].end] for d, k in chunk]
+            for (d, k), spans in zip(chunk, self._forward(inputs), strict=True):
+                shift = plans[d][k].start
+                found[(d, k)] = [
+                    TokenSpan(s.start + shift, s.end + shift, s.type, s.score) for s in spans
+                ]
+        out: list[list[Span]] = []
+        for d, plan in enumerate(plans):
+            merged = merge(
+                plan, [found[(d, k)] for k in range(len(plan))], len(words[d]), self.settings.flat
+            )
+            out.append(
+                [Span(offsets[d][s.start][0], offsets[d][s.end - 1][1], s.type) for s in merged]
+            )
+        return out
+
+    def _forward(self, inputs: list[list[str]]) -> list[list[TokenSpan]]:
+        """The model's spans for each window (window token indices, end exclusive)."""
+        rows = [{"tokenized_text": tokens, "ner": None} for tokens in inputs]
+        batch = self.model.collate_batch(rows, self.labels, self._collator)
+        output = self.model.run_batch(batch, threshold=self.threshold)
+        decoded = self.model.decode_batch(
+            output, batch, threshold=self.threshold, flat_ner=self.settings.flat, multi_label=False
+        )
+        results: list[list[TokenSpan]] = []
+        for tokens, spans in zip(inputs, decoded, strict=True):
+            row: list[TokenSpan] = []
+            for span in spans:
+                entity_type = self.prompt_types.get(str(span.entity_type))
+                start, end = int(span.start), int(span.end) + 1  # the package's end is inclusive
+                if entity_type is None or not 0 <= start < end <= len(tokens):
+                    continue  # not one of our prompts, or outside the window: never guessed at
+                row.append(TokenSpan(start, end, entity_type, float(span.score)))
+            results.append(row)
+        return results
+
+
+def _missing_encoder(directory: Path) -> str | None:
+    """Why loading failed when the checkpoint does not embed its encoder's config: the package
+    then reads the encoder it names from the local Hugging Face cache (offline, never the hub)."""
+    try:
+        config = read_json_file(directory / GLINER_CONFIG, GLINER_CONFIG)
+    except InputError:
+        return None
+    if not isinstance(config, dict) or config.get("encoder_config"):
+        return None
+    encoder = config.get("model_name") or "microsoft/deberta-v3-small"
+    return (
+        f"its {GLINER_CONFIG} embeds no encoder config, so the gliner package reads the encoder "
+        f"{encoder!r} from the local Hugging Face cache, which does not hold it (download "
+        "that encoder too, or a checkpoint that embeds it)"
+    )
+
+
+def _package_threshold(model: Any) -> float:
+    """The threshold the package's own `inference` uses when none is given."""
+    try:
+        default = inspect.signature(model.inference).parameters["threshold"].default
+    except (AttributeError, KeyError, TypeError, ValueError):
+        return _FALLBACK_THRESHOLD
+    return float(default) if isinstance(default, int | float) else _FALLBACK_THRESHOLD
+
+
+def _subword_limit(config: Any, tokenizer: Any) -> int | None:
+    """The most subwords the encoder takes: its tokenizer's limit and its position table."""
+    limits = []
+    configured = getattr(tokenizer, "model_max_length", None)
+    if isinstance(configured, int) and 0 < configured < _NO_LIMIT:
+        limits.append(configured)
+    positions = getattr(getattr(config, "encoder_config", None), "max_position_embeddings", None)
+    if isinstance(positions, int) and positions > 0:
+        limits.append(positions)
+    return min(limits) if limits else None

@@ -1,0 +1,98 @@
+"""The `--option ner.*` keys of the Clinical NER tasks (declared once; see clineval.options)."""
+
+from __future__ import annotations
+
+from clineval.benchmarks.ner.records import DATASET_TYPES
+from clineval.options import Option, OptionGroup, boolean, choice, integer, text
+
+TOKENIZER_OPTION = "ner.tokenizer"
+# Every entity type of the NER datasets (the OMOP domains), for options that name types.
+ALL_TYPES = tuple(dict.fromkeys(t for types in DATASET_TYPES.values() for t in types))
+# ner.label_map is read by models/ner_hf.py (LABEL_MAP_OPTION, the same name): the model layer
+# knows no tasks, so it keeps its own constant.
+
+
+def label_prompts(value: str) -> tuple[tuple[str, str], ...]:
+    """`condition:disease,drug:chemical,...` -> ((type, label text), ...) in the order given.
+
+    A type may take several label texts (`condition:disease,condition:medical condition`);
+    a type of no NER dataset is refused (a typo would otherwise leave that type unprompted).
+    """
+    pairs: list[tuple[str, str]] = []
+    for item in value.split(","):
+        if not item.strip():
+            continue
+        entity_type, sep, prompt = item.partition(":")
+        entity_type, prompt = entity_type.strip(), prompt.strip()
+        if not sep or not entity_type or not prompt:
+            raise ValueError(f"{item.strip()!r} is not type:label text")
+        if entity_type not in ALL_TYPES:
+            raise ValueError(f"unknown type {entity_type!r} (types: {', '.join(ALL_TYPES)})")
+        if (entity_type, prompt) not in pairs:
+            pairs.append((entity_type, prompt))
+    if not pairs:
+        raise ValueError("expected type:label text,...")
+    return tuple(pairs)
+
+
+def probability(value: str) -> float:
+    """A number in [0, 1]."""
+    try:
+        number = float(value.strip())
+    except ValueError:
+        raise ValueError("not a number") from None
+    if not 0.0 <= number <= 1.0:  # also refuses nan
+        raise ValueError("must be between 0 and 1")
+    return number
+
+
+NER_OPTIONS = OptionGroup(
+    namespace="ner",
+    applies_to="the ner:* tasks",
+    options=(
+        Option(
+            "tokenizer",
+            choice("regex", "model"),
+            "token boundaries of the token metric: the benchmark's regex, or the checkpoint's "
+            "own tokenizer (hf backend only)",
+            "regex",
+        ),
+        Option(
+            "crf_workers",
+            integer(minimum=1),
+            "processes that train the CRF baseline's models at once",
+            None,
+        ),
+        Option(
+            "label_map",
+            text(),
+            "hf checkpoint labels to OMOP types: LABEL:type,LABEL:type,...",
+            None,
+        ),
+        Option(
+            "labels",
+            label_prompts,
+            "gliner: the label text the model is prompted with, per type: "
+            "type:text,type:text,... (several texts per type allowed; default: the type name)",
+            None,
+        ),
+        Option(
+            "threshold",
+            probability,
+            "gliner: the span score threshold, 0..1 (default: the gliner package's)",
+            None,
+        ),
+        Option(
+            "flat",
+            boolean,
+            "gliner: flat decoding (no two spans share a token); false allows overlaps",
+            "true",
+        ),
+        Option(
+            "response_format",
+            choice("json_schema", "json_object", "none"),
+            "how a chat model is asked for its spans",
+            "json_schema",
+        ),
+    ),
+)

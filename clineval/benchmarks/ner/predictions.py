@@ -1,0 +1,134 @@
+"""`predictions:FILE`: NER predictions made elsewhere, read from JSON Lines and validated.
+
+One line a document, either character spans
+    {"id": "<doc id>", "entities": [{"start": 12, "end": 20, "type": "condition"}, ...]}
+or BIO tags over the benchmark's regex tokens `\\w+(?:[-_]\\w+)*|\\S`
+    {"id": "<doc id>", "tokens": ["Familial", "breast", ...], "tags": ["B-condition", ...]}
+(`end` exclusive; doc id = PMID, or the brat file stem for CHIA; an integer PMID is accepted).
+
+Every problem is an InputError naming the file and the 1-based line: bad JSON, a line that is
+not an object, a missing/unknown/duplicate id, offsets outside the text or start >= end, a
+type the dataset does not score, tokens that differ from the document's tokens, a malformed
+tag. Spans are kept in the order given (the reference metrics depend on it). Documents the
+file does not mention get an empty prediction and are counted by the caller.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from clineval.benchmarks.ner.bio import bio_to_spans, is_bio_tag, word_offsets
+from clineval.benchmarks.ner.records import NerDocument, Span
+from clineval.errors import InputError
+from clineval.jsonl import iter_json_objects
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _doc_id(row: dict[str, Any], where: tuple[Path, int]) -> str:
+    value = row.get("id")
+    if isinstance(value, str) and value:
+        return value
+    if _is_int(value):
+        return str(value)
+    raise InputError('missing or invalid "id" (a string such as a PMID)', *where)
+
+
+def _char_spans(
+    row: dict[str, Any], doc: NerDocument, types: Sequence[str], where: tuple[Path, int]
+) -> list[Span]:
+    entities = row["entities"]
+    if not isinstance(entities, list):
+        raise InputError('"entities" must be a list', *where)
+    spans: list[Span] = []
+    for k, ent in enumerate(entities):
+        if not isinstance(ent, dict):
+            raise InputError(f"entity {k} is not an object", *where)
+        start, end, label = ent.get("start"), ent.get("end"), ent.get("type")
+        if not (_is_int(start) and _is_int(end)):
+            raise InputError(f'entity {k}: "start" and "end" must be integers', *where)
+        assert isinstance(start, int) and isinstance(end, int)
+        if not 0 <= start < end <= len(doc.text):
+            raise InputError(
+                f"entity {k}: offsets [{start}, {end}) are not a non-empty span inside the "
+                f"text of {doc.id} (length {len(doc.text)})",
+                *where,
+            )
+        if label not in types:
+            raise InputError(
+                f"entity {k}: unknown type {label!r} (this dataset scores: {', '.join(types)})",
+                *where,
+            )
+        spans.append(Span(start, end, str(label)))
+    return spans
+
+
+def _bio_spans(
+    row: dict[str, Any], doc: NerDocument, types: Sequence[str], where: tuple[Path, int]
+) -> list[Span]:
+    tokens, tags = row.get("tokens"), row.get("tags")
+    if not isinstance(tokens, list) or not isinstance(tags, list):
+        raise InputError('"tokens" and "tags" must both be lists', *where)
+    if len(tokens) != len(tags):
+        raise InputError(f"{len(tokens)} tokens but {len(tags)} tags", *where)
+    offsets = word_offsets(doc.text)
+    words = [doc.text[s:e] for s, e in offsets]
+    if tokens != words:
+        if len(tokens) != len(words):
+            detail = f"{len(tokens)} tokens given, the document has {len(words)}"
+        else:
+            i = next(i for i, (a, b) in enumerate(zip(tokens, words, strict=True)) if a != b)
+            detail = f"token {i} is {tokens[i]!r}, the document has {words[i]!r}"
+        raise InputError(
+            f"tokens do not match the benchmark's tokens of {doc.id} ({detail}); "
+            r"tokenize with the regex \w+(?:[-_]\w+)*|\S",
+            *where,
+        )
+    for i, tag in enumerate(tags):
+        if not isinstance(tag, str) or not is_bio_tag(tag, types):
+            raise InputError(
+                f"tag {i} {tag!r} is not O, B-TYPE or I-TYPE with a type of "
+                f"this dataset ({', '.join(types)})",
+                *where,
+            )
+    return bio_to_spans(tags, offsets)
+
+
+def read_predictions(
+    path: str | Path, documents: Mapping[str, NerDocument], types: Sequence[str]
+) -> dict[str, list[Span]]:
+    """Validated predictions by doc id, for the documents the file mentions.
+
+    `documents` should be the whole split (not a --limit subset), so that a file made for the
+    full split is accepted; the caller picks the documents it scores.
+    """
+    path = Path(path)
+    out: dict[str, list[Span]] = {}
+    for lineno, row in iter_json_objects(path, what="predictions file"):
+        where = (path, lineno)
+        doc_id = _doc_id(row, where)
+        doc = documents.get(doc_id)
+        if doc is None:
+            raise InputError(f"unknown document id {doc_id!r}", *where)
+        if doc_id in out:
+            raise InputError(f"duplicate document id {doc_id!r}", *where)
+        has_spans, has_bio = "entities" in row, "tokens" in row or "tags" in row
+        if has_spans == has_bio:
+            raise InputError('give either "entities" or "tokens" + "tags"', *where)
+        out[doc_id] = (
+            _char_spans(row, doc, types, where) if has_spans else _bio_spans(row, doc, types, where)
+        )
+    return out
+
+
+def write_predictions(path: str | Path, predictions: Mapping[str, Sequence[Span]]) -> None:
+    """Write spans in the character-span format (used to export and in tests)."""
+    with open(path, "w", encoding="utf-8") as fh:
+        for doc_id, spans in predictions.items():
+            entities = [{"start": s.start, "end": s.end, "type": s.type} for s in spans]
+            fh.write(json.dumps({"id": doc_id, "entities": entities}, ensure_ascii=False) + "\n")

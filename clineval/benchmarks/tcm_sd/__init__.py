@@ -1,0 +1,85 @@
+"""TCM-SD (arXiv:2203.10839): a Chinese clinical record -> one of 148 TCM syndromes; Macro-F1
+over all 148 labels (primary), accuracy, invalid-output rate.
+
+The package holds the dataset readers (dataset, norm), the SYNTHETIC fixture generator
+(synthetic), the official fetch (fetch), the metrics, the model adapters (baselines,
+hf_classifier, llm, predictions, answer parsing), the task, its options, statistics and
+report section. Generic code knows it only through BENCHMARK below.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from clineval.benchmarks.declaration import Benchmark, DataSource, MetricSchema, MetricSpec
+from clineval.benchmarks.tcm_sd.fetch import LICENSE_NOTICE
+from clineval.benchmarks.tcm_sd.options import TCM_OPTIONS
+
+if TYPE_CHECKING:
+    from clineval.benchmarks.base import Task
+    from clineval.benchmarks.declaration import FetchStep
+    from clineval.report.rundata import RunData
+    from clineval.report.statistics import SampleStatistic
+
+FAMILY = "tcm-sd"
+
+METRICS = MetricSchema(
+    (
+        MetricSpec(
+            "macro_f1", "Macro-F1 over all 148 labels (sklearn labels=all, zero_division=0)"
+        ),
+        MetricSpec("accuracy", "share of records whose prediction is the gold syndrome"),
+        MetricSpec("invalid_rate", "share of outputs that are not one of the labels", False),
+        MetricSpec("n", "records scored", count=True),
+    )
+)
+
+
+def _task(name: str) -> Task[Any]:
+    from clineval.benchmarks.tcm_sd.task import TcmSdTask
+
+    return TcmSdTask()
+
+
+def _statistics(
+    metrics: dict[str, Any], samples: list[dict[str, Any]]
+) -> dict[str, SampleStatistic]:
+    from clineval.benchmarks.tcm_sd.statistics import tcm_statistics
+
+    return tcm_statistics(metrics, samples)
+
+
+def _section(run: RunData, task: str) -> dict[str, Any]:
+    from clineval.benchmarks.tcm_sd.report import build
+
+    return build(run, task, METRICS)
+
+
+def _fetch_step() -> FetchStep:
+    from clineval.benchmarks.tcm_sd.fetch import fetch_tcm_sd
+
+    return fetch_tcm_sd
+
+
+def _synthesize(out: Path, seed: int, data_dir: str | None, scale: float) -> list[Path]:
+    from clineval.benchmarks.tcm_sd.synthetic import write_synthetic
+
+    return write_synthetic(out, seed=seed, data_dir=data_dir, scale=scale)
+
+
+BENCHMARK = Benchmark(
+    family=FAMILY,
+    title="TCM-SD: Chinese clinical record -> one of 148 TCM syndromes",
+    tasks=(FAMILY,),
+    make_task=_task,
+    metrics=METRICS,
+    options=(TCM_OPTIONS,),
+    capabilities=frozenset({"chat", "checkpoint", "baseline", "predictions"}),
+    statistics=_statistics,
+    report_section=_section,
+    # Pinned by git blob ids, not by the package manifest: all of it in the fetch step.
+    data_sources=(DataSource(FAMILY, (), _fetch_step, notice=LICENSE_NOTICE),),
+    synthesizers={FAMILY: _synthesize},
+    skills_dir=Path(__file__).parent / "skills",
+)

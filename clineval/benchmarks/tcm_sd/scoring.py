@@ -1,0 +1,178 @@
+"""TCM-SD scores, from the stored predictions only (never a model call).
+
+Macro-F1 over all 148 labels, accuracy, invalid rate, seeded bootstrap intervals, per-class
+P/R/F1, head/middle/tail groups by train frequency, the top confusions, and one sample row per
+evaluated record (a model's raw reply clipped, so record text does not spread into reports).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+import clineval.benchmarks.tcm_sd.metrics as cls
+from clineval.benchmarks.base import RunContext, TaskResult
+from clineval.benchmarks.tcm_sd.samples import KIND, TASK, TcmData
+from clineval.metrics.bootstrap import DEFAULT_RESAMPLES
+
+TOP_CONFUSIONS = 20
+
+# A model may echo the record it was given; real TCM-SD text (non-commercial licence, possibly
+# residual identifiers) must not spread into samples.jsonl and reports. The full reply stays in
+# the run store, which only the user's own commands read.
+RAW_OUTPUT_SHOWN = 80
+
+
+def _clip_raw_output(raw: str) -> str:
+    if len(raw) <= RAW_OUTPUT_SHOWN:
+        return raw
+    return (
+        raw[:RAW_OUTPUT_SHOWN]
+        + f"… [{len(raw) - RAW_OUTPUT_SHOWN} more characters in the run store]"
+    )
+
+
+@dataclass
+class _Outputs:
+    """The stored outputs of the evaluated samples, in sample order (None where absent)."""
+
+    preds: list[str | None]
+    raws: list[Any]
+    parses: list[str | None]  # how a chat reply was read (tcm_answer); None otherwise
+    missing: int
+
+
+def _stored_outputs(ctx: RunContext, data: TcmData) -> _Outputs:
+    stored = ctx.store.records(TASK, KIND)
+    out = _Outputs([], [], [], 0)
+    for key in data.keys:
+        value = stored.get(key)
+        if value is None:
+            out.missing += 1
+            out.preds.append(None)
+            out.raws.append(None)
+            out.parses.append(None)
+        else:
+            out.preds.append(value.get("pred"))
+            out.raws.append(value.get("raw_output"))
+            out.parses.append(value.get("parse"))
+    return out
+
+
+def _groups(
+    data: TcmData,
+    buckets: dict[str, cls.IntArray],
+    gold: cls.IntArray,
+    pred: cls.IntArray,
+    f1: cls.FloatArray,
+) -> dict[str, Any]:
+    """Head / middle / tail labels by train frequency: Macro-F1 and accuracy within each."""
+    groups: dict[str, Any] = {}
+    for name, members in buckets.items():
+        in_group = np.isin(gold, members)
+        groups[name] = {
+            "macro_f1": float(np.mean(f1[members])),
+            "accuracy": cls.accuracy(gold[in_group], pred[in_group]) if in_group.any() else None,
+            "n": int(in_group.sum()),
+            "n_labels": int(members.size),
+            "train_count_range": [
+                int(data.train_counts[members].min()),
+                int(data.train_counts[members].max()),
+            ],
+            "labels": [data.labels[i] for i in members],
+        }
+    return groups
+
+
+def _samples(data: TcmData, outputs: _Outputs, valid: np.ndarray) -> list[dict[str, Any]]:
+    samples = []
+    rows = zip(
+        data.keys, data.records, outputs.preds, outputs.raws, outputs.parses, valid, strict=True
+    )
+    for key, record, p, raw, parse, v in rows:
+        row: dict[str, Any] = {"id": key, "gold": record.label, "pred": p}
+        if raw is not None:
+            row["raw_output"] = raw if data.fixture else _clip_raw_output(raw)
+        if parse is not None:
+            row["parse"] = parse
+        row["valid"] = bool(v)
+        row["correct"] = bool(v and p == record.label)
+        samples.append(row)
+    return samples
+
+
+def evaluate_data(ctx: RunContext, data: TcmData) -> TaskResult:
+    outputs = _stored_outputs(ctx, data)
+    k = len(data.labels)
+    gold = cls.encode([r.label for r in data.records], data.index)
+    pred = cls.encode(outputs.preds, data.index)
+    n = int(gold.size)
+    counts = cls.label_counts(gold, pred, k)
+    precision, recall, f1 = cls.per_label_prf(counts)
+    valid = pred >= 0
+    seed = ctx.config.seed
+    ci = cls.bootstrap_intervals(gold, pred, k, DEFAULT_RESAMPLES, seed)
+    buckets = cls.frequency_buckets(data.train_counts) if data.train else {}
+    group_of = {int(i): name for name, members in buckets.items() for i in members}
+    per_class = {
+        label: {
+            "precision": float(precision[i]),
+            "recall": float(recall[i]),
+            "f1": float(f1[i]),
+            "support": int(counts.n_gold[i]),
+            "predicted": int(counts.n_pred[i]),
+            "train_count": int(data.train_counts[i]),
+            **({"group": group_of[i]} if group_of else {}),
+        }
+        for i, label in enumerate(data.labels)
+    }
+    confusions = [
+        {"gold": data.labels[g], "pred": data.labels[p], "count": c}
+        for g, p, c in cls.top_confusions(gold, pred, k, TOP_CONFUSIONS)
+    ]
+    metrics: dict[str, Any] = {
+        # None rather than NaN when nothing was evaluated (--limit 0, an empty shard): NaN is
+        # not JSON.
+        "macro_f1": float(np.mean(f1)) if n else None,
+        "accuracy": int(counts.tp.sum()) / n if n else None,
+        "invalid_rate": float(np.mean(~valid)) if n else None,
+        "n": n,
+        "n_invalid": int((~valid).sum()),
+        "n_missing": outputs.missing,
+        "n_labels": k,
+        "labels_without_gold": int((counts.n_gold == 0).sum()),
+        "macro_f1_ci": list(ci["macro_f1"]) if n else None,
+        "accuracy_ci": list(ci["accuracy"]) if n else None,
+        "bootstrap": {
+            "resamples": DEFAULT_RESAMPLES,
+            "seed": seed,
+            "level": 0.95,
+            "method": "percentile; records resampled within each gold label",
+        },
+        "split": data.split,
+        "model": ctx.model.label,
+        "fixture": data.fixture,
+        "per_class": per_class,
+        "head_middle_tail": _groups(data, buckets, gold, pred, f1),
+        "confusions": confusions,
+    }
+    if data.fixture:
+        metrics["data_note"] = (
+            "SYNTHETIC fixture generated by clineval from the TCM-SD knowledge corpus, not the "
+            "TCM-SD benchmark: these numbers are not TCM-SD results"
+        )
+    if any(p is not None for p in outputs.parses):
+        # Chat replies mapped onto a label through the normalization table (or a missing 证)
+        # are counted here, so such a mapping is never silent.
+        metrics["parse_status"] = dict(sorted(Counter(p for p in outputs.parses if p).items()))
+    if "duplicates" in data.notes:
+        metrics["duplicates"] = data.notes["duplicates"]
+    if "dedupe_removed" in data.notes:
+        metrics["dedupe_removed"] = data.notes["dedupe_removed"]
+    errors = []
+    if outputs.missing:
+        errors.append(f"{outputs.missing} of {n} samples have no prediction (scored as invalid)")
+    return TaskResult(metrics=metrics, samples=_samples(data, outputs, valid), errors=errors)
