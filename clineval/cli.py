@@ -246,7 +246,7 @@ def list_tasks(
     ] = False,
 ) -> None:
     """List tasks, their data status and metrics (or, with --options, every option key)."""
-    from clineval.benchmarks.registry import get_task, option_groups, task_names
+    from clineval.benchmarks.registry import benchmark_of, get_task, option_groups, task_names
     from clineval.datapaths import resolve_data_root
 
     if show_options:
@@ -269,7 +269,9 @@ def list_tasks(
         statuses = task.data_status(root)
         bad = [s for s in statuses if s.status != "ok"]
         data = "ok" if not bad else "; ".join(f"{s.relative_path}: {s.status}" for s in bad)
-        table.add_row(name, task.description, data, ", ".join(task.metric_names))
+        bench = benchmark_of(name)
+        metrics = ", ".join(bench.metrics.ranked_keys) if bench is not None else ""
+        table.add_row(name, task.description, data, metrics)
     stdout.print(table)
     stdout.print(f"data root: {root}")
 

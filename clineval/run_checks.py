@@ -22,8 +22,8 @@ def check_run_config(config: RunConfig) -> None:
 
     for name in config.tasks:
         get_task(name)
-    _check_model_fits_tasks(config)
     check_options(config.options, option_groups(), active_namespaces(config.tasks))
+    _check_model_fits_tasks(config)
     if config.price_table is not None:
         load_price_table(config.price_table)
     check_run_inputs(config)

@@ -45,7 +45,7 @@ def check_model_files(spec: ModelSpec) -> None:
         if not (directory / "config.json").is_file():
             raise InputError("not a Hugging Face checkpoint (no config.json)", path=directory)
     elif spec.backend == "gliner":
-        from clineval.benchmarks.ner.gliner_tagger import check_checkpoint_dir, require_package
+        from clineval.models.gliner_checkpoint import check_checkpoint_dir, require_package
 
         check_checkpoint_dir(spec.name)
         require_package()
@@ -57,4 +57,9 @@ def check_run_inputs(config: RunConfig) -> None:
         check_model_files(ModelSpec.parse(text))
     if config.verdicts is not None:
         check_readable_file(Path(config.verdicts).expanduser(), "verdicts file")
-    # --judge-prompt is read by the task that judges (its load, before anything is written)
+    from clineval.benchmarks.registry import benchmark_of
+
+    benches = [bench for task in config.tasks if (bench := benchmark_of(task)) is not None]
+    for check in dict.fromkeys(bench.check_settings for bench in benches):
+        if check is not None:
+            check(config)  # e.g. ClinConsensus: the file --judge-prompt names

@@ -97,6 +97,9 @@ class TaskMetrics:
                 return _number(self.values, key)
             if attribute_key(key) + "_ci" == name:
                 return _interval(self.values, f"{key}_ci")
+        if name in self.declared.get("tables", ()):
+            table = self.values.get(name)
+            return dict(table) if isinstance(table, Mapping) else {}
         raise AttributeError(f"the metrics of {self.task!r} have no {name!r}")
 
     def __getitem__(self, key: str) -> Any:
@@ -123,12 +126,14 @@ def declared_metrics(task: str, notes: Mapping[str, Any] | None = None) -> dict[
             "primary_metric": notes.get("primary_metric"),
             "higher_is_better": notes.get("higher_is_better"),
             "metric_keys": (),
+            "tables": (),
         }
     return {
         "family": bench.family,
         "primary_metric": bench.metrics.primary.key,
         "higher_is_better": bench.metrics.primary.higher_is_better,
         "metric_keys": tuple(m.key for m in bench.metrics.metrics),
+        "tables": bench.metrics.tables,
     }
 
 

@@ -85,13 +85,25 @@ def check_skill(folder: Path) -> Skill:
     return Skill(name=name, description=description, path=folder)
 
 
-def list_skills() -> list[Skill]:
-    """clineval's own skill and every installed benchmark's skill pages."""
+def skill_folders() -> list[Path]:
+    """Every shipped skill's folder: clineval's own, then each installed benchmark's."""
     from clineval.benchmarks.registry import benchmarks_with_skills
 
     roots = [skills_root(), *benchmarks_with_skills()]
-    folders = [d for root in roots for d in sorted(root.iterdir()) if (d / SKILL_FILE).is_file()]
-    return [check_skill(d) for d in folders]
+    return [d for root in roots for d in sorted(root.iterdir()) if (d / SKILL_FILE).is_file()]
+
+
+def skill_folder(name: str) -> Path:
+    """The folder of the shipped skill `name`."""
+    for folder in skill_folders():
+        if folder.name == name:
+            return folder
+    raise InputError(f"no skill named {name!r}")
+
+
+def list_skills() -> list[Skill]:
+    """clineval's own skill and every installed benchmark's skill pages."""
+    return [check_skill(d) for d in skill_folders()]
 
 
 def _files(folder: Path) -> list[str]:

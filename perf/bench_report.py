@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from clineval.report import synthetic
+from tests import report_synthetic as synthetic
 
 LIMIT_S = 5.0
 LIMIT_MB = 10.0

@@ -22,11 +22,11 @@ from openai_recorder import RecordingServer
 from clineval.benchmarks.clinconsensus.cases import fixture_path, load_cases
 from clineval.benchmarks.clinconsensus.fetch import PROMPT_RELATIVE
 from clineval.benchmarks.clinconsensus.official_prompt import extract_template
+from clineval.benchmarks.clinconsensus.official_prompt import judge_prompt as load_judge_prompt
 from clineval.cli import main
 from clineval.data import checksums
 from clineval.errors import InputError
 from clineval.judge.parse import parse_verdict, strip_thinking
-from clineval.judge.prompt import load_judge_prompt
 
 PROMPT_TEXT = """Fixture judge prompt.
 QUERY: {user_message}

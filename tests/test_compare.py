@@ -18,13 +18,14 @@ import pytest
 from sklearn.metrics import f1_score
 
 from clineval.benchmarks.clinconsensus.metrics import cacs, pass_at_k, rubric_accuracy
+from clineval.benchmarks.clinconsensus.statistics import cc_statistics
+from clineval.benchmarks.ner.statistics import ner_statistics
 from clineval.cli import main
 from clineval.metrics.bootstrap import bootstrap_indices
 from clineval.report import statistics as st
 from clineval.report.compare import compare_runs
 from clineval.report.compare_model import build_comparison
 from clineval.report.compare_render import render_csv, render_markdown
-from clineval.report.task_stats import cc_statistics, ner_statistics
 from clineval.rundir import write_json, write_jsonl
 
 LABELS = ["a", "b", "c", "d", "e"]

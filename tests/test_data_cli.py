@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from clineval.benchmarks.registry import data_sources
 from clineval.cli import main
 from clineval.data import fetch as fetch_module
 from clineval.data.checksums import (
@@ -28,10 +29,11 @@ from clineval.data.checksums import (
     load_manifest,
     sha256_file,
 )
-from clineval.data.fetch import SOURCES, Source, fetch
+from clineval.data.fetch import Source, fetch
 from clineval.errors import InputError
 from clineval.retry import RetryPolicy
 
+SOURCES = {name: source.files for name, source in data_sources().items()}
 Serve = Callable[[Path], tuple[str, list[str]]]
 NCBI_FILES = [e.path for e in load_manifest() if e.group == "ner:ncbi"]
 
@@ -192,18 +194,18 @@ def test_fetch_from_mirror_verifies_and_skips_present_files(
 ) -> None:
     base_url, requests = serve(data_root)
     cache = tmp_path / "cache"
-    paths = fetch("ncbi", cache_dir=cache, base_url=base_url)
+    paths = fetch(data_sources()["ncbi"], cache_dir=cache, base_url=base_url)
     assert sorted(p.relative_to(cache).as_posix() for p in paths) == sorted(NCBI_FILES)
     for rel in NCBI_FILES:
         assert file_status(cache, rel) == OK
     assert len(requests) == len(NCBI_FILES)
     assert not list(cache.rglob("*.part"))
     # Second run: everything present with the right hash, nothing downloaded.
-    fetch("ncbi", cache_dir=cache, base_url=base_url)
+    fetch(data_sources()["ncbi"], cache_dir=cache, base_url=base_url)
     assert len(requests) == len(NCBI_FILES)
     # A corrupted cached file is downloaded again and repaired.
     _corrupt(cache / NCBI_FILES[0])
-    fetch("ncbi", cache_dir=cache, base_url=base_url)
+    fetch(data_sources()["ncbi"], cache_dir=cache, base_url=base_url)
     assert len(requests) == len(NCBI_FILES) + 1
     assert file_status(cache, NCBI_FILES[0]) == OK
 
@@ -214,7 +216,7 @@ def test_fetch_chia_from_mirror_then_load(data_root: Path, tmp_path: Path, serve
 
     base_url, _ = serve(data_root)
     cache = tmp_path / "cache"
-    paths = fetch("chia", cache_dir=cache, base_url=base_url)
+    paths = fetch(data_sources()["chia"], cache_dir=cache, base_url=base_url)
     assert len(paths) == 3  # both zips + the split ids (a mirror has them)
     fetched = load_ner_split("chia", "test", cache)
     reference = load_ner_split("chia", "test", data_root)
@@ -231,7 +233,7 @@ def test_fetch_corrupted_file_leaves_nothing(data_root: Path, tmp_path: Path, se
     base_url, _ = serve(mirror)
     cache = tmp_path / "cache"
     with pytest.raises(InputError, match="checksum mismatch") as info:
-        fetch("ncbi", cache_dir=cache, base_url=base_url)
+        fetch(data_sources()["ncbi"], cache_dir=cache, base_url=base_url)
     assert info.value.path == str(cache / bad)
     assert not (cache / bad).exists()
     assert not list(cache.rglob("*.part"))
@@ -242,7 +244,7 @@ def test_fetch_404_is_a_clear_error(tmp_path: Path, serve: Serve) -> None:
     empty.mkdir()
     base_url, requests = serve(empty)
     with pytest.raises(InputError, match=r"HTTP 404 .*NCBItrainset_corpus\.txt"):
-        fetch("ncbi", cache_dir=tmp_path / "cache", base_url=base_url)
+        fetch(data_sources()["ncbi"], cache_dir=tmp_path / "cache", base_url=base_url)
     assert len(requests) == 1  # a 404 is final: no retries
     assert not (tmp_path / "cache" / "ner").exists()
 
@@ -373,12 +375,19 @@ def test_fetch_retries_server_errors_a_bounded_number_of_times(
     host, port = server.server_address[:2]
     try:
         if succeeds:
-            paths = fetch("ncbi", tmp_path / "cache", f"http://{host!s}:{port}", retry=fast)
+            paths = fetch(
+                data_sources()["ncbi"], tmp_path / "cache", f"http://{host!s}:{port}", retry=fast
+            )
             assert len(paths) == len(NCBI_FILES)
             assert len(seen) == len(NCBI_FILES) + failures
         else:
             with pytest.raises(InputError, match="download failed after 3 attempts: HTTP 503"):
-                fetch("ncbi", tmp_path / "cache", f"http://{host!s}:{port}", retry=fast)
+                fetch(
+                    data_sources()["ncbi"],
+                    tmp_path / "cache",
+                    f"http://{host!s}:{port}",
+                    retry=fast,
+                )
             assert len(seen) == fast.max_retries + 1
             assert not [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]
     finally:

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 from route_mirror import Route, Serve
 
+from clineval.benchmarks.registry import data_sources
 from clineval.cli import main
 from clineval.data import download as download_module
 from clineval.data.cache import STAGING
@@ -320,11 +321,11 @@ def test_fetch_removes_leftover_partials_but_not_live_ones(
     fcntl.flock(fd, fcntl.LOCK_EX)  # as a running fetch holds it
     try:
         url, _ = serve({"*": _mirror(data_root)})
-        fetch("ncbi", cache_dir=cache, base_url=url, retry=FAST)
+        fetch(data_sources()["ncbi"], cache_dir=cache, base_url=url, retry=FAST)
         assert sorted(p.name for p in staging.iterdir()) == [live.name]
     finally:
         os.close(fd)
-    fetch("ncbi", cache_dir=cache, base_url=url, retry=FAST)
+    fetch(data_sources()["ncbi"], cache_dir=cache, base_url=url, retry=FAST)
     assert not staging.exists()  # the leftover went, then the empty staging directory
     assert [p.relative_to(cache).as_posix() for p in cache_files(cache)] == sorted(NCBI_FILES)
 

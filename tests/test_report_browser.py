@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import report_synthetic as synthetic
 from report_browser import (
     assert_nothing_ran,
     browser_session,
@@ -24,7 +25,6 @@ from report_browser import (
     shot,
 )
 
-from clineval.report import synthetic
 from clineval.report.html import write_report
 from clineval.report.sections_common import format_value
 
@@ -100,7 +100,7 @@ def test_ner_report(driver: Any, reports: dict[str, Path]) -> None:
     report = reports["ner"]
     open_report(driver, report)
     assert_nothing_ran(driver)
-    metrics = results_of(report)["ner:synthetic"]
+    metrics = results_of(report)["ner:ncbi"]
     anchor = "task-ner-synthetic"
     for key in ("token_macro_f1", "span_partial_f1", "span_exact_f1"):
         assert card(driver, anchor, key) == format_value(key, metrics[key])

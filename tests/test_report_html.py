@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import report_synthetic as synthetic
 
 from clineval.benchmarks.ner.report import classify
 from clineval.cli import main
 from clineval.errors import InputError
-from clineval.report import synthetic
 from clineval.report.html import render_report, write_report
 from clineval.report.jsonembed import script_json, script_payload
 from clineval.report.rundata import interval_of, load_run

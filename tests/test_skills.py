@@ -35,12 +35,11 @@ from llm_stub_server import StubServer
 
 from clineval.benchmarks.clinconsensus.cases import fixture_path
 from clineval.benchmarks.ner.scoring import MODEL_TOKENS_SUFFIX
-from clineval.benchmarks.registry import active_namespaces, get_task, option_groups
+from clineval.benchmarks.registry import active_namespaces, benchmark_of, get_task, option_groups
 from clineval.cli import app, main
 from clineval.config import RunConfig
 from clineval.errors import InputError
 from clineval.options import check_options, split_option_items
-from clineval.run_result import PRIMARY_METRIC
 from clineval.skills_install import (
     MAX_DESCRIPTION,
     SKILL_FILE,
@@ -48,9 +47,12 @@ from clineval.skills_install import (
     front_matter,
     install,
     list_skills,
-    skills_root,
+    skill_folder,
+    skill_folders,
 )
 
+# The primary metric of each family as the benchmarks define them (the DESIGN's table).
+PRIMARY_METRIC = {"ner": "token_macro_f1", "tcm-sd": "macro_f1", "clinconsensus": "cacs@7"}
 EXPECTED_SKILLS = {"tcm-sd-eval", "clinconsensus-eval", "clinical-ner-eval", "clineval"}
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -69,7 +71,7 @@ class Command:
 
 
 def _body(skill: str) -> str:
-    return (skills_root() / skill / SKILL_FILE).read_text(encoding="utf-8")
+    return (skill_folder(skill) / SKILL_FILE).read_text(encoding="utf-8")
 
 
 def page_commands(skill: str) -> list[Command]:
@@ -246,7 +248,7 @@ def test_every_page_has_commands_and_only_known_placeholders() -> None:
 
 
 def test_the_shipped_skills_and_their_front_matter() -> None:
-    folders = {p.name for p in skills_root().iterdir() if p.is_dir()}
+    folders = {p.name for p in skill_folders()}
     assert folders == EXPECTED_SKILLS == {s.name for s in list_skills()}
     for skill in list_skills():
         text = (skill.path / SKILL_FILE).read_text(encoding="utf-8")
@@ -318,7 +320,9 @@ def test_pages_mark_the_primary_metric_the_tasks_declare() -> None:
         ("clinical-ner-eval", "ner:ncbi"),
     ):
         _, primary = documented_metrics(skill)
-        assert primary == get_task(task).metric_names[0] == PRIMARY_METRIC[task.split(":")[0]]
+        bench = benchmark_of(task)
+        assert bench is not None
+        assert primary == bench.metrics.primary.key == PRIMARY_METRIC[task.split(":")[0]]
 
 
 def assert_documented_metrics_were_written(
@@ -549,7 +553,7 @@ def test_install_copies_keeps_identical_and_refuses_different(
     dest = target / "tcm-sd-eval"
     assert capsys.readouterr().out == f"installed tcm-sd-eval: {dest}\n"
     assert (dest / SKILL_FILE).read_bytes() == (
-        skills_root() / "tcm-sd-eval" / SKILL_FILE
+        skill_folder("tcm-sd-eval") / SKILL_FILE
     ).read_bytes()
     assert [p.name for p in target.iterdir()] == ["tcm-sd-eval"]  # no staging left behind
 
@@ -572,7 +576,7 @@ def test_install_copies_keeps_identical_and_refuses_different(
         f"replaced tcm-sd-eval: {dest}",
     ]
     assert (dest / SKILL_FILE).read_bytes() == (
-        skills_root() / "tcm-sd-eval" / SKILL_FILE
+        skill_folder("tcm-sd-eval") / SKILL_FILE
     ).read_bytes()
 
 

@@ -82,7 +82,6 @@ class Task(ABC, Generic[DataT]):
     name: str
     family: str
     description: str
-    metric_names: tuple[str, ...]
     option_group: OptionGroup | None = None  # the task family's `--option` keys
 
     @abstractmethod

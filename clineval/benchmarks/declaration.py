@@ -19,6 +19,7 @@ from clineval.options import OptionGroup
 
 if TYPE_CHECKING:
     from clineval.benchmarks.base import Task
+    from clineval.config import RunConfig
     from clineval.data.fetch import Source
     from clineval.export.run_files import ExportSettings, RunFiles
     from clineval.report.rundata import RunData
@@ -52,6 +53,8 @@ class MetricSchema:
     """A benchmark's metrics, declared once. The first one is the primary metric."""
 
     metrics: tuple[MetricSpec, ...]
+    # nested tables of a results entry (e.g. per-class figures), by key
+    tables: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.metrics:
@@ -125,6 +128,9 @@ class Benchmark:
     data_sources: tuple[DataSource, ...] = ()
     exporters: Mapping[str, Exporter] = field(default_factory=dict)
     synthesizers: Mapping[str, Synthesizer] = field(default_factory=dict)
+    # checks of the run's settings that only this benchmark reads (e.g. a file a flag names),
+    # made with every other check: before anything is loaded or written, and not by `score`
+    check_settings: Callable[[RunConfig], None] | None = None
     # folder holding the benchmark's Agent Skill pages (one sub-folder per skill)
     skills_dir: Path | None = None
 

@@ -20,6 +20,7 @@ from clineval.data.fetch import Source
 if TYPE_CHECKING:
     from clineval.benchmarks.base import Task
     from clineval.benchmarks.declaration import FetchStep
+    from clineval.config import RunConfig
     from clineval.export.run_files import ExportSettings, RunFiles
     from clineval.report.rundata import RunData
     from clineval.report.statistics import SampleStatistic
@@ -32,6 +33,10 @@ METRICS = MetricSchema(
         MetricSpec("pass@7", "share of cases with at least 7 criteria met"),
         MetricSpec("judge_error_rate", "verdicts that could not be obtained", False),
         MetricSpec("n_cases", "cases", count=True),
+        MetricSpec("pass@10", "share of cases with at least 10 criteria met", headline=False),
+        MetricSpec("judge_errors", "verdicts that could not be obtained", False, False, True),
+        MetricSpec("n_cases_scored", "cases with every verdict", headline=False, count=True),
+        MetricSpec("candidate_errors", "cases without an answer", False, False, True),
     )
 )
 
@@ -62,6 +67,12 @@ def _fetch_step() -> FetchStep:
     return fetch_unpinned
 
 
+def _check_settings(config: RunConfig) -> None:
+    from clineval.benchmarks.clinconsensus.official_prompt import judge_prompt
+
+    judge_prompt(config.judge_prompt)  # the file exists, reads, has the placeholders
+
+
 def _export_judgements(run: RunFiles, out_dir: Path, settings: ExportSettings) -> list[Path]:
     from clineval.benchmarks.clinconsensus.export import export
 
@@ -81,5 +92,6 @@ BENCHMARK = Benchmark(
     # the official judge prompt's source (pinned); then the cases, which have no published hash
     data_sources=(DataSource(TASK, (Source(PROMPT_RELATIVE, PROMPT_URL),), _fetch_step),),
     exporters={"clinconsensus-judgements": _export_judgements},
+    check_settings=_check_settings,
     skills_dir=Path(__file__).parent / "skills",
 )

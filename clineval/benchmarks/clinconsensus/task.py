@@ -33,14 +33,12 @@ class ClinConsensusTask(Task[Data]):
     family = TASK
     option_group = CLINCONSENSUS_OPTIONS
     description = "ClinConsensus: rubric-judged answers to Chinese clinical queries (CACS@7)"
-    metric_names = ("cacs@7", "cacs@10", "rubric_accuracy", "pass@7", "judge_error_rate")
 
     def data_status(self, data_root: Path | None) -> list[DataFileStatus]:
         exists = official_cases_path(data_root) is not None  # the data root or the data cache
         return [DataFileStatus(OFFICIAL_RELATIVE_PATH, "not checked" if exists else "missing")]
 
     def load(self, ctx: RunContext) -> Data:
-        judge_prompt(ctx.config.judge_prompt)  # refused here, before the run dir is written
         data = load_data(ctx)
         ctx.note(TASK, "cases_file", str(data.cases_path))
         ctx.note(TASK, "fixture", data.fixture)

@@ -29,10 +29,17 @@ METRICS = MetricSchema(
         MetricSpec("token_macro_f1", "token-level macro F1 over the dataset's types (NCER)"),
         MetricSpec("span_partial_f1", "span F1, same type and overlapping (nervaluate ent_type)"),
         MetricSpec("span_exact_f1", "span F1, exact offsets and type (nervaluate strict)"),
+        *(
+            MetricSpec(f"{name}_{part}", f"{part} of {name}", headline=False)
+            for name in ("token_macro", "span_partial", "span_exact")
+            for part in ("precision", "recall")
+        ),
         MetricSpec("n_documents", "documents scored", headline=False, count=True),
         MetricSpec("n_gold_spans", "gold spans", headline=False, count=True),
+        MetricSpec("n_pred_spans", "predicted spans", headline=False, count=True),
         MetricSpec("missing_predictions", "documents with no prediction", False, False, True),
-    )
+    ),
+    tables=("per_type",),
 )
 
 

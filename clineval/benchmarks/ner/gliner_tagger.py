@@ -24,7 +24,6 @@ checkpoint the package cannot read, or a missing `gliner` package are one-line I
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -36,9 +35,13 @@ from clineval.benchmarks.ner.records import Span
 from clineval.benchmarks.ner.span_windows import TokenSpan, Window, merge, plan_windows
 from clineval.errors import InputError
 from clineval.jsonio import read_json_file
+from clineval.models.gliner_checkpoint import (
+    GLINER_CONFIG,
+    INSTALL_HINT,
+    check_checkpoint_dir,
+    require_package,
+)
 
-GLINER_CONFIG = "gliner_config.json"
-INSTALL_HINT = "pip install 'clineval[gliner]'"
 BATCH_SIZE = 8  # windows per forward pass
 _NO_LIMIT = 10**6  # tokenizers without a configured limit report a huge sentinel (~1e30)
 _FALLBACK_THRESHOLD = 0.5
@@ -63,30 +66,6 @@ class TaggerSettings:
         if not out:
             raise InputError("no label text to prompt the GLiNER model with")
         return out
-
-
-def check_checkpoint_dir(path: str | Path) -> Path:
-    """`path` is a directory holding a GLiNER checkpoint's config, else InputError."""
-    directory = Path(path).expanduser()
-    if not directory.is_dir():
-        raise InputError("gliner model directory not found", path=directory)
-    if not (directory / GLINER_CONFIG).is_file():
-        raise InputError(
-            f"not a GLiNER checkpoint (no {GLINER_CONFIG}; a Hugging Face token classifier "
-            "runs as hf:PATH)",
-            path=directory,
-        )
-    return directory
-
-
-def require_package() -> None:
-    """InputError when the `gliner` package is not installed (checked without importing it)."""
-    try:
-        found = importlib.util.find_spec("gliner") is not None
-    except (ImportError, ValueError):  # a broken or half-imported installation
-        found = False
-    if not found:
-        raise InputError(f"gliner:PATH needs the gliner package ({INSTALL_HINT})")
 
 
 class GlinerTagger:

@@ -46,12 +46,6 @@ TEST_SPLIT = "test"
 # on train alone keeps the 4-corpus demo well inside its time budget on a 2-core machine.
 TRAIN_SPLITS = ("train",)
 
-METRIC_NAMES = (
-    "token_macro_f1",
-    "span_partial_f1",
-    "span_exact_f1",
-)
-
 
 @dataclass
 class NerData:
@@ -96,7 +90,6 @@ def verify_files(root: Path, dataset: str, splits: Iterable[str]) -> None:
 class NerTask(Task[NerData]):
     family = "ner"
     option_group = NER_OPTIONS
-    metric_names = METRIC_NAMES
 
     def __init__(self, dataset: str) -> None:
         self.dataset = dataset

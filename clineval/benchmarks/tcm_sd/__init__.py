@@ -32,7 +32,10 @@ METRICS = MetricSchema(
         MetricSpec("accuracy", "share of records whose prediction is the gold syndrome"),
         MetricSpec("invalid_rate", "share of outputs that are not one of the labels", False),
         MetricSpec("n", "records scored", count=True),
-    )
+        MetricSpec("n_invalid", "outputs that are not a label", False, False, True),
+        MetricSpec("n_missing", "records without a prediction", False, False, True),
+    ),
+    tables=("per_class",),
 )
 
 

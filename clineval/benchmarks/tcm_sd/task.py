@@ -42,7 +42,6 @@ class TcmSdTask(Task[TcmData]):
     family = TASK
     option_group = TCM_OPTIONS
     description = "TCM-SD: Chinese clinical record -> one of 148 syndromes"
-    metric_names = ("macro_f1", "accuracy", "invalid_rate")
 
     def data_status(self, data_root: Path | None) -> list[DataFileStatus]:
         out = []

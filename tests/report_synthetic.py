@@ -130,7 +130,8 @@ def tcm_run(
 
 
 def ner_run(out: Path, n_docs: int = 100, seed: int = 0, hostile: bool = False) -> Path:
-    """An NER-shaped run (task ner:synthetic): English-like text, gold and perturbed spans."""
+    """An NER-shaped run (task ner:ncbi, SYNTHETIC data): English-like text, gold and perturbed
+    spans."""
     rng = random.Random(seed)
     words = [
         "the",
@@ -188,7 +189,7 @@ def ner_run(out: Path, n_docs: int = 100, seed: int = 0, hostile: bool = False) 
         "per_type": per_type,
         "fixture": True,
     }
-    return _write(out, "ner:synthetic", "baseline:synthetic", seed, metrics, rows)
+    return _write(out, "ner:ncbi", "baseline:synthetic", seed, metrics, rows)
 
 
 def cc_run(
