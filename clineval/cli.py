@@ -22,7 +22,7 @@ from rich.table import Table
 
 from clineval.cli_groups import data_app, skills_app
 from clineval.cli_output import print_plan, print_results, stdout
-from clineval.errors import InputError, JudgeErrorRateExceeded
+from clineval.errors import InputError
 from clineval.secrets import redact
 
 app = typer.Typer(
@@ -370,10 +370,10 @@ def _main(args: list[str]) -> int:
             print(redact(traceback.format_exc()), file=sys.stderr, end="")
         print(f"error: {redact(exc.one_line())}", file=sys.stderr)
         return 2
-    except (JudgeErrorRateExceeded, Exception) as exc:
+    except Exception as exc:
         from clineval.runner import TaskFailures
 
-        if isinstance(exc, TaskFailures | JudgeErrorRateExceeded):
+        if isinstance(exc, TaskFailures):
             print(f"error: {redact(str(exc))}", file=sys.stderr)
             return 1
         if _state["debug"]:

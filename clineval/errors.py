@@ -73,7 +73,3 @@ class InputError(Exception):
             where = self.path if self.line is None else f"{self.path}:{self.line}"
             where = bounded(where, clip_runs=False) + ": "
         return where + self.message
-
-
-class JudgeErrorRateExceeded(Exception):
-    """The share of criteria without a verdict is above the user's bound (exit code 1)."""

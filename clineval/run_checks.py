@@ -91,11 +91,3 @@ def _check_creatable(path: Path, flag: str) -> None:
         if not parent.is_dir():
             raise InputError(f"{flag}: {parent} is a file, not a directory", path=path)
         return
-
-
-def check_existing_run_dir(path: Path) -> None:
-    """A run directory given to `score`, `report`, `compare`, ...: an existing directory."""
-    if not path.exists():
-        raise InputError("no such run directory", path=path)
-    if not path.is_dir():
-        raise InputError("is a file, not a run directory", path=path)

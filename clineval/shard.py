@@ -37,12 +37,6 @@ def parse_shard(spec: str) -> tuple[int, int]:
     return index, count
 
 
-SLURM_VARIABLES = (
-    "SLURM_ARRAY_TASK_ID",
-    "SLURM_ARRAY_TASK_COUNT",
-    "SLURM_ARRAY_TASK_MIN",
-    "SLURM_ARRAY_TASK_STEP",
-)
 KUBERNETES_INDEX = "JOB_COMPLETION_INDEX"
 
 

@@ -125,10 +125,6 @@ def _sha256_cached(path: str, size: int, mtime_ns: int, nonce: int) -> str:
     return digest.hexdigest()
 
 
-def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
 def _gunzip_sha256(path: Path) -> str | None:
     """sha256 of a gzip file's content, or None when it is not valid gzip."""
     digest = hashlib.sha256()

@@ -131,13 +131,3 @@ class AnswerParser:
         if label is not None:
             return ParsedAnswer(label, status)
         return self._search(cleaned, lcd_name)
-
-
-def parse_answer(
-    text: str | None,
-    labels: Sequence[str],
-    norm: NormTable | None = None,
-    lcd_name: str | None = None,
-) -> ParsedAnswer:
-    """One-off convenience wrapper around AnswerParser (build the parser once for a run)."""
-    return AnswerParser(labels, norm).parse(text, lcd_name)

@@ -39,7 +39,6 @@ from clineval.errors import InputError
 
 FULL_TOTAL = 54_152  # records of the release after the class-size filter
 FULL_DEV = 5_486  # = test size; train = 43,180
-MIN_CLASS = 11
 ID_PREFIX = "synthetic-"
 # The 18 unambiguous names among the authors' 19 most frequent syndromes (docs/data-sources.md),
 # most frequent first; the synthetic class sizes follow this order at the head.
