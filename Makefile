@@ -31,8 +31,8 @@ demo: $(STAMP)
 	$(BIN)/clineval report $(RUNS)/demo-tcm-sd-synthetic -o $(RUNS)/demo-tcm-sd-synthetic/report.html
 
 lint: $(STAMP)
-	$(BIN)/ruff check clineval tests perf
-	$(BIN)/ruff format --check clineval tests perf
+	$(BIN)/ruff check clineval tests perf examples
+	$(BIN)/ruff format --check clineval tests perf examples
 	$(BIN)/deptry clineval
 
 # `pip install .` alone (no extras, newest dependency versions) into a fresh venv, then the
@@ -41,8 +41,8 @@ install-check:
 	bash .ci/install_check
 
 format: $(STAMP)
-	$(BIN)/ruff format clineval tests perf
-	$(BIN)/ruff check --fix clineval tests perf
+	$(BIN)/ruff format clineval tests perf examples
+	$(BIN)/ruff check --fix clineval tests perf examples
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -30,7 +30,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("clineval.models", "clineval.config", "clineval.judge"),
     # 3 the kit benchmarks build on: the task protocol, the call plan, the report's and the
     #   export's building blocks
-    ("clineval.benchmarks.base", "clineval.benchmarks.declaration", "clineval.plan",
+    ("clineval.benchmarks.base", "clineval.benchmarks.declaration", "clineval.benchmarks.kit",
+     "clineval.plan",
      "clineval.report.rundata", "clineval.report.plots", "clineval.report.sections_common",
      "clineval.report.statistics", "clineval.report.jsonembed", "clineval.export.run_files"),
     # 4 the benchmark packages
@@ -47,7 +48,11 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 )  # fmt: skip
 
 BENCHMARKS = "clineval.benchmarks"
-BENCHMARK_KIT = ("clineval.benchmarks.base", "clineval.benchmarks.declaration")
+BENCHMARK_KIT = (
+    "clineval.benchmarks.base",
+    "clineval.benchmarks.declaration",
+    "clineval.benchmarks.kit",
+)
 REGISTRY = "clineval.benchmarks.registry"
 # Known exceptions, each with its reason; any other import across the lines fails.
 EXCEPTIONS = {

@@ -1,0 +1,176 @@
+"""Helpers for the shapes most benchmarks share, so that a benchmark package holds only what is
+its own: the samples a run evaluates (`--limit`, then `--shard`), a predictions file keyed by
+sample id, one chat call per sample (stored as it arrives, planned for `--dry-run`), a
+multiple-choice letter parser, and accuracy with its bootstrap interval.
+
+The built-in benchmarks predate some of these and keep their own richer versions (TCM-SD's
+label parser knows the normalization table); a new benchmark starts here. The plugin template
+in examples/plugin-benchmark/ uses every one of them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+
+from clineval.benchmarks.base import RunContext
+from clineval.concurrency import gather_bounded, run_model_calls
+from clineval.errors import InputError
+from clineval.jsonl import iter_json_objects
+from clineval.metrics.bootstrap import DEFAULT_RESAMPLES, bootstrap_indices, percentile_interval
+from clineval.models.llm_base import ChatError, ChatModel, ChatRequest
+from clineval.plan import CallPlan
+from clineval.progress import TaskProgress, counters_of, task_progress
+from clineval.shard import select_shard
+
+T = TypeVar("T")
+PREDICTION = "prediction"  # the store's record kind for a sample's output
+
+
+def select_samples(ctx: RunContext, samples: Sequence[T], sample_id: Callable[[T], str]) -> list[T]:
+    """The samples this run evaluates: the first `--limit`, then this `--shard`'s part (by
+    a hash of the id, so shards of any size partition the samples)."""
+    chosen = list(samples)
+    if ctx.config.limit is not None:
+        chosen = chosen[: ctx.config.limit]
+    return select_shard(chosen, ctx.config.shard, key=sample_id)
+
+
+def read_predictions(path: Path, known_ids: set[str], field: str) -> dict[str, Any]:
+    """`predictions:FILE`: JSON Lines `{"id": ..., FIELD: ...}`, one line per sample, checked
+    strictly (a skipped line would change the score): a line without both keys, an id that
+    is not a sample of the task, or an id given twice is an InputError naming file and line.
+    The value is kept as given; the benchmark decides what counts as valid."""
+    out: dict[str, Any] = {}
+    first_line: dict[str, int] = {}
+    for lineno, row in iter_json_objects(path, what="predictions file"):
+        if "id" not in row or field not in row:
+            raise InputError(f'expected the keys "id" and "{field}"', path=path, line=lineno)
+        raw_id = row["id"]
+        if isinstance(raw_id, bool) or not isinstance(raw_id, str | int):
+            raise InputError('"id" must be a string', path=path, line=lineno)
+        sample_id = str(raw_id)
+        if sample_id not in known_ids:
+            raise InputError(f"unknown id {sample_id!r} (not a sample)", path=path, line=lineno)
+        if sample_id in out:
+            where = f"first on line {first_line[sample_id]}"
+            raise InputError(f"id {sample_id!r} given twice ({where})", path=path, line=lineno)
+        out[sample_id] = row[field]
+        first_line[sample_id] = lineno
+    return out
+
+
+def pending(ctx: RunContext, task: str, ids: Sequence[str]) -> list[str]:
+    """The ids without a stored prediction (what `predict` still has to compute)."""
+    stored = ctx.store.records(task, PREDICTION)
+    return [i for i in ids if i not in stored]
+
+
+# A reply's record, from its text: e.g. {"pred": "B", "raw_output": text}.
+ReplyParser = Callable[[str], dict[str, Any]]
+
+
+def predict_by_chat(
+    ctx: RunContext, task: str, requests: Sequence[tuple[str, ChatRequest]], parse: ReplyParser
+) -> dict[str, Any]:
+    """One chat call per (id, request), through the run's chat model (cached in the run store,
+    the run's concurrency limit, bounded retries). Each reply is parsed and stored as the id's
+    prediction the moment it arrives; a call that fails after its retries stores nothing, so
+    the sample stays pending for the next run. Returns the progress counters."""
+    return run_model_calls(_predict_by_chat(ctx, task, requests, parse))
+
+
+async def _predict_by_chat(
+    ctx: RunContext, task: str, requests: Sequence[tuple[str, ChatRequest]], parse: ReplyParser
+) -> dict[str, Any]:
+    from clineval.models.llm import open_chat_model  # the HTTP and llama.cpp stacks: lazily
+
+    async with open_chat_model(ctx.model, ctx.runtime, "candidate") as model:
+        with task_progress(task, len(requests), ctx.runtime.calls) as progress:
+            await gather_bounded(
+                ctx.runtime.calls,
+                (_one(ctx, task, model, key, req, parse, progress) for key, req in requests),
+            )
+            return counters_of(progress)
+
+
+async def _one(
+    ctx: RunContext,
+    task: str,
+    model: ChatModel,
+    key: str,
+    request: ChatRequest,
+    parse: ReplyParser,
+    progress: TaskProgress,
+) -> None:
+    try:
+        reply = await model.chat(request)
+    except ChatError as exc:
+        progress.count(f"errors_{exc.kind}")
+        progress.advance()
+        return
+    ctx.store.put_record(task, PREDICTION, key, parse(reply.text))
+    progress.advance(cached=reply.cached)
+
+
+def plan_by_chat(
+    ctx: RunContext,
+    task: str,
+    calls: CallPlan,
+    requests: Sequence[tuple[str, ChatRequest]],
+    n_stored: int,
+) -> None:
+    """`--dry-run`: the calls `predict_by_chat` would make (and the ones already stored)."""
+    label = ctx.model.label
+    calls.add_stored(task, "candidate", label, n_stored)
+    for _, request in requests:
+        calls.add(task, "candidate", label, request)
+
+
+_CHOICE_PATTERNS = (
+    # an explicit statement wins: "答案：B", "Answer: (C)", "正确答案是 D", "选 A"
+    r"(?:答案|answer|选项|选择|选)\s*(?:是|为|is|:|：)?\s*[(（\[]?\s*([{letters}])\b",
+    # the reply is the letter alone, maybe bracketed or followed by punctuation
+    r"^\s*[(（\[]?\s*([{letters}])\s*[)）\].。、:：]?\s*$",
+    # the reply starts with the letter and a separator: "B. 肝郁", "C) ...", "A、..."
+    r"^\s*[(（\[]?\s*([{letters}])\s*[)）\].。、:：]",
+)
+
+
+def parse_choice(text: str | None, letters: str) -> str | None:
+    """The option letter a reply chooses, or None (invalid: counted, never guessed). Letters
+    are matched in ASCII upper or lower case and full-width forms (Ａ..Ｚ) are read as ASCII;
+    a reply that names two different letters in the same way is invalid."""
+    if not text:
+        return None
+    folded = text.translate({0xFF21 + i: 0x41 + i for i in range(26)})
+    folded = folded.translate({0xFF41 + i: 0x41 + i for i in range(26)})
+    allowed = re.escape(letters.upper() + letters.lower())
+    for pattern in _CHOICE_PATTERNS:
+        found = {
+            m.upper() for m in re.findall(pattern.format(letters=allowed), folded, re.I | re.M)
+        }
+        if len(found) == 1:
+            return found.pop()
+        if len(found) > 1:
+            return None
+    return None
+
+
+def accuracy_with_interval(
+    correct: Sequence[bool], seed: int, n_resamples: int = DEFAULT_RESAMPLES
+) -> tuple[float, tuple[float, float] | None]:
+    """Accuracy and its 95% percentile bootstrap interval over samples (None for fewer than
+    two samples: there is nothing to resample)."""
+    values = np.asarray(correct, dtype=np.float64)
+    if values.size == 0:
+        return float("nan"), None
+    accuracy = float(values.mean())
+    if values.size < 2:
+        return accuracy, None
+    draws = bootstrap_indices(values.size, n_resamples, seed)
+    return accuracy, percentile_interval(values[draws].mean(axis=1))

@@ -1,0 +1,137 @@
+"""The example-mcq task: load the questions, predict (a predictions file or a chat model),
+evaluate. Every step uses clineval's benchmark kit; what is left here is the benchmark's own:
+its data format, its prompt, and what counts as right."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from clineval.benchmarks import (
+    PREDICTION,
+    DataFileStatus,
+    RunContext,
+    Task,
+    TaskResult,
+    accuracy_with_interval,
+    parse_choice,
+    pending,
+    plan_by_chat,
+    predict_by_chat,
+    read_predictions,
+    select_samples,
+)
+from clineval.errors import InputError
+from clineval.jsonl import iter_json_objects
+from clineval.models.llm_base import ChatRequest
+from clineval.plan import CallPlan
+from clineval_example_mcq import TASK
+
+QUESTIONS = Path(__file__).parent / "fixture_questions.jsonl"
+LETTERS = "ABCD"
+PROMPT_VERSION = "example-mcq-v1"  # in the cache key: a changed prompt is a new request
+
+
+@dataclass(frozen=True)
+class Question:
+    id: str
+    question: str
+    options: dict[str, str]
+    answer: str
+
+
+@dataclass
+class McqData:
+    questions: list[Question]
+    predictions: dict[str, Any] | None  # from predictions:FILE, read (and checked) at load
+
+
+def read_questions(path: Path) -> list[Question]:
+    out = []
+    for lineno, row in iter_json_objects(path, what="questions file"):
+        options = row.get("options")
+        if not isinstance(options, dict) or sorted(options) != list(LETTERS):
+            raise InputError(f"expected options {', '.join(LETTERS)}", path=path, line=lineno)
+        if row.get("answer") not in options:
+            raise InputError("the answer is not one of the options", path=path, line=lineno)
+        out.append(Question(str(row["id"]), str(row["question"]), options, row["answer"]))
+    return out
+
+
+def request_for(ctx: RunContext, q: Question) -> ChatRequest:
+    lines = [q.question, *(f"{k}. {v}" for k, v in q.options.items()), "只回答一个选项字母。"]
+    return ChatRequest(
+        messages=(("user", "\n".join(lines)),),
+        temperature=ctx.config.temperature,
+        max_tokens=ctx.config.max_tokens or 16,
+        seed=ctx.config.seed,
+        template_version=PROMPT_VERSION,
+    )
+
+
+def _record(text: str) -> dict[str, Any]:
+    return {"pred": parse_choice(text, LETTERS), "raw_output": text}
+
+
+class McqTask(Task[McqData]):
+    name = TASK
+    family = TASK
+    description = "Example: Chinese medical multiple choice (FIXTURE, 12 questions)"
+
+    def data_status(self, data_root: Path | None) -> list[DataFileStatus]:
+        return [DataFileStatus(QUESTIONS.name, "ok" if QUESTIONS.is_file() else "missing")]
+
+    def load(self, ctx: RunContext) -> McqData:
+        questions = select_samples(ctx, read_questions(QUESTIONS), lambda q: q.id)
+        predictions = None
+        if ctx.backend.kind == "predictions":  # read now: a bad file writes nothing
+            ids = {q.id for q in questions}
+            predictions = read_predictions(Path(ctx.model.name).expanduser(), ids, "answer")
+        ctx.note(TASK, "fixture", True)
+        ctx.note(TASK, "n_questions", len(questions))
+        return McqData(questions, predictions)
+
+    def predict(self, ctx: RunContext, data: McqData) -> None:
+        todo = set(pending(ctx, TASK, [q.id for q in data.questions]))
+        if data.predictions is not None:
+            items = [
+                (i, {"pred": parse_choice(str(v), LETTERS), "raw_output": v})
+                for i, v in data.predictions.items()
+                if i in todo
+            ]
+            ctx.store.put_records(TASK, PREDICTION, items)
+            return
+        requests = [(q.id, request_for(ctx, q)) for q in data.questions if q.id in todo]
+        ctx.note(TASK, "llm", predict_by_chat(ctx, TASK, requests, _record))
+
+    def plan(self, ctx: RunContext, data: McqData, calls: CallPlan) -> None:
+        if data.predictions is not None:
+            return
+        todo = set(pending(ctx, TASK, [q.id for q in data.questions]))
+        requests = [(q.id, request_for(ctx, q)) for q in data.questions if q.id in todo]
+        plan_by_chat(ctx, TASK, calls, requests, len(data.questions) - len(requests))
+
+    def evaluate(self, ctx: RunContext, data: McqData) -> TaskResult:
+        stored = ctx.store.records(TASK, PREDICTION)
+        rows, correct = [], []
+        for q in data.questions:
+            pred = stored.get(q.id, {}).get("pred")
+            correct.append(pred == q.answer)
+            rows.append(
+                {"id": q.id, "gold": q.answer, "pred": pred, "correct": pred == q.answer,
+                 "missing": q.id not in stored}
+            )  # fmt: skip
+        accuracy, interval = accuracy_with_interval(correct, seed=ctx.config.seed)
+        n_missing = sum(r["missing"] for r in rows)
+        metrics: dict[str, Any] = {
+            "accuracy": accuracy,
+            "accuracy_ci": list(interval) if interval else None,
+            "invalid_rate": sum(r["pred"] is None for r in rows) / max(len(rows), 1),
+            "n": len(rows),
+            "n_missing": n_missing,
+            "fixture": True,
+            "data_note": "FIXTURE questions written for the example: not a benchmark result",
+        }
+        errors = [f"{n_missing} questions have no answer (rerun to retry)"] if n_missing else []
+        return TaskResult(metrics, rows, errors)

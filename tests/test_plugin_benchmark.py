@@ -1,0 +1,167 @@
+"""examples/plugin-benchmark, installed the way a user installs it (pip, its own pyproject.toml,
+the `clineval.benchmarks` entry point), then used through every surface with no change to
+clineval: tasks, run, resume, score, report, compare (ranked by the declared direction, with
+the paired test), export, the Python API, a chat model, and bad input.
+
+Expected figures are counted by hand from the example's files: predictions-a.jsonl answers 9
+of the 12 questions right, one wrong (fixture-04), one unreadable ("不确定", fixture-09) and
+leaves one out (fixture-12); predictions-b.jsonl answers all 12, 7 right.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from llm_stub_server import StubServer
+
+from clineval.benchmarks import registry
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "plugin-benchmark"
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    target = tmp_path_factory.mktemp("plugin-site")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+         "--target", str(target), str(EXAMPLE)],
+        check=True, capture_output=True, timeout=300,
+    )  # fmt: skip
+    # in this process too (the Python API): the entry point is read from sys.path
+    sys.path.insert(0, str(target))
+    registry.benchmarks.cache_clear()
+    yield target
+    sys.path.remove(str(target))
+    registry.benchmarks.cache_clear()
+
+
+def cli(site: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "clineval", "--quiet", *args],
+        capture_output=True, text=True, cwd=EXAMPLE, env=env, timeout=300,
+    )  # fmt: skip
+
+
+def results(run: Path) -> dict[str, object]:
+    return dict(json.loads((run / "results.json").read_text())["example-mcq"])
+
+
+def test_the_plugin_through_every_surface(site: Path, tmp_path: Path) -> None:
+    listed = cli(site, "tasks")
+    assert listed.returncode == 0 and "example-mcq" in listed.stdout
+
+    run_a, run_b = tmp_path / "a", tmp_path / "b"
+    first = cli(site, "run", "example-mcq", "--model", "predictions:predictions-a.jsonl",
+                "--output-dir", str(run_a))  # fmt: skip
+    # one question has no answer: results written, exit 1 with one line saying so
+    assert first.returncode == 1, first.stderr
+    assert "error: example-mcq: 1 questions have no answer" in first.stderr
+    a = results(run_a)
+    assert a["accuracy"] == pytest.approx(9 / 12)
+    assert a["invalid_rate"] == pytest.approx(2 / 12) and a["n_missing"] == 1 and a["n"] == 12
+    low, high = a["accuracy_ci"]  # type: ignore[misc]
+    assert 0 <= low <= 9 / 12 <= high <= 1 and a["fixture"] is True
+    manifest = json.loads((run_a / "manifest.json").read_text())
+    notes = manifest["tasks"]["example-mcq"]
+    assert (notes["family"], notes["primary_metric"], notes["higher_is_better"]) == (
+        "example-mcq", "accuracy", True,
+    )  # fmt: skip
+
+    assert cli(site, "run", "example-mcq", "--model", "predictions:predictions-b.jsonl",
+               "--output-dir", str(run_b)).returncode == 0  # fmt: skip
+    assert results(run_b)["accuracy"] == pytest.approx(7 / 12)
+
+    # resume: the same command again computes nothing new and gives the same results
+    before = (run_a / "results.json").read_text()
+    again = cli(site, "run", "example-mcq", "--model", "predictions:predictions-a.jsonl",
+                "--output-dir", str(run_a))  # fmt: skip
+    assert again.returncode == 1 and (run_a / "results.json").read_text() == before
+    scored = cli(site, "score", str(run_b))
+    assert scored.returncode == 0, scored.stderr
+    assert results(run_b)["accuracy"] == pytest.approx(7 / 12)
+
+    report = tmp_path / "report.html"
+    made = cli(site, "report", str(run_a), "-o", str(report))
+    assert made.returncode == 0, made.stderr
+    html = report.read_text()
+    assert "example-mcq" in html and "0.7500" in html
+
+    table = tmp_path / "compare.csv"
+    compared = cli(site, "compare", str(run_a), str(run_b), "--format", "csv", "-o", str(table))
+    assert compared.returncode == 0, compared.stderr
+    rows = list(csv.reader(table.open()))
+    text = "\n".join(",".join(r) for r in rows)
+    assert "accuracy" in text and "invalid_rate" in text and "n_missing" not in text
+
+    exported = cli(site, "export", str(run_b), "--format", "samples-csv", "-o", str(tmp_path / "x"))
+    assert exported.returncode == 0, exported.stderr
+    assert len(list(csv.reader((tmp_path / "x" / "example-mcq.samples.csv").open()))) == 13
+
+
+def test_compare_ranks_by_the_declared_direction(site: Path, tmp_path: Path) -> None:
+    from clineval.report.compare_model import build_comparison
+
+    for name in ("a", "b"):
+        cli(site, "run", "example-mcq", "--model", f"predictions:predictions-{name}.jsonl",
+            "--output-dir", str(tmp_path / name))  # fmt: skip
+    comparison = build_comparison([tmp_path / "a", tmp_path / "b"])
+    assert comparison.best("example-mcq", "accuracy") == 0  # higher is better: run a
+    assert comparison.best("example-mcq", "invalid_rate") == 1  # lower is better: run b
+    pair = [p for p in comparison.pairs if p.metric == "accuracy"]
+    assert len(pair) == 1 and pair[0].result is not None
+    assert pair[0].result.delta == pytest.approx(9 / 12 - 7 / 12)
+    assert pair[0].result.n_shared == 12
+
+
+def test_the_python_api(site: Path, tmp_path: Path) -> None:
+    import clineval
+
+    result = clineval.run(
+        "example-mcq", model=f"predictions:{EXAMPLE / 'predictions-b.jsonl'}",
+        output_dir=tmp_path / "api",
+    )  # fmt: skip
+    metrics = result["example-mcq"]
+    assert metrics.family == "example-mcq" and metrics.primary_metric == "accuracy"
+    assert metrics.primary == pytest.approx(7 / 12) and metrics.accuracy == pytest.approx(7 / 12)
+    assert metrics.invalid_rate == 0 and metrics.fixture
+
+
+def test_bad_input_is_one_line_and_writes_nothing(site: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "fixture-01", "answer": "A"}\n{"id": "nope", "answer": "B"}\n')
+    out = tmp_path / "run"
+    done = cli(
+        site, "run", "example-mcq", "--model", f"predictions:{bad}", "--output-dir", str(out)
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [f"error: {bad}:2: unknown id 'nope' (not a sample)"]
+    # nothing of a run: no manifest, store or results (at most the lock file of the attempt)
+    assert not out.exists() or {p.name for p in out.iterdir()} <= {".lock"}
+
+
+def test_a_chat_model_and_its_dry_run(site: Path, tmp_path: Path) -> None:
+    out = tmp_path / "chat"
+    with StubServer() as stub:
+        stub.script([], default={"do": "ok", "content": "答案：B"})
+        spec = f"openai:stub@{stub.base_url}"
+        plan = cli(
+            site, "run", "example-mcq", "--model", spec, "--output-dir", str(out), "--dry-run"
+        )
+        assert plan.returncode == 0 and "12" in plan.stdout, plan.stderr
+        # nothing of a run: no manifest, store or results (at most the lock file of the attempt)
+    assert not out.exists() or {p.name for p in out.iterdir()} <= {".lock"}
+        done = cli(site, "run", "example-mcq", "--model", spec, "--output-dir", str(out))
+        assert done.returncode == 0, done.stderr
+    # B is the answer of fixture-01, -03, -08 and -11
+    assert results(out)["accuracy"] == pytest.approx(4 / 12)
