@@ -22,6 +22,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -350,3 +351,38 @@ def iter_samples(run_dir: Path, manifest: Manifest | None) -> Iterator[dict[str,
                     f"not a sample row ({_problem(exc)})", path=path, line=lineno
                 ) from None
         yield row
+
+
+@dataclass(frozen=True)
+class RunFiles:
+    """A run directory as every reader sees it (report, compare, export, the Python API): its
+    manifest ({} when it has none), results.json and samples.jsonl grouped by task, each row
+    keeping its "task" field."""
+
+    path: Path
+    manifest: dict[str, Any]
+    results: dict[str, dict[str, Any]]
+    samples: dict[str, list[dict[str, Any]]]
+
+
+def read_run_files(run_dir: Path, *, with_samples: bool = True) -> RunFiles:
+    """The one reader of a run directory's published files, with one set of rules.
+
+    Without a manifest (a directory put together by hand or by an older tool) the files are
+    read under the loosest rules (version 0). A row naming a task the run has no results for
+    belongs to the run's task when it has exactly one: older clinevals wrote a row's own
+    "task" field (a ClinConsensus case's task category) over the run's task name; the row
+    keeps that value as "case_task"."""
+    record = read_manifest(run_dir) if (run_dir / MANIFEST).exists() else None
+    results = read_results(run_dir, record)
+    samples: dict[str, list[dict[str, Any]]] = {}
+    if with_samples and (run_dir / SAMPLES).exists():
+        only = next(iter(results)) if len(results) == 1 else None
+        for row in iter_samples(run_dir, record):
+            task = str(row.get("task", "?"))
+            if task not in results and only is not None:
+                row["case_task"] = row.get("task")
+                row["task"] = task = only
+            samples.setdefault(task, []).append(row)
+    manifest = record.as_written() if record is not None else {}
+    return RunFiles(run_dir, manifest, results, samples)

@@ -48,6 +48,8 @@ def export(run: RunFiles, out_dir: Path, settings: ExportSettings) -> list[Path]
     written = []
     for task in tasks:
         target = out_dir / f"{_UNSAFE.sub('_', task)}.samples.csv"
-        atomic_write_text(target, to_csv(run.samples[task]))
+        # the file is the task's: its rows without the run's task column
+        rows = [{k: v for k, v in row.items() if k != "task"} for row in run.samples[task]]
+        atomic_write_text(target, to_csv(rows))
         written.append(target)
     return written

@@ -7,25 +7,20 @@ run interrupted after one task, or written by an older clineval, still gets a re
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from clineval.errors import InputError
-from clineval.run_record import iter_samples, read_manifest, read_results
-from clineval.rundir import MANIFEST, RESULTS, SAMPLES
+from clineval.run_record import RunFiles, read_run_files
+from clineval.rundir import RESULTS
 
 # Words that mark generated, non-benchmark data (a fixture's score is never presented as a
 # benchmark result: docs/data-sources.md, "Fixtures are never benchmark results").
 _FIXTURE_WORDS = ("fixture", "synthetic")
 
 
-@dataclass
-class RunData:
-    path: Path
-    manifest: dict[str, Any]
-    results: dict[str, dict[str, Any]]
-    samples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+# The report reads a run as every reader does (clineval.run_record.read_run_files).
+RunData = RunFiles
 
 
 def load_run(run_dir: Path, *, with_samples: bool = True) -> RunData:
@@ -34,30 +29,7 @@ def load_run(run_dir: Path, *, with_samples: bool = True) -> RunData:
         raise InputError("not a run directory", path=run_dir)
     if not (run_dir / RESULTS).exists():
         raise InputError(f"no {RESULTS}: not a finished run directory", path=run_dir)
-    # Without a manifest (a directory put together by hand or by an older tool) the files
-    # are read under the loosest rules (clineval.run_record, version 0).
-    record = read_manifest(run_dir) if (run_dir / MANIFEST).exists() else None
-    clean = read_results(run_dir, record)
-    manifest = record.as_written() if record is not None else {}
-    samples: dict[str, list[dict[str, Any]]] = {}
-    if with_samples and (run_dir / SAMPLES).exists():
-        orphan_home = _orphan_home(clean)
-        for row in iter_samples(run_dir, record):
-            task = str(row.get("task", "?"))
-            if task not in clean and orphan_home is not None:
-                # A ClinConsensus row's own `task` field (the case's task category) can
-                # overwrite the run's task name in samples.jsonl; keep it as case_task.
-                row["case_task"] = row.get("task")
-                task = orphan_home
-            samples.setdefault(task, []).append(row)
-    return RunData(path=run_dir, manifest=manifest, results=clean, samples=samples)
-
-
-def _orphan_home(results: dict[str, Any]) -> str | None:
-    """Where rows naming a task the run does not have belong: older clinevals wrote a row's
-    own `task` field (a ClinConsensus case's task category) over the run's task name, so
-    with one task in the run they belong to it."""
-    return next(iter(results)) if len(results) == 1 else None
+    return read_run_files(run_dir, with_samples=with_samples)
 
 
 def _mentions_fixture(value: Any) -> bool:

@@ -23,7 +23,7 @@ from typing import Any
 
 from clineval.benchmarks.clinconsensus.cases import RUBRICS_PER_CASE, Case, load_cases
 from clineval.errors import InputError
-from clineval.export.run_files import ExportSettings, RunFiles
+from clineval.export.run_files import ExportSettings, RunFiles, task_metrics
 from clineval.rundir import RESULTS, SAMPLES, atomic_write_text
 
 TASK = "clinconsensus"
@@ -140,7 +140,7 @@ def _item(case: Case, row: dict[str, Any], label: str) -> dict[str, Any]:
 
 
 def export(run: RunFiles, out_dir: Path, settings: ExportSettings) -> list[Path]:
-    metrics = run.task_metrics(TASK)
+    metrics = task_metrics(run, TASK)
     rows: dict[str, dict[str, Any]] = {}
     for row in run.samples.get(TASK, []):
         rows[str(row.get("id"))] = row
