@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from clineval.benchmarks.base import RunContext
 from clineval.benchmarks.clinconsensus.cases import (
@@ -89,53 +90,31 @@ CLINCONSENSUS_OPTIONS = OptionGroup(
 
 @dataclass(frozen=True)
 class Options:
-    cases: str | None = None
-    max_criteria: int = RUBRICS_PER_CASE
-    judge_retries: int = DEFAULT_PARSE_RETRIES
-    judge_max_tokens: int = DEFAULT_JUDGE_MAX_TOKENS
-    aggregate: str = "majority"
-    ks: tuple[int, ...] = DEFAULT_KS
-    bootstrap: int = 1000
+    """The clinconsensus.* options of a run, typed, read from their declarations above (the
+    run checked every key and value before anything started)."""
+
+    cases: str | None
+    max_criteria: int
+    judge_retries: int
+    judge_max_tokens: int
+    aggregate: str
+    ks: tuple[int, ...]
+    bootstrap: int
 
     @classmethod
     def from_config(cls, options: dict[str, str]) -> Options:
-        known = {option.name for option in CLINCONSENSUS_OPTIONS.options}
-        mine = {k[len(_PREFIX) :]: v for k, v in options.items() if k.startswith(_PREFIX)}
-        unknown = sorted(set(mine) - known)
-        if unknown:
-            raise InputError(f"unknown option(s) {', '.join(_PREFIX + u for u in unknown)}")
+        def value(name: str) -> Any:
+            return CLINCONSENSUS_OPTIONS.value(options, name)
 
-        def integer(name: str, default: int, low: int) -> int:
-            raw = mine.get(name)
-            if raw is None:
-                return default
-            try:
-                value = int(raw)
-            except ValueError:
-                raise InputError(f"--option {_PREFIX}{name}={raw!r} is not an integer") from None
-            if value < low:
-                raise InputError(f"--option {_PREFIX}{name} must be >= {low}")
-            return value
-
-        aggregate = mine.get("aggregate", "majority")
-        if aggregate not in AGGREGATES:
-            raise InputError(f"--option {_PREFIX}aggregate must be one of {AGGREGATES}")
-        ks = list(DEFAULT_KS)
-        for part in filter(None, (p.strip() for p in mine.get("k", "").split(","))):
-            if not part.isdigit() or int(part) < 1:
-                raise InputError(f"--option {_PREFIX}k: {part!r} is not a positive integer")
-            if int(part) not in ks:
-                ks.append(int(part))
-        if "cases" in mine and mine["cases"] != "fixture":
-            raise InputError(f"--option {_PREFIX}cases only takes 'fixture' (else use --cases)")
+        extra_ks = value("k") or ()
         return cls(
-            cases=mine.get("cases"),
-            max_criteria=min(RUBRICS_PER_CASE, integer("max_criteria", RUBRICS_PER_CASE, 1)),
-            judge_retries=integer("judge_retries", DEFAULT_PARSE_RETRIES, 0),
-            judge_max_tokens=integer("judge_max_tokens", DEFAULT_JUDGE_MAX_TOKENS, 1),
-            aggregate=aggregate,
-            ks=tuple(ks),
-            bootstrap=integer("bootstrap", 1000, 0),
+            cases=value("cases"),
+            max_criteria=min(RUBRICS_PER_CASE, value("max_criteria")),
+            judge_retries=value("judge_retries"),
+            judge_max_tokens=value("judge_max_tokens"),
+            aggregate=value("aggregate"),
+            ks=tuple(dict.fromkeys([*DEFAULT_KS, *extra_ks])),
+            bootstrap=int(value("bootstrap")),
         )
 
 
