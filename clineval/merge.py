@@ -28,7 +28,7 @@ from clineval.run_record import (
     read_manifest,
     write_manifest,
 )
-from clineval.rundir import MANIFEST
+from clineval.rundir import MANIFEST, RESULTS, SAMPLES
 from clineval.rundir_lock import run_dir_lock
 from clineval.shard import parse_shard
 from clineval.store import STORE_FILENAME, RunStore, check_intact, store_error
@@ -49,6 +49,12 @@ _HOW_FIELDS = frozenset(
     }
 )
 _TABLES = ("calls", "records", "artifacts")
+# A shard in any other state (running: killed or still going; stopped: ...) lacks outputs it
+# was meant to have; merging it would score the missing ones as judge errors or absent
+# predictions, under a "merged" status that says nothing is missing.
+_COMPLETE_STATUSES = frozenset({"finished", "failed"})
+# The files a merge writes into its output directory.
+_RUN_FILES = (STORE_FILENAME, MANIFEST, RESULTS, SAMPLES)
 
 
 def _read_shard(run_dir: Path) -> tuple[Manifest, tuple[int, int]]:
@@ -61,7 +67,41 @@ def _read_shard(run_dir: Path) -> tuple[Manifest, tuple[int, int]]:
         raise InputError("not a --shard run (its config has no shard)", path=run_dir / MANIFEST)
     if not isinstance(shard, str):
         raise InputError(f"config shard {shard!r} is not I/N", path=run_dir / MANIFEST)
+    if manifest.status not in _COMPLETE_STATUSES:
+        raise InputError(
+            f"the shard run did not finish (status {manifest.status!r}): run its command again "
+            "to complete it (it resumes from its store), then merge",
+            path=run_dir / MANIFEST,
+        )
     return manifest, parse_shard(shard)
+
+
+def _check_output(output_dir: Path, config: dict[str, Any]) -> None:
+    """Refuse an output directory that holds something other than an earlier merge of the same
+    run: the merge would replace its manifest and results and mix two runs in one store."""
+    present = [name for name in _RUN_FILES if (output_dir / name).exists()]
+    if not present:
+        return
+    manifest_path = output_dir / MANIFEST
+    if not manifest_path.exists():
+        raise InputError(
+            f"the merge output holds {', '.join(present)} but no run manifest: "
+            "merge into a new directory",
+            path=output_dir,
+        )
+    earlier = read_manifest(output_dir)
+    if not earlier.merged_from:  # a merge's status becomes its re-score's; merged_from stays
+        raise InputError(
+            f"the merge output holds a run (status {earlier.status!r}) that is not a merge; "
+            "merging into it would "
+            "replace its results and mix two runs in one store: merge into a new directory",
+            path=output_dir,
+        )
+    if _what_was_asked(earlier.config) != _what_was_asked({**config, "shard": None}):
+        raise InputError(
+            "the merge output holds the merge of another run: merge into a new directory",
+            path=output_dir,
+        )
 
 
 def _what_was_asked(config: dict[str, Any]) -> dict[str, Any]:
@@ -164,6 +204,8 @@ def merge_runs(run_dirs: list[Path], output_dir: Path) -> dict[str, Any]:
 
     # score (below) takes the lock again: the same process, so it does not wait for itself
     with run_dir_lock(output_dir, create=True):
+        # Checked under the lock, so a run starting in it meanwhile cannot slip past.
+        _check_output(output_dir, configs[0])
         counts = copy_store_rows(
             [d / STORE_FILENAME for d in run_dirs], output_dir / STORE_FILENAME
         )
