@@ -99,9 +99,7 @@ def test_copy_store_rows(tmp_path: Path) -> None:
     }
 
 
-def _fake_shard(
-    path: Path, shard: str | None, status: str = "finished", **config: Any
-) -> Path:
+def _fake_shard(path: Path, shard: str | None, status: str = "finished", **config: Any) -> Path:
     RunStore.in_dir(path).close()
     cfg = {"tasks": ["clinconsensus"], "model": "openai:m", "seed": 0, "shard": shard, **config}
     write_json(path / MANIFEST, {"config": cfg, "status": status})
