@@ -31,7 +31,7 @@ from clineval.run_record import (
 from clineval.rundir import MANIFEST, RESULTS, SAMPLES
 from clineval.rundir_lock import run_dir_lock
 from clineval.shard import parse_shard
-from clineval.store import STORE_FILENAME, RunStore, check_intact, store_error
+from clineval.store import STORE_FILENAME, RunStore, check_intact, store_error, transaction
 
 log = logging.getLogger("clineval")
 
@@ -152,23 +152,19 @@ def _copy_rows(sources: list[Path], target_store: Path) -> dict[str, int]:
         for source in sources:
             conn.execute("ATTACH DATABASE ? AS shard", (f"file:{source}?mode=ro",))
             try:
-                conn.execute("BEGIN")
-                counts["record_conflicts"] += conn.execute(
-                    "SELECT COUNT(*) FROM shard.records s JOIN main.records m"
-                    " ON s.task = m.task AND s.kind = m.kind AND s.key = m.key"
-                    " WHERE s.value != m.value"
-                ).fetchone()[0]
-                for table in _TABLES:
-                    # rowid order keeps each shard's insertion order (records() relies on it).
-                    cur = conn.execute(
-                        f"INSERT OR IGNORE INTO main.{table} SELECT * FROM shard.{table}"
-                        " ORDER BY rowid"
-                    )
-                    counts[table] += cur.rowcount
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+                with transaction(conn):
+                    counts["record_conflicts"] += conn.execute(
+                        "SELECT COUNT(*) FROM shard.records s JOIN main.records m"
+                        " ON s.task = m.task AND s.kind = m.kind AND s.key = m.key"
+                        " WHERE s.value != m.value"
+                    ).fetchone()[0]
+                    for table in _TABLES:
+                        # rowid order keeps each shard's insertion order (records() relies on it).
+                        cur = conn.execute(
+                            f"INSERT OR IGNORE INTO main.{table} SELECT * FROM shard.{table}"
+                            " ORDER BY rowid"
+                        )
+                        counts[table] += cur.rowcount
             finally:
                 conn.execute("DETACH DATABASE shard")
     finally:

@@ -538,3 +538,33 @@ def test_wait_runs_after_the_holder_and_sends_no_call_twice(
     assert json.loads((out / "manifest.json").read_text())["tasks"]["clinconsensus"][
         "stored_records"
     ] == 12 * (1 + 2)
+
+
+# ---- a full disk -----------------------------------------------------------------------------
+def test_a_run_on_a_full_disk_ends_as_one_line_and_resumes(
+    finished_run: Path,
+    same_run: list[str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The store may not grow past its schema (SQLite's own SQLITE_FULL, with its automatic
+    rollback of the failed commit): one line naming the store, exit 2, a manifest that says
+    why the run stopped (not `running`); once there is room the same command finishes."""
+    connect = RunStore._connect
+
+    def capped(self: RunStore) -> sqlite3.Connection:
+        conn = connect(self)
+        conn.execute("PRAGMA max_page_count=9")  # the empty schema's pages
+        return conn
+
+    run = tmp_path / "run"
+    monkeypatch.setattr(RunStore, "_connect", capped)
+    assert main(_resume_in(run, same_run)) == 2
+    err = _one_error_line(capsys)
+    assert STORE_FILENAME in err and "disk is full" in err
+    status = json.loads((run / "manifest.json").read_text())["status"]
+    assert status.startswith("stopped: ") and "disk is full" in status
+    monkeypatch.undo()
+    assert main(_resume_in(run, same_run)) == 0
+    assert (run / "results.json").read_bytes() == (finished_run / "results.json").read_bytes()
