@@ -15,6 +15,7 @@ not parts of one run and the merge is refused.
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -180,7 +181,8 @@ def merge_runs(run_dirs: list[Path], output_dir: Path) -> dict[str, Any]:
         raise InputError("merge needs at least one shard run directory")
     run_dirs = [Path(d) for d in run_dirs]
     output_dir = Path(output_dir)
-    if any(output_dir.resolve() == d.resolve() for d in run_dirs):
+    # realpath, not Path.resolve: that raises on a symlink loop (make_dir then says what it is)
+    if any(os.path.realpath(output_dir) == os.path.realpath(d) for d in run_dirs):
         raise InputError("the merge output must be a new directory, not one of the shards")
     shards = [_read_shard(d) for d in run_dirs]
     counts_n = {n for _, (_, n) in shards}

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from clineval.rundir import make_dir
 from clineval.store_damage import (
     StoreDamaged,
     check_intact,
@@ -82,7 +83,7 @@ class RunStore:
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        make_dir(self.path.parent)
         self._lock = threading.Lock()
         self._conn = self._open()
         # put_calls has its own connection, so a commit of model calls running in a worker
