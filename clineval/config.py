@@ -194,11 +194,16 @@ def _shown(item: str) -> str:
 def input_error(exc: ValidationError) -> InputError:
     """The first problem of a ValidationError as a one-line InputError naming the flag."""
     first = exc.errors()[0]
-    location = first.get("loc") or ("?",)
-    field = str(location[0])
+    location = first.get("loc")
+    limits = first.get("ctx") or {}
+    if first.get("type") == "value_error":  # a validator's ValueError: its own words
+        message = str(limits.get("error", first.get("msg", "invalid value")))
+        if not location:  # a check of the whole config: the message names what it checks
+            return InputError(message)
+        return InputError(f"{flag_of(str(location[0]))}: {message}")
+    field = str(location[0]) if location else "?"
     value = first.get("input")
     shown = "" if isinstance(value, dict) or value is None else f" {_number(value)[:80]}"
-    limits = first.get("ctx") or {}
     reason = {
         "greater_than_equal": f"must be >= {_number(limits.get('ge'))}",
         "greater_than": f"must be > {_number(limits.get('gt'))}",
