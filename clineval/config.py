@@ -149,10 +149,11 @@ class RunConfig(BaseModel):
         return tuple(self.base_urls) if judge == self.model else ()
 
     @classmethod
-    def checked(cls, **settings: Any) -> RunConfig:
-        """A RunConfig from user settings; InputError (naming the flag) for a bad one."""
+    def checked(cls, *, strict: bool = False, **settings: Any) -> RunConfig:
+        """A RunConfig from user settings; InputError (naming the flag) for a bad one.
+        `strict` (the Python API): no conversion, so True is no int and "3" no number."""
         try:
-            return cls(**settings)
+            return cls.model_validate(settings, strict=strict)
         except ValidationError as exc:
             raise input_error(exc) from None
 
@@ -212,6 +213,13 @@ def input_error(exc: ValidationError) -> InputError:
         "int_parsing": "is not an integer",
         "float_parsing": "is not a number",
         "too_short": "must not be empty",
+        # strict validation (the Python API): a value of another type
+        "int_type": "is not an integer",
+        "float_type": "is not a number",
+        "bool_type": "is not True or False",
+        "string_type": "is not a string",
+        "list_type": "is not a list",
+        "dict_type": "is not a mapping",
     }.get(str(first.get("type")), str(first.get("msg", "invalid value")))
     if first.get("type") == "extra_forbidden":
         return InputError(f"unknown setting {field!r}")
