@@ -204,15 +204,6 @@ def merge_runs(run_dirs: list[Path], output_dir: Path) -> dict[str, Any]:
     with run_dir_lock(output_dir, create=True):
         # Checked under the lock, so a run starting in it meanwhile cannot slip past.
         _check_output(output_dir, configs[0])
-        counts = copy_store_rows(
-            [d / STORE_FILENAME for d in run_dirs], output_dir / STORE_FILENAME
-        )
-        if counts["record_conflicts"]:
-            log.warning(
-                "%d per-sample records differ between shards (the shards overlap); the first "
-                "shard's value was kept",
-                counts["record_conflicts"],
-            )
         config = {**configs[0], "shard": None}
         manifest = new_manifest(config)
         manifest.merged_from = [
@@ -227,6 +218,18 @@ def merge_runs(run_dirs: list[Path], output_dir: Path) -> dict[str, Any]:
             for d, (m, _) in zip(run_dirs, shards, strict=True)
         ]
         manifest.missing_shards = [f"{i}/{n}" for i in missing]
+        # Written before the store: a merge stopped while copying leaves a directory that
+        # says it is a merge of this run, so the same command may finish it.
+        write_manifest(output_dir, manifest)
+        counts = copy_store_rows(
+            [d / STORE_FILENAME for d in run_dirs], output_dir / STORE_FILENAME
+        )
+        if counts["record_conflicts"]:
+            log.warning(
+                "%d per-sample records differ between shards (the shards overlap); the first "
+                "shard's value was kept",
+                counts["record_conflicts"],
+            )
         manifest.merge_rows_copied = counts
         manifest.status = "merged"
         write_manifest(output_dir, manifest)

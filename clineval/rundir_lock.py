@@ -52,9 +52,14 @@ def _acquire(run_dir: Path, wait: bool, wait_hint: str) -> int:
         except BlockingIOError:
             pid = _holder_pid(fd)
             if not wait:
+                # `run` can wait or write elsewhere; `score` and `merge` mean this directory
+                advice = (
+                    f"{wait_hint}or use another directory"
+                    if wait_hint
+                    else "run the command again once it has finished"
+                )
                 raise InputError(
-                    f"another clineval process (pid {pid}) is using this run directory; "
-                    f"{wait_hint}or use another directory",
+                    f"another clineval process (pid {pid}) is using this run directory; {advice}",
                     path=run_dir,
                 ) from None
             log.warning("waiting for clineval (pid %s) to finish with %s", pid, run_dir)

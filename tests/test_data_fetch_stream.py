@@ -15,6 +15,7 @@ import os
 import random
 import resource
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -581,3 +582,31 @@ def test_cli_fetch_into_cache_then_verify(data_root: Path, tmp_path: Path, serve
     )
     assert verified.returncode == 0, verified.stdout + verified.stderr
     shutil.rmtree(cache)
+
+
+def test_ctrl_c_during_a_fetch_says_what_a_fetch_leaves(tmp_path: Path, serve: Serve) -> None:
+    """Ctrl-C while a download trickles in: one line about the cache (not about model calls
+    and a run store, which a fetch has none of), exit 130, no staging file left."""
+    url, requests = serve({"*": trickle(NCBI_FIRST_SIZE, 0.05)})
+    cache = tmp_path / "cache"
+    command = [sys.executable, "-m", "clineval", "data", "fetch", "ncbi"]
+    command += ["--cache-dir", str(cache), "--base-url", url]
+    proc = subprocess.Popen(
+        command,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        # a test run from a background job inherits SIGINT ignored: the child needs the default
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    while not requests:  # the download has started
+        assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    _, err_bytes = proc.communicate(timeout=60)
+    err = err_bytes.decode()
+    assert proc.returncode == 130, err
+    assert [line for line in err.splitlines() if not line.startswith("fetch ")] == [
+        "aborted (interrupted): every file in the cache passed its check (partial downloads "
+        "are removed); run the same command again to fetch the rest"
+    ]
+    assert not list(cache.glob(f"{STAGING}/*"))

@@ -58,7 +58,9 @@ def test_select_shard_with_key() -> None:
     assert [r["id"] for r in picked] == select_shard(IDS[:50], "1/2")
 
 
-@pytest.mark.parametrize("spec", ["0/4", "5/4", "1/0", "a/b", "1", "", "1/2/3", "-1/4"])
+@pytest.mark.parametrize(
+    "spec", ["0/4", "5/4", "1/0", "a/b", "1", "", "1/2/3", "-1/4", "1_0/20", "\u0661/4", "+1/4"]
+)
 def test_bad_shard_specs(spec: str) -> None:
     with pytest.raises(InputError, match="--shard"):
         parse_shard(spec)
@@ -104,6 +106,32 @@ def _fake_shard(path: Path, shard: str | None, status: str = "finished", **confi
     cfg = {"tasks": ["clinconsensus"], "model": "openai:m", "seed": 0, "shard": shard, **config}
     write_json(path / MANIFEST, {"config": cfg, "status": status})
     return path
+
+
+def test_a_merge_stopped_while_copying_can_be_run_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C during the copy (injected) leaves a store beside a manifest that says it is a
+    merge of this run: the output check lets the same merge in again."""
+    import clineval.merge as merge_module
+
+    shards = [_fake_shard(tmp_path / "s1", "1/2"), _fake_shard(tmp_path / "s2", "2/2")]
+    copy = merge_module.copy_store_rows
+
+    def stopped(sources: list[Path], target: Path) -> dict[str, int]:
+        copy(sources[:1], target)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(merge_module, "copy_store_rows", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        merge_runs(shards, tmp_path / "out")
+    assert (tmp_path / "out" / STORE_FILENAME).is_file()
+    monkeypatch.undo()
+    # The second attempt gets past the output check and copies; its re-score of the empty
+    # fake stores is what refuses (nothing to score), not the output directory.
+    with pytest.raises(InputError, match="nothing to score"):
+        merge_runs(shards, tmp_path / "out")
+    assert read_json(tmp_path / "out" / MANIFEST)["merge_rows_copied"]["calls"] == 0
 
 
 @pytest.mark.parametrize("status", ["running", "stopped: KeyboardInterrupt: "])

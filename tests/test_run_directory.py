@@ -568,3 +568,37 @@ def test_a_run_on_a_full_disk_ends_as_one_line_and_resumes(
     monkeypatch.undo()
     assert main(_resume_in(run, same_run)) == 0
     assert (run / "results.json").read_bytes() == (finished_run / "results.json").read_bytes()
+
+
+def test_score_and_merge_refused_by_the_lock_say_what_to_do(
+    run_copy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Another process holds the lock (a real flock, taken by a child): `score` and `merge`
+    end in advice they can follow, not a dangling "; or use another directory"."""
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT); "
+            "fcntl.flock(fd, fcntl.LOCK_EX); print('locked', flush=True); sys.stdin.read()",
+            str(run_copy / LOCK_FILENAME),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == b"locked\n"
+        shard = tmp_path / "shard"
+        shard.mkdir()
+        for name in ("manifest.json", STORE_FILENAME):
+            (shard / name).write_bytes((run_copy / name).read_bytes())
+        manifest = json.loads((shard / "manifest.json").read_text(encoding="utf-8"))
+        manifest["config"]["shard"] = "1/1"
+        (shard / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+        capsys.readouterr()
+        for argv in (["score", str(run_copy)], ["merge", str(shard), "-o", str(run_copy)]):
+            assert main(argv) == 2
+            err = _one_error_line(capsys)
+            assert "is using this run directory; run the command again once it has finished" in err
+    finally:
+        holder.communicate(timeout=30)
