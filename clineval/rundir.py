@@ -17,6 +17,7 @@ import errno
 import json
 import os
 import platform
+import secrets
 import subprocess
 import tempfile
 from collections.abc import Iterable
@@ -105,8 +106,22 @@ def atomic_write_text(path: Path, text: str, *, in_place_if_full: bool = False) 
             raise CannotWrite(path, exc.strerror or str(exc)) from None
 
 
+def new_file(folder: Path, prefix: str, suffix: str) -> tuple[int, str]:
+    """A new file with a unique name in `folder`, open for writing: (fd, path). Its mode is
+    0666 less the umask, as for any file a program creates (tempfile.mkstemp's is 0600
+    whatever the umask: a run directory shared with a group could not be read by it)."""
+    for _ in range(tempfile.TMP_MAX):
+        name = os.path.join(folder, f"{prefix}{secrets.token_hex(8)}{suffix}")
+        try:
+            flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+            return os.open(name, flags, 0o666), name
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no unused temporary file name", str(folder))
+
+
 def _replace(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = new_file(path.parent, f".{path.name}.", ".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)

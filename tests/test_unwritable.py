@@ -155,3 +155,20 @@ def test_no_space_is_cannot_write_and_a_last_word_goes_in_place(
     with pytest.raises(CannotWrite, match="No space left"):
         atomic_write_text(path, "x" * 1_000_000, in_place_if_full=True)
     assert path.read_text(encoding="utf-8") == stopped
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o002, 0o077])
+def test_written_files_follow_the_umask(tmp_path: Path, umask: int) -> None:
+    """Run files (and the cache's downloads, through the same new_file) get 0666 less the
+    umask, like any file a program creates: not mkstemp's 0600 whatever the umask."""
+    from clineval.data.cache import open_partial
+
+    previous = os.umask(umask)
+    try:
+        atomic_write_text(tmp_path / "results.json", "{}\n")
+        fd, partial = open_partial(tmp_path / "cache", "file.bin")
+        os.close(fd)
+    finally:
+        os.umask(previous)
+    assert (tmp_path / "results.json").stat().st_mode & 0o777 == 0o666 & ~umask
+    assert partial.stat().st_mode & 0o777 == 0o666 & ~umask
