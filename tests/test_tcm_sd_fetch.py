@@ -328,7 +328,7 @@ def test_an_archive_of_too_many_members_is_refused_before_it_is_parsed(
     base, _ = serve(_routes(files))
     cache = tmp_path / "cache"
     monkeypatch.setattr(unzip, "MAX_MEMBERS", 20)
-    with pytest.raises(InputError, match="declares 52 members in .* more than clineval reads"):
+    with pytest.raises(InputError, match=r"declares 52 members in .* more than clineval reads"):
         fetch_tcm_sd(cache, base, FAST, mirror.release(**{TRAIN_DEV: many}))
     assert not (cache / "tcm-sd" / "train.json").exists()
     assert _no_partials(cache)
