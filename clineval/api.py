@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from clineval.comparison import Comparison, LeaderboardCell, PairedTest, compare
-from clineval.errors import InputError
+from clineval.errors import InputError, checked_arguments, clip
 from clineval.run_result import (
     ClinConsensusMetrics,
     NerMetrics,
@@ -76,13 +76,21 @@ def _option_items(options: Mapping[str, Any] | Iterable[str] | None) -> dict[str
                 raise InputError(f"--option {key}: the value must be a string or a number")
             out[str(key)] = value
         return out
+    if not isinstance(options, Iterable) or not all(isinstance(i, str) for i in options):
+        raise InputError(
+            f"clineval.run: options={clip(options)} is not a mapping or KEY=VALUE strings"
+        )
     return split_option_items(options)
 
 
-def _as_list(value: str | Sequence[str] | None) -> list[str]:
+def _as_list(value: Any) -> Any:
+    """One string as a list of one; any other iterable as a list; anything else as it is,
+    for RunConfig to refuse naming its setting."""
     if value is None:
         return []
-    return [value] if isinstance(value, str) else list(value)
+    if isinstance(value, str):
+        return [value]
+    return list(value) if isinstance(value, Iterable) and not isinstance(value, Mapping) else value
 
 
 def _config(tasks: str | Sequence[str], model: str | None, settings: dict[str, Any]) -> Any:
@@ -105,9 +113,11 @@ def _config(tasks: str | Sequence[str], model: str | None, settings: dict[str, A
             settings[name] = _as_list(settings[name])
     if "options" in settings:
         settings["options"] = _option_items(settings["options"])
-    return RunConfig.checked(tasks=_as_list(tasks), model=model, **settings)
+    # strict: a Python caller's True is not a limit of 1, nor "3" a seed
+    return RunConfig.checked(strict=True, tasks=_as_list(tasks), model=model, **settings)
 
 
+@checked_arguments
 def run(
     tasks: str | Sequence[str],
     *,
@@ -140,6 +150,7 @@ def run(
     return RunResult.load(path)
 
 
+@checked_arguments
 def dry_run(
     tasks: str | Sequence[str],
     *,
@@ -155,6 +166,7 @@ def dry_run(
     return plan(_config(tasks, model, dict(settings)), Path(output_dir))
 
 
+@checked_arguments
 def score(run_dir: PathLike, *, data_dir: PathLike | None = None, force: bool = False) -> RunResult:
     """Recompute results.json from the run store, calling no model (`clineval score`)."""
     from clineval.runner import TaskFailures
@@ -168,6 +180,7 @@ def score(run_dir: PathLike, *, data_dir: PathLike | None = None, force: bool = 
     return RunResult.load(path)
 
 
+@checked_arguments
 def write_report(run_dir: PathLike, output: PathLike | None = None) -> Path:
     """Write the run's self-contained HTML report (`clineval report`); default
     RUN_DIR/report.html. Returns its path. (Not called `report`: that name is the

@@ -278,10 +278,17 @@ def list_tasks(
 
 INTERRUPTED = 130  # the shell's code for a process stopped by SIGINT
 TERMINATED = 143  # ... and by SIGTERM (128 + 15)
-_STOPPED_MESSAGE = (
-    "aborted ({why}): every model call that finished is in the run store; "
-    "run the same command again to resume"
-)
+# What a stopped command leaves behind and what to do, by command: only a run has model
+# calls in a run store to resume from.
+_AFTER_STOP = {
+    ("run",): "every model call that finished is in the run store; "
+    "run the same command again to resume",
+    ("merge",): "the shards are unchanged; run the same command again to finish the merge",
+    ("score",): "the results already written are unchanged; run the same command again",
+    ("data", "fetch"): "every file in the cache passed its check (partial downloads are "
+    "removed); run the same command again to fetch the rest",
+}
+_DEFAULT_AFTER_STOP = "files are written whole or not at all; run the same command again"
 
 
 class Terminated(KeyboardInterrupt):
@@ -328,10 +335,28 @@ def _usage_error_line(exc: Exception) -> str:
     return f"error: {command}: {message} (see '{command} --help')"
 
 
-def _stopped(terminated: bool) -> int:
+def _command_words(args: list[str]) -> tuple[str, ...]:
+    """The command of a command line: its leading words that are not options (the global
+    options --debug and --quiet take no value)."""
+    words: list[str] = []
+    for arg in args:
+        if arg.startswith("-"):
+            if words:
+                break
+            continue
+        words.append(arg)
+    return tuple(words)
+
+
+def _stopped(terminated: bool, args: list[str]) -> int:
     # plain print: a rich Console wraps at 80 columns when stderr is not a terminal
     why = "terminated by SIGTERM" if terminated else "interrupted"
-    print(_STOPPED_MESSAGE.format(why=why), file=sys.stderr)
+    words = _command_words(args)
+    after = next(
+        (text for command, text in _AFTER_STOP.items() if words[: len(command)] == command),
+        _DEFAULT_AFTER_STOP,
+    )
+    print(f"aborted ({why}): {after}", file=sys.stderr)
     return TERMINATED if terminated else INTERRUPTED
 
 
@@ -342,7 +367,7 @@ def main(argv: list[str] | None = None) -> int:
         with _sigterm_as_interrupt():
             return _main(args)
     except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (Terminated)
-        return _stopped(terminated=_state["terminated"])
+        return _stopped(terminated=_state["terminated"], args=args)
 
 
 def _main(args: list[str]) -> int:

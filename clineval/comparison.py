@@ -3,11 +3,13 @@ comparison rendered as the command renders it. Part of the Python API (clineval.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from clineval.errors import checked_arguments
 from clineval.run_result import PathLike, pandas_module
 
 
@@ -58,8 +60,9 @@ class Comparison:
         return pandas_module().DataFrame([vars(cell) for cell in self.leaderboard])
 
 
+@checked_arguments
 def compare(
-    run_dirs: Sequence[PathLike],
+    run_dirs: PathLike | Sequence[PathLike],
     *,
     format: str = "table",
     output: PathLike | None = None,
@@ -78,8 +81,10 @@ def compare(
     sink = io.StringIO()
     console = Console(file=sink, width=200, color_system=None, soft_wrap=False)
     target = Path(output) if output is not None else None
+    # One directory as itself, not as the characters of its name.
+    dirs = [run_dirs] if isinstance(run_dirs, str | os.PathLike) else list(run_dirs)
     comp = compare_runs(
-        [Path(d) for d in run_dirs], fmt=format, output=target, seed=seed, console=console
+        [Path(d) for d in dirs], fmt=format, output=target, seed=seed, console=console
     )
     if target is not None:
         text = target.read_text(encoding="utf-8")

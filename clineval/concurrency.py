@@ -140,6 +140,10 @@ async def gather_bounded(state: RunCallState, coros: Iterable[Coroutine[Any, Any
         budget.release()
         running.discard(task)
         if finished.done():
+            # Seen, though another error already ended the gather: else asyncio logs each of
+            # them ("Task exception was never retrieved", a traceback each) when it is freed.
+            if not task.cancelled():
+                task.exception()
             return
         if task.cancelled():
             finished.set_exception(asyncio.CancelledError())

@@ -149,10 +149,11 @@ class RunConfig(BaseModel):
         return tuple(self.base_urls) if judge == self.model else ()
 
     @classmethod
-    def checked(cls, **settings: Any) -> RunConfig:
-        """A RunConfig from user settings; InputError (naming the flag) for a bad one."""
+    def checked(cls, *, strict: bool = False, **settings: Any) -> RunConfig:
+        """A RunConfig from user settings; InputError (naming the flag) for a bad one.
+        `strict` (the Python API): no conversion, so True is no int and "3" no number."""
         try:
-            return cls(**settings)
+            return cls.model_validate(settings, strict=strict)
         except ValidationError as exc:
             raise input_error(exc) from None
 
@@ -194,11 +195,16 @@ def _shown(item: str) -> str:
 def input_error(exc: ValidationError) -> InputError:
     """The first problem of a ValidationError as a one-line InputError naming the flag."""
     first = exc.errors()[0]
-    location = first.get("loc") or ("?",)
-    field = str(location[0])
+    location = first.get("loc")
+    limits = first.get("ctx") or {}
+    if first.get("type") == "value_error":  # a validator's ValueError: its own words
+        message = str(limits.get("error", first.get("msg", "invalid value")))
+        if not location:  # a check of the whole config: the message names what it checks
+            return InputError(message)
+        return InputError(f"{flag_of(str(location[0]))}: {message}")
+    field = str(location[0]) if location else "?"
     value = first.get("input")
     shown = "" if isinstance(value, dict) or value is None else f" {_number(value)[:80]}"
-    limits = first.get("ctx") or {}
     reason = {
         "greater_than_equal": f"must be >= {_number(limits.get('ge'))}",
         "greater_than": f"must be > {_number(limits.get('gt'))}",
@@ -207,6 +213,13 @@ def input_error(exc: ValidationError) -> InputError:
         "int_parsing": "is not an integer",
         "float_parsing": "is not a number",
         "too_short": "must not be empty",
+        # strict validation (the Python API): a value of another type
+        "int_type": "is not an integer",
+        "float_type": "is not a number",
+        "bool_type": "is not True or False",
+        "string_type": "is not a string",
+        "list_type": "is not a list",
+        "dict_type": "is not a mapping",
     }.get(str(first.get("type")), str(first.get("msg", "invalid value")))
     if first.get("type") == "extra_forbidden":
         return InputError(f"unknown setting {field!r}")

@@ -7,9 +7,14 @@ quoted whole (a 5 MB id, a reply pasted into a message) must not become a 5 MB e
 
 from __future__ import annotations
 
+import functools
+import inspect
 import re
 import reprlib
+import typing
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 # How much of one quoted value an error message shows.
 QUOTE_LIMIT = 200
@@ -73,3 +78,77 @@ class InputError(Exception):
             where = self.path if self.line is None else f"{self.path}:{self.line}"
             where = bounded(where, clip_runs=False) + ": "
         return where + self.message
+
+
+# ---- the Python API's arguments -------------------------------------------------------------
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def checked_arguments(function: _F) -> _F:
+    """The Python API's boundary: every argument of `function` is checked against its type
+    hints (pydantic's validate_call, strict: `limit=True` is no int, `wait="no"` no bool, "DIR"
+    no list of paths) before the body runs, and a wrong one is an InputError naming the
+    function and the parameter, never a TypeError from deep inside. pydantic is imported at
+    the first call: `import clineval` stays light (clineval/entry.py)."""
+    name = f"clineval.{function.__qualname__}"
+    signature = inspect.signature(function)
+    validator: Callable[..., Any] | None = None
+
+    @functools.wraps(function)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        nonlocal validator
+        from pydantic import ConfigDict, ValidationError, validate_call
+
+        if validator is None:
+            config = ConfigDict(strict=True, arbitrary_types_allowed=True)
+            validator = validate_call(config=config)(_arguments_only(function))
+        try:
+            validator(*args, **kwargs)
+        except ValidationError as exc:
+            raise _argument_error(name, signature, exc, args, kwargs) from None
+        return function(*args, **kwargs)  # the values as given: checked, not converted
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _arguments_only(function: Callable[..., Any]) -> Callable[..., None]:
+    """A function with `function`'s signature and type hints that does nothing: what
+    validate_call checks, so a ValidationError from the body is never taken for an argument's."""
+
+    def check(*args: Any, **kwargs: Any) -> None:
+        return None
+
+    check.__signature__ = inspect.signature(function)  # type: ignore[attr-defined]
+    check.__annotations__ = typing.get_type_hints(function)
+    check.__name__ = function.__name__
+    check.__qualname__ = function.__qualname__
+    check.__module__ = function.__module__
+    return check
+
+
+def _argument_error(
+    name: str, signature: inspect.Signature, exc: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> InputError:
+    first = exc.errors()[0]
+    kind = str(first.get("type", ""))
+    location = first.get("loc") or ()
+    where = location[0] if location else "?"
+    parameters = list(signature.parameters.values())
+    if isinstance(where, int):  # a positional argument: its parameter's name
+        where = parameters[where].name if where < len(parameters) else f"argument {where + 1}"
+    if kind.startswith("missing"):
+        return InputError(f"{name}: {where}= is missing")
+    if kind == "unexpected_positional_argument":
+        return InputError(f"{name}: too many positional arguments")
+    parameter = signature.parameters.get(str(where))
+    if parameter is None or parameter.kind is inspect.Parameter.VAR_KEYWORD:
+        return InputError(f"{name}: {where}={clip(first.get('input'))}: {first.get('msg')}")
+    try:
+        value = signature.bind(*args, **kwargs).arguments[parameter.name]
+    except (TypeError, KeyError):
+        value = first.get("input")
+    expected = str(parameter.annotation).replace(" | ", " or ")
+    if "PathLike" in expected:
+        expected += " (PathLike: str or os.PathLike)"
+    return InputError(f"{name}: {where}={clip(value)} is not {expected}")

@@ -15,6 +15,7 @@ not parts of one run and the merge is refused.
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -28,10 +29,10 @@ from clineval.run_record import (
     read_manifest,
     write_manifest,
 )
-from clineval.rundir import MANIFEST
+from clineval.rundir import MANIFEST, RESULTS, SAMPLES
 from clineval.rundir_lock import run_dir_lock
 from clineval.shard import parse_shard
-from clineval.store import STORE_FILENAME, RunStore, check_intact, store_error
+from clineval.store import STORE_FILENAME, RunStore, check_intact, store_error, transaction
 
 log = logging.getLogger("clineval")
 
@@ -49,6 +50,12 @@ _HOW_FIELDS = frozenset(
     }
 )
 _TABLES = ("calls", "records", "artifacts")
+# A shard in any other state (running: killed or still going; stopped: ...) lacks outputs it
+# was meant to have; merging it would score the missing ones as judge errors or absent
+# predictions, under a "merged" status that says nothing is missing.
+_COMPLETE_STATUSES = frozenset({"finished", "failed"})
+# The files a merge writes into its output directory.
+_RUN_FILES = (STORE_FILENAME, MANIFEST, RESULTS, SAMPLES)
 
 
 def _read_shard(run_dir: Path) -> tuple[Manifest, tuple[int, int]]:
@@ -61,7 +68,41 @@ def _read_shard(run_dir: Path) -> tuple[Manifest, tuple[int, int]]:
         raise InputError("not a --shard run (its config has no shard)", path=run_dir / MANIFEST)
     if not isinstance(shard, str):
         raise InputError(f"config shard {shard!r} is not I/N", path=run_dir / MANIFEST)
+    if manifest.status not in _COMPLETE_STATUSES:
+        raise InputError(
+            f"the shard run did not finish (status {manifest.status!r}): run its command again "
+            "to complete it (it resumes from its store), then merge",
+            path=run_dir / MANIFEST,
+        )
     return manifest, parse_shard(shard)
+
+
+def _check_output(output_dir: Path, config: dict[str, Any]) -> None:
+    """Refuse an output directory that holds something other than an earlier merge of the same
+    run: the merge would replace its manifest and results and mix two runs in one store."""
+    present = [name for name in _RUN_FILES if (output_dir / name).exists()]
+    if not present:
+        return
+    manifest_path = output_dir / MANIFEST
+    if not manifest_path.exists():
+        raise InputError(
+            f"the merge output holds {', '.join(present)} but no run manifest: "
+            "merge into a new directory",
+            path=output_dir,
+        )
+    earlier = read_manifest(output_dir)
+    if not earlier.merged_from:  # a merge's status becomes its re-score's; merged_from stays
+        raise InputError(
+            f"the merge output holds a run (status {earlier.status!r}) that is not a merge; "
+            "merging into it would "
+            "replace its results and mix two runs in one store: merge into a new directory",
+            path=output_dir,
+        )
+    if _what_was_asked(earlier.config) != _what_was_asked({**config, "shard": None}):
+        raise InputError(
+            "the merge output holds the merge of another run: merge into a new directory",
+            path=output_dir,
+        )
 
 
 def _what_was_asked(config: dict[str, Any]) -> dict[str, Any]:
@@ -112,23 +153,19 @@ def _copy_rows(sources: list[Path], target_store: Path) -> dict[str, int]:
         for source in sources:
             conn.execute("ATTACH DATABASE ? AS shard", (f"file:{source}?mode=ro",))
             try:
-                conn.execute("BEGIN")
-                counts["record_conflicts"] += conn.execute(
-                    "SELECT COUNT(*) FROM shard.records s JOIN main.records m"
-                    " ON s.task = m.task AND s.kind = m.kind AND s.key = m.key"
-                    " WHERE s.value != m.value"
-                ).fetchone()[0]
-                for table in _TABLES:
-                    # rowid order keeps each shard's insertion order (records() relies on it).
-                    cur = conn.execute(
-                        f"INSERT OR IGNORE INTO main.{table} SELECT * FROM shard.{table}"
-                        " ORDER BY rowid"
-                    )
-                    counts[table] += cur.rowcount
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+                with transaction(conn):
+                    counts["record_conflicts"] += conn.execute(
+                        "SELECT COUNT(*) FROM shard.records s JOIN main.records m"
+                        " ON s.task = m.task AND s.kind = m.kind AND s.key = m.key"
+                        " WHERE s.value != m.value"
+                    ).fetchone()[0]
+                    for table in _TABLES:
+                        # rowid order keeps each shard's insertion order (records() relies on it).
+                        cur = conn.execute(
+                            f"INSERT OR IGNORE INTO main.{table} SELECT * FROM shard.{table}"
+                            " ORDER BY rowid"
+                        )
+                        counts[table] += cur.rowcount
             finally:
                 conn.execute("DETACH DATABASE shard")
     finally:
@@ -144,7 +181,8 @@ def merge_runs(run_dirs: list[Path], output_dir: Path) -> dict[str, Any]:
         raise InputError("merge needs at least one shard run directory")
     run_dirs = [Path(d) for d in run_dirs]
     output_dir = Path(output_dir)
-    if any(output_dir.resolve() == d.resolve() for d in run_dirs):
+    # realpath, not Path.resolve: that raises on a symlink loop (make_dir then says what it is)
+    if any(os.path.realpath(output_dir) == os.path.realpath(d) for d in run_dirs):
         raise InputError("the merge output must be a new directory, not one of the shards")
     shards = [_read_shard(d) for d in run_dirs]
     counts_n = {n for _, (_, n) in shards}
@@ -164,15 +202,8 @@ def merge_runs(run_dirs: list[Path], output_dir: Path) -> dict[str, Any]:
 
     # score (below) takes the lock again: the same process, so it does not wait for itself
     with run_dir_lock(output_dir, create=True):
-        counts = copy_store_rows(
-            [d / STORE_FILENAME for d in run_dirs], output_dir / STORE_FILENAME
-        )
-        if counts["record_conflicts"]:
-            log.warning(
-                "%d per-sample records differ between shards (the shards overlap); the first "
-                "shard's value was kept",
-                counts["record_conflicts"],
-            )
+        # Checked under the lock, so a run starting in it meanwhile cannot slip past.
+        _check_output(output_dir, configs[0])
         config = {**configs[0], "shard": None}
         manifest = new_manifest(config)
         manifest.merged_from = [
@@ -187,6 +218,18 @@ def merge_runs(run_dirs: list[Path], output_dir: Path) -> dict[str, Any]:
             for d, (m, _) in zip(run_dirs, shards, strict=True)
         ]
         manifest.missing_shards = [f"{i}/{n}" for i in missing]
+        # Written before the store: a merge stopped while copying leaves a directory that
+        # says it is a merge of this run, so the same command may finish it.
+        write_manifest(output_dir, manifest)
+        counts = copy_store_rows(
+            [d / STORE_FILENAME for d in run_dirs], output_dir / STORE_FILENAME
+        )
+        if counts["record_conflicts"]:
+            log.warning(
+                "%d per-sample records differ between shards (the shards overlap); the first "
+                "shard's value was kept",
+                counts["record_conflicts"],
+            )
         manifest.merge_rows_copied = counts
         manifest.status = "merged"
         write_manifest(output_dir, manifest)

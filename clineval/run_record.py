@@ -213,8 +213,11 @@ def new_manifest(config: dict[str, Any]) -> Manifest:
 # ---- writing -------------------------------------------------------------------------------
 
 
-def write_manifest(run_dir: Path, manifest: Manifest) -> None:
-    write_json(run_dir / MANIFEST, manifest.as_written())
+def write_manifest(run_dir: Path, manifest: Manifest, *, last_word: bool = False) -> None:
+    """`last_word`: the final status of a run (stopped, finished); on a full disk it is
+    written over the old manifest in place rather than not at all (rundir.atomic_write_text),
+    so a run that ended is never left saying `running`."""
+    write_json(run_dir / MANIFEST, manifest.as_written(), in_place_if_full=last_word)
 
 
 _RESULTS = TypeAdapter(dict[str, dict[str, Any]], config=ConfigDict(strict=True))

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clineval.errors import InputError
+from clineval.errors import InputError, checked_arguments
 
 PathLike = str | os.PathLike[str]
 
@@ -167,6 +167,7 @@ class RunResult:
     manifest: Mapping[str, Any] = field(repr=False)
 
     @classmethod
+    @checked_arguments
     def load(cls, run_dir: PathLike) -> RunResult:
         """Read a run directory (one `clineval run` or `clineval.run` wrote)."""
         from clineval.report.rundata import load_run

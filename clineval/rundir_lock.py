@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from clineval.errors import InputError
+from clineval.rundir import cannot_write, make_dir
 
 LOCK_FILENAME = ".lock"
 
@@ -44,17 +45,21 @@ def _acquire(run_dir: Path, wait: bool, wait_hint: str) -> int:
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
     except OSError as exc:
-        message = f"cannot create the run directory lock: {exc.strerror}"
-        raise InputError(message, path=path) from None
+        raise cannot_write(path, exc) from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             pid = _holder_pid(fd)
             if not wait:
+                # `run` can wait or write elsewhere; `score` and `merge` mean this directory
+                advice = (
+                    f"{wait_hint}or use another directory"
+                    if wait_hint
+                    else "run the command again once it has finished"
+                )
                 raise InputError(
-                    f"another clineval process (pid {pid}) is using this run directory; "
-                    f"{wait_hint}or use another directory",
+                    f"another clineval process (pid {pid}) is using this run directory; {advice}",
                     path=run_dir,
                 ) from None
             log.warning("waiting for clineval (pid %s) to finish with %s", pid, run_dir)
@@ -81,7 +86,7 @@ def run_dir_lock(
     until it is released. `wait_hint` completes the refusal ("pass --wait to wait for it, ").
     """
     if create:
-        run_dir.mkdir(parents=True, exist_ok=True)
+        make_dir(run_dir)
     elif not run_dir.is_dir():
         raise InputError("no such run directory", path=run_dir)
     key = run_dir.resolve()

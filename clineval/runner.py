@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import tempfile
 import time
 from collections.abc import Iterator
@@ -29,6 +30,8 @@ from clineval.rundir import MANIFEST, RESULTS, SAMPLES
 from clineval.rundir_lock import run_dir_lock
 from clineval.secrets import redact
 from clineval.store import STORE_FILENAME, RunStore, check_intact
+
+log = logging.getLogger("clineval")
 
 # Settings that change what the model is asked; a resume with other values would mix runs.
 _IDENTITY_FIELDS = ("model", "judges", "seed", "temperature", "max_tokens", "judge_prompt")
@@ -227,11 +230,14 @@ def _execute(
             # Results of finished tasks are already on disk; say in the manifest why it stopped.
             if manifest_written:
                 manifest.mark_stopped(exc)
-                write_manifest(output_dir, manifest)
+                try:
+                    write_manifest(output_dir, manifest, last_word=True)
+                except InputError as write_error:  # the disk that stopped the run, say
+                    log.warning("%s", write_error)  # what stopped the run is the error to show
             raise
         results = store.task_results()
     manifest.mark_done(failed=bool(failures))
-    write_manifest(output_dir, manifest)
+    write_manifest(output_dir, manifest, last_word=True)
     if failures:
         raise TaskFailures("; ".join(failures))
     return {task: value["metrics"] for task, value in results.items()}

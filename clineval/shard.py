@@ -17,6 +17,7 @@ completions). The run records the resolved I/N, so `clineval merge` sees ordinar
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import TypeVar
 
@@ -25,13 +26,20 @@ from clineval.errors import InputError
 T = TypeVar("T")
 
 
+# A whole number as written in a shard spec or a job array's environment: ASCII digits only.
+# int() also takes "1_0" (as 10), "+3", " -1" and other scripts' digits ("\u0661" as 1).
+_DIGITS = re.compile(r"[0-9]+")
+
+
+def _number(text: str) -> int | None:
+    text = text.strip()
+    return int(text) if _DIGITS.fullmatch(text) else None
+
+
 def parse_shard(spec: str) -> tuple[int, int]:
     """ "I/N" -> (I, N) with 1 <= I <= N; InputError on anything else."""
     index_text, sep, count_text = spec.strip().partition("/")
-    try:
-        index, count = int(index_text), int(count_text)
-    except ValueError:
-        index, count = 0, 0
+    index, count = _number(index_text) or 0, _number(count_text) or 0
     if not sep or count < 1 or not 1 <= index <= count:
         raise InputError(f"--shard {spec!r} is not I/N with 1 <= I <= N (e.g. 1/4 ... 4/4)")
     return index, count
@@ -50,10 +58,12 @@ def _whole(environ: Mapping[str, str], name: str, default: int | None = None) ->
         if default is None:
             raise InputError(f"--shard auto: {name} is not set (SLURM_ARRAY_TASK_ID is)")
         return default
-    try:
-        return int(raw.strip())
-    except ValueError:
-        raise InputError(f"--shard auto: {name}={raw[:40]!r} is not a whole number") from None
+    value = _number(raw)
+    if value is None:
+        raise InputError(
+            f"--shard auto: {name}={raw[:40]!r} is not a whole number (0, 1, 2, ... in digits 0-9)"
+        )
+    return value
 
 
 def resolve_auto(spec: str, environ: Mapping[str, str]) -> str:
@@ -62,10 +72,7 @@ def resolve_auto(spec: str, environ: Mapping[str, str]) -> str:
     _, sep, count_text = spec.strip().partition("/")
     given: int | None = None
     if sep:
-        try:
-            given = int(count_text)
-        except ValueError:
-            given = 0
+        given = _number(count_text) or 0
         if given < 1:
             raise InputError(f"--shard {spec!r}: write auto or auto/N with N >= 1")
     slurm = environ.get("SLURM_ARRAY_TASK_ID", "").strip()
@@ -79,7 +86,10 @@ def resolve_auto(spec: str, environ: Mapping[str, str]) -> str:
         task_id = _whole(environ, "SLURM_ARRAY_TASK_ID")
         count = _whole(environ, "SLURM_ARRAY_TASK_COUNT")
         first = _whole(environ, "SLURM_ARRAY_TASK_MIN", 0)
-        step = max(1, _whole(environ, "SLURM_ARRAY_TASK_STEP", 1))
+        step = _whole(environ, "SLURM_ARRAY_TASK_STEP", 1)
+        for name, value in (("SLURM_ARRAY_TASK_COUNT", count), ("SLURM_ARRAY_TASK_STEP", step)):
+            if value < 1:  # not taken as 1: a scheduler never sets 0, so something else did
+                raise InputError(f"--shard auto: {name}={value} must be at least 1")
         offset, off_step = divmod(task_id - first, step)
         if off_step or not 0 <= offset < count or count < 1:
             raise InputError(

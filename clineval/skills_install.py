@@ -20,6 +20,7 @@ from importlib import resources
 from pathlib import Path
 
 from clineval.errors import InputError
+from clineval.rundir import CannotWrite, make_dir
 
 SKILL_FILE = "SKILL.md"
 NAME_PATTERN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
@@ -127,8 +128,11 @@ def same_tree(a: Path, b: Path) -> bool:
 def _copy(source: Path, dest: Path) -> None:
     """Copy `source` to `dest` through a temporary folder beside it, so an interrupted copy
     never leaves half a skill under the skill's name; a replaced folder goes last."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
+    make_dir(dest.parent)
+    try:
+        staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
+    except OSError as exc:
+        raise CannotWrite(dest, exc.strerror or str(exc)) from None
     try:
         shutil.copytree(source, staging / "new", ignore=shutil.ignore_patterns("__pycache__"))
         old = None
@@ -136,6 +140,11 @@ def _copy(source: Path, dest: Path) -> None:
             old = staging / "old"
             os.replace(dest, old)
         os.replace(staging / "new", dest)
+    except shutil.Error as exc:  # copytree's errors, one per file: the first says enough
+        first = exc.args[0][0] if exc.args and exc.args[0] else (str(dest), "", str(exc))
+        raise CannotWrite(dest, str(first[2])) from None
+    except OSError as exc:  # named by its target: the staging names mean nothing to a user
+        raise CannotWrite(dest, exc.strerror or str(exc)) from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
@@ -147,8 +156,9 @@ def install(names: Iterable[str], target: Path, *, force: bool = False) -> list[
     unknown = [n for n in wanted if n not in available]
     if unknown:
         raise InputError(f"unknown skill {unknown[0]!r} (known: {', '.join(available)})")
-    if target.exists() and not target.is_dir():
+    if os.path.isfile(target):  # said with the flag; other unwritable targets: make_dir
         raise InputError("--target is a file, not a directory", path=target)
+    make_dir(target)
     plan: list[tuple[Skill, Path, str]] = []
     for name in wanted:
         skill, dest = available[name], target / name

@@ -16,7 +16,15 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from clineval.store_damage import StoreDamaged, check_intact, guarded, guarded_read, store_error
+from clineval.rundir import make_dir
+from clineval.store_damage import (
+    StoreDamaged,
+    check_intact,
+    guarded,
+    guarded_read,
+    store_error,
+    transaction,
+)
 from clineval.store_json import (
     canonical_json,
     dumps,
@@ -36,6 +44,7 @@ __all__ = [
     "hash_text",
     "stable_hash",
     "store_error",
+    "transaction",
 ]
 
 STORE_FILENAME = "store.sqlite"
@@ -74,7 +83,7 @@ class RunStore:
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        make_dir(self.path.parent)
         self._lock = threading.Lock()
         self._conn = self._open()
         # put_calls has its own connection, so a commit of model calls running in a worker
@@ -219,17 +228,12 @@ class RunStore:
             if self._calls_conn is None:
                 self._calls_conn = self._connect()
             conn = self._calls_conn
-            conn.execute("BEGIN")
-            try:
+            with transaction(conn):
                 conn.executemany(
                     "INSERT OR REPLACE INTO calls(key, model, request, response, usage, created)"
                     " VALUES (?, ?, ?, ?, ?, ?)",
                     encoded,
                 )
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
 
     @guarded
     def count_calls(self) -> int:
@@ -276,18 +280,12 @@ class RunStore:
         """Many records in one transaction (fast for bulk outputs such as a whole test split)."""
         now = time.time()
         rows = [(task, kind, k, dumps(v), now) for k, v in items]
-        with self._lock:
-            self._conn.execute("BEGIN")
-            try:
-                self._conn.executemany(
-                    "INSERT OR REPLACE INTO records(task, kind, key, value, created)"
-                    " VALUES (?, ?, ?, ?, ?)",
-                    rows,
-                )
-                self._conn.execute("COMMIT")
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
+        with self._lock, transaction(self._conn):
+            self._conn.executemany(
+                "INSERT OR REPLACE INTO records(task, kind, key, value, created)"
+                " VALUES (?, ?, ?, ?, ?)",
+                rows,
+            )
 
     @guarded_read
     def records(self, task: str, kind: str) -> dict[str, Any]:

@@ -3,10 +3,11 @@ permission, a full disk): one-line errors naming the file, wherever SQLite meets
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import sqlite3
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Concatenate, ParamSpec, Protocol, TypeVar
 
@@ -73,6 +74,24 @@ def check_intact(path: str | Path) -> None:
         raise error from exc
     if problem is None or problem[0] != "ok":
         raise StoreDamaged(path, str(problem[0]) if problem else "quick_check found problems")
+
+
+@contextlib.contextmanager
+def transaction(conn: sqlite3.Connection) -> Iterator[None]:
+    """BEGIN ... COMMIT on a connection in autocommit mode (isolation_level=None); on any error
+    a ROLLBACK, but only of a transaction that is still open: after SQLITE_FULL or an I/O
+    error (also a failed COMMIT) SQLite has already rolled back, and a second ROLLBACK would
+    raise "no transaction is active", hiding the error that says what happened."""
+    conn.execute("BEGIN")
+    try:
+        yield
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            # A failing ROLLBACK must not replace the error that got us here.
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+        raise
 
 
 _P = ParamSpec("_P")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -299,3 +300,81 @@ def test_the_api_module_exports_what_the_package_does() -> None:
     from clineval import api
 
     assert set(api.__all__) == set(clineval.__all__) - {"InputError", "__version__"}
+
+
+# Wrong-type calls of the campaign that escaped as TypeError / AttributeError or were taken
+# (limit=True as 1, wait="no" as true): each is one InputError naming the parameter.
+_TFIDF = {"model": "baseline:tfidf"}
+WRONG_TYPES: list[tuple[str, Callable[[Path], Any], str]] = [
+    ("run(5)", lambda out: clineval.run(5, output_dir=out, **_TFIDF), "tasks=5"),
+    (
+        "output_dir=None",
+        lambda out: clineval.run("tcm-sd", output_dir=None, **_TFIDF),
+        "output_dir=None",
+    ),
+    (
+        "options=[5]",
+        lambda out: clineval.run("tcm-sd", output_dir=out, options=[5], **_TFIDF),
+        "options=[5]",
+    ),
+    (
+        "options=5",
+        lambda out: clineval.run("tcm-sd", output_dir=out, options=5, **_TFIDF),
+        "options=5",
+    ),
+    (
+        "limit=True",
+        lambda out: clineval.run("tcm-sd", output_dir=out, limit=True, **_TFIDF),
+        "--limit True: is not an integer",
+    ),
+    (
+        "wait='no'",
+        lambda out: clineval.run("tcm-sd", output_dir=out, wait="no", **_TFIDF),
+        "wait='no'",
+    ),
+    (
+        "judges=5",
+        lambda out: clineval.run("tcm-sd", output_dir=out, judges=5, **_TFIDF),
+        "--judge 5: is not a list",
+    ),
+    ("model=5", lambda out: clineval.run("tcm-sd", output_dir=out, model=5), "model=5"),
+    (
+        "seed='3'",
+        lambda out: clineval.dry_run("tcm-sd", output_dir=out, seed="3", **_TFIDF),
+        "--seed 3",
+    ),
+    ("score(5)", lambda out: clineval.score(5), "run_dir=5"),
+    ("score(force=1)", lambda out: clineval.score(out, force=1), "force=1"),
+    ("compare(None)", lambda out: clineval.compare(None), "run_dirs=None"),
+    ("compare([5])", lambda out: clineval.compare([5]), "run_dirs=[5]"),
+    ("write_report(5)", lambda out: clineval.write_report(5), "run_dir=5"),
+    (
+        "RunResult.load(5)",
+        lambda out: clineval.RunResult.load(5),
+        "clineval.RunResult.load: run_dir=5",
+    ),
+    ("run()", lambda out: clineval.run(), "tasks= is missing"),
+]
+
+
+@pytest.mark.parametrize(
+    ("call", "message"), [(c, m) for _, c, m in WRONG_TYPES], ids=[i for i, _, _ in WRONG_TYPES]
+)
+def test_a_wrong_type_is_an_input_error_naming_the_parameter(
+    call: Callable[[Path], Any], message: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "run"
+    with pytest.raises(clineval.InputError) as caught:
+        call(out)
+    assert message in str(caught.value) and "\n" not in str(caught.value)
+    assert not out.exists()
+
+
+def test_compare_of_one_directory_given_as_a_string(tmp_path: Path) -> None:
+    """compare("DIR") is that run, not one run per character of its name."""
+    out = tmp_path / "run"
+    verdicts = _verdicts(tmp_path / "verdicts.jsonl")
+    clineval.run("clinconsensus", cases=fixture_path(), verdicts=verdicts, output_dir=out)
+    one = clineval.compare(str(out))
+    assert len(one.runs) == 1
+    assert one.leaderboard == clineval.compare([out]).leaderboard

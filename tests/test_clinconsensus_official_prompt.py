@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -111,6 +112,28 @@ def test_not_fetched_or_changed_is_one_line_before_anything_is_written(
     assert main([*argv, "-o", str(out)]) == 2
     err = capsys.readouterr().err.strip()
     assert "not the pinned" in err and "clineval data fetch clinconsensus` again" in err
+    assert not out.exists()
+
+
+def test_a_cached_script_of_another_size_is_refused_without_reading_it(
+    tmp_path: Path, cache: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    """The pinned size is compared first: a huge file (sparse here: 3 GB that take no disk)
+    is refused without being read into memory (reading it is made to fail, to prove it)."""
+    pin(monkeypatch, SCRIPT)
+    path = place(cache, b"")
+    os.truncate(path, 3 << 30)
+
+    def no_reading(self: Path) -> bytes:
+        raise AssertionError(f"{self} was read")
+
+    monkeypatch.setattr(Path, "read_bytes", no_reading)
+    out = tmp_path / "run"
+    argv = ["run", "clinconsensus", "--model", "openai:m@http://127.0.0.1:9/v1"]
+    argv += ["--option", "clinconsensus.cases=fixture", "--judge-prompt", "official"]
+    assert main([*argv, "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"has 3,221,225,472 bytes, not the pinned {len(SCRIPT):,}" in err and "\n" not in err
     assert not out.exists()
 
 

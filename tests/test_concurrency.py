@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 
 import pytest
 
@@ -150,3 +151,22 @@ def test_an_error_in_the_generator_cancels_what_it_started() -> None:
         assert state.call_budget()._value == BUDGET_PER_SLOT  # tokens all given back
 
     asyncio.run(main())
+
+
+def test_errors_after_the_first_are_retrieved(caplog: pytest.LogCaptureFixture) -> None:
+    """Calls failing together (every commit on a full disk): the first error ends the gather,
+    the others must not each be logged as "Task exception was never retrieved" (a traceback
+    each, ~80 lines on a disk-full run)."""
+    state = RunCallState(limit=8)
+
+    async def call(i: int) -> int:
+        await asyncio.sleep(0)
+        raise OSError(28, f"full {i}")
+
+    async def main() -> None:
+        await gather_bounded(state, (call(i) for i in range(16)))
+
+    with caplog.at_level("ERROR", logger="asyncio"), pytest.raises(OSError, match="full"):
+        asyncio.run(main())
+    gc.collect()  # an unretrieved task exception is logged when the task is freed
+    assert [r.getMessage() for r in caplog.records if "never retrieved" in r.getMessage()] == []

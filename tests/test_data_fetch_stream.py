@@ -15,8 +15,10 @@ import os
 import random
 import resource
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
@@ -29,7 +31,7 @@ from clineval.data import download as download_module
 from clineval.data.cache import STAGING
 from clineval.data.checksums import MISMATCH, OK, file_status, load_manifest
 from clineval.data.digests import AnyOfCheck, GzipContentSha256Check, Sha256Check
-from clineval.data.download import SizeBound, download_verified
+from clineval.data.download import Pace, SizeBound, download_verified
 from clineval.data.fetch import SIZE_CAP, fetch
 from clineval.errors import InputError
 from clineval.retry import RetryPolicy
@@ -205,6 +207,81 @@ def test_body_exactly_at_the_bound_is_accepted(tmp_path: Path, serve: Serve) -> 
     data = fixture_bytes(65536 * 2)  # a multiple of the chunk size: EOF right at the bound
     url, _ = serve({"/f": body(data)})
     assert get(url + "/f", tmp_path / "cache", data).read_bytes() == data
+
+
+def trickle(n: int, pause_s: float) -> Route:
+    """A body of `n` bytes (so declared) sent a byte at a time with a pause between: a mirror
+    that never stops but never gets anywhere."""
+
+    def route(h: BaseHTTPRequestHandler) -> None:
+        h.send_response(200)
+        h.send_header("Content-Length", str(n))
+        h.end_headers()
+        for _ in range(n):  # ends when the client hangs up (a broken pipe)
+            h.wfile.write(b"x")
+            h.wfile.flush()
+            time.sleep(pause_s)
+
+    return route
+
+
+def test_a_trickling_mirror_is_too_slow_after_a_window(tmp_path: Path, serve: Serve) -> None:
+    """One byte per 20 ms against a pace of 1,000 bytes/s per 0.2 s window: each attempt is
+    given up after its first window (the body would take 2,000 s at that pace), then the usual
+    failure line. Only the message and the count are asserted, no time."""
+    data = fixture_bytes(100_000)
+    url, requests = serve({"/f": trickle(len(data), 0.02)})
+    cache = tmp_path / "cache"
+    with pytest.raises(InputError) as info:
+        download_verified(
+            url + "/f",
+            cache / "fixture" / "file.bin",
+            staging_root=cache,
+            bound=SizeBound(len(data), "the size in the fixture"),
+            check=lambda: Sha256Check(hashlib.sha256(data).hexdigest()),
+            what="fixture/file.bin",
+            retry=FAST,
+            pace=Pace(min_rate=1000.0, window_s=0.2),
+        )
+    assert info.value.message.startswith("download failed after 3 attempts: too slow: ")
+    assert "(at least 1,000 bytes/s needed)" in info.value.message
+    assert len(requests) == FAST.max_retries + 1
+    assert cache_files(cache) == []
+
+
+def test_a_body_sent_in_small_pieces_at_the_pace_arrives(tmp_path: Path, serve: Serve) -> None:
+    """read1 returns what each socket read brings: a body in many small writes is whole."""
+    data = fixture_bytes(3_000)
+    url, _ = serve({"/f": trickle_of(data, pieces=30)})
+    assert get(url + "/f", tmp_path / "cache", data).read_bytes() == data
+
+
+def trickle_of(data: bytes, pieces: int) -> Route:
+    def route(h: BaseHTTPRequestHandler) -> None:
+        h.send_response(200)
+        h.send_header("Content-Length", str(len(data)))
+        h.end_headers()
+        step = len(data) // pieces
+        for start in range(0, len(data), step):
+            h.wfile.write(data[start : start + step])
+            h.wfile.flush()
+
+    return route
+
+
+def test_a_redirect_to_ftp_is_not_followed(tmp_path: Path, serve: Serve) -> None:
+    def to_ftp(h: BaseHTTPRequestHandler) -> None:
+        h.send_response(302)
+        h.send_header("Location", "ftp://127.0.0.1/file.bin")
+        h.send_header("Content-Length", "0")
+        h.end_headers()
+
+    url, requests = serve({"/f": to_ftp})
+    with pytest.raises(InputError, match="only http:// and https:// are followed") as info:
+        get(url + "/f", tmp_path / "cache", b"x")
+    assert info.value.path == url + "/f"
+    assert len(requests) == 1  # final, not retried
+    assert cache_files(tmp_path / "cache") == []
 
 
 def test_retry_after_is_honoured_and_capped(
@@ -397,6 +474,8 @@ def test_verify_without_any_directory_is_one_line_error(
         ("http://127.0.0.1:99999", "has an invalid port"),
         ("http://127.0.0.1:abc", "has an invalid port"),
         ("http:///nohost", "has no host"),
+        ("http://[::1", "is not a valid URL"),
+        ("http://[zz::1]/", "is not a valid URL"),
     ],
 )
 def test_bad_base_url_is_refused(
@@ -504,3 +583,31 @@ def test_cli_fetch_into_cache_then_verify(data_root: Path, tmp_path: Path, serve
     )
     assert verified.returncode == 0, verified.stdout + verified.stderr
     shutil.rmtree(cache)
+
+
+def test_ctrl_c_during_a_fetch_says_what_a_fetch_leaves(tmp_path: Path, serve: Serve) -> None:
+    """Ctrl-C while a download trickles in: one line about the cache (not about model calls
+    and a run store, which a fetch has none of), exit 130, no staging file left."""
+    url, requests = serve({"*": trickle(NCBI_FIRST_SIZE, 0.05)})
+    cache = tmp_path / "cache"
+    command = [sys.executable, "-m", "clineval", "data", "fetch", "ncbi"]
+    command += ["--cache-dir", str(cache), "--base-url", url]
+    proc = subprocess.Popen(
+        command,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        # a test run from a background job inherits SIGINT ignored: the child needs the default
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    while not requests:  # the download has started
+        assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    _, err_bytes = proc.communicate(timeout=60)
+    err = err_bytes.decode()
+    assert proc.returncode == 130, err
+    assert [line for line in err.splitlines() if not line.startswith("fetch ")] == [
+        "aborted (interrupted): every file in the cache passed its check (partial downloads "
+        "are removed); run the same command again to fetch the rest"
+    ]
+    assert not list(cache.glob(f"{STAGING}/*"))

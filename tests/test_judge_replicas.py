@@ -102,6 +102,14 @@ def test_manifest_keeps_judge_replicas_masked(tmp_path: Path, servers: list[Stub
             "--judge-base-url 'ftp://h/v1' is not http(s)://HOST[:PORT]/PATH",
         ),
         (
+            {"judges": ["openai:a"], "judge_base_urls": ["a=http://[zz::1]/v1"]},
+            "--judge-base-url 'http://[zz::1]/v1' is not a valid URL",
+        ),
+        (
+            {"judges": ["openai:a"], "judge_base_urls": ["http://[::1"]},
+            "--judge-base-url 'http://[::1' is not a valid URL",
+        ),
+        (
             {"judges": ["openai:a"], "judge_base_urls": ["a="]},
             "--judge-base-url '' is not http(s)://HOST[:PORT]/PATH",
         ),

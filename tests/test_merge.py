@@ -58,7 +58,9 @@ def test_select_shard_with_key() -> None:
     assert [r["id"] for r in picked] == select_shard(IDS[:50], "1/2")
 
 
-@pytest.mark.parametrize("spec", ["0/4", "5/4", "1/0", "a/b", "1", "", "1/2/3", "-1/4"])
+@pytest.mark.parametrize(
+    "spec", ["0/4", "5/4", "1/0", "a/b", "1", "", "1/2/3", "-1/4", "1_0/20", "\u0661/4", "+1/4"]
+)
 def test_bad_shard_specs(spec: str) -> None:
     with pytest.raises(InputError, match="--shard"):
         parse_shard(spec)
@@ -99,11 +101,73 @@ def test_copy_store_rows(tmp_path: Path) -> None:
     }
 
 
-def _fake_shard(path: Path, shard: str | None, **config: Any) -> Path:
+def _fake_shard(path: Path, shard: str | None, status: str = "finished", **config: Any) -> Path:
     RunStore.in_dir(path).close()
     cfg = {"tasks": ["clinconsensus"], "model": "openai:m", "seed": 0, "shard": shard, **config}
-    write_json(path / MANIFEST, {"config": cfg, "status": "finished"})
+    write_json(path / MANIFEST, {"config": cfg, "status": status})
     return path
+
+
+def test_a_merge_stopped_while_copying_can_be_run_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C during the copy (injected) leaves a store beside a manifest that says it is a
+    merge of this run: the output check lets the same merge in again."""
+    import clineval.merge as merge_module
+
+    shards = [_fake_shard(tmp_path / "s1", "1/2"), _fake_shard(tmp_path / "s2", "2/2")]
+    copy = merge_module.copy_store_rows
+
+    def stopped(sources: list[Path], target: Path) -> dict[str, int]:
+        copy(sources[:1], target)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(merge_module, "copy_store_rows", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        merge_runs(shards, tmp_path / "out")
+    assert (tmp_path / "out" / STORE_FILENAME).is_file()
+    monkeypatch.undo()
+    # The second attempt gets past the output check and copies; its re-score of the empty
+    # fake stores is what refuses (nothing to score), not the output directory.
+    with pytest.raises(InputError, match="nothing to score"):
+        merge_runs(shards, tmp_path / "out")
+    assert read_json(tmp_path / "out" / MANIFEST)["merge_rows_copied"]["calls"] == 0
+
+
+@pytest.mark.parametrize("status", ["running", "stopped: KeyboardInterrupt: "])
+def test_merge_refuses_a_shard_that_did_not_finish(tmp_path: Path, status: str) -> None:
+    one = _fake_shard(tmp_path / "s1", "1/2")
+    killed = _fake_shard(tmp_path / "s2", "2/2", status=status)
+    with pytest.raises(InputError, match="did not finish") as caught:
+        merge_runs([one, killed], tmp_path / "out")
+    assert caught.value.path == str(killed / MANIFEST)
+    assert not (tmp_path / "out").exists()  # refused before anything is written
+
+
+def test_merge_refuses_an_output_holding_a_run(tmp_path: Path, capsys: Any) -> None:
+    one = _fake_shard(tmp_path / "s1", "1/2")
+    two = _fake_shard(tmp_path / "s2", "2/2")
+    run = tmp_path / "run"
+    with RunStore.in_dir(run) as store:
+        store.put_record("clinconsensus", "answer", "case-1", {"text": "kept"})
+    write_json(run / MANIFEST, {"config": {"model": "openai:other"}, "status": "finished"})
+    before = {p.name: p.read_bytes() for p in run.iterdir()}
+    argv = ["--quiet", "merge", str(one), str(two), "-o", str(run)]
+    assert cli_main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and "holds a run" in err[0]
+    after = {p.name: p.read_bytes() for p in run.iterdir() if p.name != ".lock"}
+    assert after == before  # nothing replaced
+    # A store without a manifest (a run stopped before its manifest, or copied by hand) too.
+    (run / MANIFEST).unlink()
+    with pytest.raises(InputError, match="no run manifest"):
+        merge_runs([one, two], run)
+    # The merge of another run (another seed) is not merged into either.
+    other = _fake_shard(tmp_path / "m", None, seed=7)
+    merged_from = [{"run_dir": "o1", "shard": "1/1", "status": "finished"}]
+    write_json(other / MANIFEST, {**read_json(other / MANIFEST), "merged_from": merged_from})
+    with pytest.raises(InputError, match="another run"):
+        merge_runs([one, two], other)
 
 
 def test_merge_refuses_mismatched_shards(tmp_path: Path) -> None:
@@ -199,6 +263,8 @@ def test_sharded_run_merges_to_the_unsharded_result(tmp_path: Path, stub: StubSe
     cli_args = ["--quiet", "merge", *map(str, shard_dirs), "-o", str(tmp_path / "merged-cli")]
     assert cli_main(cli_args) == 0
     assert read_json(tmp_path / "merged-cli" / RESULTS) == full
+    # Merging again into the earlier merge of the same run (a shard added later) is allowed.
+    assert merge_runs(shard_dirs, tmp_path / "merged") == full
     # `clineval score` on the merged directory gives the same again.
     assert cli_main(["--quiet", "score", str(tmp_path / "merged")]) == 0
     assert read_json(tmp_path / "merged" / RESULTS) == full

@@ -538,3 +538,67 @@ def test_wait_runs_after_the_holder_and_sends_no_call_twice(
     assert json.loads((out / "manifest.json").read_text())["tasks"]["clinconsensus"][
         "stored_records"
     ] == 12 * (1 + 2)
+
+
+# ---- a full disk -----------------------------------------------------------------------------
+def test_a_run_on_a_full_disk_ends_as_one_line_and_resumes(
+    finished_run: Path,
+    same_run: list[str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The store may not grow past its schema (SQLite's own SQLITE_FULL, with its automatic
+    rollback of the failed commit): one line naming the store, exit 2, a manifest that says
+    why the run stopped (not `running`); once there is room the same command finishes."""
+    connect = RunStore._connect
+
+    def capped(self: RunStore) -> sqlite3.Connection:
+        conn = connect(self)
+        conn.execute("PRAGMA max_page_count=9")  # the empty schema's pages
+        return conn
+
+    run = tmp_path / "run"
+    monkeypatch.setattr(RunStore, "_connect", capped)
+    assert main(_resume_in(run, same_run)) == 2
+    err = _one_error_line(capsys)
+    assert STORE_FILENAME in err and "disk is full" in err
+    status = json.loads((run / "manifest.json").read_text())["status"]
+    assert status.startswith("stopped: ") and "disk is full" in status
+    monkeypatch.undo()
+    assert main(_resume_in(run, same_run)) == 0
+    assert (run / "results.json").read_bytes() == (finished_run / "results.json").read_bytes()
+
+
+def test_score_and_merge_refused_by_the_lock_say_what_to_do(
+    run_copy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Another process holds the lock (a real flock, taken by a child): `score` and `merge`
+    end in advice they can follow, not a dangling "; or use another directory"."""
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT); "
+            "fcntl.flock(fd, fcntl.LOCK_EX); print('locked', flush=True); sys.stdin.read()",
+            str(run_copy / LOCK_FILENAME),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == b"locked\n"
+        shard = tmp_path / "shard"
+        shard.mkdir()
+        for name in ("manifest.json", STORE_FILENAME):
+            (shard / name).write_bytes((run_copy / name).read_bytes())
+        manifest = json.loads((shard / "manifest.json").read_text(encoding="utf-8"))
+        manifest["config"]["shard"] = "1/1"
+        (shard / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+        capsys.readouterr()
+        for argv in (["score", str(run_copy)], ["merge", str(shard), "-o", str(run_copy)]):
+            assert main(argv) == 2
+            err = _one_error_line(capsys)
+            assert "is using this run directory; run the command again once it has finished" in err
+    finally:
+        holder.communicate(timeout=30)

@@ -73,6 +73,15 @@ def test_auto_reads_the_job_array(spec: str, environ: dict[str, str], shard: str
         ("auto/0", {"JOB_COMPLETION_INDEX": "0"}, "auto/N with N >= 1"),
         ("auto/x", slurm(0, 4), "auto/N with N >= 1"),
         ("auto", {**slurm(0, 4), "JOB_COMPLETION_INDEX": "0"}, "both"),
+        # what int() would have taken: a negative index, 0 as a step, "1_0" as 10, a digit of
+        # another script as a number
+        ("auto/4", {"JOB_COMPLETION_INDEX": "-1"}, "JOB_COMPLETION_INDEX='-1' is not a whole"),
+        ("auto", slurm(0, 4, step=0), "SLURM_ARRAY_TASK_STEP=0 must be at least 1"),
+        ("auto", slurm(0, 0), "SLURM_ARRAY_TASK_COUNT=0 must be at least 1"),
+        ("auto", {**slurm(0, 20), "SLURM_ARRAY_TASK_ID": "1_0"}, "'1_0' is not a whole number"),
+        ("auto", {**slurm(0, 4), "SLURM_ARRAY_TASK_ID": "\u0661"}, "is not a whole number"),
+        ("auto/4", {"JOB_COMPLETION_INDEX": "+1"}, "'+1' is not a whole number"),
+        ("auto/1_0", {"JOB_COMPLETION_INDEX": "1"}, "auto/N with N >= 1"),
     ],
 )
 def test_auto_without_a_usable_array_is_refused(

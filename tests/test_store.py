@@ -5,6 +5,9 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
+
+from clineval.errors import InputError
 from clineval.store import RunStore, stable_hash
 
 
@@ -56,3 +59,32 @@ def test_jsonl_reader_names_file_and_line_for_each_fault(tmp_path: Path) -> None
         list(iter_json_objects(tmp_path / "missing.jsonl"))
     with pytest.raises(InputError, match="directory"):
         list(iter_json_objects(tmp_path))
+
+
+def _full_disk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every store connection opened from now on can grow by no page: SQLite's own
+    SQLITE_FULL ("database or disk is full"), as on a full disk, with its automatic rollback."""
+    connect = RunStore._connect
+
+    def capped(self: RunStore) -> sqlite3.Connection:
+        conn = connect(self)
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        conn.execute(f"PRAGMA max_page_count={pages}")
+        return conn
+
+    monkeypatch.setattr(RunStore, "_connect", capped)
+
+
+def test_a_full_disk_is_reported_not_hidden_by_the_rollback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with RunStore(tmp_path / "s.sqlite"):
+        pass  # the schema, before the disk fills
+    _full_disk(monkeypatch)
+    big = "x" * 100_000
+    with RunStore(tmp_path / "s.sqlite") as store:
+        with pytest.raises(InputError, match="disk is full"):
+            store.put_calls([("k", "m", "{}", {"text": big}, None)])
+        with pytest.raises(InputError, match="disk is full"):
+            store.put_records("t", "answer", [("a", big)])
+        assert store.count_calls() == 0  # rolled back, the store still works

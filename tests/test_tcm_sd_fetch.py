@@ -309,6 +309,40 @@ def test_an_unsupported_compression_method_is_a_one_line_error(
     assert _no_partials(cache)
 
 
+def test_an_archive_of_too_many_members_is_refused_before_it_is_parsed(
+    tmp_path: Path, mirror: Mirror, serve: Serve, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """zipfile holds every member's entry in memory once it opens an archive: the count and
+    the directory size the end record declares are bounded first (the bounds lowered here so
+    that a small archive is over them). One line naming the archive, nothing in the cache."""
+    import clineval.data.unzip as unzip
+
+    many = _zip(
+        {
+            "TCM_SD_train_dev/train.json": mirror.splits["train"],
+            "TCM_SD_train_dev/dev.json": mirror.splits["dev"],
+            **{f"padding/{i}.txt": b"" for i in range(50)},
+        }
+    )
+    files = {**mirror.files, TRAIN_DEV: many}
+    base, _ = serve(_routes(files))
+    cache = tmp_path / "cache"
+    monkeypatch.setattr(unzip, "MAX_MEMBERS", 20)
+    with pytest.raises(InputError, match=r"declares 52 members in .* more than clineval reads"):
+        fetch_tcm_sd(cache, base, FAST, mirror.release(**{TRAIN_DEV: many}))
+    assert not (cache / "tcm-sd" / "train.json").exists()
+    assert _no_partials(cache)
+    # the directory's size alone: few members, but more bytes of directory than allowed
+    path = tmp_path / "few.zip"
+    path.write_bytes(_zip({"a" * 200: b"", "b" * 200: b""}))
+    monkeypatch.setattr(unzip, "MAX_DIRECTORY_BYTES", 300)
+    with pytest.raises(InputError, match="declares 2 members"):
+        unzip.open_archive(path)
+    monkeypatch.undo()
+    with unzip.open_archive(path) as archive:  # within the real bounds it opens
+        assert len(archive.infolist()) == 2
+
+
 def test_a_hostile_archive_writes_nowhere_else(
     tmp_path: Path, mirror: Mirror, serve: Serve
 ) -> None:

@@ -15,10 +15,10 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import tempfile
 from pathlib import Path
 
 from clineval.errors import InputError
+from clineval.rundir import new_file
 
 CACHE_ENV = "CLINEVAL_CACHE_DIR"
 STAGING = ".partial"
@@ -48,7 +48,7 @@ def open_partial(root: Path, name: str) -> tuple[int, Path]:
     try:
         staging.mkdir(parents=True, exist_ok=True)
         while True:
-            fd, tmp = tempfile.mkstemp(prefix=f"{name}.", suffix=PARTIAL_SUFFIX, dir=staging)
+            fd, tmp = new_file(staging, f"{name}.", PARTIAL_SUFFIX)  # the umask's mode
             fcntl.flock(fd, fcntl.LOCK_EX)
             # Another fetch's clean-up may have deleted the file between its creation and our
             # lock (it was unlocked then): start again with a new one.

@@ -19,6 +19,15 @@ exponential, jittered backoff, or after the server's Retry-After when it sends o
 10%); a longer Retry-After than ``max_retry_after_s`` is cut to it. Other 4xx, a body over the
 bound and a failed check are final: trying again would fetch the same wrong answer.
 
+Pace (DOWNLOAD_PACE): every window of ``window_s`` seconds of an attempt must bring at least
+``min_rate`` bytes a second, so a mirror that trickles a byte a second fails the attempt after
+one window ("too slow", retried like a timeout) instead of holding the fetch for days; a whole
+attempt therefore lasts at most about ``limit / min_rate + window_s``, scaled by the file's
+known size. The body is read with ``read1`` (what one socket read brings), never a blocking
+read of a whole chunk, so the clock is looked at after every read.
+
+Redirects are followed to http:// and https:// only (urllib would follow one to ftp://).
+
 Credentials in a URL (``https://user:pass@host/...``) are sent as HTTP basic auth, only to that
 host (not forwarded on a redirect), and every message names the URL through secrets.redact.
 """
@@ -38,7 +47,7 @@ import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import IO, Protocol
 
 from clineval.data.cache import open_partial
 from clineval.data.digests import StreamCheck
@@ -49,6 +58,20 @@ from clineval.secrets import redact
 CHUNK = 1 << 16
 TIMEOUT_S = 60.0  # per socket operation: a server that stops sending fails the attempt
 _RETRYABLE_4XX = {408, 429}
+_SCHEMES = ("http", "https")
+
+
+@dataclass(frozen=True, slots=True)
+class Pace:
+    """The slowest a download may be: at least `min_rate` bytes/s in every `window_s`."""
+
+    min_rate: float
+    window_s: float
+
+
+# 8 KiB/s: a tenth of a slow mobile link, and the largest pinned file (under 4 MB) still
+# arrives in ~8 minutes at that rate; a minute per window rides out a stalled TCP connection.
+DOWNLOAD_PACE = Pace(min_rate=8192.0, window_s=60.0)
 
 
 # Downloads retry less often than model calls (a file is one request, not one of thousands)
@@ -88,9 +111,12 @@ def safe_url(url: str) -> str:
 
 def check_http_url(url: str, flag: str) -> None:
     """Refuse a URL that cannot be downloaded from (scheme, host, port), naming the flag."""
-    parts = urllib.parse.urlsplit(url)
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:  # "http://[::1" (an unclosed IPv6 bracket), and the like
+        raise InputError(f"{flag} {safe_url(url)} is not a valid URL") from None
     problem = None
-    if parts.scheme not in ("http", "https"):
+    if parts.scheme not in _SCHEMES:
         problem = "must start with http:// or https://"
     elif not parts.hostname:
         problem = "has no host"
@@ -101,6 +127,31 @@ def check_http_url(url: str, flag: str) -> None:
             problem = "has an invalid port"
     if problem is not None:
         raise InputError(f"{flag} {safe_url(url)} {problem}")
+
+
+class _HttpOnlyRedirects(urllib.request.HTTPRedirectHandler):
+    """urllib's redirects, but only to http:// and https:// (it also follows ftp://, which
+    would fetch with another client, no size header and none of this module's checks)."""
+
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: IO[bytes],
+        code: int,
+        msg: str,
+        headers: http.client.HTTPMessage,
+        newurl: str,
+    ) -> urllib.request.Request | None:
+        scheme = urllib.parse.urlsplit(newurl).scheme.lower()
+        if scheme not in _SCHEMES:
+            raise InputError(
+                f"redirected to {safe_url(newurl)}: only http:// and https:// are followed",
+                path=safe_url(req.full_url),
+            )
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+_OPENER = urllib.request.build_opener(_HttpOnlyRedirects())
 
 
 def _request(url: str, headers: Mapping[str, str] | None = None) -> urllib.request.Request:
@@ -141,6 +192,7 @@ def download_verified(
     gzip_output: bool = False,
     retry: RetryPolicy = DOWNLOAD_RETRY,
     headers: Mapping[str, str] | None = None,
+    pace: Pace = DOWNLOAD_PACE,
 ) -> Path:
     """Download `url` onto `target` as described in the module doc; return `target`.
 
@@ -151,7 +203,9 @@ def download_verified(
     last = "no attempt made"
     for attempt in range(attempts):
         try:
-            return _attempt(url, target, staging_root, bound, check(), what, gzip_output, headers)
+            return _attempt(
+                url, target, staging_root, bound, check(), what, gzip_output, headers, pace
+            )
         except _Retryable as exc:
             last = exc.reason
             if attempt + 1 < attempts:
@@ -167,12 +221,15 @@ def _attempt(
     check: StreamCheck,
     what: str,
     gzip_output: bool,
-    headers: Mapping[str, str] | None = None,
+    headers: Mapping[str, str] | None,
+    pace: Pace,
 ) -> Path:
     shown = safe_url(url)
     try:
-        with urllib.request.urlopen(_request(url, headers), timeout=TIMEOUT_S) as response:
-            return _receive(response, shown, target, staging_root, bound, check, what, gzip_output)
+        with _OPENER.open(_request(url, headers), timeout=TIMEOUT_S) as response:
+            return _receive(
+                response, shown, target, staging_root, bound, check, what, gzip_output, pace
+            )
     except urllib.error.HTTPError as exc:
         exc.close()  # its body (an error page) is not read
         if 400 <= exc.code < 500 and exc.code not in _RETRYABLE_4XX:
@@ -210,6 +267,7 @@ def _receive(
     check: StreamCheck,
     what: str,
     gzip_output: bool,
+    pace: Pace,
 ) -> Path:
     declared = _content_length(response)
     if declared is not None and declared > bound.limit:
@@ -221,9 +279,9 @@ def _receive(
             if gzip_output:
                 # mtime 0 and no file name: the same body always gives the same bytes
                 with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as packed:
-                    received = _copy(response, packed, check, bound, shown)
+                    received = _copy(response, packed, check, bound, shown, pace)
             else:
-                received = _copy(response, raw, check, bound, shown)
+                received = _copy(response, raw, check, bound, shown, pace)
             if declared is not None and received < declared:
                 raise _Retryable(f"connection closed after {received:,} of {declared:,} bytes")
             problem = check.problem()
@@ -253,12 +311,17 @@ def _copy(
     check: StreamCheck,
     bound: SizeBound,
     shown: str,
+    pace: Pace,
 ) -> int:
-    """Copy the body into `sink` through `check`, at most one byte past the bound; its length."""
+    """Copy the body into `sink` through `check`, at most one byte past the bound, at least at
+    `pace`; its length."""
     received = 0
+    window_start, window_bytes = time.monotonic(), 0
+    needed = pace.min_rate * pace.window_s
     while True:
         try:
-            chunk = response.read(min(CHUNK, bound.limit + 1 - received))
+            # read1: returns after one socket read; read(n) would wait for all n bytes
+            chunk = response.read1(min(CHUNK, bound.limit + 1 - received))
         except (OSError, http.client.HTTPException) as exc:  # reset, timeout, bad chunking
             raise _Retryable(_said(f"{type(exc).__name__}: {exc}")) from None
         if not chunk:
@@ -268,3 +331,11 @@ def _copy(
             raise _too_large(shown, bound)
         check.update(chunk)
         sink.write(chunk)
+        now = time.monotonic()
+        if now - window_start >= pace.window_s:
+            if received - window_bytes < needed:
+                raise _Retryable(
+                    f"too slow: {received - window_bytes:,} bytes in {now - window_start:.0f} s"
+                    f" (at least {pace.min_rate:,.0f} bytes/s needed)"
+                )
+            window_start, window_bytes = now, received

@@ -55,8 +55,46 @@ class Extraction:
     check: Callable[[], StreamCheck] | None = None  # a pinned content check, if any
 
 
-def open_archive(path: Path) -> zipfile.ZipFile:
+# zipfile reads the whole central directory into memory (a ZipInfo of ~500 bytes a member)
+# when it opens an archive: a 512 MiB download of empty members would be millions of them.
+# The archives fetched have at most a few hundred; this is far above and far below harm.
+MAX_MEMBERS = 100_000
+# zipfile parses entries for as many bytes as the end record gives the central directory,
+# whatever count it declares: that size is bounded too (100,000 entries of 160 bytes).
+MAX_DIRECTORY_BYTES = 16 << 20
+
+
+def _declared(path: Path) -> tuple[int, int] | None:
+    """(members, central directory bytes) that the archive's end record declares (zip64 too),
+    read before zipfile parses them; None without an end record (zipfile says what is wrong)."""
+    with open(path, "rb") as fh:
+        # zipfile's own reader of the end record: the one place that knows zip64's layout
+        end = zipfile._EndRecData(fh)  # type: ignore[attr-defined]
+    if not end:
+        return None
+    return int(end[zipfile._ECD_ENTRIES_TOTAL]), int(end[zipfile._ECD_SIZE])  # type: ignore[attr-defined]
+
+
+def open_archive(
+    path: Path, max_members: int | None = None, max_directory_bytes: int | None = None
+) -> zipfile.ZipFile:
+    """The archive at `path`, its directory bounded (default MAX_MEMBERS and
+    MAX_DIRECTORY_BYTES, read at the call); InputError naming it when it cannot be read."""
+    max_members = MAX_MEMBERS if max_members is None else max_members
+    max_directory_bytes = (
+        MAX_DIRECTORY_BYTES if max_directory_bytes is None else max_directory_bytes
+    )
     try:
+        declared = _declared(path)
+        if declared is not None and (
+            declared[0] > max_members or declared[1] > max_directory_bytes
+        ):
+            raise InputError(
+                f"the zip archive declares {declared[0]:,} members in {declared[1]:,} bytes of "
+                f"directory, more than clineval reads ({max_members:,} members, "
+                f"{max_directory_bytes:,} bytes; the archives it fetches have a few hundred)",
+                path=path,
+            )
         return zipfile.ZipFile(path)
     except _UNREADABLE as exc:
         reason = f"{type(exc).__name__}: {exc}"

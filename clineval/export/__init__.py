@@ -11,6 +11,7 @@ leaves DIR as it was.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -50,7 +51,9 @@ def export_run(
     if exporter is None:
         raise InputError(f"--format {fmt!r} is not a known format (known: {', '.join(known)})")
     out = Path(out_dir).expanduser()
-    if out.exists() and not out.is_dir():
+    # os.path: never raises (Path.exists does, on a name too long). Any other place that
+    # cannot be written is found where the file is written (rundir.atomic_write_text).
+    if os.path.isfile(out):
         raise InputError("the output directory is a file (-o)", path=out)
     settings = ExportSettings(name=name, cases=Path(cases).expanduser() if cases else None)
     return exporter(read_run(Path(run_dir).expanduser()), out, settings)

@@ -46,7 +46,10 @@ def check_base_url(url: str, flag: str = "--base-url") -> str:
     from clineval.secrets import redact
 
     shown = redact(url)[:120]
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:  # an unclosed or invalid IPv6 bracket: "http://[::1", "[zz::1]"
+        raise InputError(f"{flag} {shown!r} is not a valid URL ({exc})") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise InputError(f"{flag} {shown!r} is not http(s)://HOST[:PORT]/PATH")
     try:

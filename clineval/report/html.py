@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
 import time
 from functools import lru_cache
 from pathlib import Path
@@ -149,7 +150,7 @@ def render_report(run: RunData, compress_over: int = COMPRESS_OVER) -> str:
 
 def write_report(run_dir: Path, output: Path, compress_over: int = COMPRESS_OVER) -> Path:
     """Render the report of run_dir into output (atomically) and return its path."""
-    if output.is_dir():
+    if os.path.isdir(output):  # never raises (a name too long is CannotWrite below)
         raise InputError(
             "the report's -o is a directory: give a file name, e.g. report.html", path=output
         )

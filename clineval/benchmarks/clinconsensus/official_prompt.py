@@ -95,6 +95,17 @@ def extract_template(source: str, path: Path) -> str:
 
 def load_official_prompt() -> JudgePrompt:
     path = official_script()
+    entry = manifest_entry(PROMPT_RELATIVE)
+    pinned_size = entry.size if entry is not None else None
+    size = path.stat().st_size
+    if pinned_size is not None and size != pinned_size:
+        # before reading it: a file of another size cannot have the pinned hash, and a
+        # 3 GB one would be read whole into memory only to be refused
+        raise InputError(
+            f"--judge-prompt official: the cached prompt script has {size:,} bytes, not the "
+            f"pinned {pinned_size:,}: {_FETCH} again",
+            path=path,
+        )
     data = path.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
     if digest != pinned_sha256():
