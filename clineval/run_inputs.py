@@ -44,6 +44,9 @@ def check_model_files(spec: ModelSpec) -> None:
             raise InputError("hf model directory not found", path=directory)
         if not (directory / "config.json").is_file():
             raise InputError("not a Hugging Face checkpoint (no config.json)", path=directory)
+        from clineval.models.hf_checkpoint import require_packages
+
+        require_packages()  # else the run would write its manifest, then fail to import torch
     elif spec.backend == "gliner":
         from clineval.models.gliner_checkpoint import check_checkpoint_dir, require_package
 

@@ -122,7 +122,8 @@ def new_file(folder: Path, prefix: str, suffix: str) -> tuple[int, str]:
 def _replace(path: Path, text: str) -> None:
     fd, tmp = new_file(path.parent, f".{path.name}.", ".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        # newline="": the text's own line ends, on every platform (a CRLF file stays CRLF)
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())

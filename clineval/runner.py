@@ -265,10 +265,36 @@ def run(config: RunConfig, output_dir: Path, *, wait: bool = False) -> dict[str,
         manifest = new_manifest(public_config(config))
         if previous is not None:
             manifest.resume(previous)
+        fresh = not any((output_dir / name).exists() for name in _RUN_FILES)
         # Lone surrogates replaced in the files and replies read by this command are
         # counted into the manifest (clineval.jsonio).
         with manifest.counting_replacements():
-            return _execute(config, output_dir, manifest, predict=True)
+            try:
+                return _execute(config, output_dir, manifest, predict=True)
+            except InputError:
+                if fresh:
+                    _forget_if_nothing_stored(output_dir)
+                raise
+
+
+# The files a run writes into its directory.
+_RUN_FILES = (MANIFEST, STORE_FILENAME, RESULTS, SAMPLES)
+
+
+def _forget_if_nothing_stored(output_dir: Path) -> None:
+    """Some input is only found bad when a task predicts, after the run wrote its manifest and
+    created its store (a checkpoint that does not load, a verdicts file naming an unknown case):
+    a new run directory refused so is left as it was found, as long as nothing was stored."""
+    path = output_dir / STORE_FILENAME
+    if path.is_file():
+        try:
+            with RunStore(path) as store:
+                if not store.is_empty():
+                    return  # something was computed: keep it, and the manifest saying why
+        except InputError:  # a store that cannot be read is left for the user to see
+            return
+    for name in (*_RUN_FILES, f"{STORE_FILENAME}-wal", f"{STORE_FILENAME}-shm"):
+        (output_dir / name).unlink(missing_ok=True)
 
 
 def plan(config: RunConfig, output_dir: Path) -> dict[str, Any]:

@@ -331,6 +331,16 @@ class RunStore:
             ).fetchone()
         return bool(row[0])
 
+    @guarded
+    def is_empty(self) -> bool:
+        """Nothing stored at all: no call, no record, no artifact."""
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT EXISTS (SELECT 1 FROM records) OR EXISTS (SELECT 1 FROM calls)"
+                " OR EXISTS (SELECT 1 FROM artifacts)"
+            ).fetchone()
+        return not row[0]
+
     # ---- artifacts (trained baselines, etc.) ------------------------------------------------
     @guarded
     def put_artifact(self, name: str, blob: bytes, meta: Any | None = None) -> None:

@@ -167,3 +167,32 @@ def test_shards_may_reach_a_judge_at_other_replicas(tmp_path: Path) -> None:
     _check_same_run(shards, [tmp_path, tmp_path])  # HOW a shard ran, not WHAT it asked
     with pytest.raises(InputError, match="seed"):
         _check_same_run([shards[0], {**shards[1], "seed": 1}], [tmp_path, tmp_path])
+
+
+def test_a_validators_value_error_is_its_own_words_without_a_made_up_flag() -> None:
+    """A ValueError raised by a check of the whole config (pydantic puts it at no field) is
+    shown as its message, not as `--?: Value error, ...`; one at a field names its flag."""
+    import pydantic
+
+    from clineval.config import input_error
+
+    class Whole(pydantic.BaseModel):
+        judge_base_urls: list[str] = []
+
+        @pydantic.model_validator(mode="after")
+        def _check(self) -> Whole:
+            raise ValueError("the judge host is not valid")
+
+        @pydantic.field_validator("judge_base_urls")
+        @classmethod
+        def _field(cls, value: list[str]) -> list[str]:
+            if value:
+                raise ValueError("not a URL")
+            return value
+
+    with pytest.raises(pydantic.ValidationError) as whole:
+        Whole()
+    assert input_error(whole.value).message == "the judge host is not valid"
+    with pytest.raises(pydantic.ValidationError) as field:
+        Whole(judge_base_urls=["x"])
+    assert input_error(field.value).message == "--judge-base-url: not a URL"

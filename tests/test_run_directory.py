@@ -548,17 +548,20 @@ def test_a_run_on_a_full_disk_ends_as_one_line_and_resumes(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The store may not grow past its schema (SQLite's own SQLITE_FULL, with its automatic
-    rollback of the failed commit): one line naming the store, exit 2, a manifest that says
-    why the run stopped (not `running`); once there is room the same command finishes."""
+    """After a --limit 2 run, the store may not grow by one page (SQLite's own SQLITE_FULL,
+    with its automatic rollback of the failed commit): one line naming the store, exit 2, a
+    manifest that says why the run stopped (not `running`); once there is room the same
+    command finishes."""
     connect = RunStore._connect
 
     def capped(self: RunStore) -> sqlite3.Connection:
         conn = connect(self)
-        conn.execute("PRAGMA max_page_count=9")  # the empty schema's pages
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        conn.execute(f"PRAGMA max_page_count={pages}")  # not one page more
         return conn
 
     run = tmp_path / "run"
+    assert main([*_resume_in(run, same_run), "--limit", "2"]) == 0  # something stored first
     monkeypatch.setattr(RunStore, "_connect", capped)
     assert main(_resume_in(run, same_run)) == 2
     err = _one_error_line(capsys)
@@ -602,3 +605,37 @@ def test_score_and_merge_refused_by_the_lock_say_what_to_do(
             assert "is using this run directory; run the command again once it has finished" in err
     finally:
         holder.communicate(timeout=30)
+
+
+def test_input_found_bad_only_when_predicting_leaves_a_new_directory_as_it_was(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A verdicts file naming an unknown case is read when the task predicts, after the run
+    wrote its manifest and created its store: with nothing stored, neither is left behind,
+    so the new directory is as the command found it."""
+    verdicts = tmp_path / "verdicts.jsonl"
+    verdicts.write_text(
+        json.dumps({"case_id": "no-such-case", "criterion_id": "c1", "criteria_met": True}) + "\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "run"
+    assert main(_run_args(out, verdicts)) == 2
+    assert "unknown case_id 'no-such-case'" in _one_error_line(capsys)
+    assert sorted(p.name for p in out.iterdir()) == [LOCK_FILENAME]
+    # An hf: checkpoint without torch installed (its absence injected) is refused before the
+    # run writes anything.
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "torch" else find_spec(name, *a),
+    )
+    checkpoint = tmp_path / "ckpt"
+    checkpoint.mkdir()
+    (checkpoint / "config.json").write_text("{}", encoding="utf-8")
+    argv = ["run", "clinconsensus", "--model", f"hf:{checkpoint}", "--cases", str(FIXTURE)]
+    assert main([*argv, "--output-dir", str(tmp_path / "hf")]) == 2
+    assert "torch not installed" in _one_error_line(capsys)
+    assert not (tmp_path / "hf").exists()

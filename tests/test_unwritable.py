@@ -172,3 +172,19 @@ def test_written_files_follow_the_umask(tmp_path: Path, umask: int) -> None:
         os.umask(previous)
     assert (tmp_path / "results.json").stat().st_mode & 0o777 == 0o666 & ~umask
     assert partial.stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+@pytest.mark.parametrize("place", list(PLACES))
+def test_data_synth_into_an_unwritable_place_is_one_line(
+    place: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from clineval.datapaths import resolve_data_root
+
+    root = resolve_data_root(None)
+    if root is None or not (root / "tcm-sd").is_dir():
+        pytest.skip("the data root with tcm-sd/ (vocabulary, knowledge corpus) is not available")
+    target = PLACES[place](tmp_path)
+    argv = ["data", "synth", "tcm-sd", "--out", str(target), "--scale", "0.01"]
+    assert main(["--quiet", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: ") and "cannot write" in err, err

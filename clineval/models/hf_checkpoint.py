@@ -8,8 +8,29 @@ torch/transformers install, or files transformers cannot read.
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 from typing import Any
+
+
+def require_packages() -> None:
+    """InputError when torch or transformers is not installed, found without importing them
+    (seconds each): checked before a run writes anything (clineval.run_inputs)."""
+    from clineval.errors import InputError
+
+    missing = []
+    for name in ("torch", "transformers"):
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):  # a broken or half-imported installation
+            found = False
+        if not found:
+            missing.append(name)
+    if missing:
+        raise InputError(
+            f"hf:PATH needs torch and transformers (pip install 'clineval[hf]'): "
+            f"{' and '.join(missing)} not installed"
+        )
 
 
 def load_checkpoint(path: str | Path, model_class: str) -> tuple[Any, Any]:
@@ -22,6 +43,7 @@ def load_checkpoint(path: str | Path, model_class: str) -> tuple[Any, Any]:
         raise InputError("hf model directory not found", path=directory)
     if not (directory / "config.json").is_file():
         raise InputError("not a Hugging Face checkpoint (no config.json)", path=directory)
+    require_packages()
     try:
         import torch  # noqa: F401  (fail early with a clear message)
         import transformers

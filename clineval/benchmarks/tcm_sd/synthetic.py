@@ -36,6 +36,7 @@ from clineval.benchmarks.tcm_sd.norm import SUB_MERGE_RULES, NormTable, load_nor
 from clineval.data.checksums import sha256_file
 from clineval.datapaths import resolve_data_root
 from clineval.errors import InputError
+from clineval.rundir import atomic_write_text, make_dir
 
 FULL_TOTAL = 54_152  # records of the release after the class-size filter
 FULL_DEV = 5_486  # = test size; train = 43,180
@@ -325,20 +326,19 @@ def write_synthetic(
         norm=load_norm_table(norm_path) if norm_path else None,
     )
     folder = Path(out) / "tcm-sd"
-    folder.mkdir(parents=True, exist_ok=True)
+    make_dir(folder)
     written: list[Path] = []
     for split, rows in splits.items():
         path = folder / f"{split}.synthetic.json"
-        with open(path, "w", encoding="utf-8", newline="\n") as fh:
-            for row in rows:
-                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+        # the one writer (clineval.rundir): a place that cannot be written is one line
+        atomic_write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
         written.append(path)
     vocab_out = folder / VOCAB_NAME
-    vocab_out.write_bytes("".join(f"{label}\r\n" for label in vocab).encode("utf-8"))
+    atomic_write_text(vocab_out, "".join(f"{label}\r\n" for label in vocab))
     written.append(vocab_out)
     knowledge_sha = sha256_file(knowledge_path)
     readme = folder / "SYNTHETIC_README.md"
     counts = {split: len(rows) for split, rows in splits.items()}
-    readme.write_text(_readme(seed, scale, counts, knowledge_sha), encoding="utf-8")
+    atomic_write_text(readme, _readme(seed, scale, counts, knowledge_sha))
     written.append(readme)
     return written
