@@ -29,6 +29,7 @@ Behaviours (a script is consumed one entry per chat request, then `default` appl
 Without "content", the reply is deterministic in the request: with a `response_format` a JSON
 verdict {"explanation": ..., "criteria_met": bool} (bool from the request hash), else a short
 text. `"content_by_key": {KEY: text}` in a behaviour overrides the reply per request key.
+`"jitter": j` in an "ok" behaviour scales each latency by a uniform draw in 1 +- j.
 `"prefix_cache": true` in an "ok" behaviour plays a server's prompt cache: the prompt's
 longest common prefix with the last 256 prompts this stub saw counts as cached
 (`usage.prompt_tokens_details.cached_tokens`, 4 characters a token), and stats()
@@ -45,6 +46,7 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import random
 import subprocess
 import sys
 import time
@@ -81,6 +83,7 @@ class StubState:
         self.cache_keys: list[str] = []  # prompt_cache_key of each request that sent one
         self.recent_prompts: list[str] = []  # the emulated prompt cache ("prefix_cache")
         self.prefill_tokens = 0  # prompt tokens not served from the emulated cache
+        self.rng = random.Random()  # "jitter" draws (each process its own)
 
     def next_behaviour(self) -> dict[str, Any]:
         return self.script.pop(0) if self.script else self.default
@@ -271,6 +274,9 @@ class StubProtocol(asyncio.Protocol):
             state.prefill_tokens += usage["prompt_tokens"] - reused
             payload = json.dumps(reply).encode()
             latency = float(behaviour.get("latency", 0.0))
+            if behaviour.get("jitter"):  # latency x uniform(1 - j, 1 + j): servers vary
+                spread = float(behaviour["jitter"])
+                latency *= state.rng.uniform(1 - spread, 1 + spread)
             if latency > 0:
                 loop.call_later(latency, self.answer, 200, payload, json_type)
             else:

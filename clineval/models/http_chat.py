@@ -72,6 +72,15 @@ class HTTPChatModel(StoredChatModel):
 
     async def _complete(self, request: ChatRequest) -> dict[str, Any]:
         """The chat.completion for `request` from a replica, with the bounded retry policy."""
+        # The key counts as active on its replica from now until the call is done, also
+        # while it waits for a slot or sleeps before a retry (replicas: placement by keys).
+        self._replicas.begin(request.prefix_key)
+        try:
+            return await self._attempts(request)
+        finally:
+            self._replicas.end(request.prefix_key)
+
+    async def _attempts(self, request: ChatRequest) -> dict[str, Any]:
         semaphore = self._state.semaphore()
         avoid: Replica | None = None
         retries = 0

@@ -10,7 +10,7 @@ What every call goes through, in order:
      run, see clineval.concurrency), held only while a request is on the wire, never while
      sleeping between retries;
   4. a replica (clineval.models.replicas): a call with a prefix key goes where the key's
-     earlier calls went, within a load bound (the server reuses the shared prefix); other
+     earlier calls went (a new key to the replica serving the fewest active keys); other
      calls to the base URL with the fewest requests in flight (ties round-robin);
   5. bounded retries (`--max-retries`) with jittered exponential backoff on 429, 408,
      409, 425, 5xx, timeouts, connection errors, malformed bodies and replies without content
