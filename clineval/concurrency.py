@@ -57,10 +57,12 @@ class ModelCallStats:
 class RunCallState:
     """The run's concurrency limit, per-model counters and shared local servers."""
 
-    def __init__(self, limit: int):
+    def __init__(self, limit: int, budget: int | None = None):
         if limit < 1:
             raise ValueError("concurrency limit must be >= 1")
         self.limit = limit
+        # call coroutines alive at once (call_budget); batch mode lifts it
+        self.budget = budget if budget is not None else BUDGET_PER_SLOT * limit
         self.stats: dict[str, ModelCallStats] = {}
         self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]
         self._semaphores = weakref.WeakKeyDictionary()
@@ -88,7 +90,7 @@ class RunCallState:
         with self._lock:
             sem = self._budgets.get(loop)
             if sem is None:
-                sem = asyncio.Semaphore(BUDGET_PER_SLOT * self.limit)
+                sem = asyncio.Semaphore(self.budget)
                 self._budgets[loop] = sem
             return sem
 

@@ -185,7 +185,10 @@ async def _open_backend(
         finally:
             await client.aclose()
 
-    if spec.backend == "openai":
+    if spec.backend == "openai" and runtime.batched(spec):
+        async with _batch_model(spec, runtime, role, retry or _retry_policy(config)) as model:
+            yield model
+    elif spec.backend == "openai":
         api_key = os.environ.get("OPENAI_API_KEY") or None
         urls = openai_base_urls(spec)
         if api_key and any(urlsplit(u).username is not None for u in urls):
@@ -217,6 +220,51 @@ async def _open_backend(
             f"{spec.label} is not a chat model (LLM tasks need openai:MODEL[@URL], "
             "llamacpp:PATH.gguf or hf:PATH of a causal language model)"
         )
+
+
+@asynccontextmanager
+async def _batch_model(
+    spec: ModelSpec, runtime: ModelRuntime, role: str, policy: RetryPolicy
+) -> AsyncIterator[ChatModel]:
+    """The BatchChatModel of `spec` (clineval.models.batch): its server's Batch API with
+    --batch, else only files (--batch-file-out / --batch-file-in, no server needed)."""
+    from clineval.models.batch import BatchChatModel, BatchClient, BatchSettings
+    from clineval.models.http_chat import chat_body
+
+    config = runtime.config
+    opts = config.options
+    settings = BatchSettings(
+        poll_s=LLM_OPTIONS.value(opts, "batch_poll_s"),
+        poll_max_s=LLM_OPTIONS.value(opts, "batch_poll_max_s"),
+        max_lines=LLM_OPTIONS.value(opts, "batch_max_lines"),
+        max_bytes=LLM_OPTIONS.value(opts, "batch_max_bytes"),
+        resubmits=LLM_OPTIONS.value(opts, "batch_resubmits"),
+        file_out=Path(config.batch_file_out) if config.batch_file_out else None,
+    )
+    client = None
+    if config.batch or config.batch_models:
+        # One server takes a model's batches: the first of its base URLs.
+        url = openai_base_urls(spec)[0]
+        client = BatchClient(
+            url, os.environ.get("OPENAI_API_KEY") or None, policy, config.timeout_s
+        )
+    send_key = LLM_OPTIONS.value(opts, "prompt_cache_key")
+    try:
+        yield BatchChatModel(
+            label=spec.label,
+            model_name=spec.name,
+            role=role,
+            store=runtime.store,
+            state=runtime.calls,
+            body_of=lambda request: chat_body(spec.name, request, send_key),
+            client=client,
+            settings=settings,
+            policy=policy,
+            imported=runtime.batch_imports(),
+        )
+    finally:
+        if client is not None:
+            await client.aclose()
 
 
 @asynccontextmanager

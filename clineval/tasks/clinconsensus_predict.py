@@ -185,7 +185,11 @@ class _Flow:
         self.verdicts = {label: self.store.records(TASK, verdict_kind(label)) for label in judges}
         self.ladders = {label: self._ladder(label) for label in judges}
         self.writer = BufferedRecords(self.store)
-        self.window = asyncio.Semaphore(judging_window(ctx.config.concurrency))
+        # Batch mode: every judge call that can be made now goes into one round (a window
+        # would cut the round into batches of --concurrency cases).
+        batched = any(ctx.runtime.batched(spec) for spec in data.judge_specs)
+        window = len(data.cases) if batched else judging_window(ctx.config.concurrency)
+        self.window = asyncio.Semaphore(max(1, window))
 
     def _ladder(self, label: str) -> FormatLadder:
         meta_key = ladder_meta_key(label, self.prompt)
