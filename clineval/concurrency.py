@@ -143,6 +143,8 @@ async def gather_bounded(state: RunCallState, coros: Iterable[Coroutine[Any, Any
         budget.release()
         running.discard(task)
         if finished.done():
+            if not task.cancelled():
+                task.exception()  # seen: the first error is the one raised
             return
         if task.cancelled():
             finished.set_exception(asyncio.CancelledError())

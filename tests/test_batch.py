@@ -421,3 +421,25 @@ def test_error_lines_of_an_output_file_go_into_the_next_request_file(
     # a 400 is not retried (as on the synchronous path): 3 candidate errors, 9 cases judged
     second = sorted(set(requests.glob("*.jsonl")) - {first})
     assert len(second[0].read_text().splitlines()) == 9 * N_CRITERIA
+
+
+def test_the_report_shows_the_batch_calls_and_both_costs(tmp_path: Path, stub: StubServer) -> None:
+    prices = tmp_path / "prices.json"
+    prices.write_text(
+        json.dumps(
+            {
+                "cand": {"input_per_1m": 2, "output_per_1m": 8, "batch_discount": 0.5},
+                "judge": {"input_per_1m": 2, "output_per_1m": 8},
+            }
+        )
+    )
+    out = tmp_path / "run"
+    assert _run(stub, out, "--batch-model", "cand", *FAST_POLL, "--price-table", str(prices)) == 0
+    assert stub.stats()["requests"] == N_CASES * N_CRITERIA  # the judge: synchronous
+    usage = json.loads((out / "manifest.json").read_text())["llm_usage"]
+    assert usage["models"]["openai:cand"]["batch_calls"] == N_CASES
+    assert usage["models"]["openai:judge"]["batch_calls"] == 0
+    assert usage["estimated_cost_list"] > usage["estimated_cost"]
+    assert main(["report", str(out), "-o", str(tmp_path / "r.html")]) == 0
+    html = (tmp_path / "r.html").read_text()
+    assert "batch calls" in html and "at list prices" in html

@@ -38,6 +38,9 @@ A server's reply that is not what the Batch API documents (no id, a status it do
 output line that is not JSON) is an InputError naming the server and what was wrong: the run
 stops with every finished call stored and every batch id kept, so the same command resumes.
 Secrets: the API key goes in a header only; no URL, key or header is stored or logged.
+
+Long module: the line format, the server client and the model that uses them change together
+(a field of the output format is read in one place, whichever way the lines arrive).
 """
 
 from __future__ import annotations

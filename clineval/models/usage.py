@@ -283,6 +283,12 @@ def summarize_usage(
         "cached_share": cached_share(cached_total, prompt_total),
         "completion_tokens": sum(r["completion_tokens"] for r in per_model.values()),
         "batch_calls": sum(r["batch_calls"] for r in per_model.values()),
+        "estimated_cost_list": None
+        if total_cost is None
+        else round(
+            sum(r.get("estimated_cost_list", r["estimated_cost"]) or 0 for r in per_model.values()),
+            6,
+        ),
         "estimated_cost": None if total_cost is None else round(total_cost, 6),
         "unpriced_models": unpriced,
     }
