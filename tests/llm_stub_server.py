@@ -54,7 +54,7 @@ one entry per created batch):
   {"steps": 5}                                   polls spent in_progress before the end
 stats() adds "batches" (created), "uploads", "batch_lines_by_key" (how often each request
 key came in a batch file: a resumed run must not send one twice) and "bytes_in" (request
-bytes received, all routes).
+body bytes received on /v1/ routes).
 """
 
 from __future__ import annotations
@@ -237,8 +237,9 @@ class StubProtocol(asyncio.Protocol):
     # -- routing -------------------------------------------------------------------------------
     def handle(self, method: str, path: str, headers: dict[str, str], body: bytes) -> None:
         state = self.state
-        state.bytes_in += len(body)
         path, _, _query = path.partition("?")
+        if path.startswith("/v1/"):  # what a client sends, not the test's own control calls
+            state.bytes_in += len(body)
         if method == "POST" and path == "/v1/chat/completions":
             self.chat(headers, body)
         elif path.startswith("/v1/files") or path.startswith("/v1/batches"):

@@ -480,7 +480,9 @@ class BatchChatModel(StoredChatModel):
             start += len(group)
             number = str(max((int(n) for n in self._records()), default=0) + 1)
             name = f"clineval-{_safe_name(self.label)}-{number}.jsonl"
-            # The keys first: a kill after the upload leaves a record that finds its batch.
+            # Stored as soon as the file id exists: a kill before the batch id is stored
+            # leaves a record whose batch is found again by its input file (_finished). A
+            # kill before this leaves an uploaded file and no batch: nothing was submitted.
             record: dict[str, Any] = {"keys": group_keys, "file_id": None, "batch_id": None}
             file_id = await self._client.upload(name, b"".join(group))
             record["file_id"] = file_id
