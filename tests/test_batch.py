@@ -443,3 +443,31 @@ def test_the_report_shows_the_batch_calls_and_both_costs(tmp_path: Path, stub: S
     assert main(["report", str(out), "-o", str(tmp_path / "r.html")]) == 0
     html = (tmp_path / "r.html").read_text()
     assert "batch calls" in html and "at list prices" in html
+
+
+def test_another_task_goes_in_one_round_and_equals_its_synchronous_run(
+    tmp_path: Path, stub: StubServer, data_root: Path
+) -> None:
+    """TCM-SD (one chat call per record) in batch mode: one batch for the whole run."""
+    from clineval.data.tcm_synth import write_synthetic
+
+    if not (data_root / "tcm-sd" / "zy-bert" / "syndrome_vocab.txt").is_file():
+        pytest.skip("TCM-SD label files not available")
+    root = tmp_path / "tcm"
+    write_synthetic(root, seed=3, data_dir=data_root, scale=0.06)
+
+    def run(out: Path, *extra: str) -> int:
+        argv = ["--quiet", "run", "tcm-sd", "--model", f"openai:stub@{stub.base_url}"]
+        argv += ["--data-dir", str(root), "--limit", "20", "--concurrency", "2"]
+        return main([*argv, "--output-dir", str(out), *extra])
+
+    assert run(tmp_path / "sync") == 0
+    assert stub.stats()["requests"] == 20
+    stub.reset()
+    assert run(tmp_path / "batch", "--batch", *FAST_POLL) == 0
+    stats = stub.stats()
+    assert stats["requests"] == 0 and stats["batches"] == 1  # not 10 rounds of 2 x 2
+    sync, batch = (
+        json.loads((tmp_path / d / "results.json").read_text())["tcm-sd"] for d in ("sync", "batch")
+    )
+    assert sync == batch
