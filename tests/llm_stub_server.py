@@ -52,6 +52,8 @@ one entry per created batch):
   {"end": "expired" | "cancelled", "answered": 0.5}   the first half answered, then it ends
   {"end": "failed"}                              no output at all (errors listed)
   {"steps": 5}                                   polls spent in_progress before the end
+  {"garbled": true}                              the output file ends with a non-JSON line
+  {"status": "weird"}                            a status the Batch API does not name
 stats() adds "batches" (created), "uploads", "batch_lines_by_key" (how often each request
 key came in a batch file: a resumed run must not send one twice) and "bytes_in" (request
 body bytes received on /v1/ routes).
@@ -252,6 +254,10 @@ class StubProtocol(asyncio.Protocol):
             if spec.get("hurry"):  # batches already running end at their next look
                 for plan in state.batch_plans.values():
                     plan["steps"] = min(int(plan.get("steps", 1)), plan["polls"])
+            if spec.get("fix"):  # batches already made stop misbehaving
+                for plan in state.batch_plans.values():
+                    plan.pop("status", None)
+                    plan.pop("garbled", None)
             self.json({"ok": True})
         elif method == "POST" and path == "/_stub/script":
             spec = json.loads(body)
@@ -357,6 +363,9 @@ class StubProtocol(asyncio.Protocol):
         plan = state.batch_plans[batch["id"]]
         if batch["status"] in ("completed", "failed", "expired", "cancelled"):
             return
+        if "status" in plan:
+            batch["status"] = plan["status"]
+            return
         plan["polls"] += 1
         steps = int(plan.get("steps", 1))
         end = plan.get("end", "completed")
@@ -405,7 +414,10 @@ class StubProtocol(asyncio.Protocol):
         for name, rows in (("output_file_id", out), ("error_file_id", errors)):
             if rows:
                 file_id = f"file-{len(state.files) + 1}"
-                state.files[file_id] = "".join(json.dumps(r) + "\n" for r in rows).encode()
+                text = "".join(json.dumps(r) + "\n" for r in rows)
+                if name == "output_file_id" and plan.get("garbled"):
+                    text += "<html>proxy error</html>\n"  # a line that is not JSON
+                state.files[file_id] = text.encode()
                 batch[name] = file_id
         batch["status"] = end
         batch["request_counts"] = {
@@ -552,8 +564,9 @@ class StubServer:
         behaviours: list[dict[str, Any]],
         default: dict[str, Any] | None = None,
         hurry: bool = False,
+        fix: bool = False,
     ) -> None:
-        spec: dict[str, Any] = {"script": behaviours, "hurry": hurry}
+        spec: dict[str, Any] = {"script": behaviours, "hurry": hurry, "fix": fix}
         if default is not None:
             spec["default"] = default
         self._post("/_stub/batch_script", spec)

@@ -471,3 +471,101 @@ def test_another_task_goes_in_one_round_and_equals_its_synchronous_run(
         json.loads((tmp_path / d / "results.json").read_text())["tcm-sd"] for d in ("sync", "batch")
     )
     assert sync == batch
+
+
+@pytest.mark.parametrize(
+    ("plan", "message"),
+    [
+        ({"garbled": True}, "error: batch batch_2 output file line 61: not JSON: <html>"),
+        ({"status": "weird"}, "error: batch API http://127.0.0.1:"),
+    ],
+)
+def test_a_reply_outside_the_batch_api_is_one_error_and_the_run_resumes(
+    tmp_path: Path,
+    stub: StubServer,
+    sync_run: Path,
+    capsys: pytest.CaptureFixture[str],
+    plan: dict[str, Any],
+    message: str,
+) -> None:
+    stub.batch_script([{"end": "completed"}, plan])  # the judge round's batch misbehaves
+    out = tmp_path / "run"
+    capsys.readouterr()
+    assert _run(stub, out, "--batch", *FAST_POLL) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(message), err
+    with RunStore.in_dir(out) as store:
+        assert store.count_calls() == N_CASES  # the answers are kept
+        judge = store.get_meta("batch:openai:judge")
+    assert judge["1"]["batch_id"] == "batch_2"  # and the judge batch's id
+    if plan.get("status"):  # the server comes right: the same batch is read, not resent
+        stub.batch_script([], default={"end": "completed"}, fix=True)
+        assert _run(stub, out, "--batch", *FAST_POLL) == 0
+        assert stub.stats()["batches"] == 2
+        _same_as_sync(out, sync_run)
+    # the garbled output stays garbled at the server; nothing was submitted twice
+    assert set(stub.stats()["batch_lines_by_key"].values()) == {1}
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # vLLM's BatchRequestOutput (run-batch), as the OpenAI Batch API writes it too
+        {
+            "id": "vllm-1",
+            "custom_id": "k",
+            "response": {
+                "status_code": 200,
+                "request_id": "vllm-batch-1",
+                "body": {"choices": [{"message": {"content": "hi"}}]},
+            },
+            "error": None,
+        },
+        # an older vLLM: the completion itself as the response
+        {
+            "id": "vllm-1",
+            "custom_id": "k",
+            "response": {"choices": [{"message": {"content": "hi"}}]},
+            "error": None,
+        },
+    ],
+)
+def test_both_forms_of_a_vllm_output_line_are_read(line: dict[str, Any]) -> None:
+    from clineval.models.batch import parse_output_line
+
+    outcome = parse_output_line(json.dumps(line).encode(), "f:1")
+    assert outcome.key == "k" and outcome.completion is not None and outcome.failure is None
+
+
+def test_error_forms_of_an_output_line_are_failed_attempts() -> None:
+    from clineval.models.batch import parse_output_line
+
+    vllm_error = {
+        "custom_id": "k",
+        "response": {"status_code": 400, "request_id": "r"},
+        "error": "bad request",
+    }
+    openai_error = {
+        "custom_id": "k",
+        "response": None,
+        "error": {"code": "server_error", "message": "boom"},
+    }
+    rate_limited = {"custom_id": "k", "response": {"status_code": 429, "body": {}}}
+    empty = {
+        "custom_id": "k",
+        "response": {
+            "status_code": 200,
+            "body": {"choices": [{"message": {"content": " "}, "finish_reason": "length"}]},
+        },
+    }
+    kinds = []
+    for line in (vllm_error, openai_error, rate_limited, empty):
+        outcome = parse_output_line(json.dumps(line).encode(), "f:1")
+        assert outcome.failure is not None
+        kinds.append((outcome.failure.kind, outcome.failure.retryable))
+    assert kinds == [
+        ("bad_request", False),
+        ("server", True),
+        ("rate_limit", True),
+        ("bad_response", True),
+    ]
