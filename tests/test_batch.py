@@ -569,3 +569,15 @@ def test_error_forms_of_an_output_line_are_failed_attempts() -> None:
         ("rate_limit", True),
         ("bad_response", True),
     ]
+
+
+def test_only_the_judge_batched_still_makes_one_judge_round(
+    tmp_path: Path, stub: StubServer, sync_run: Path
+) -> None:
+    """--batch-model judge: the answers are synchronous (one by one), the judge calls wait
+    for all of them and go in one batch."""
+    out = tmp_path / "run"
+    assert _run(stub, out, "--batch-model", "openai:judge", *FAST_POLL) == 0
+    stats = stub.stats()
+    assert stats["requests"] == N_CASES and stats["batches"] == 1
+    _same_as_sync(out, sync_run)

@@ -190,6 +190,10 @@ class _Flow:
         batched = any(ctx.runtime.batched(spec) for spec in data.judge_specs)
         window = len(data.cases) if batched else judging_window(ctx.config.concurrency)
         self.window = asyncio.Semaphore(max(1, window))
+        # ... and the judge round starts once every answer is in (also when the answers are
+        # made synchronously, one by one): two rounds, not a batch per answer.
+        self.answers_left = len(data.cases) if batched else 0
+        self.all_answered = asyncio.Event()
 
     def _ladder(self, label: str) -> FormatLadder:
         meta_key = ladder_meta_key(label, self.prompt)
@@ -261,6 +265,11 @@ class _Flow:
         if n_stored:
             self.progress.advance(n_stored, cached=True)
         answer = await self.answer(case)
+        if self.answers_left:
+            self.answers_left -= 1
+            if not self.answers_left:
+                self.all_answered.set()
+            await self.all_answered.wait()
         if answer is None:
             self.progress.advance(len(pending))  # nothing to judge; the case is reported failed
             return
