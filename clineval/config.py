@@ -144,10 +144,15 @@ class RunConfig(BaseModel):
     def _valid_batch_models(self) -> RunConfig:
         for name in self.batch_models:
             models = [self.model, *self.judges]
-            if not any(name in _names(m) for m in models):
+            named = [m for m in models if name in _names(m)]
+            if not named:
                 labels = ", ".join(ModelSpec.parse(m).label for m in models)
                 raise InputError(
                     f"--batch-model {name!r}: not a model of this run (models: {labels})"
+                )
+            if ModelSpec.parse(named[0]).backend != "openai":
+                raise InputError(
+                    f"--batch-model {name!r}: only openai: models have a batch interface"
                 )
         return self
 

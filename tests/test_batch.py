@@ -581,3 +581,25 @@ def test_only_the_judge_batched_still_makes_one_judge_round(
     stats = stub.stats()
     assert stats["requests"] == N_CASES and stats["batches"] == 1
     _same_as_sync(out, sync_run)
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--batch-model", "nobody"], "error: --batch-model 'nobody': not a model of this run"),
+        (["--batch-file-in", "/nonexistent/out.jsonl"], "--batch-file-in file not found"),
+    ],
+)
+def test_bad_batch_flags_are_one_line_before_anything_is_written(
+    tmp_path: Path,
+    stub: StubServer,
+    capsys: pytest.CaptureFixture[str],
+    extra: list[str],
+    message: str,
+) -> None:
+    out = tmp_path / "run"
+    capsys.readouterr()
+    assert _run(stub, out, *extra) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
+    assert not out.exists() and stub.stats()["requests"] == 0
