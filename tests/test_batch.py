@@ -359,7 +359,7 @@ def test_offline_files_round_trip_equals_the_synchronous_run(
     [
         ("not json", "not JSON"),
         ('{"custom_id": "nope", "response": null, "error": "x"}', "is not a request this run"),
-        ("DUPLICATE", "again (first at"),
+        ("DUPLICATE", "again (first at"),  # within one file
         ("NO_BODY", "not a chat completion"),
         ('{"response": {"status_code": 200}}', "no custom_id"),
     ],
@@ -603,3 +603,37 @@ def test_bad_batch_flags_are_one_line_before_anything_is_written(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0], err
     assert not out.exists() and stub.stats()["requests"] == 0
+
+
+def test_offline_retries_are_bounded_over_the_runs_of_a_round_trip(
+    tmp_path: Path, stub: StubServer
+) -> None:
+    out, requests = tmp_path / "run", tmp_path / "requests"
+    files = ["--batch-file-out", str(requests), "--max-retries", "1"]
+    assert _run(stub, out, *files, "--option", "clinconsensus.max_criteria=1") == 0
+    written: list[Path] = []
+    outputs: list[str] = []
+    for _ in range(4):
+        new = sorted(set(requests.glob("*.jsonl")) - set(written))
+        if not new:
+            break
+        written += new
+        output = tmp_path / f"out{len(written)}.jsonl"
+        rows = []
+        for raw in new[0].read_text().splitlines():  # every line a 500: retryable
+            line = json.loads(raw)
+            body = {"error": {"message": "overloaded"}}
+            rows.append(
+                {
+                    "custom_id": line["custom_id"],
+                    "response": {"status_code": 500, "body": body},
+                    "error": None,
+                }
+            )
+        output.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        outputs += ["--batch-file-in", str(output)]
+        code = _run(stub, out, *files, "--option", "clinconsensus.max_criteria=1", *outputs)
+    # 1 try + 1 retry, then the answers are errors: two request files, no third
+    assert len(written) == 2 and code == 1
+    by_model = json.loads((out / "manifest.json").read_text())["llm_calls"]["by_model"]
+    assert by_model["openai:cand (candidate)"]["errors"] == {"server": N_CASES}

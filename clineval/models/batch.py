@@ -173,10 +173,12 @@ def parse_output_line(raw: bytes, where: str) -> LineOutcome:
 def read_outputs(paths: Iterable[str | Path], known: set[str]) -> dict[str, LineOutcome]:
     """Every line of the output files `paths` (--batch-file-in), validated before any is
     used: a known custom_id (one this run directory wrote to a request file), a well-formed
-    response, one line per request. InputError `FILE:LINE: ...` at the first bad line."""
+    response, one line per request in a file. InputError `FILE:LINE: ...` at the first bad
+    line. A request written again after an error line (a retry) has a line in two files: an
+    answer wins over an error."""
     outcomes: dict[str, LineOutcome] = {}
-    first_seen: dict[str, str] = {}
     for path in paths:
+        first_seen: dict[str, str] = {}
         try:
             data = Path(path).read_bytes()
         except OSError as exc:
@@ -197,7 +199,9 @@ def read_outputs(paths: Iterable[str | Path], known: set[str]) -> dict[str, Line
                     f"{first_seen[outcome.key]}): one line per request"
                 )
             first_seen[outcome.key] = where
-            outcomes[outcome.key] = outcome
+            earlier = outcomes.get(outcome.key)
+            if earlier is None or earlier.completion is None:
+                outcomes[outcome.key] = outcome
     return outcomes
 
 
@@ -380,6 +384,11 @@ class BatchChatModel(StoredChatModel):
             if imported.completion is not None:
                 return imported.completion
             assert imported.failure is not None
+            # The attempts made so far are the request files the call was written to: the
+            # bound holds over every run of an offline round trip, however often a file is
+            # imported again.
+            written = self._store.get_meta(FILES_META) or {}
+            item.attempts = sum(key in keys for keys in written.values()) - 1
             self._failed(item, imported.failure)
             if item.future.done():
                 return await item.future
