@@ -20,6 +20,11 @@ What every call goes through, in order:
      (120 s): a server asking for longer gets its retry after 120 s (+ up to 10% jitter), and
      that retry counts against max_retries like any other.
 
+Batch mode (`--batch`, `--batch-model`, `--batch-file-out` / `--batch-file-in`): an openai:
+model is a clineval.models.batch.BatchChatModel instead: 1, 2 and the commit as above, then
+its calls go out in rounds of batch lines (the same request bodies), with 5's bounds on
+error lines; no concurrency slot and no replica choice apply.
+
 Transport. The request and response are the OpenAI chat-completions wire format, the same
 that the `openai` SDK sends. The default transport posts it with one pooled aiohttp session:
 measured through the whole call path it spends about a quarter of the CPU per call of the
