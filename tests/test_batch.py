@@ -637,3 +637,14 @@ def test_offline_retries_are_bounded_over_the_runs_of_a_round_trip(
     assert len(written) == 2 and code == 1
     by_model = json.loads((out / "manifest.json").read_text())["llm_calls"]["by_model"]
     assert by_model["openai:cand (candidate)"]["errors"] == {"server": N_CASES}
+
+
+def test_polls_back_off_from_a_few_seconds_to_the_cap() -> None:
+    from itertools import islice
+
+    from clineval.models.batch import poll_delays
+    from clineval.models.options import LLM_OPTIONS
+
+    first = LLM_OPTIONS.value({}, "batch_poll_s")
+    cap = LLM_OPTIONS.value({}, "batch_poll_max_s")
+    assert list(islice(poll_delays(first, cap), 9)) == [5, 10, 20, 40, 80, 160, 300, 300, 300]

@@ -50,7 +50,7 @@ import logging
 import random
 import re
 import secrets
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -94,6 +94,15 @@ class BatchSettings:
     resubmits: int = 2  # new batches for what a failed / expired / cancelled batch left
     file_out: Path | None = None  # --batch-file-out
     settle_s: float = SETTLE_S
+
+
+def poll_delays(first: float, cap: float) -> Iterator[float]:
+    """Waits between two looks at a running batch: `first`, doubled each time, at most
+    `cap` (a batch takes minutes to hours: polling fast for ever would be rude)."""
+    delay = first
+    while True:
+        yield min(delay, cap)
+        delay = min(cap, delay * 2)
 
 
 # ---- lines -------------------------------------------------------------------------------------
@@ -546,7 +555,7 @@ class BatchChatModel(StoredChatModel):
                 batch = await self._client.create(record["file_id"])
             record.update(batch_id=batch["id"], status=batch["status"])
             self._save(number, record)
-        delay = self._settings.poll_s
+        delays = poll_delays(self._settings.poll_s, self._settings.poll_max_s)
         last = None
         while True:
             batch = await self._client.get(record["batch_id"])
@@ -565,8 +574,7 @@ class BatchChatModel(StoredChatModel):
                 last = shown
             if batch["status"] in TERMINAL:
                 break
-            await asyncio.sleep(delay)
-            delay = min(self._settings.poll_max_s, delay * 2)
+            await asyncio.sleep(next(delays))
         if record.get("status") != batch["status"]:
             record["status"] = batch["status"]
             self._save(number, record)
