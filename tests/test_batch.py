@@ -248,7 +248,9 @@ def _batch_records(out: Path) -> dict[str, Any]:
     return {k: json.loads(v) for k, v in rows}
 
 
-@pytest.mark.parametrize("moment", ["answers-batch", "judge-batch", "judge-file-only"])
+@pytest.mark.parametrize(
+    "moment", ["answers-batch", "answers-ended", "judge-file-only", "judge-batch"]
+)
 def test_a_killed_batch_run_resumes_without_a_second_submission(
     tmp_path: Path, stub: StubServer, sync_run: Path, moment: str
 ) -> None:
@@ -266,13 +268,18 @@ def test_a_killed_batch_run_resumes_without_a_second_submission(
         stderr=subprocess.DEVNULL,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
-    want = "batch:openai:cand" if moment == "answers-batch" else "batch:openai:judge"
+    want = "batch:openai:cand" if moment.startswith("answers") else "batch:openai:judge"
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             records = _batch_records(out).get(want) or {}
             if moment == "judge-file-only" and records:
                 break  # its file is uploaded; its batch may not be stored (or made) yet
+            if moment == "answers-ended":
+                if any(r.get("status") == "completed" for r in records.values()):
+                    break  # the answers' batch ended: its lines may not all be stored yet
+                time.sleep(0.002)
+                continue
             if any(r.get("batch_id") for r in records.values()):
                 break
             time.sleep(0.01)
