@@ -22,7 +22,7 @@ from rich.table import Table
 
 from clineval.cli_groups import data_app, skills_app
 from clineval.cli_output import print_plan, print_results, stdout
-from clineval.errors import InputError
+from clineval.errors import BatchFilesWritten, InputError
 from clineval.secrets import redact
 
 app = typer.Typer(
@@ -94,6 +94,22 @@ def run(
     option: Annotated[
         list[str] | None, typer.Option("--option", help="Task option KEY=VALUE.")
     ] = None,
+    batch: Annotated[
+        bool,
+        typer.Option("--batch", help="Send openai: models' calls through the Batch API."),
+    ] = False,
+    batch_model: Annotated[
+        list[str] | None,
+        typer.Option("--batch-model", help="Only this model's calls in batches (repeatable)."),
+    ] = None,
+    batch_file_out: Annotated[
+        str | None,
+        typer.Option("--batch-file-out", help="Write batch request files here and stop."),
+    ] = None,
+    batch_file_in: Annotated[
+        list[str] | None,
+        typer.Option("--batch-file-in", help="Batch output file (vllm run-batch) to import."),
+    ] = None,
     dry_run: Annotated[
         bool,
         typer.Option(
@@ -142,6 +158,10 @@ def run(
         timeout_s=timeout,
         max_retries=max_retries,
         price_table=price_table,
+        batch=batch,
+        batch_models=batch_model or [],
+        batch_file_out=batch_file_out,
+        batch_file_in=batch_file_in or [],
         options=split_option_items(option or []),
     )
     if dry_run:
@@ -390,6 +410,10 @@ def _main(args: list[str]) -> int:
             return 0
         print(redact(_usage_error_line(exc)), file=sys.stderr)
         return 2
+    except BatchFilesWritten as exc:
+        # Not an error: the request files are the output the user asked for.
+        print(f"stopped: {redact(str(exc))}", file=sys.stderr)
+        return 0
     except InputError as exc:
         if _state["debug"]:
             print(redact(traceback.format_exc()), file=sys.stderr, end="")

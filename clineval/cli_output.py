@@ -84,6 +84,13 @@ def print_plan(summary: dict[str, Any]) -> None:
         + ", at most "
         f"{summary['max_completion_tokens']:,} completion tokens; cost {total_cost}"
     )
+    for item in summary.get("batch_rounds", []):
+        stdout.print(
+            f"batch round: {item['task']} {item['role']} {item['model']}: {item['lines']:,} "
+            f"request lines in {item['batches']:,} batch(es)"
+        )
+    if "batch_rounds" in summary and not summary["batch_rounds"]:
+        stdout.print("batch: no request to submit")
     bounded = sum(r["bounded_prompts"] for r in summary["rows"])
     stdout.print(
         "prompt tokens are estimated (1 per CJK character, 1 per 4 other characters)"

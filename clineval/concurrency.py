@@ -57,10 +57,12 @@ class ModelCallStats:
 class RunCallState:
     """The run's concurrency limit, per-model counters and shared local servers."""
 
-    def __init__(self, limit: int):
+    def __init__(self, limit: int, budget: int | None = None):
         if limit < 1:
             raise ValueError("concurrency limit must be >= 1")
         self.limit = limit
+        # call coroutines alive at once (call_budget); batch mode lifts it
+        self.budget = budget if budget is not None else BUDGET_PER_SLOT * limit
         self.stats: dict[str, ModelCallStats] = {}
         self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]
         self._semaphores = weakref.WeakKeyDictionary()
@@ -88,7 +90,7 @@ class RunCallState:
         with self._lock:
             sem = self._budgets.get(loop)
             if sem is None:
-                sem = asyncio.Semaphore(BUDGET_PER_SLOT * self.limit)
+                sem = asyncio.Semaphore(self.budget)
                 self._budgets[loop] = sem
             return sem
 
@@ -126,7 +128,8 @@ async def gather_bounded(state: RunCallState, coros: Iterable[Coroutine[Any, Any
     With the budget about 2x --concurrency calls exist at a time and the slots stay full; a
     finished task is dropped at once (only its result is kept).
 
-    Pass a generator: it is advanced only after a budget token is held. If one coroutine
+    Pass a generator: it is advanced only after a budget token is held. Gathers running at
+    the same time take turns, one coroutine each (FIFO on the budget). If one coroutine
     raises, the others are cancelled and that exception propagates as it is. Do not nest: a
     bounded coroutine that waits for another gather_bounded may wait forever.
     """
@@ -158,6 +161,9 @@ async def gather_bounded(state: RunCallState, coros: Iterable[Coroutine[Any, Any
     try:
         while not finished.done():
             await budget.acquire()
+            if finished.done():  # a coroutine failed while this waited: start no more
+                budget.release()
+                break
             try:
                 coro = next(iterator)
             except StopIteration:
@@ -170,6 +176,11 @@ async def gather_bounded(state: RunCallState, coros: Iterable[Coroutine[Any, Any
             task = asyncio.create_task(coro)
             running.add(task)
             task.add_done_callback(functools.partial(on_done, index=len(results) - 1))
+            # Take turns with the other gathers of the run: a free budget token is taken
+            # without a wait, so without this the first gather would take every free token
+            # (one ClinConsensus case with all its 30 calls in flight, on one replica, while
+            # the other cases wait: replicas place keys by the cases active on them).
+            await asyncio.sleep(0)
         producing = False
         if not running and not finished.done():
             finished.set_result(None)

@@ -65,6 +65,12 @@ class RunConfig(BaseModel):
     timeout_s: float = Field(default=120.0, gt=0.0, allow_inf_nan=False)
     max_retries: int = Field(default=5, ge=0)
     price_table: str | None = None
+    # Batch mode (clineval.models.batch): every openai: model of the run, or only those named
+    # in batch_models; the two file flags work without a server (vllm run-batch files).
+    batch: bool = False
+    batch_models: list[str] = Field(default_factory=list)
+    batch_file_out: str | None = None
+    batch_file_in: list[str] = Field(default_factory=list)
     # Task and model-layer knobs by full key ({"ner.tokenizer": "model"}); every key is declared
     # by its layer (clineval.options) and checked against those declarations before a run.
     options: dict[str, str] = Field(default_factory=dict)
@@ -133,6 +139,34 @@ class RunConfig(BaseModel):
                 "openai: model (base URLs are for OpenAI-compatible servers)"
             )
         return found
+
+    @model_validator(mode="after")
+    def _valid_batch_models(self) -> RunConfig:
+        for name in self.batch_models:
+            models = [self.model, *self.judges]
+            named = [m for m in models if name in _names(m)]
+            if not named:
+                labels = ", ".join(ModelSpec.parse(m).label for m in models)
+                raise InputError(
+                    f"--batch-model {name!r}: not a model of this run (models: {labels})"
+                )
+            if ModelSpec.parse(named[0]).backend != "openai":
+                raise InputError(
+                    f"--batch-model {name!r}: only openai: models have a batch interface"
+                )
+        return self
+
+    @property
+    def batch_mode(self) -> bool:
+        """Whether any call of the run goes through batches (server or files)."""
+        return self.batch or bool(self.batch_models or self.batch_file_out or self.batch_file_in)
+
+    def batched(self, spec: str) -> bool:
+        """Whether the calls of model `spec` (as written in --model / --judge) go through
+        batches: an openai: model, in batch mode, named by --batch-model when any is."""
+        if not self.batch_mode or ModelSpec.parse(spec).backend != "openai":
+            return False
+        return not self.batch_models or any(n in _names(spec) for n in self.batch_models)
 
     def judge_base_urls_of(self, judge: str) -> tuple[str, ...]:
         """The replicas of `judge` (one of --judge, or the candidate judging its own answers)

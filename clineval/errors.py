@@ -80,6 +80,22 @@ class InputError(Exception):
         return where + self.message
 
 
+class BatchFilesWritten(Exception):
+    """`--batch-file-out`: a round's batch request files are written and the run stops there
+    (exit 0: the files are what was asked for; clineval.models.batch). The message is the
+    one-line hint for running them."""
+
+    def __init__(self, paths: list[Path], lines: int) -> None:
+        self.paths = paths
+        self.lines = lines
+        first = paths[0]
+        super().__init__(
+            f"wrote {lines} batch request line(s) to {len(paths)} file(s) in {first.parent}; "
+            f"run e.g. 'vllm run-batch -i {first} -o {first.with_suffix('.out.jsonl')} "
+            "--model MODEL' for each, then rerun this command with --batch-file-in OUT..."
+        )
+
+
 # ---- the Python API's arguments -------------------------------------------------------------
 
 _F = TypeVar("_F", bound=Callable[..., Any])

@@ -158,14 +158,41 @@ class CallPlan:
         return list(self._rows.values())
 
 
-def plan_summary(rows: list[PlannedCalls], prices: PriceTable) -> dict[str, Any]:
-    """Rows as dicts with a cost range where a price is known, and the totals."""
+def batch_rounds(
+    rows: list[PlannedCalls], batched: Mapping[str, bool], max_lines: int
+) -> list[dict[str, Any]]:
+    """--batch --dry-run: per batched model and role (a task's round: ClinConsensus answers,
+    then judge calls), the lines to submit and the batches they take (max_lines per file;
+    the 200 MB bound may split further)."""
+    out = []
+    for row in rows:
+        if batched.get(row.model) and row.to_send:
+            batches = -(-row.to_send // max_lines)
+            out.append(
+                {
+                    "task": row.task,
+                    "role": row.role,
+                    "model": row.model,
+                    "lines": row.to_send,
+                    "batches": batches,
+                }
+            )
+    return out
+
+
+def plan_summary(
+    rows: list[PlannedCalls], prices: PriceTable, batched: Mapping[str, bool] | None = None
+) -> dict[str, Any]:
+    """Rows as dicts with a cost range where a price is known (at batch rates for the models
+    in `batched`), and the totals."""
     out = []
     total_low = total_high = 0.0
     priced_all = True
     for row in rows:
         item = row.as_dict()
         price = find_price(prices, row.model)
+        if price is not None and batched and batched.get(row.model):
+            price = price.batch()
         if price is None:
             item["cost_low"] = item["cost_high"] = None
             priced_all = priced_all and row.to_send == 0

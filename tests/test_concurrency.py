@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import gc
+from collections.abc import Coroutine, Iterator
+from typing import Any
 
 import pytest
 
@@ -170,3 +172,29 @@ def test_errors_after_the_first_are_retrieved(caplog: pytest.LogCaptureFixture) 
         asyncio.run(main())
     gc.collect()  # an unretrieved task exception is logged when the task is freed
     assert [r.getMessage() for r in caplog.records if "never retrieved" in r.getMessage()] == []
+
+
+def test_gathers_running_together_take_turns() -> None:
+    """Two gathers sharing the budget start their coroutines in turn: the first does not take
+    every free token (one ClinConsensus case with all its calls in flight, the others none)."""
+    state = RunCallState(3)  # budget 6
+    started: list[str] = []
+    release = asyncio.Event()
+
+    async def call(name: str) -> str:
+        started.append(name)
+        await release.wait()
+        return name
+
+    async def main() -> list[list[str]]:
+        def calls(group: str) -> Iterator[Coroutine[Any, Any, str]]:
+            return (call(f"{group}{i}") for i in range(5))
+
+        gathers = [asyncio.ensure_future(gather_bounded(state, calls(g))) for g in "ab"]
+        while len(started) < BUDGET_PER_SLOT * 3:  # the budget is full
+            await asyncio.sleep(0)
+        assert sorted(started) == ["a0", "a1", "a2", "b0", "b1", "b2"]
+        release.set()
+        return list(await asyncio.gather(*gathers))
+
+    assert asyncio.run(main()) == [[f"a{i}" for i in range(5)], [f"b{i}" for i in range(5)]]

@@ -31,72 +31,97 @@ URLS = tuple(f"http://replica-{i}.invalid:8000/v1" for i in range(4))
 
 
 # ---- the replica choice ---------------------------------------------------------------------
-def _place(replicas: ReplicaSet, key: str | None) -> Replica:
-    replica = replicas.pick(None, key)
-    replica.in_flight += 1
-    return replica
+def _start(replicas: ReplicaSet, key: str) -> Replica:
+    """A key's call enters the model and is placed (as HTTPChatModel does)."""
+    replicas.begin(key)
+    return replicas.pick(None, key)
 
 
-def test_a_keys_calls_stay_on_one_replica_up_to_the_load_bound() -> None:
+def test_a_new_key_goes_to_the_fewest_active_keys_and_stays_whatever_the_load() -> None:
     replicas = ReplicaSet(URLS)
-    for r in replicas.replicas:  # a busy fleet: 4 calls in flight on each replica
-        r.in_flight = 4
-    home = _place(replicas, "case-1")
-    assert home is rendezvous_order("case-1", replicas.replicas)[0]  # the key's first choice
-    placed = [home]
-    while len(placed) < 4:
-        placed.append(_place(replicas, "case-1"))
-    # 4 + 4 in flight on home: the bound is 1.5 x the mean (this call included), rounded up
-    assert placed == [home] * 4 and home.in_flight == 8
-    spill = _place(replicas, "case-1")  # mean (16 + 4 + 1) / 4 -> bound 8: home is full
-    assert spill is not home
-    home.in_flight = 4  # the home's calls finished: the key goes home again
-    assert replicas.pick(None, "case-1") is home
-    home.in_flight = 9
-    assert replicas.pick(None, "case-1") is spill  # and spills where it spilled before
+    homes = [_start(replicas, f"case-{i}") for i in range(12)]
+    # 12 active cases on 4 replicas: 3 each, however the hash ranks them
+    assert sorted(replicas.active_keys().values()) == [3, 3, 3, 3]
+    # the first four keys took four different replicas, each its first choice among the
+    # replicas with the fewest keys (all of them empty for the first)
+    assert len({r.base_url for r in homes[:4]}) == 4
+    assert homes[0] is rendezvous_order("case-0", replicas.replicas)[0]
+    home = homes[0]
+    home.in_flight = 50  # a busy home keeps its key: a move would recompute its prefix
+    for _ in range(5):
+        replicas.begin("case-0")
+        assert replicas.pick(None, "case-0") is home
+    assert replicas.active_keys()[home.base_url] == 3  # one key, however many calls
+    # keys that are done free their place; a new key takes the replica with the fewest
+    for key, replica in zip([f"case-{i}" for i in range(12)], homes, strict=True):
+        if replica is homes[1]:
+            replicas.end(key)  # each began one call
+    assert replicas.active_keys()[homes[1].base_url] == 0
+    assert _start(replicas, "case-new") is homes[1]
 
 
-def test_new_keys_spread_and_keyless_calls_take_the_least_loaded() -> None:
+def test_a_key_that_pauses_comes_back_to_its_home() -> None:
     replicas = ReplicaSet(URLS)
-    homes = [replicas.pick(None, f"case-{i}").base_url for i in range(400)]
-    counts = {u: homes.count(u) for u in URLS}
-    assert min(counts.values()) >= 70, counts  # ~100 each: keys are hashed, not piled up
+    home = _start(replicas, "case-a")
+    replicas.end("case-a")  # between two calls: no call in the model
+    assert replicas.active_keys()[home.base_url] == 0
+    for i in range(3):  # meanwhile other keys fill the other replicas
+        _start(replicas, f"other-{i}")
+    assert replicas.active_keys()[home.base_url] == 0  # the paused key's home stayed empty
+    _start(replicas, "other-3")  # the fewest active keys: the paused key's home
+    assert _start(replicas, "case-a") is home  # and the paused key still goes home
+    assert replicas.active_keys()[home.base_url] == 2
+
+
+def test_keyless_calls_take_the_least_loaded() -> None:
+    replicas = ReplicaSet(URLS)
     for r, load in zip(replicas.replicas, (3, 1, 2, 5), strict=True):
         r.in_flight = load
     assert replicas.pick(None, None) is replicas.replicas[1]
-
-
-def test_a_new_key_skips_replicas_above_the_mean() -> None:
-    replicas = ReplicaSet(URLS)
-    first = rendezvous_order("case-x", replicas.replicas)[0]
-    first.in_flight = 6  # the others idle: the mean with this call is 7 / 4
-    chosen = replicas.pick(None, "case-x")
-    assert chosen is not first and chosen is rendezvous_order("case-x", replicas.replicas)[1]
+    replicas.begin(None)  # keyless calls are not counted as keys
+    replicas.end(None)
+    assert set(replicas.active_keys().values()) == {0}
 
 
 def test_the_order_replicas_are_listed_in_does_not_matter() -> None:
     forward, backward = ReplicaSet(URLS), ReplicaSet(tuple(reversed(URLS)))
     keys = [f"case-{i}" for i in range(50)]
-    assert [forward.pick(None, k).base_url for k in keys] == [
-        backward.pick(None, k).base_url for k in keys
+    assert [_start(forward, k).base_url for k in keys] == [
+        _start(backward, k).base_url for k in keys
     ]
 
 
-def test_a_replica_that_is_down_moves_only_its_keys() -> None:
+def test_a_replica_that_is_down_moves_only_its_keys_and_they_stay_moved() -> None:
     replicas = ReplicaSet(URLS[:3])
-    keys = [f"case-{i}" for i in range(60)]
-    before = {k: replicas.pick(None, k) for k in keys}
+    keys = [f"case-{i}" for i in range(30)]
+    before = {k: _start(replicas, k) for k in keys}
+    assert sorted(replicas.active_keys().values()) == [10, 10, 10]
     down = replicas.replicas[0]
     down.failed()  # resting after a refused connection
     during = {k: replicas.pick(None, k) for k in keys}
     moved = [k for k in keys if during[k] is not before[k]]
-    assert moved and all(before[k] is down for k in moved)
+    assert sorted(moved) == sorted(k for k in keys if before[k] is down)
     assert all(during[k] is not down for k in keys)
+    assert replicas.active_keys()[down.base_url] == 0
+    assert sorted(replicas.active_keys().values()) == [0, 15, 15]  # spread over the others
     down.succeeded()
-    assert {k: replicas.pick(None, k) for k in keys} == before  # back where they were
-    # the replica a call just failed on is avoided like a resting one
-    key = next(k for k in keys if before[k] is down)
-    assert replicas.pick(down, key) is not down
+    assert {k: replicas.pick(None, k) for k in keys} == during  # a moved key stays moved
+    # the replica a call just failed on is avoided like a resting one, and the key moves
+    key = keys[0]
+    failed_on = during[key]
+    elsewhere = replicas.pick(failed_on, key)
+    assert elsewhere is not failed_on and replicas.pick(None, key) is elsewhere
+
+
+def test_forgotten_keys_are_only_inactive_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("clineval.models.replicas._KEYS_KEPT", 3)
+    replicas = ReplicaSet(URLS)
+    active = _start(replicas, "active")
+    for i in range(5):
+        _start(replicas, f"done-{i}")
+        replicas.end(f"done-{i}")
+    assert replicas.pick(None, "active") is active  # still remembered (it is active)
+    assert sum(replicas.active_keys().values()) == 1
 
 
 # ---- the cache key does not see the prefix key ----------------------------------------------
@@ -323,3 +348,26 @@ def test_keys_of_a_replica_that_is_down_move_to_the_live_one(
     # After a refusal the dead replica rests (1, 2, 4 ... s) and its keys move: only a call
     # now and then (when a rest ends) pays a retry, not the ~30 calls whose key it ranks first.
     assert 1 <= calls["retries"] <= 10
+
+
+def test_cases_spread_evenly_over_the_judge_fleet_by_active_keys(
+    tmp_path: Path, servers: tuple[StubServer, StubServer, StubServer]
+) -> None:
+    """12 cases judged at once on 3 replicas: 4 cases each, every case on one replica (the
+    placement counts cases, not requests in flight; before it one replica could get a third
+    of another's calls)."""
+    candidate, j1, j2 = servers
+    fleet = ["--judge", "openai:stub-judge", "--concurrency", "12"]
+    for url in (j1.base_url, j2.base_url, candidate.base_url):
+        fleet += ["--judge-base-url", url]
+    out = tmp_path / "run"
+    options = ["--option", "llm.prompt_cache_key=1"]
+    # the answers first (and one criterion), so that every case is then judged at once
+    assert _run(out, candidate, *fleet, *options, "--option", "clinconsensus.max_criteria=1") == 0
+    for server in servers:
+        server.reset()
+    assert _run(out, candidate, *fleet, *options) == 0
+    keys = [server.stats()["cache_keys"] for server in (j1, j2, candidate)]
+    assert [len(k) for k in keys] == [16, 16, 16]  # 4 cases x the 4 criteria left, each
+    assert [len(set(k)) for k in keys] == [4, 4, 4]
+    assert not set(keys[0]) & set(keys[1]) and not set(keys[1]) & set(keys[2])

@@ -23,7 +23,8 @@ import asyncio
 import functools
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from typing import Any, TypeGuard
+from types import MappingProxyType
+from typing import Any, ClassVar, TypeGuard
 
 from clineval.concurrency import ModelCallStats, RunCallState
 from clineval.models.llm_base import ChatError, ChatRequest, ChatResponse, request_key
@@ -106,6 +107,10 @@ class GroupCommit:
 class StoredChatModel(ABC):
     """A ChatModel whose every finished call is cached in the run store (see module doc)."""
 
+    # Kept with each call's usage: how it was made (a batch backend: {"batch": True}, which
+    # the cost summary prices at batch rates, clineval.models.usage).
+    usage_marks: ClassVar[Mapping[str, Any]] = MappingProxyType({})
+
     def __init__(
         self, *, label: str, model_name: str, role: str, store: RunStore, state: RunCallState
     ) -> None:
@@ -182,7 +187,7 @@ class StoredChatModel(ABC):
         self, key: str, request_json: str, request: ChatRequest, data: dict[str, Any]
     ) -> ChatResponse:
         choice = data["choices"][0]
-        usage = usage_of(data)
+        usage = {**usage_of(data), **self.usage_marks}
         response = {
             "text": choice["message"].get("content") or "",
             "model": data.get("model") or self.model_name,

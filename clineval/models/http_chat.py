@@ -21,6 +21,30 @@ from clineval.secrets import redact
 from clineval.store import RunStore
 
 
+def chat_body(
+    model_name: str, request: ChatRequest, send_prompt_cache_key: bool = False
+) -> dict[str, Any]:
+    """The chat-completions body of `request`: what the synchronous path posts and what a
+    batch line carries (clineval.models.batch), so that either answers the same call."""
+    body: dict[str, Any] = {
+        "model": model_name,
+        "messages": [{"role": r, "content": c} for r, c in request.messages],
+        "temperature": request.temperature,
+    }
+    if request.max_tokens is not None:
+        body["max_tokens"] = request.max_tokens
+    if request.seed is not None:
+        body["seed"] = request.seed
+    if request.response_format is not None:
+        body["response_format"] = request.response_format
+    if send_prompt_cache_key and request.prefix_key is not None:
+        # Hosted APIs route prompt caching by it; routing only, not in the cache key.
+        body["prompt_cache_key"] = request.prefix_key
+    if request.extra_body:  # never a field set above (clineval.models.extra_body)
+        body.update(request.extra_body)
+    return body
+
+
 class HTTPChatModel(StoredChatModel):
     """A ChatModel over one or more OpenAI-compatible base URLs (replicas of one model)."""
 
@@ -52,26 +76,19 @@ class HTTPChatModel(StoredChatModel):
 
     # -- HTTP ----------------------------------------------------------------------------------
     def _body(self, request: ChatRequest) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "model": self.model_name,
-            "messages": [{"role": r, "content": c} for r, c in request.messages],
-            "temperature": request.temperature,
-        }
-        if request.max_tokens is not None:
-            body["max_tokens"] = request.max_tokens
-        if request.seed is not None:
-            body["seed"] = request.seed
-        if request.response_format is not None:
-            body["response_format"] = request.response_format
-        if self._send_prompt_cache_key and request.prefix_key is not None:
-            # Hosted APIs route prompt caching by it; routing only, not in the cache key.
-            body["prompt_cache_key"] = request.prefix_key
-        if request.extra_body:  # never a field set above (clineval.models.extra_body)
-            body.update(request.extra_body)
-        return body
+        return chat_body(self.model_name, request, self._send_prompt_cache_key)
 
     async def _complete(self, request: ChatRequest) -> dict[str, Any]:
         """The chat.completion for `request` from a replica, with the bounded retry policy."""
+        # The key counts as active on its replica from now until the call is done, also
+        # while it waits for a slot or sleeps before a retry (replicas: placement by keys).
+        self._replicas.begin(request.prefix_key)
+        try:
+            return await self._attempts(request)
+        finally:
+            self._replicas.end(request.prefix_key)
+
+    async def _attempts(self, request: ChatRequest) -> dict[str, Any]:
         semaphore = self._state.semaphore()
         avoid: Replica | None = None
         retries = 0

@@ -10,7 +10,7 @@ What every call goes through, in order:
      run, see clineval.concurrency), held only while a request is on the wire, never while
      sleeping between retries;
   4. a replica (clineval.models.replicas): a call with a prefix key goes where the key's
-     earlier calls went, within a load bound (the server reuses the shared prefix); other
+     earlier calls went (a new key to the replica serving the fewest active keys); other
      calls to the base URL with the fewest requests in flight (ties round-robin);
   5. bounded retries (`--max-retries`) with jittered exponential backoff on 429, 408,
      409, 425, 5xx, timeouts, connection errors, malformed bodies and replies without content
@@ -19,6 +19,11 @@ What every call goes through, in order:
      RetryPolicy): backoff at `max_delay_s` (30 s), a Retry-After at `max_retry_after_s`
      (120 s): a server asking for longer gets its retry after 120 s (+ up to 10% jitter), and
      that retry counts against max_retries like any other.
+
+Batch mode (`--batch`, `--batch-model`, `--batch-file-out` / `--batch-file-in`): an openai:
+model is a clineval.models.batch.BatchChatModel instead: 1, 2 and the commit as above, then
+its calls go out in rounds of batch lines (the same request bodies), with 5's bounds on
+error lines; no concurrency slot and no replica choice apply.
 
 Transport. The request and response are the OpenAI chat-completions wire format, the same
 that the `openai` SDK sends. The default transport posts it with one pooled aiohttp session:
@@ -185,7 +190,10 @@ async def _open_backend(
         finally:
             await client.aclose()
 
-    if spec.backend == "openai":
+    if spec.backend == "openai" and runtime.batched(spec):
+        async with _batch_model(spec, runtime, role, retry or _retry_policy(config)) as model:
+            yield model
+    elif spec.backend == "openai":
         api_key = os.environ.get("OPENAI_API_KEY") or None
         urls = openai_base_urls(spec)
         if api_key and any(urlsplit(u).username is not None for u in urls):
@@ -217,6 +225,51 @@ async def _open_backend(
             f"{spec.label} is not a chat model (LLM tasks need openai:MODEL[@URL], "
             "llamacpp:PATH.gguf or hf:PATH of a causal language model)"
         )
+
+
+@asynccontextmanager
+async def _batch_model(
+    spec: ModelSpec, runtime: ModelRuntime, role: str, policy: RetryPolicy
+) -> AsyncIterator[ChatModel]:
+    """The BatchChatModel of `spec` (clineval.models.batch): its server's Batch API with
+    --batch, else only files (--batch-file-out / --batch-file-in, no server needed)."""
+    from clineval.models.batch import BatchChatModel, BatchClient, BatchSettings
+    from clineval.models.http_chat import chat_body
+
+    config = runtime.config
+    opts = config.options
+    settings = BatchSettings(
+        poll_s=LLM_OPTIONS.value(opts, "batch_poll_s"),
+        poll_max_s=LLM_OPTIONS.value(opts, "batch_poll_max_s"),
+        max_lines=LLM_OPTIONS.value(opts, "batch_max_lines"),
+        max_bytes=LLM_OPTIONS.value(opts, "batch_max_bytes"),
+        resubmits=LLM_OPTIONS.value(opts, "batch_resubmits"),
+        file_out=Path(config.batch_file_out) if config.batch_file_out else None,
+    )
+    client = None
+    if config.batch or config.batch_models:
+        # One server takes a model's batches: the first of its base URLs.
+        url = openai_base_urls(spec)[0]
+        client = BatchClient(
+            url, os.environ.get("OPENAI_API_KEY") or None, policy, config.timeout_s
+        )
+    send_key = LLM_OPTIONS.value(opts, "prompt_cache_key")
+    try:
+        yield BatchChatModel(
+            label=spec.label,
+            model_name=spec.name,
+            role=role,
+            store=runtime.store,
+            state=runtime.calls,
+            body_of=lambda request: chat_body(spec.name, request, send_key),
+            client=client,
+            settings=settings,
+            policy=policy,
+            imported=runtime.batch_imports(),
+        )
+    finally:
+        if client is not None:
+            await client.aclose()
 
 
 @asynccontextmanager

@@ -39,6 +39,32 @@ LLM_OPTIONS = OptionGroup(
             DEFAULT_TRANSPORT,
         ),
         Option(
+            "batch_poll_s",
+            number(0.0, above_minimum=True),
+            "--batch: first wait between two looks at a running batch, seconds (doubled each "
+            "time up to batch_poll_max_s)",
+            "5",
+        ),
+        Option("batch_poll_max_s", number(0.0, above_minimum=True), "--batch: longest wait", "300"),
+        Option(
+            "batch_max_lines",
+            integer(minimum=1),
+            "--batch: requests per batch input file at most (OpenAI: 50000)",
+            "50000",
+        ),
+        Option(
+            "batch_max_bytes",
+            integer(minimum=1024),
+            "--batch: bytes per batch input file at most (OpenAI: 200 MB)",
+            str(200 * 1024 * 1024),
+        ),
+        Option(
+            "batch_resubmits",
+            integer(minimum=0),
+            "--batch: new batches for the requests a failed, expired or cancelled batch left",
+            "2",
+        ),
+        Option(
             "prompt_cache_key",
             boolean,
             "send each call's prefix key as prompt_cache_key (hosted APIs route prompt caching "

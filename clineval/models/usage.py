@@ -7,6 +7,10 @@ Keys are matched against the model label ("openai:gpt-4o") first, then the bare 
 project ships no prices (they change, and a stale price is worse than none).
 `cached_input_per_1m` (optional) prices the prompt tokens a server served from its prompt
 cache (`usage.prompt_tokens_details.cached_tokens`); without it they cost `input_per_1m`.
+Calls made through a batch (`--batch`, batch files: their stored usage says `"batch": true`)
+are priced at `batch_input_per_1m` / `batch_output_per_1m` / `batch_cached_input_per_1m`, or
+at the list prices times (1 - `batch_discount`), e.g. `"batch_discount": 0.5`; without either
+at the list prices. `estimated_cost_list` is then what the same calls cost at list prices.
 
 Cached prompt tokens are part of `prompt_tokens` (as OpenAI-compatible servers count them);
 a call whose server reports no cached count is counted as none cached, and
@@ -33,6 +37,28 @@ class Price:
     input_per_1m: float
     output_per_1m: float
     cached_input_per_1m: float | None = None  # None: cached prompt tokens cost input_per_1m
+    # Batch API rates (clineval.models.batch): explicit prices, else the list prices times
+    # (1 - batch_discount); with neither, batch calls are priced at the list prices.
+    batch_input_per_1m: float | None = None
+    batch_output_per_1m: float | None = None
+    batch_cached_input_per_1m: float | None = None
+    batch_discount: float | None = None
+
+    @property
+    def has_batch_price(self) -> bool:
+        return self.batch_discount is not None or self.batch_input_per_1m is not None
+
+    def batch(self) -> Price:
+        """The prices of a call made through a batch."""
+        keep = 1.0 - (self.batch_discount or 0.0)
+        cached = self.cached_input_per_1m
+        return Price(
+            input_per_1m=_or(self.batch_input_per_1m, self.input_per_1m * keep),
+            output_per_1m=_or(self.batch_output_per_1m, self.output_per_1m * keep),
+            cached_input_per_1m=_or(
+                self.batch_cached_input_per_1m, None if cached is None else cached * keep
+            ),
+        )
 
     def cost(self, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0) -> float:
         """Cost of `prompt_tokens` (of which `cached_tokens` came from a prompt cache) and
@@ -48,7 +74,19 @@ class Price:
         ) / 1e6
 
 
-_PRICE_FIELDS = ("input_per_1m", "output_per_1m", "cached_input_per_1m")
+def _or(value: float | None, default: float | None) -> Any:
+    return default if value is None else value
+
+
+_PRICE_FIELDS = (
+    "input_per_1m",
+    "output_per_1m",
+    "cached_input_per_1m",
+    "batch_input_per_1m",
+    "batch_output_per_1m",
+    "batch_cached_input_per_1m",
+)
+_OPTIONAL = frozenset(_PRICE_FIELDS[2:])
 
 
 PriceTable = dict[str, Price]
@@ -68,7 +106,12 @@ def load_price_table(path: str | Path | None) -> PriceTable:
             raise InputError(f"price of {model!r} must be an object", path=p)
         # Other keys (a note, a currency) are the user's own; a misspelt price is refused, as
         # it would otherwise be ignored and the estimate silently wrong.
-        unknown = [k for k in entry if str(k).endswith("per_1m") and k not in _PRICE_FIELDS]
+        unknown = [
+            k
+            for k in entry
+            if (str(k).endswith("per_1m") or str(k).startswith("batch_"))
+            and k not in (*_PRICE_FIELDS, "batch_discount")
+        ]
         if unknown:
             raise InputError(
                 f"{model!r}: unknown price {unknown[0]!r} (known: {', '.join(_PRICE_FIELDS)})",
@@ -76,14 +119,26 @@ def load_price_table(path: str | Path | None) -> PriceTable:
             )
         values: dict[str, float] = {}
         for field_name in _PRICE_FIELDS:
-            if field_name == "cached_input_per_1m" and field_name not in entry:
-                continue  # optional
+            if field_name in _OPTIONAL and field_name not in entry:
+                continue
             value = entry.get(field_name)
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise InputError(f"{model!r}: {field_name} must be a number", path=p)
             if not math.isfinite(value) or value < 0:
                 raise InputError(f"{model!r}: {field_name} must be >= 0", path=p)
             values[field_name] = float(value)
+        if "batch_discount" in entry:
+            discount = entry["batch_discount"]
+            if (
+                isinstance(discount, bool)
+                or not isinstance(discount, int | float)
+                or not 0 <= discount <= 1
+            ):
+                raise InputError(
+                    f"{model!r}: batch_discount must be a number from 0 to 1 (0.5: half price)",
+                    path=p,
+                )
+            values["batch_discount"] = float(discount)
         table[str(model)] = Price(**values)
     return table
 
@@ -165,6 +220,7 @@ def summarize_usage(
     `estimated_cost` is None when no model of the run has a price (not 0: unknown is not free).
     """
     per_model: dict[str, dict[str, Any]] = {}
+    batch_part: dict[str, list[int]] = {}  # label -> prompt, completion, cached of batch calls
     for label, usage in calls:
         row = per_model.setdefault(
             label,
@@ -175,6 +231,7 @@ def summarize_usage(
                 "completion_tokens": 0,
                 "calls_without_usage": 0,
                 "calls_reporting_cache": 0,
+                "batch_calls": 0,
             },
         )
         row["calls"] += 1
@@ -187,6 +244,12 @@ def summarize_usage(
         if cached is not None:
             row["calls_reporting_cache"] += 1
             row["cached_prompt_tokens"] += min(cached, prompt)
+        if usage and usage.get("batch"):  # a verdict record sums its calls: a count
+            row["batch_calls"] += 1
+            part = batch_part.setdefault(label, [0, 0, 0])
+            part[0] += prompt
+            part[1] += completion
+            part[2] += min(cached or 0, prompt)
     total_cost: float | None = None
     unpriced: list[str] = []
     for label, row in per_model.items():
@@ -200,6 +263,14 @@ def summarize_usage(
         cost = price.cost(
             row["prompt_tokens"], row["completion_tokens"], row["cached_prompt_tokens"]
         )
+        if label in batch_part:
+            # the batch calls at batch rates instead of list rates
+            b_prompt, b_completion, b_cached = batch_part[label]
+            row["estimated_cost_list"] = round(cost, 6)
+            row["batch_priced"] = price.has_batch_price
+            cost += price.batch().cost(b_prompt, b_completion, b_cached) - price.cost(
+                b_prompt, b_completion, b_cached
+            )
         row["estimated_cost"] = round(cost, 6)
         total_cost = (total_cost or 0.0) + row["estimated_cost"]
     prompt_total = sum(r["prompt_tokens"] for r in per_model.values())
@@ -211,6 +282,13 @@ def summarize_usage(
         "cached_prompt_tokens": cached_total,
         "cached_share": cached_share(cached_total, prompt_total),
         "completion_tokens": sum(r["completion_tokens"] for r in per_model.values()),
+        "batch_calls": sum(r["batch_calls"] for r in per_model.values()),
+        "estimated_cost_list": None
+        if total_cost is None
+        else round(
+            sum(r.get("estimated_cost_list", r["estimated_cost"]) or 0 for r in per_model.values()),
+            6,
+        ),
         "estimated_cost": None if total_cost is None else round(total_cost, 6),
         "unpriced_models": unpriced,
     }

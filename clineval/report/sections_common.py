@@ -137,7 +137,9 @@ USAGE_COLUMNS = (
     "cached prompt tokens",
     "cached share",
     "completion tokens",
+    "batch calls",
     "estimated cost",
+    "at list prices",
 )
 
 
@@ -160,7 +162,11 @@ def usage_rows(usage: Any) -> list[list[str]]:
             shown(r.get("cached_prompt_tokens"), ","),
             shown(r.get("cached_share"), ".1%"),
             shown(r.get("completion_tokens"), ","),
+            # calls made through a batch (--batch), priced at batch rates in the cost; the
+            # last column is what they would have cost at list prices
+            shown(r.get("batch_calls"), ","),
             shown(r.get("estimated_cost"), ",.4f"),
+            shown(r.get("estimated_cost_list", r.get("estimated_cost")), ",.4f"),
         ]
 
     rows = [row(str(name), r) for name, r in usage["models"].items() if isinstance(r, dict)]

@@ -185,7 +185,15 @@ class _Flow:
         self.verdicts = {label: self.store.records(TASK, verdict_kind(label)) for label in judges}
         self.ladders = {label: self._ladder(label) for label in judges}
         self.writer = BufferedRecords(self.store)
-        self.window = asyncio.Semaphore(judging_window(ctx.config.concurrency))
+        # Batch mode: every judge call that can be made now goes into one round (a window
+        # would cut the round into batches of --concurrency cases).
+        batched = any(ctx.runtime.batched(spec) for spec in data.judge_specs)
+        window = len(data.cases) if batched else judging_window(ctx.config.concurrency)
+        self.window = asyncio.Semaphore(max(1, window))
+        # ... and the judge round starts once every answer is in (also when the answers are
+        # made synchronously, one by one): two rounds, not a batch per answer.
+        self.answers_left = len(data.cases) if batched else 0
+        self.all_answered = asyncio.Event()
 
     def _ladder(self, label: str) -> FormatLadder:
         meta_key = ladder_meta_key(label, self.prompt)
@@ -257,6 +265,11 @@ class _Flow:
         if n_stored:
             self.progress.advance(n_stored, cached=True)
         answer = await self.answer(case)
+        if self.answers_left:
+            self.answers_left -= 1
+            if not self.answers_left:
+                self.all_answered.set()
+            await self.all_answered.wait()
         if answer is None:
             self.progress.advance(len(pending))  # nothing to judge; the case is reported failed
             return

@@ -1,0 +1,657 @@
+"""Batch mode (clineval.models.batch): ClinConsensus through the Batch API of a local stub
+server (tests/llm_stub_server.py: /v1/files + /v1/batches, statuses that change as the client
+polls, scripted partial failures, expiry, cancellation, failure) and through request / output
+files in vllm run-batch's format. The same stub answers synchronous calls with the same
+replies, so a batch run and a synchronous run must give equal results."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from llm_stub_server import StubServer, completion, request_key
+
+from clineval.cli import main
+from clineval.benchmarks.clinconsensus.cases import fixture_path
+from clineval.store import RunStore
+
+FIXTURE = str(fixture_path())
+FAST_POLL = ["--option", "llm.batch_poll_s=0.01", "--option", "llm.batch_poll_max_s=0.05"]
+N_CASES, N_CRITERIA = 12, 5
+
+
+@pytest.fixture(scope="module")
+def stub() -> Iterator[StubServer]:
+    with StubServer() as server:
+        yield server
+
+
+@pytest.fixture(autouse=True)
+def _fresh(stub: StubServer) -> None:
+    stub.reset()
+
+
+def _argv(stub: StubServer, out: Path, *extra: str) -> list[str]:
+    return [
+        "--quiet",
+        "run",
+        "clinconsensus",
+        "--model",
+        f"openai:cand@{stub.base_url}",
+        "--judge",
+        f"openai:judge@{stub.base_url}",
+        "--cases",
+        FIXTURE,
+        "--option",
+        f"clinconsensus.max_criteria={N_CRITERIA}",
+        "--max-retries",
+        "2",
+        "--output-dir",
+        str(out),
+        *extra,
+    ]
+
+
+def _run(stub: StubServer, out: Path, *extra: str) -> int:
+    return main(_argv(stub, out, *extra))
+
+
+def _metrics(out: Path) -> dict[str, Any]:
+    metrics = json.loads((out / "results.json").read_text())["clinconsensus"]
+    metrics.pop("usage")  # how the calls were made (batch_calls) differs, by design
+    return dict(metrics)
+
+
+def _samples(out: Path) -> list[str]:
+    return sorted((out / "samples.jsonl").read_text().splitlines())
+
+
+def _answers(out: Path) -> dict[str, str]:
+    with RunStore.in_dir(out) as store:
+        return {c["key"]: c["response"]["text"] for c in store.iter_calls()}
+
+
+@pytest.fixture(scope="module")
+def sync_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The synchronous run every batch run is compared with."""
+    out = tmp_path_factory.mktemp("sync") / "run"
+    with StubServer() as server:
+        assert _run(server, out) == 0
+        assert server.stats()["requests"] == N_CASES * (1 + N_CRITERIA)
+    return out
+
+
+def _same_as_sync(out: Path, sync_run: Path) -> None:
+    assert _metrics(out) == _metrics(sync_run)
+    assert _samples(out) == _samples(sync_run)
+    assert _answers(out) == _answers(sync_run)  # the same calls, keys and replies
+
+
+# ---- the server round trip ----------------------------------------------------------------
+def test_a_batch_run_equals_the_synchronous_run_in_two_rounds(
+    tmp_path: Path, stub: StubServer, sync_run: Path
+) -> None:
+    out = tmp_path / "run"
+    assert _run(stub, out, "--batch", *FAST_POLL) == 0
+    stats = stub.stats()
+    assert stats["requests"] == 0  # no synchronous call
+    assert stats["batches"] == 2 and stats["uploads"] == 2  # answers, then judge calls
+    assert len(stats["batch_lines_by_key"]) == N_CASES * (1 + N_CRITERIA)
+    assert set(stats["batch_lines_by_key"].values()) == {1}
+    _same_as_sync(out, sync_run)
+    usage = json.loads((out / "manifest.json").read_text())["llm_usage"]
+    assert usage["batch_calls"] == usage["calls"] == N_CASES * (1 + N_CRITERIA)
+    # a rerun is answered by the store: nothing submitted again
+    stub.reset()
+    assert _run(stub, out, "--batch", *FAST_POLL) == 0
+    assert stub.stats()["batches"] == 0 and stub.stats()["requests"] == 0
+
+
+def test_the_body_of_a_batch_line_is_the_synchronous_request(
+    tmp_path: Path, stub: StubServer
+) -> None:
+    out = tmp_path / "files"
+    assert _run(stub, out / "run", "--batch-file-out", str(out / "req")) == 0
+    line = json.loads((out / "req").glob("*.jsonl").__next__().read_text().splitlines()[0])
+    assert line["method"] == "POST" and line["url"] == "/v1/chat/completions"
+    stub.reset()
+    assert _run(stub, tmp_path / "sync", "--option", "clinconsensus.max_criteria=1") == 0
+    # the stub keys a request by its body: the batch body is one it was sent synchronously
+    assert request_key(line["body"]) in stub.stats()["by_key"]
+
+
+def test_limits_split_a_round_and_dry_run_counts_batches_and_lines(
+    tmp_path: Path, stub: StubServer, sync_run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "run"
+    limit = ["--option", "llm.batch_max_lines=5"]
+    assert _run(stub, out, "--batch", "--dry-run", *limit) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "candidate openai:cand: 12 request lines in 3 batch(es)" in printed
+    assert "judge openai:judge: 60 request lines in 12 batch(es)" in printed
+    assert stub.stats()["batches"] == 0 and not out.exists()
+    assert _run(stub, out, "--batch", *FAST_POLL, *limit) == 0
+    assert stub.stats()["batches"] == 3 + 12
+    _same_as_sync(out, sync_run)
+
+
+@pytest.mark.parametrize(
+    ("script", "batches"),
+    [
+        ([{"end": "completed"}, {"end": "completed", "error_every": 3}], 3),  # 500 lines
+        ([{"end": "expired", "answered": 0.5}], 3),  # half answered, the rest sent again
+        ([{"end": "cancelled", "answered": 0.25}], 3),
+        ([{"end": "failed"}], 3),  # nothing answered: all sent again
+        ([{"end": "completed", "steps": 6}], 2),  # a long in_progress
+    ],
+    ids=["error-lines", "expired", "cancelled", "failed", "slow"],
+)
+def test_partial_failures_are_sent_again_and_the_results_stay_equal(
+    tmp_path: Path,
+    stub: StubServer,
+    sync_run: Path,
+    script: list[dict[str, Any]],
+    batches: int,
+) -> None:
+    stub.batch_script(script, default={"end": "completed"})
+    out = tmp_path / "run"
+    assert _run(stub, out, "--batch", *FAST_POLL) == 0
+    stats = stub.stats()
+    assert stats["batches"] == batches and stats["requests"] == 0
+    _same_as_sync(out, sync_run)
+    calls = json.loads((out / "manifest.json").read_text())["llm_calls"]["totals"]
+    if script[-1].get("error_every"):
+        assert calls["retries"] == N_CASES * N_CRITERIA // 3  # a failed attempt each
+
+
+def test_resending_is_bounded_then_the_calls_are_errors(tmp_path: Path, stub: StubServer) -> None:
+    stub.batch_script([], default={"end": "failed"})
+    out = tmp_path / "run"
+    code = _run(stub, out, "--batch", *FAST_POLL, "--option", "llm.batch_resubmits=1")
+    assert code == 1  # the candidate errors fail the task; nothing else was asked
+    assert stub.stats()["batches"] == 2  # the first batch and one resubmission, no more
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["llm_calls"]["by_model"]["openai:cand (candidate)"]["errors"] == {
+        "server": N_CASES
+    }
+
+
+def test_a_non_retryable_error_line_is_a_call_error_at_once(
+    tmp_path: Path, stub: StubServer
+) -> None:
+    stub.batch_script([{"end": "completed", "error_every": 4, "error_status": 400}])
+    out = tmp_path / "run"
+    assert _run(stub, out, "--batch", *FAST_POLL) == 1  # 3 candidate errors
+    by_model = json.loads((out / "manifest.json").read_text())["llm_calls"]["by_model"]
+    assert by_model["openai:cand (candidate)"]["errors"] == {"bad_request": 3}
+    assert (
+        stub.stats()["batch_lines_by_key"] and max(stub.stats()["batch_lines_by_key"].values()) == 1
+    )  # never sent again
+
+
+def test_batch_cost_at_batch_prices_beside_the_list_price(tmp_path: Path, stub: StubServer) -> None:
+    prices = tmp_path / "prices.json"
+    prices.write_text(
+        json.dumps(
+            {
+                "cand": {"input_per_1m": 2.0, "output_per_1m": 8.0, "batch_discount": 0.5},
+                "judge": {
+                    "input_per_1m": 1.0,
+                    "output_per_1m": 4.0,
+                    "batch_input_per_1m": 0.25,
+                    "batch_output_per_1m": 1.0,
+                },
+            }
+        )
+    )
+    out = tmp_path / "run"
+    assert _run(stub, out, "--batch", *FAST_POLL, "--price-table", str(prices)) == 0
+    models = json.loads((out / "manifest.json").read_text())["llm_usage"]["models"]
+    cand, judge = models["openai:cand"], models["openai:judge"]
+    assert cand["batch_calls"] == N_CASES and judge["batch_calls"] == N_CASES * N_CRITERIA
+    assert cand["estimated_cost"] == pytest.approx(cand["estimated_cost_list"] / 2, abs=1e-6)
+    assert judge["estimated_cost"] == pytest.approx(judge["estimated_cost_list"] / 4, abs=1e-6)
+
+
+def test_the_api_key_reaches_the_server_and_nothing_else(
+    tmp_path: Path, stub: StubServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "sk-test-BATCHSECRET0123456789"
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    out = tmp_path / "run"
+    assert _run(stub, out, "--batch", *FAST_POLL) == 0
+    assert stub.stats()["authorization"] == {f"Bearer {secret}": stub.stats()["batch_api_requests"]}
+    for path in out.rglob("*"):
+        if path.is_file():
+            assert secret.encode() not in path.read_bytes(), path
+
+
+# ---- a kill at any moment ----------------------------------------------------------------
+def _batch_records(out: Path) -> dict[str, Any]:
+    path = out / "store.sqlite"
+    if not path.exists():
+        return {}
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+            rows = conn.execute("SELECT key, value FROM meta WHERE key LIKE 'batch:%'").fetchall()
+    except sqlite3.Error:
+        return {}
+    return {k: json.loads(v) for k, v in rows}
+
+
+@pytest.mark.parametrize(
+    "moment", ["answers-batch", "answers-ended", "judge-file-only", "judge-batch"]
+)
+def test_a_killed_batch_run_resumes_without_a_second_submission(
+    tmp_path: Path, stub: StubServer, sync_run: Path, moment: str
+) -> None:
+    # Slow batches (many polls in progress) so that the kill comes while one runs; for the
+    # judge moments the answers' batch ends at once.
+    first = [] if moment == "answers-batch" else [{"end": "completed"}]
+    stub.batch_script(first, default={"end": "completed", "steps": 100_000})
+    out = tmp_path / "run"
+    argv = [sys.executable, "-m", "clineval", *_argv(stub, out, "--batch", *FAST_POLL)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    child = subprocess.Popen(
+        argv,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    want = "batch:openai:cand" if moment.startswith("answers") else "batch:openai:judge"
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            records = _batch_records(out).get(want) or {}
+            if moment == "judge-file-only" and records:
+                break  # its file is uploaded; its batch may not be stored (or made) yet
+            if moment == "answers-ended":
+                if any(r.get("status") == "completed" for r in records.values()):
+                    break  # the answers' batch ended: its lines may not all be stored yet
+                time.sleep(0.002)
+                continue
+            if any(r.get("batch_id") for r in records.values()):
+                break
+            time.sleep(0.01)
+        else:
+            pytest.fail(f"no {want} record")
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    # The same command again, the running batches now ending: each request submitted once.
+    stub.batch_script([], default={"end": "completed"}, hurry=True)
+    assert _run(stub, out, "--batch", *FAST_POLL) == 0
+    counts = stub.stats()["batch_lines_by_key"]
+    assert len(counts) == N_CASES * (1 + N_CRITERIA) and set(counts.values()) == {1}
+    assert stub.stats()["requests"] == 0
+    _same_as_sync(out, sync_run)
+
+
+# ---- offline files (vllm run-batch) ----------------------------------------------------------
+def vllm_run_batch(request_file: Path, output_file: Path, *, error_every: int = 0) -> None:
+    """What `vllm run-batch -i REQUEST -o OUTPUT` writes (vLLM's BatchRequestOutput: id,
+    custom_id, response {status_code, request_id, body}, error), with the stub's replies."""
+    rows = []
+    for n, raw in enumerate(request_file.read_text().splitlines(), start=1):
+        line = json.loads(raw)
+        body = line["body"]
+        if error_every and n % error_every == 0:
+            rows.append(
+                {
+                    "id": f"vllm-{n:032x}",
+                    "custom_id": line["custom_id"],
+                    "response": {"status_code": 400, "request_id": f"vllm-batch-{n:032x}"},
+                    "error": "stub: bad request",
+                }
+            )
+            continue
+        rows.append(
+            {
+                "id": f"vllm-{n:032x}",
+                "custom_id": line["custom_id"],
+                "response": {
+                    "status_code": 200,
+                    "request_id": f"vllm-batch-{n:032x}",
+                    "body": completion(body, request_key(body), None),
+                },
+                "error": None,
+            }
+        )
+    output_file.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_offline_files_round_trip_equals_the_synchronous_run(
+    tmp_path: Path, stub: StubServer, sync_run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out, requests = tmp_path / "run", tmp_path / "requests"
+    # round 1: the answers' request file, and a one-line hint
+    assert _run(stub, out, "--batch-file-out", str(requests)) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "vllm run-batch -i" in err[0] and "--batch-file-in" in err[0]
+    first = sorted(requests.glob("*.jsonl"))
+    assert len(first) == 1 and len(first[0].read_text().splitlines()) == N_CASES
+    vllm_run_batch(first[0], tmp_path / "out1.jsonl")
+    # round 2: answers imported, the judge calls written
+    assert (
+        _run(
+            stub,
+            out,
+            "--batch-file-in",
+            str(tmp_path / "out1.jsonl"),
+            "--batch-file-out",
+            str(requests),
+        )
+        == 0
+    )
+    second = sorted(set(requests.glob("*.jsonl")) - set(first))
+    assert len(second) == 1 and len(second[0].read_text().splitlines()) == N_CASES * N_CRITERIA
+    vllm_run_batch(second[0], tmp_path / "out2.jsonl")
+    assert _run(stub, out, "--batch-file-in", str(tmp_path / "out2.jsonl")) == 0
+    assert stub.stats()["requests"] == 0 and stub.stats()["batches"] == 0  # no server used
+    _same_as_sync(out, sync_run)
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("not json", "not JSON"),
+        ('{"custom_id": "nope", "response": null, "error": "x"}', "is not a request this run"),
+        ("DUPLICATE", "again (first at"),  # within one file
+        ("NO_BODY", "not a chat completion"),
+        ('{"response": {"status_code": 200}}', "no custom_id"),
+    ],
+)
+def test_a_bad_output_line_is_one_error_naming_file_and_line_and_loses_nothing(
+    tmp_path: Path,
+    stub: StubServer,
+    capsys: pytest.CaptureFixture[str],
+    line: str,
+    message: str,
+) -> None:
+    out, requests = tmp_path / "run", tmp_path / "requests"
+    assert _run(stub, out, "--batch-file-out", str(requests)) == 0
+    request_file = next(requests.glob("*.jsonl"))
+    output = tmp_path / "out.jsonl"
+    vllm_run_batch(request_file, output)
+    lines = output.read_text().splitlines()
+    first = json.loads(lines[0])
+    if line == "DUPLICATE":
+        line = lines[0]
+    elif line == "NO_BODY":
+        line = json.dumps({"custom_id": first["custom_id"], "response": {"status_code": 200}})
+    lines.insert(2, line)
+    output.write_text("\n".join(lines) + "\n")
+    with RunStore.in_dir(out) as store:
+        before = store.count_calls()
+    capsys.readouterr()
+    assert _run(stub, out, "--batch-file-in", str(output), "--batch-file-out", str(requests)) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {output}:3: ") and message in err[0]
+    with RunStore.in_dir(out) as store:
+        assert store.count_calls() == before  # nothing stored from a file with a bad line
+    # the file fixed, the same command goes on
+    del lines[2]
+    output.write_text("\n".join(lines) + "\n")
+    assert _run(stub, out, "--batch-file-in", str(output), "--batch-file-out", str(requests)) == 0
+    with RunStore.in_dir(out) as store:
+        assert store.count_calls() == before + N_CASES
+
+
+def test_error_lines_of_an_output_file_go_into_the_next_request_file(
+    tmp_path: Path, stub: StubServer
+) -> None:
+    out, requests = tmp_path / "run", tmp_path / "requests"
+    assert _run(stub, out, "--batch-file-out", str(requests)) == 0
+    first = next(requests.glob("*.jsonl"))
+    vllm_run_batch(first, tmp_path / "out1.jsonl", error_every=4)  # 3 lines: HTTP 400
+    assert (
+        _run(
+            stub,
+            out,
+            "--batch-file-in",
+            str(tmp_path / "out1.jsonl"),
+            "--batch-file-out",
+            str(requests),
+        )
+        == 0
+    )
+    # a 400 is not retried (as on the synchronous path): 3 candidate errors, 9 cases judged
+    second = sorted(set(requests.glob("*.jsonl")) - {first})
+    assert len(second[0].read_text().splitlines()) == 9 * N_CRITERIA
+
+
+def test_the_report_shows_the_batch_calls_and_both_costs(tmp_path: Path, stub: StubServer) -> None:
+    prices = tmp_path / "prices.json"
+    prices.write_text(
+        json.dumps(
+            {
+                "cand": {"input_per_1m": 2, "output_per_1m": 8, "batch_discount": 0.5},
+                "judge": {"input_per_1m": 2, "output_per_1m": 8},
+            }
+        )
+    )
+    out = tmp_path / "run"
+    assert _run(stub, out, "--batch-model", "cand", *FAST_POLL, "--price-table", str(prices)) == 0
+    assert stub.stats()["requests"] == N_CASES * N_CRITERIA  # the judge: synchronous
+    usage = json.loads((out / "manifest.json").read_text())["llm_usage"]
+    assert usage["models"]["openai:cand"]["batch_calls"] == N_CASES
+    assert usage["models"]["openai:judge"]["batch_calls"] == 0
+    assert usage["estimated_cost_list"] > usage["estimated_cost"]
+    assert main(["report", str(out), "-o", str(tmp_path / "r.html")]) == 0
+    html = (tmp_path / "r.html").read_text()
+    assert "batch calls" in html and "at list prices" in html
+
+
+def test_another_task_goes_in_one_round_and_equals_its_synchronous_run(
+    tmp_path: Path, stub: StubServer, data_root: Path
+) -> None:
+    """TCM-SD (one chat call per record) in batch mode: one batch for the whole run."""
+    from clineval.benchmarks.tcm_sd.synthetic import write_synthetic
+
+    if not (data_root / "tcm-sd" / "zy-bert" / "syndrome_vocab.txt").is_file():
+        pytest.skip("TCM-SD label files not available")
+    root = tmp_path / "tcm"
+    write_synthetic(root, seed=3, data_dir=data_root, scale=0.06)
+
+    def run(out: Path, *extra: str) -> int:
+        argv = ["--quiet", "run", "tcm-sd", "--model", f"openai:stub@{stub.base_url}"]
+        argv += ["--data-dir", str(root), "--limit", "20", "--concurrency", "2"]
+        return main([*argv, "--output-dir", str(out), *extra])
+
+    assert run(tmp_path / "sync") == 0
+    assert stub.stats()["requests"] == 20
+    stub.reset()
+    assert run(tmp_path / "batch", "--batch", *FAST_POLL) == 0
+    stats = stub.stats()
+    assert stats["requests"] == 0 and stats["batches"] == 1  # not 10 rounds of 2 x 2
+    sync, batch = (
+        json.loads((tmp_path / d / "results.json").read_text())["tcm-sd"] for d in ("sync", "batch")
+    )
+    assert sync == batch
+
+
+@pytest.mark.parametrize(
+    ("plan", "message"),
+    [
+        ({"garbled": True}, "error: batch batch_2 output file line 61: not JSON: <html>"),
+        ({"status": "weird"}, "error: batch API http://127.0.0.1:"),
+    ],
+)
+def test_a_reply_outside_the_batch_api_is_one_error_and_the_run_resumes(
+    tmp_path: Path,
+    stub: StubServer,
+    sync_run: Path,
+    capsys: pytest.CaptureFixture[str],
+    plan: dict[str, Any],
+    message: str,
+) -> None:
+    stub.batch_script([{"end": "completed"}, plan])  # the judge round's batch misbehaves
+    out = tmp_path / "run"
+    capsys.readouterr()
+    assert _run(stub, out, "--batch", *FAST_POLL) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(message), err
+    with RunStore.in_dir(out) as store:
+        assert store.count_calls() == N_CASES  # the answers are kept
+        judge = store.get_meta("batch:openai:judge")
+    assert judge["1"]["batch_id"] == "batch_2"  # and the judge batch's id
+    if plan.get("status"):  # the server comes right: the same batch is read, not resent
+        stub.batch_script([], default={"end": "completed"}, fix=True)
+        assert _run(stub, out, "--batch", *FAST_POLL) == 0
+        assert stub.stats()["batches"] == 2
+        _same_as_sync(out, sync_run)
+    # the garbled output stays garbled at the server; nothing was submitted twice
+    assert set(stub.stats()["batch_lines_by_key"].values()) == {1}
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # vLLM's BatchRequestOutput (run-batch), as the OpenAI Batch API writes it too
+        {
+            "id": "vllm-1",
+            "custom_id": "k",
+            "response": {
+                "status_code": 200,
+                "request_id": "vllm-batch-1",
+                "body": {"choices": [{"message": {"content": "hi"}}]},
+            },
+            "error": None,
+        },
+        # an older vLLM: the completion itself as the response
+        {
+            "id": "vllm-1",
+            "custom_id": "k",
+            "response": {"choices": [{"message": {"content": "hi"}}]},
+            "error": None,
+        },
+    ],
+)
+def test_both_forms_of_a_vllm_output_line_are_read(line: dict[str, Any]) -> None:
+    from clineval.models.batch import parse_output_line
+
+    outcome = parse_output_line(json.dumps(line).encode(), "f:1")
+    assert outcome.key == "k" and outcome.completion is not None and outcome.failure is None
+
+
+def test_error_forms_of_an_output_line_are_failed_attempts() -> None:
+    from clineval.models.batch import parse_output_line
+
+    vllm_error = {
+        "custom_id": "k",
+        "response": {"status_code": 400, "request_id": "r"},
+        "error": "bad request",
+    }
+    openai_error = {
+        "custom_id": "k",
+        "response": None,
+        "error": {"code": "server_error", "message": "boom"},
+    }
+    rate_limited = {"custom_id": "k", "response": {"status_code": 429, "body": {}}}
+    empty = {
+        "custom_id": "k",
+        "response": {
+            "status_code": 200,
+            "body": {"choices": [{"message": {"content": " "}, "finish_reason": "length"}]},
+        },
+    }
+    kinds = []
+    for line in (vllm_error, openai_error, rate_limited, empty):
+        outcome = parse_output_line(json.dumps(line).encode(), "f:1")
+        assert outcome.failure is not None
+        kinds.append((outcome.failure.kind, outcome.failure.retryable))
+    assert kinds == [
+        ("bad_request", False),
+        ("server", True),
+        ("rate_limit", True),
+        ("bad_response", True),
+    ]
+
+
+def test_only_the_judge_batched_still_makes_one_judge_round(
+    tmp_path: Path, stub: StubServer, sync_run: Path
+) -> None:
+    """--batch-model judge: the answers are synchronous (one by one), the judge calls wait
+    for all of them and go in one batch."""
+    out = tmp_path / "run"
+    assert _run(stub, out, "--batch-model", "openai:judge", *FAST_POLL) == 0
+    stats = stub.stats()
+    assert stats["requests"] == N_CASES and stats["batches"] == 1
+    _same_as_sync(out, sync_run)
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--batch-model", "nobody"], "error: --batch-model 'nobody': not a model of this run"),
+        (["--batch-file-in", "/nonexistent/out.jsonl"], "--batch-file-in file not found"),
+    ],
+)
+def test_bad_batch_flags_are_one_line_before_anything_is_written(
+    tmp_path: Path,
+    stub: StubServer,
+    capsys: pytest.CaptureFixture[str],
+    extra: list[str],
+    message: str,
+) -> None:
+    out = tmp_path / "run"
+    capsys.readouterr()
+    assert _run(stub, out, *extra) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
+    assert not out.exists() and stub.stats()["requests"] == 0
+
+
+def test_offline_retries_are_bounded_over_the_runs_of_a_round_trip(
+    tmp_path: Path, stub: StubServer
+) -> None:
+    out, requests = tmp_path / "run", tmp_path / "requests"
+    files = ["--batch-file-out", str(requests), "--max-retries", "1"]
+    assert _run(stub, out, *files, "--option", "clinconsensus.max_criteria=1") == 0
+    written: list[Path] = []
+    outputs: list[str] = []
+    for _ in range(4):
+        new = sorted(set(requests.glob("*.jsonl")) - set(written))
+        if not new:
+            break
+        written += new
+        output = tmp_path / f"out{len(written)}.jsonl"
+        rows = []
+        for raw in new[0].read_text().splitlines():  # every line a 500: retryable
+            line = json.loads(raw)
+            body = {"error": {"message": "overloaded"}}
+            rows.append(
+                {
+                    "custom_id": line["custom_id"],
+                    "response": {"status_code": 500, "body": body},
+                    "error": None,
+                }
+            )
+        output.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        outputs += ["--batch-file-in", str(output)]
+        code = _run(stub, out, *files, "--option", "clinconsensus.max_criteria=1", *outputs)
+    # 1 try + 1 retry, then the answers are errors: two request files, no third
+    assert len(written) == 2 and code == 1
+    by_model = json.loads((out / "manifest.json").read_text())["llm_calls"]["by_model"]
+    assert by_model["openai:cand (candidate)"]["errors"] == {"server": N_CASES}
+
+
+def test_polls_back_off_from_a_few_seconds_to_the_cap() -> None:
+    from itertools import islice
+
+    from clineval.models.batch import poll_delays
+    from clineval.models.options import LLM_OPTIONS
+
+    first = LLM_OPTIONS.value({}, "batch_poll_s")
+    cap = LLM_OPTIONS.value({}, "batch_poll_max_s")
+    assert list(islice(poll_delays(first, cap), 9)) == [5, 10, 20, 40, 80, 160, 300, 300, 300]
