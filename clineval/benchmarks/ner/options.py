@@ -58,6 +58,13 @@ NER_OPTIONS = OptionGroup(
             "regex",
         ),
         Option(
+            "preparation",
+            choice("clineval", "ncer"),
+            "test gold: clineval's preparation, or NCER's prepare_dataset.py rules (NCBI "
+            "mentions whose text mismatches their offsets dropped, BC5CDR not de-duplicated)",
+            "clineval",
+        ),
+        Option(
             "crf_workers",
             integer(minimum=1),
             "processes that train the CRF baseline's models at once",
