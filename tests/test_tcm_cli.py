@@ -187,6 +187,40 @@ def test_labels_outside_the_148_are_invalid_not_mapped(fixture_root: Path, tmp_p
     assert by_id[rows[0]["user_id"]]["correct"] is True
 
 
+def test_answer_mapping_mrc_maps_non_labels_and_counts_them(
+    fixture_root: Path, tmp_path: Path
+) -> None:
+    rows = [
+        json.loads(line)
+        for line in (fixture_root / "tcm-sd" / "test.synthetic.json").read_text().splitlines()
+    ][:4]
+    labels = read_vocab(fixture_root / "tcm-sd" / "syndrome_vocab.txt")
+    gold = [r["norm_syndrome"] for r in rows]
+    preds = [
+        {"id": rows[0]["user_id"], "label": gold[0]},  # a label: untouched
+        {"id": rows[1]["user_id"], "label": f"辨证：{gold[1]}。"},  # contains the gold label
+        {"id": rows[2]["user_id"], "label": "无法判断"},  # contains none: the first label
+        {"id": rows[3]["user_id"], "label": None},  # no answer at all: stays invalid
+    ]
+    path = _write_preds(tmp_path / "p.jsonl", preds)
+    default, mrc = tmp_path / "default", tmp_path / "mrc"
+    assert _run(fixture_root, default, "--model", f"predictions:{path}", "--limit", "4") == 0
+    argv = ["--model", f"predictions:{path}", "--limit", "4", "--option", "tcm.answer_mapping=mrc"]
+    assert _run(fixture_root, mrc, *argv) == 0
+    before, after = _results(default), _results(mrc)
+    assert before["n_invalid"] == 3 and before["answer_mapping"]["rule"] == "invalid"
+    # the first label contained, in vocabulary order (hand-computed from the vocabulary)
+    contained = next(label for label in labels if label in f"辨证：{gold[1]}。")
+    assert after["answer_mapping"] == {"rule": "mrc", "mapped_contained": 1, "mapped_label_0": 1}
+    assert after["n_invalid"] == 1
+    samples = {s["id"]: s for s in _samples(mrc)}
+    assert samples[rows[1]["user_id"]]["pred"] == contained
+    assert samples[rows[1]["user_id"]]["answer"] == f"辨证：{gold[1]}。"
+    assert samples[rows[2]["user_id"]]["pred"] == labels[0]
+    expected_correct = 1 + (contained == gold[1]) + (labels[0] == gold[2])
+    assert after["accuracy"] == expected_correct / 4
+
+
 def test_missing_official_splits_is_a_clear_input_error(
     data_root: Path,
     tmp_path: Path,
@@ -310,6 +344,10 @@ def test_limit_zero_is_refused_before_anything_is_written(
     ("extra", "message"),
     [
         (["--option", "tcm.split=train"], "tcm.split='train': must be one of test, dev"),
+        (
+            ["--option", "tcm.answer_mapping=first"],
+            "tcm.answer_mapping='first': must be one of invalid, mrc",
+        ),
         (["--option", "tcm.data=real"], "tcm.data='real': must be one of official, synthetic"),
         (["--option", "tcm.fields=history"], "--option tcm.fields"),
         (["--model", "baseline:bert"], "unknown TCM-SD baseline 'bert'"),

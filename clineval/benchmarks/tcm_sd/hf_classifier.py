@@ -120,7 +120,7 @@ class HFSyndromeClassifier:
                     if seen[part] > keep[part]:
                         continue
                 chosen.append(position)
-            rows.append({k: [encoded[k][i][j] for j in chosen] for k in encoded.keys()})
+            rows.append({k: [encoded[k][i][j] for j in chosen] for k in encoded})
         return self.tokenizer.pad(rows, padding=True, return_tensors="pt")
 
     def predict(self, records: Sequence[TcmRecord]) -> list[str | None]:
