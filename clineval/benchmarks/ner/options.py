@@ -90,6 +90,13 @@ NER_OPTIONS = OptionGroup(
             None,
         ),
         Option(
+            "chunking",
+            choice("windows", "ncer"),
+            "gliner: long documents in overlapping token windows (clineval), or as NCER's "
+            "extractor cuts them (character pieces, spans concatenated unmerged)",
+            "windows",
+        ),
+        Option(
             "flat",
             boolean,
             "gliner: flat decoding (no two spans share a token); false allows overlaps",
