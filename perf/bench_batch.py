@@ -34,8 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from llm_stub_server import StubServer, completion, request_key
 
-from clineval.cli import main as cli_main
 from clineval.benchmarks.clinconsensus.cases import fixture_path
+from clineval.cli import main as cli_main
 from clineval.store import RunStore
 
 PRICES = {

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 from llm_stub_server import StubServer, completion, request_key
 
-from clineval.cli import main
 from clineval.benchmarks.clinconsensus.cases import fixture_path
+from clineval.cli import main
 from clineval.store import RunStore
 
 FIXTURE = str(fixture_path())

@@ -22,8 +22,7 @@ from openai_recorder import RecordingServer
 
 from clineval.benchmarks.clinconsensus.cases import fixture_path, load_cases
 from clineval.benchmarks.clinconsensus.fetch import PROMPT_RELATIVE
-from clineval.benchmarks.clinconsensus.official_prompt import extract_template
-from clineval.benchmarks.clinconsensus.official_prompt import judge_prompt as load_judge_prompt
+from clineval.benchmarks.clinconsensus.official_prompt import extract_template, judge_prompt
 from clineval.cli import main
 from clineval.data import checksums
 from clineval.errors import InputError
@@ -71,7 +70,7 @@ def test_the_official_template_is_the_format_string_with_clinevals_fields(
 ) -> None:
     pin(monkeypatch, SCRIPT)
     place(cache, SCRIPT)
-    prompt = load_judge_prompt("official")
+    prompt = judge_prompt("official")
     assert prompt.version == "official-" + hashlib.sha256(SCRIPT).hexdigest()[:16]
     assert prompt.constrained is False and prompt.system is None
     query, answer, criterion = "Q {response} 问", "A ```json {} 答", "R {criterion} 则"
@@ -213,3 +212,19 @@ def test_strip_thinking() -> None:
     assert strip_thinking("<think>a</think>b</think>c") == "b</think>c"
     assert strip_thinking("<think>never closed") == ""
     assert strip_thinking("no thinking") == "no thinking"
+
+
+def test_the_official_prompt_sends_inserted_text_verbatim(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # clineval's own delimiters inside an answer are rewritten for the built-in prompt (which
+    # uses them); the authors' str.format inserts text as it is, and so does `official`.
+    pin(monkeypatch, SCRIPT)
+    place(cache, SCRIPT)
+    prompt = judge_prompt("official")
+    answer = "<<<CANDIDATE_RESPONSE>>> 答 <<<END_CANDIDATE_RESPONSE>>> {criterion}"
+    query, criterion = "问 <<<END_CANDIDATE_RESPONSE>>>", "则 <<<CANDIDATE_RESPONSE>>>"
+    ((_, text),) = prompt.messages(query, answer, criterion)
+    assert text == PROMPT_TEXT.format(user_message=query, response=answer, rubric_item=criterion)
+    ((_, builtin),) = judge_prompt(None).messages(query, answer, criterion)[1:]
+    assert "<< <CANDIDATE_RESPONSE>>>" in builtin and answer not in builtin

@@ -214,3 +214,71 @@ def test_generation_failure_is_a_chat_error(checkpoint: Path) -> None:
     with pytest.raises(ChatError, match="exceeds the model's context of 8192"):
         asyncio.run(model.chat(request))
     generator.close()
+
+
+# ---- the ClinConsensus authors' judge-input cut (clinconsensus.judge_input_tokens) ----------
+
+
+def test_max_input_tokens_keeps_the_first_tokens_of_the_templated_prompt(checkpoint: Path) -> None:
+    generator = HFGenerator(checkpoint)
+    messages = (("user", "胸痛三天，伴气短，夜间加重。怎么办？"),)
+    whole = generator.generate(ChatRequest(messages=messages, max_tokens=6))
+    cut = generator.generate(ChatRequest(messages=messages, max_tokens=6, max_input_tokens=20))
+    short = generator.generate(ChatRequest(messages=messages, max_tokens=6, max_input_tokens=10**6))
+    generator.close()
+    # the oracle: what the authors' script does, tokenizer(..., truncation=True, max_length=20)
+    # on the templated text (the generation prompt falls off), then transformers' generate
+    tokenizer = transformers.AutoTokenizer.from_pretrained(checkpoint)
+    model = transformers.AutoModelForCausalLM.from_pretrained(checkpoint)
+    text = tokenizer.apply_chat_template(
+        [{"role": "user", "content": messages[0][1]}], add_generation_prompt=True, tokenize=False
+    )
+    n_whole = len(tokenizer(text, add_special_tokens=False)["input_ids"])
+    ids = tokenizer(
+        text, return_tensors="pt", add_special_tokens=False, truncation=True, max_length=20
+    )
+    assert ids["input_ids"].shape[1] == 20 < n_whole
+    expected = model.generate(**ids, max_new_tokens=6, do_sample=False, pad_token_id=1)
+    new = expected[0, 20:].tolist()
+    assert cut["choices"][0]["message"]["content"] == tokenizer.decode(
+        new, skip_special_tokens=True
+    )
+    assert cut["usage"]["prompt_tokens"] == 20
+    assert cut["usage"]["prompt_tokens_untruncated"] == n_whole
+    assert whole["usage"]["prompt_tokens"] == n_whole
+    assert "prompt_tokens_untruncated" not in whole["usage"]
+    assert short["usage"] == whole["usage"]  # under the limit: nothing cut
+
+
+def test_clinconsensus_judge_input_tokens_cuts_and_is_recorded(
+    tmp_path: Path, checkpoint: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "cut"
+    argv = _clinconsensus_argv(checkpoint, out)
+    assert main([*argv, "--option", "clinconsensus.judge_input_tokens=64"]) == 0
+    notes = json.loads((out / "manifest.json").read_text())["tasks"]["clinconsensus"]
+    truncation = notes["judge_input_truncation"]
+    # every judge input of a fixture case (query + answer + criterion + instructions) is far
+    # longer than 64 byte-level tokens: both judge calls were cut
+    assert truncation == {
+        "applied": True,
+        "max_input_tokens": 64,
+        "tokenizer": "each hf: judge's own",
+        "inputs_cut": 2,
+    }
+    with RunStore.in_dir(out) as store:
+        calls = store.iter_calls()
+    judged = [c for c in calls if c["usage"].get("prompt_tokens_untruncated")]
+    assert len(judged) == 2 and all(c["usage"]["prompt_tokens"] == 64 for c in judged)
+    plain = tmp_path / "whole"
+    assert main(_clinconsensus_argv(checkpoint, plain)) == 0
+    notes = json.loads((plain / "manifest.json").read_text())["tasks"]["clinconsensus"]
+    assert notes["judge_input_truncation"]["applied"] is False
+    assert notes["judge_input_truncation"]["inputs_cut"] == 0
+    # a judge that is not hf: cannot be cut where the authors cut: one error line, exit 2
+    capsys.readouterr()
+    bad = ["run", "clinconsensus", "--model", f"hf:{checkpoint}", "--cases", str(fixture_path())]
+    bad += ["--judge", "openai:judge@http://127.0.0.1:9/v1", "--output-dir", str(tmp_path / "b")]
+    assert main([*bad, "--option", "clinconsensus.judge_input_tokens=5120"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: ") and "needs hf: judges" in err, err

@@ -390,3 +390,126 @@ def test_store_records_say_how_they_were_made(
             "threshold": THRESHOLD,
             "flat": False,
         }
+
+
+# ---- ner.chunking=ncer: NCER's extractor, restated from its rules ----------------------------
+
+
+def _ncer_split(text: str, parts: int) -> list[str]:
+    """NCER's split_text_into_parts, restated: stretches of ceil(len / parts) characters, each
+    cut after its last newline, else its last period, else its last space, else at its end."""
+    width = -(len(text) // -parts)
+    out: list[str] = []
+    remaining = text
+    while len(remaining) > width:
+        stretch = remaining[:width]
+        at = stretch.rfind("\n")
+        if at == -1:
+            at = stretch.rfind(".")
+            if at == -1:
+                at = stretch.rfind(" ")
+                if at == -1:
+                    at = width - 1
+        out.append(remaining[: at + 1])
+        remaining = remaining[at + 1 :]
+    out.append(remaining)
+    return out
+
+
+def _ncer_extract(model: Any, text: str, label_map: dict[str, str], threshold: float) -> list:
+    """NCER's GLiNEREncoderSpanExtractor called on a document (SpanExtractor.__call__),
+    restated: words from the model's splitter + 2 per normalized type against config.max_len;
+    over it, ceil(expected / max_len) parts; per piece predict_entities with the labels in
+    list(set(...)) order; spans shifted by the length of the pieces before; no merging."""
+    words = list(model.data_processor.words_splitter(text))
+    expected = len(words) + 2 * len(set(label_map.values()))
+    max_len = model.config.max_len
+    pieces = [text] if expected <= max_len else _ncer_split(text, -(expected // -max_len))
+    labels = list(set(label_map.keys()))
+    spans = []
+    before = 0
+    for piece in pieces:
+        for entity in model.predict_entities(piece, labels, threshold=threshold):
+            if entity["label"] in label_map:
+                spans.append(
+                    Span(
+                        entity["start"] + before, entity["end"] + before, label_map[entity["label"]]
+                    )
+                )
+        before += len(piece)
+    return spans
+
+
+def test_ncer_pieces_hand_cases() -> None:
+    from clineval.benchmarks.ner.gliner_tagger import ncer_pieces
+
+    text = "ab cd.\nef gh. ij kl mn op"
+    assert len(text) == 25
+    # 10 words + 2 x 1 type = 12 > 5 -> ceil(12 / 5) = 3 parts of ceil(25 / 3) = 9 characters:
+    # "ab cd.\nef" is cut after its newline; "ef gh. ij" after its period; " ij kl mn" after
+    # its last space; "mn op" (5 <= 9) is what is left: 4 pieces for 3 parts
+    assert ncer_pieces(text, 10, 1, 5) == ["ab cd.\n", "ef gh.", " ij kl ", "mn op"]
+    assert "".join(ncer_pieces(text, 10, 1, 5)) == text
+    assert ncer_pieces(text, 3, 1, 5) == [text]  # 3 + 2 = 5: not over the limit, one piece
+    # no delimiter at all: cut at the stretch's end
+    assert ncer_pieces("abcdefgh", 12, 0, 6) == ["abcd", "efgh"]
+    assert ncer_pieces("", 0, 9, 1) == [""]
+    for parts_text in (text, "x" * 7 + ". " + "y" * 30 + "\n" + "z z z"):
+        for words in (6, 11, 40):
+            expected = -((words + 2) // -5)
+            assert ncer_pieces(parts_text, words, 1, 5) == (
+                _ncer_split(parts_text, expected) if words + 2 > 5 else [parts_text]
+            )
+
+
+def test_ncer_chunking_reproduces_ncers_extractor(checkpoint: Path) -> None:
+    settings = TaggerSettings(PROMPTS, threshold=THRESHOLD, chunking="ncer")
+    tagger = GlinerTagger.load(checkpoint, settings)
+    label_map = {p: t for t, prompts in PROMPTS.items() for p in prompts}
+    long_text = (
+        " ".join(["the patient has breast cancer , drug x-1 given ;"] * 6)
+        + ".\nof the disease and drug.\n"
+        + " ".join(["colon cancer and chemical of the drug"] * 5)
+    )
+    texts = [*TEXTS, long_text]
+    ours = tagger.predict(texts)
+    for text, spans in zip(texts, ours, strict=True):
+        assert spans == _ncer_extract(tagger.model, text, label_map, THRESHOLD)
+    # the long text is cut into several pieces, and spans come from more than one of them
+    from clineval.benchmarks.ner.gliner_tagger import ncer_pieces
+
+    pieces = ncer_pieces(long_text, tagger.ncer_words(long_text), 2, tagger.max_words)
+    assert len(pieces) >= 4
+    first_end = len(pieces[0])
+    assert any(s.start < first_end for s in ours[-1]) and any(
+        s.start >= first_end for s in ours[-1]
+    )
+    assert tagger.describe()["label_order"] == list(set(label_map))
+    assert tagger.describe()["chunking"] == "ncer"
+
+
+def test_ncer_chunking_option_end_to_end(
+    tmp_path: Path, checkpoint: Path, data_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from clineval.benchmarks.ner.corpora import load_ner_split
+
+    out = tmp_path / "ncer"
+    assert _run(out, checkpoint, data_root, "--option", "ner.chunking=ncer", limit=2) == 0
+    notes = _manifest(out)
+    assert notes["gliner"]["chunking"] == "ncer" and notes["gliner"]["max_len"] == 20
+    tagger = GlinerTagger.load(checkpoint, TaggerSettings({"condition": ("condition",)}))
+    docs = load_ner_split("ncbi", "test", data_root).documents[:2]
+    with RunStore.in_dir(out) as store:
+        records = store.records("ner:ncbi", "prediction")
+    for doc in docs:
+        expected = _ncer_extract(tagger.model, doc.text, {"condition": "condition"}, THRESHOLD)
+        assert [Span(*e) for e in records[doc.id]["entities"]] == expected
+        assert records[doc.id]["settings"]["chunking"] == "ncer"
+    assert sum(len(records[doc.id]["entities"]) for doc in docs) > 0  # not empty == empty
+    # the default (windows) predicts again on resume rather than mixing the two
+    assert _run(out, checkpoint, data_root, limit=2) == 0
+    assert _manifest(out)["predicted_now"] == 2
+    capsys.readouterr()
+    assert _run(tmp_path / "bad", checkpoint, data_root, "--option", "ner.chunking=ncer2") == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: ") and "ner.chunking" in err, err

@@ -20,6 +20,8 @@ import zipfile
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from clineval.benchmarks.ner.corpora import load_ner_split
 
 CHIA_MAPPED = {"Condition", "Drug", "Procedure", "Measurement"}
@@ -131,3 +133,79 @@ def test_biored_and_ncbi_type_counts_from_the_raw_files(data_root: Path) -> None
                     "CompositeMention": 20}  # fmt: skip
     assert ncbi.total() == 960
     assert load_ner_split("ncbi", "test", data_root).notes["source_types"] == dict(ncbi)
+
+
+# --- NCER's own preparation rules (--option ner.preparation=ncer) ----------------------------
+
+NCBI_FILES = {"train": "NCBItrainset", "dev": "NCBIdevelopset", "test": "NCBItestset"}
+BC5CDR_FILES = {"train": "Training", "dev": "Development", "test": "Test"}
+
+
+def _ncbi_plain_mismatches(path: Path) -> tuple[int, int]:
+    """(mentions, mentions whose text differs from title + " " + abstract at their offsets)."""
+    texts: dict[str, dict[str, str]] = {}
+    mentions = mismatches = 0
+    for line in path.read_text("utf-8").splitlines():
+        if "|t|" in line[:20] or "|a|" in line[:20]:
+            pmid, kind, body = line.split("|", 2)
+            texts.setdefault(pmid, {})[kind] = body
+            continue
+        fields = line.split("\t")
+        if len(fields) >= 5 and fields[1].isdigit():
+            doc = texts[fields[0]]
+            text = doc["t"] + " " + doc["a"]
+            mentions += 1
+            mismatches += text[int(fields[1]) : int(fields[2])] != fields[3]
+    return mentions, mismatches
+
+
+@pytest.mark.parametrize(("split", "expected"), [("test", 0), ("dev", 0), ("train", 1)])
+def test_ncbi_ncer_mismatch_drop_counts_from_the_raw_files(
+    data_root: Path, split: str, expected: int
+) -> None:
+    path = data_root / f"ner/ncbi_disease/{NCBI_FILES[split]}_corpus.txt"
+    mentions, mismatches = _ncbi_plain_mismatches(path)
+    assert mismatches == expected  # the counts quoted in docs/metrics.md
+    ours = load_ner_split("ncbi", split, data_root).notes
+    ncer = load_ner_split("ncbi", split, data_root, "ncer").notes
+    assert ours["spans"] == mentions and ours["text_mismatches"] == mismatches
+    assert ncer["spans"] == mentions - mismatches
+    assert ncer["ncer_mismatches_dropped"] == mismatches and ncer["preparation"] == "ncer"
+
+
+def _bc5cdr_plain(path: Path) -> tuple[int, int, int]:
+    """(annotations, annotations whose first-location text, as BigBIO splits a composite
+    component's text, differs from the document there, how many of those occur elsewhere)."""
+    with gzip.open(path) as handle:
+        collection = ET.parse(handle).getroot()
+    total = mismatched = found = 0
+    for document in collection.iter("document"):
+        passages = document.findall("passage")
+        text = " ".join(p.findtext("text") or "" for p in passages)
+        for annotation in document.iter("annotation"):
+            locations = annotation.findall("location")
+            start, length = int(locations[0].get("offset", "")), int(locations[0].get("length", ""))
+            written = annotation.findtext("text") or ""
+            first = written[:length] if len(locations) > 1 else written
+            total += 1
+            if text[start : start + length] != first:
+                mismatched += 1
+                found += text.find(first) >= 0
+    return total, mismatched, found
+
+
+@pytest.mark.parametrize(("split", "moved"), [("test", 0), ("dev", 1), ("train", 1)])
+def test_bc5cdr_ncer_preparation_counts_from_the_raw_xml(
+    data_root: Path, split: str, moved: int
+) -> None:
+    path = data_root / f"ner/bc5cdr/CDR_{BC5CDR_FILES[split]}Set.BioC.xml.gz"
+    total, mismatched, found = _bc5cdr_plain(path)
+    assert mismatched == found == moved  # quoted in docs/metrics.md
+    ncer = load_ner_split("bc5cdr", split, data_root, "ncer").notes
+    ours = load_ner_split("bc5cdr", split, data_root).notes
+    # NCER keeps every annotation (no de-duplication): 9,928 on test against clineval's 9,924.
+    assert ncer["spans"] == total
+    assert ours["spans"] == total - ours["duplicate_spans_removed"]
+    assert ncer["ncer_moved"] == moved and ncer["ncer_unlocated"] == 0
+    if split == "test":
+        assert (ncer["spans"], ours["spans"]) == (9928, 9924)

@@ -326,3 +326,45 @@ def test_chia_runs_without_the_split_ids_file_and_scores_the_same(
     assert _results(tmp_path / "without") == _results(tmp_path / "with")
     notes = _manifest(tmp_path / "without")["tasks"]["ner:chia"]["test_split"]
     assert "derived from the zip" in json.dumps(notes)
+
+
+def test_ncer_preparation_option_keeps_bc5cdr_duplicates(
+    tmp_path: Path, data_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # NCER's gold keeps the 4 duplicate annotations of the test file (9,928 spans against
+    # clineval's 9,924; counted from the raw XML in tests/test_ner_independent_counts.py).
+    # Predictions: clineval's gold without the 4 duplicated spans. Matched gold is remembered by
+    # value (nervaluate), so a found duplicate costs nothing, a missed one counts twice:
+    # clineval's gold misses 4 of 9,924, NCER's 8 of 9,928. Tokens cannot see duplicates.
+    ncer = load_ner_split("bc5cdr", "test", data_root, "ncer")
+    doubled = set()
+    for doc in ncer.documents:
+        seen = set()
+        for span in doc.entities:
+            doubled.update({(doc.id, span)} & seen)
+            seen.add((doc.id, span))
+    assert len(doubled) == 4
+    clean = load_ner_split("bc5cdr", "test", data_root)
+    path = tmp_path / "predictions.jsonl"
+    kept = {d.id: [s for s in d.entities if (d.id, s) not in doubled] for d in clean.documents}
+    write_predictions(path, kept)
+    recall = {}
+    for preparation in ("clineval", "ncer"):
+        run_dir = tmp_path / preparation
+        argv = ["run", "ner:bc5cdr", "--model", f"predictions:{path}", "--output-dir"]
+        argv += [str(run_dir), "--data-dir", str(data_root)]
+        argv += ["--option", f"ner.preparation={preparation}"]
+        assert main(argv) == 0
+        results = _results(run_dir)["ner:bc5cdr"]
+        assert results["span_exact_precision"] == 1.0
+        recall[preparation] = (results["n_gold_spans"], results["span_exact_recall"])
+        notes = _manifest(run_dir)["tasks"]["ner:bc5cdr"]["test_split"]
+        assert notes["preparation"] == preparation
+    assert recall["clineval"] == (9924, pytest.approx(9920 / 9924))
+    assert recall["ncer"] == (9928, pytest.approx(9920 / 9928))
+    capsys.readouterr()
+    bad = ["run", "ner:bc5cdr", "--model", f"predictions:{path}", "--output-dir"]
+    bad += [str(tmp_path / "bad"), "--data-dir", str(data_root)]
+    assert main([*bad, "--option", "ner.preparation=bigbio"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: ") and "ner.preparation" in err, err

@@ -111,3 +111,20 @@ def test_prompt_lists_every_label_and_the_record(labels: list[str]) -> None:
     assert all(label in text for label in labels)
     assert "主诉：头晕三天" in text and "现病史：患者头晕" in text
     assert "舌暗" not in text  # detection only when asked for
+
+
+# --- tcm.answer_mapping=mrc: the authors' run_tcm_mrc.py rule ---------------------------------
+
+
+def test_mrc_answer_hand_cases() -> None:
+    from clineval.benchmarks.tcm_sd.scoring import mrc_answer
+
+    labels = ["甲证", "乙证", "甲乙证"]
+    # vocabulary order decides, not the position in the answer
+    assert mrc_answer("乙证和甲证", labels) == ("甲证", "contained")
+    # "甲乙证" is inside, but so is "乙证", which comes first in the vocabulary
+    assert mrc_answer("证属甲乙证候", labels) == ("乙证", "contained")
+    assert mrc_answer("证属甲乙证候", ["甲乙证", "乙证"]) == ("甲乙证", "contained")
+    assert mrc_answer("乙证", labels) == ("乙证", "contained")
+    assert mrc_answer("不知道", labels) == ("甲证", "label_0")  # nothing contained: label 0
+    assert mrc_answer("", labels) == ("甲证", "label_0")

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sklearn.metrics import accuracy_score, f1_score
+from sklearn.metrics import accuracy_score, classification_report, f1_score
 
 from clineval.benchmarks.tcm_sd.dataset import read_vocab
 from clineval.benchmarks.tcm_sd.synthetic import write_synthetic
@@ -102,7 +102,20 @@ def test_resume_after_partial_run_retrains_from_the_stored_model(
 ) -> None:
     run = tmp_path / "resume"
     assert _run(fixture_root, run, "--model", "baseline:tfidf", "--limit", "30") == 0
-    assert _results(run)["n"] == 30
+    res = _results(run)
+    assert res["n"] == 30
+    # On a subset the authors' figure (classification_report without labels=, macro avg)
+    # differs from macro_f1 over all 148; both are reported and the primary is named.
+    samples = _samples(run)
+    gold = [s["gold"] for s in samples]
+    pred = [s["pred"] for s in samples]
+    report = classification_report(gold, pred, output_dict=True, zero_division=0)
+    assert res["present_macro_f1"] == pytest.approx(report["macro avg"]["f1-score"], abs=1e-12)
+    assert res["n_labels_present"] == len(set(gold) | set(pred)) < 148
+    assert res["present_macro_f1"] > res["macro_f1"]
+    assert res["primary_metric"] == "macro_f1"
+    low, high = res["present_macro_f1_ci"]
+    assert low <= high
     with RunStore.in_dir(run) as store:
         assert len(store.records("tcm-sd", "prediction")) == 30
     # a run over everything predicts only the rest, with the cached model
@@ -172,6 +185,40 @@ def test_labels_outside_the_148_are_invalid_not_mapped(fixture_root: Path, tmp_p
     assert by_id[rows[1]["user_id"]]["pred"] == "风痰阻络证"
     assert by_id[rows[1]["user_id"]]["valid"] is False
     assert by_id[rows[0]["user_id"]]["correct"] is True
+
+
+def test_answer_mapping_mrc_maps_non_labels_and_counts_them(
+    fixture_root: Path, tmp_path: Path
+) -> None:
+    rows = [
+        json.loads(line)
+        for line in (fixture_root / "tcm-sd" / "test.synthetic.json").read_text().splitlines()
+    ][:4]
+    labels = read_vocab(fixture_root / "tcm-sd" / "syndrome_vocab.txt")
+    gold = [r["norm_syndrome"] for r in rows]
+    preds = [
+        {"id": rows[0]["user_id"], "label": gold[0]},  # a label: untouched
+        {"id": rows[1]["user_id"], "label": f"辨证：{gold[1]}。"},  # contains the gold label
+        {"id": rows[2]["user_id"], "label": "无法判断"},  # contains none: the first label
+        {"id": rows[3]["user_id"], "label": None},  # no answer at all: stays invalid
+    ]
+    path = _write_preds(tmp_path / "p.jsonl", preds)
+    default, mrc = tmp_path / "default", tmp_path / "mrc"
+    assert _run(fixture_root, default, "--model", f"predictions:{path}", "--limit", "4") == 0
+    argv = ["--model", f"predictions:{path}", "--limit", "4", "--option", "tcm.answer_mapping=mrc"]
+    assert _run(fixture_root, mrc, *argv) == 0
+    before, after = _results(default), _results(mrc)
+    assert before["n_invalid"] == 3 and before["answer_mapping"]["rule"] == "invalid"
+    # the first label contained, in vocabulary order (hand-computed from the vocabulary)
+    contained = next(label for label in labels if label in f"辨证：{gold[1]}。")
+    assert after["answer_mapping"] == {"rule": "mrc", "mapped_contained": 1, "mapped_label_0": 1}
+    assert after["n_invalid"] == 1
+    samples = {s["id"]: s for s in _samples(mrc)}
+    assert samples[rows[1]["user_id"]]["pred"] == contained
+    assert samples[rows[1]["user_id"]]["answer"] == f"辨证：{gold[1]}。"
+    assert samples[rows[2]["user_id"]]["pred"] == labels[0]
+    expected_correct = 1 + (contained == gold[1]) + (labels[0] == gold[2])
+    assert after["accuracy"] == expected_correct / 4
 
 
 def test_missing_official_splits_is_a_clear_input_error(
@@ -297,6 +344,10 @@ def test_limit_zero_is_refused_before_anything_is_written(
     ("extra", "message"),
     [
         (["--option", "tcm.split=train"], "tcm.split='train': must be one of test, dev"),
+        (
+            ["--option", "tcm.answer_mapping=first"],
+            "tcm.answer_mapping='first': must be one of invalid, mrc",
+        ),
         (["--option", "tcm.data=real"], "tcm.data='real': must be one of official, synthetic"),
         (["--option", "tcm.fields=history"], "--option tcm.fields"),
         (["--model", "baseline:bert"], "unknown TCM-SD baseline 'bert'"),

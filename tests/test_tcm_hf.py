@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from clineval.benchmarks.tcm_sd.dataset import read_records, read_vocab
+from clineval.benchmarks.tcm_sd.dataset import TcmRecord, read_records, read_vocab
 from clineval.benchmarks.tcm_sd.synthetic import write_synthetic
 from clineval.cli import main
 from clineval.errors import InputError
@@ -25,14 +25,16 @@ def fixture_root(data_root: Path, tmp_path_factory: pytest.TempPathFactory) -> P
     return out
 
 
-def _tiny_model(path: Path, labels: list[str], texts: list[str]) -> Path:
+def _tiny_model(path: Path, labels: list[str], texts: list[str], window: int = 128) -> Path:
     """A 1-layer BERT over a character vocabulary of the fixture's texts."""
     path.mkdir(parents=True, exist_ok=True)
     chars = sorted({c for t in texts for c in t})
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *chars]
     (path / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    # `vocab=`, not `vocab_file=`: transformers 5 ignores the latter here and builds a
+    # tokenizer that maps every character to [UNK].
     tokenizer = transformers.BertTokenizerFast(
-        vocab_file=str(path / "vocab.txt"), tokenize_chinese_chars=True
+        vocab=str(path / "vocab.txt"), tokenize_chinese_chars=True
     )
     tokenizer.save_pretrained(path)
     config = transformers.BertConfig(
@@ -41,7 +43,7 @@ def _tiny_model(path: Path, labels: list[str], texts: list[str]) -> Path:
         num_hidden_layers=1,
         num_attention_heads=2,
         intermediate_size=32,
-        max_position_embeddings=128,
+        max_position_embeddings=window,
         num_labels=len(labels),
         id2label=dict(enumerate(labels)),
         label2id={label: i for i, label in enumerate(labels)},
@@ -125,3 +127,68 @@ def test_id2label_errors_name_the_config_file(tmp_path: Path) -> None:
         "甲证",
         "乙证",
     ]
+
+
+def _record(chief_complaint: str, description: str, detection: str = "") -> TcmRecord:
+    return TcmRecord("u", "l", "n", "s", chief_complaint, description, detection, None)
+
+
+def _hand_pair(vocab: list[str], first: str, second: str, max_length: int) -> list[int]:
+    """[CLS] first [SEP] second [SEP], one id per character, cut as transformers 2.3.0's
+    truncate_sequences('longest_first') does (the authors' library): one token at a time from
+    the end of the longer part, from the second part when both are equal."""
+    a, b = [vocab.index(c) for c in first], [vocab.index(c) for c in second]
+    while len(a) + len(b) + 3 > max_length:
+        if len(a) > len(b):
+            a.pop()
+        else:
+            b.pop()
+    cls, sep = vocab.index("[CLS]"), vocab.index("[SEP]")
+    return [cls, *a, sep, *b, sep]
+
+
+def test_encoding_is_the_authors_pair_hand_built(tmp_path: Path) -> None:
+    from clineval.benchmarks.tcm_sd.hf_classifier import AUTHORS_MAX_LENGTH, HFSyndromeClassifier
+
+    labels = [f"证{i:03d}" for i in range(148)]
+    chief, long_text = "头晕三天", "患者自述头痛目眩心烦易怒口苦咽干夜寐不安舌红苔黄脉弦数"
+    path = _tiny_model(tmp_path / "m", labels, [chief, long_text, "四诊"], window=512)
+    vocab = (path / "vocab.txt").read_text(encoding="utf-8").splitlines()
+    model = HFSyndromeClassifier(path, labels, max_length=16)
+    records = [
+        _record(chief, long_text, detection="四诊四诊"),  # detection never reaches the model
+        # equal parts: both cut, the second first, so 7 + 6 survive (transformers 5's own
+        # longest_first keeps 6 + 7: the reason clineval cuts by hand)
+        _record(long_text[:10], long_text[10:20]),
+        _record(chief, "口苦"),  # shorter than the window: not cut
+    ]
+    ids = model.encode(records)["input_ids"].tolist()
+    mask = model.encode(records)["attention_mask"].tolist()
+    for row, m, record in zip(ids, mask, records, strict=True):
+        real = [i for i, keep in zip(row, m, strict=True) if keep]
+        assert real == _hand_pair(vocab, record.chief_complaint, record.description, 16)
+    assert [sum(m) for m in mask] == [16, 16, 9]
+    second = ids[1][: sum(mask[1])]
+    assert second.index(vocab.index("[SEP]")) == 1 + 7  # [CLS] + 7 of the first part
+    # the authors' length and clineval's default are recorded; the window caps a request
+    assert model.describe()["authors_max_length"] == AUTHORS_MAX_LENGTH == 128
+    assert HFSyndromeClassifier(path, labels).describe()["max_length"] == 512
+    small = _tiny_model(tmp_path / "small", labels, [chief], window=128)
+    capped = HFSyndromeClassifier(small, labels).describe()
+    assert (capped["max_length"], capped["max_length_requested"]) == (128, 512)
+
+
+@pytest.mark.slow
+def test_authors_max_length_is_one_option_away(fixture_root: Path, tmp_path: Path) -> None:
+    labels = read_vocab(fixture_root / "tcm-sd" / "syndrome_vocab.txt")
+    rows = (fixture_root / "tcm-sd" / "test.synthetic.json").read_text().splitlines()
+    texts = [json.loads(line)["description"] + json.loads(line)["chief_complaint"] for line in rows]
+    path = _tiny_model(tmp_path / "model", labels, texts, window=512)
+    used = {}
+    for name, extra in (("default", []), ("authors", ["--option", "tcm.max_length=128"])):
+        out = tmp_path / name
+        argv = ["run", "tcm-sd", "--model", f"hf:{path}", "--output-dir", str(out)]
+        assert main([*argv, "--data-dir", str(fixture_root), "--limit", "5", *extra]) == 0
+        notes = json.loads((out / "manifest.json").read_text())["tasks"]["tcm-sd"]
+        used[name] = notes["hf_model"]["max_length"]
+    assert used == {"default": 512, "authors": 128}

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from sklearn.metrics import accuracy_score, f1_score, precision_recall_fscore_support
+from sklearn.metrics import (
+    accuracy_score,
+    classification_report,
+    f1_score,
+    precision_recall_fscore_support,
+)
 
 import clineval.benchmarks.tcm_sd.metrics as cls
 from clineval.metrics.bootstrap import stratified_bootstrap_indices
@@ -103,3 +108,61 @@ def test_frequency_buckets_split_by_train_count() -> None:
     assert buckets["head"].tolist() == [1, 3]
     assert buckets["middle"].tolist() == [4, 5]  # tie 7/7 keeps label order
     assert buckets["tail"].tolist() == [0, 2]
+
+
+# --- present-labels macro F1: the authors' run_tcm.py figure --------------------------------
+
+
+def _authors_macro(gold: np.ndarray, pred: np.ndarray) -> float:
+    """What run_tcm.py printed: classification_report without labels=, macro avg f1."""
+    report = classification_report(gold, pred, output_dict=True, zero_division=0)
+    return float(report["macro avg"]["f1-score"])
+
+
+@pytest.mark.parametrize(("seed", "n"), [(0, 1), (1, 7), (2, 50), (3, 500), (4, 3000)])
+def test_present_macro_f1_equals_classification_report(seed: int, n: int) -> None:
+    rng = np.random.default_rng(seed)
+    gold = rng.integers(0, K, n)
+    pred = np.where(rng.random(n) < 0.4, gold, rng.integers(0, K, n))  # all valid, as run_tcm
+    ours, n_present = cls.present_macro_f1(gold, pred, K)
+    assert ours == pytest.approx(_authors_macro(gold, pred), abs=1e-12)
+    assert n_present == len(set(gold.tolist()) | set(pred.tolist()))
+    if n < 100:  # a subset: most labels absent, so the two figures differ
+        assert ours != pytest.approx(cls.macro_f1(gold, pred, K))
+
+
+def test_present_macro_f1_equals_macro_f1_when_every_label_has_gold() -> None:
+    gold = np.concatenate([np.arange(K), np.arange(K)])
+    pred = np.roll(gold, 3)
+    assert cls.present_macro_f1(gold, pred, K) == (pytest.approx(cls.macro_f1(gold, pred, K)), K)
+
+
+def test_present_macro_f1_with_invalid_outputs_hand_case() -> None:
+    # K=5; label 0: TP1 FN1 -> 2/3; label 1: TP1 FP1 FN1 -> 1/2; label 2: FN1 -> 0;
+    # label 4: FP1 -> 0 (present by prediction only); label 3 absent; the invalid is no label.
+    gold = np.array([0, 0, 1, 2, 1])
+    pred = np.array([0, 1, 1, cls.INVALID, 4])
+    ours, n_present = cls.present_macro_f1(gold, pred, 5)
+    assert n_present == 4
+    assert ours == pytest.approx((2 / 3 + 1 / 2 + 0 + 0) / 4)
+    expected = f1_score(gold, pred, labels=[0, 1, 2, 4], average="macro", zero_division=0)
+    assert ours == pytest.approx(expected)
+
+
+def test_present_bootstrap_equals_classification_report_per_resample() -> None:
+    rng = np.random.default_rng(9)
+    gold = rng.integers(0, K, 200)
+    pred = np.where(rng.random(200) < 0.5, gold, rng.integers(0, K, 200))
+    f1s, present, _accs = cls.bootstrap_scores(gold, pred, K, 40, seed=5, max_cells=2000)
+    idx = stratified_bootstrap_indices(gold, 40, 5)
+    for b in range(40):
+        g, p = gold[idx[b]], pred[idx[b]]
+        assert present[b] == pytest.approx(_authors_macro(g, p), abs=1e-12)
+        assert f1s[b] == pytest.approx(
+            f1_score(g, p, labels=list(range(K)), average="macro", zero_division=0), abs=1e-15
+        )
+    ci = cls.bootstrap_intervals(gold, pred, K, 40, seed=5)
+    assert ci["present_macro_f1"] == (
+        pytest.approx(float(np.percentile(present, 2.5))),
+        pytest.approx(float(np.percentile(present, 97.5))),
+    )

@@ -98,6 +98,10 @@ class JudgePrompt:
     # clineval.judge.run). False for a prompt whose model was trained to answer in its own
     # format (the official one: a ```json fence): its calls are plain text, as in training.
     constrained: bool = True
+    # Whether clineval's delimiter text inside inserted fields is broken up (`_defuse`). Only
+    # a template that uses those delimiters needs it; the official prompt does not, and its
+    # authors' str.format sends inserted text exactly as it is, so it says False.
+    defuse: bool = True
 
     @cached_property
     def _pieces(self) -> tuple[str, ...]:
@@ -117,10 +121,11 @@ class JudgePrompt:
     def messages(self, query: str, response: str, criterion: str) -> tuple[tuple[str, str], ...]:
         # Substituted in one pass over the pre-split template, so text inserted for one
         # placeholder is never searched for another ({criterion} inside an answer stays text).
+        clean = _defuse if self.defuse else str
         values = {
-            "{query}": _defuse(query),
-            "{response}": _defuse(response),
-            "{criterion}": _defuse(criterion),
+            "{query}": clean(query),
+            "{response}": clean(response),
+            "{criterion}": clean(criterion),
         }
         user = "".join(
             values.get(piece, piece) if i % 2 else piece for i, piece in enumerate(self._pieces)

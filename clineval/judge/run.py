@@ -122,6 +122,7 @@ def judge_request(
     max_tokens: int | None,
     parse_failures: int = 0,
     prefix_key: str | None = None,
+    max_input_tokens: int | None = None,
 ) -> ChatRequest:
     """The judge call after `parse_failures` unparseable replies, at ladder `level`."""
     return ChatRequest(
@@ -132,6 +133,7 @@ def judge_request(
         response_format=response_format(level),
         template_version=template_version,
         prefix_key=prefix_key,
+        max_input_tokens=max_input_tokens,
     )
 
 
@@ -146,6 +148,7 @@ async def judge_criterion(
     seed: int = 0,
     max_tokens: int | None = DEFAULT_JUDGE_MAX_TOKENS,
     parse_retries: int = DEFAULT_PARSE_RETRIES,
+    max_input_tokens: int | None = None,
 ) -> JudgeOutcome:
     """One verdict, or a judge_error after at most 1 + parse_retries parseable-reply attempts."""
     messages = prompt.messages(query, response, criterion)
@@ -156,7 +159,14 @@ async def judge_criterion(
     while parse_failures <= parse_retries:
         level = ladder.level
         request = judge_request(
-            messages, prompt.version, level, seed, max_tokens, parse_failures, prefix_key
+            messages,
+            prompt.version,
+            level,
+            seed,
+            max_tokens,
+            parse_failures,
+            prefix_key,
+            max_input_tokens,
         )
         outcome.attempts += 1
         outcome.format = level

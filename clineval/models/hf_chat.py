@@ -89,6 +89,15 @@ class HFGenerator:
         encoded = tokenizer(prompt, return_tensors="pt", add_special_tokens=False)
         max_new = request.max_tokens or DEFAULT_MAX_NEW_TOKENS
         prompt_tokens = int(encoded["input_ids"].shape[1])
+        untruncated = None
+        limit = request.max_input_tokens
+        if limit is not None and prompt_tokens > limit:
+            # As the authors' tokenizer(..., truncation=True, max_length=N) cuts the templated
+            # prompt: on the tokenizer's own truncation side (right: the tail, generation
+            # prompt included, is lost and the model continues the cut text).
+            cut = slice(-limit, None) if tokenizer.truncation_side == "left" else slice(0, limit)
+            encoded = {k: v[:, cut] for k, v in encoded.items()}
+            untruncated, prompt_tokens = prompt_tokens, limit
         # Past its positions a model does not fail, it degrades (and attention memory grows
         # with the square of the length): refuse, as a server answers 400.
         context = getattr(self.model.config, "max_position_embeddings", None)
@@ -128,6 +137,7 @@ class HFGenerator:
                 "prompt_tokens": prompt_tokens,
                 "completion_tokens": len(new_tokens),
                 "total_tokens": prompt_tokens + len(new_tokens),
+                **({} if untruncated is None else {"prompt_tokens_untruncated": untruncated}),
             },
         }
 

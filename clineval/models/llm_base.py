@@ -31,6 +31,10 @@ class ChatRequest:
     # e.g. vLLM's chat_template_kwargs. In the cache key only when given, so a call without
     # extra fields keeps the key it had before the field existed (old run stores resume).
     extra_body: dict[str, Any] | None = None
+    # Keep only this many tokens of the templated prompt (the ClinConsensus authors' judge
+    # truncation, applied by a backend that templates the prompt itself: hf:). In the cache key
+    # only when given, like extra_body.
+    max_input_tokens: int | None = None
 
     def cache_payload(self, model_label: str) -> dict[str, Any]:
         payload: dict[str, Any] = {
@@ -44,6 +48,8 @@ class ChatRequest:
         }
         if self.extra_body:
             payload["extra_body"] = self.extra_body
+        if self.max_input_tokens is not None:
+            payload["max_input_tokens"] = self.max_input_tokens
         return payload
 
 

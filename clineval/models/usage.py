@@ -180,7 +180,8 @@ def usage_of(completion: Mapping[str, Any]) -> dict[str, Any]:
     raw = completion.get("usage")
     raw = raw if isinstance(raw, Mapping) else {}
     usage: dict[str, Any] = {}
-    for name in ("prompt_tokens", "completion_tokens", "total_tokens"):
+    # prompt_tokens_untruncated: an hf: model that cut its input (ChatRequest.max_input_tokens)
+    for name in ("prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_untruncated"):
         value = _count(raw.get(name))
         if value is not None:
             usage[name] = value

@@ -9,6 +9,9 @@ Task options (`--option clinconsensus.KEY=VALUE`):
   aggregate=RULE       several judges: majority (default) | all | any
   k=K1,K2              extra k values for CACS@k and pass@k (7 and 10 are always reported)
   bootstrap=N          bootstrap resamples for the 95% intervals (default 1000; 0 = none)
+  judge_input_tokens=N keep only the first N tokens of each templated judge input, as the
+                       authors' run_local_judge.py does (--max-input-length 5120); hf: judges
+                       only (they template the prompt themselves), recorded in the manifest
 
 Where verdicts come from (decided once here, recorded in results["source"]):
   - `--verdicts FILE`, or `--model predictions:FILE` for this task: FILE is a verdicts JSONL
@@ -23,7 +26,7 @@ Where verdicts come from (decided once here, recorded in results["source"]):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +45,7 @@ from clineval.config import RunConfig
 from clineval.data.cache import default_cache_dir
 from clineval.errors import InputError
 from clineval.judge.ensemble import AGGREGATES
+from clineval.judge.prompt import JudgePrompt
 from clineval.judge.run import DEFAULT_JUDGE_MAX_TOKENS, DEFAULT_PARSE_RETRIES
 from clineval.models.spec import ModelSpec
 from clineval.options import Option, OptionGroup, choice, integer, integer_list
@@ -84,6 +88,14 @@ CLINCONSENSUS_OPTIONS = OptionGroup(
         Option("aggregate", choice(*AGGREGATES), "rule that joins several judges", "majority"),
         Option("k", integer_list(minimum=1), "extra k values for CACS@k and pass@k", None),
         Option("bootstrap", integer(minimum=0), "bootstrap resamples (0 = none)", "1000"),
+        Option(
+            "judge_input_tokens",
+            integer(minimum=1),
+            "hf: judges: keep the first N tokens of the templated judge input (the authors' "
+            "run_local_judge.py: 5120); default: the whole input",
+            None,
+            changes_requests=True,
+        ),
     ),
 )
 
@@ -100,6 +112,7 @@ class Options:
     aggregate: str
     ks: tuple[int, ...]
     bootstrap: int
+    judge_input_tokens: int | None
 
     @classmethod
     def from_config(cls, options: dict[str, str]) -> Options:
@@ -115,6 +128,7 @@ class Options:
             aggregate=value("aggregate"),
             ks=tuple(dict.fromkeys([*DEFAULT_KS, *extra_ks])),
             bootstrap=int(value("bootstrap")),
+            judge_input_tokens=value("judge_input_tokens"),
         )
 
 
@@ -191,6 +205,14 @@ def judge_labels(config: RunConfig) -> tuple[str, ...]:
     return tuple(ModelSpec.parse(j).label for j in (config.judges or [config.model]))
 
 
+def run_prompt(prompt: JudgePrompt, options: Options) -> JudgePrompt:
+    """The judge prompt of a run: with judge_input_tokens its version names the cut, so
+    verdicts made on whole inputs are not taken for cut ones (or the other way round)."""
+    if options.judge_input_tokens is None:
+        return prompt
+    return replace(prompt, version=f"{prompt.version}+input{options.judge_input_tokens}")
+
+
 def load_data(ctx: RunContext) -> Data:
     config = ctx.config
     options = Options.from_config(config.options)
@@ -214,6 +236,14 @@ def load_data(ctx: RunContext) -> Data:
         judges = tuple(s.label for s in specs)
         if len(set(judges)) != len(judges):
             raise InputError(f"the same judge is given twice: {', '.join(judges)}")
+        not_local = [s.label for s in specs if s.backend != "hf"]
+        if options.judge_input_tokens is not None and not_local:
+            # A chat server templates the input itself: its input cannot be cut after the
+            # template, where the authors cut theirs, so nothing is cut rather than something.
+            raise InputError(
+                f"--option {_PREFIX}judge_input_tokens needs hf: judges (a local checkpoint "
+                f"that templates and cuts its own input); {not_local[0]} is not one"
+            )
         judge_is_candidate = not config.judges or config.model in config.judges
     return Data(
         cases_path=path,

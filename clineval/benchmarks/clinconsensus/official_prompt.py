@@ -9,6 +9,8 @@ changed file is refused, never used):
     (Python's own parser finds it, escapes and all);
   * it is a str.format template: its fields user_message, response and rubric_item become
     clineval's {query}, {response} and {criterion}, and its doubled braces single ones;
+  * inserted text (query, answer, criterion) is sent verbatim, as str.format sends it: no
+    rewriting of clineval's delimiter text, which this template does not use;
   * it asks for a ```json fence holding {"explanation", "criteria_met"}: the judge's calls are
     plain text (no response_format, as the model was trained), and clineval.judge.parse reads
     the fence (after any <think> block).
@@ -119,7 +121,11 @@ def load_official_prompt() -> JudgePrompt:
     except UnicodeDecodeError:
         raise InputError("the prompt script is not UTF-8 text", path=path) from None
     template = extract_template(source, path)
-    return JudgePrompt(template, f"official-{digest[:16]}", None, custom=False, constrained=False)
+    # Inserted text goes in verbatim (defuse=False): the template has none of clineval's
+    # delimiters to protect, and the authors' str.format never re-reads what it inserts.
+    return JudgePrompt(
+        template, f"official-{digest[:16]}", None, custom=False, constrained=False, defuse=False
+    )
 
 
 def judge_prompt(setting: str | None) -> JudgePrompt:

@@ -239,6 +239,7 @@ class _Flow:
             seed=self.ctx.config.seed,
             max_tokens=self.data.options.judge_max_tokens,
             parse_retries=self.data.options.judge_retries,
+            max_input_tokens=self.data.options.judge_input_tokens,
         )
         record = {**outcome.record(label), "prompt": self.prompt.version}
         self.writer.add(verdict_kind(label), key, record)
@@ -327,6 +328,27 @@ def predict(ctx: RunContext, data: Data, prompt: JudgePrompt) -> None:
         return
     counters = run_model_calls(_predict(ctx, data, prompt))
     ctx.note(TASK, "progress", counters)
+    ctx.note(TASK, "judge_input_truncation", input_truncation(ctx, data))
+
+
+def input_truncation(ctx: RunContext, data: Data) -> dict[str, Any]:
+    """Whether the authors' judge-input cut was asked for, and how many judged inputs it cut
+    (an hf: judge reports the untruncated length of a cut prompt in the call's usage)."""
+    limit = data.options.judge_input_tokens
+    cut = 0
+    for label in data.judges:
+        records = ctx.store.records(TASK, verdict_kind(label))
+        for case in data.cases:
+            for rubric in case.rubrics[: data.n_criteria]:
+                record = records.get(verdict_key(case.case_id, rubric.criterion_id))
+                usage = record.get("usage") if isinstance(record, dict) else None
+                cut += isinstance(usage, dict) and "prompt_tokens_untruncated" in usage
+    return {
+        "applied": limit is not None,
+        "max_input_tokens": limit,
+        "tokenizer": "each hf: judge's own" if limit is not None else None,
+        "inputs_cut": cut,
+    }
 
 
 def plan_calls(ctx: RunContext, data: Data, prompt: JudgePrompt, calls: CallPlan) -> None:
@@ -368,6 +390,7 @@ def plan_calls(ctx: RunContext, data: Data, prompt: JudgePrompt, calls: CallPlan
                     seed,
                     opts.judge_max_tokens,
                     prefix_key=judge_prefix_key(prompt.version, case.query, shared),
+                    max_input_tokens=opts.judge_input_tokens,
                 )
                 if answer is None:
                     calls.add_bounded(TASK, "judge", label, request, answer_bound)

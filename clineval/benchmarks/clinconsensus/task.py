@@ -23,6 +23,7 @@ from clineval.benchmarks.clinconsensus.common import (
     Data,
     load_data,
     official_cases_path,
+    run_prompt,
 )
 from clineval.benchmarks.clinconsensus.official_prompt import judge_prompt
 from clineval.plan import CallPlan
@@ -48,12 +49,13 @@ class ClinConsensusTask(Task[Data]):
     def predict(self, ctx: RunContext, data: Data) -> None:
         from clineval.benchmarks.clinconsensus.predict import predict
 
-        predict(ctx, data, judge_prompt(ctx.config.judge_prompt))
+        predict(ctx, data, run_prompt(judge_prompt(ctx.config.judge_prompt), data.options))
 
     def plan(self, ctx: RunContext, data: Data, calls: CallPlan) -> None:
         from clineval.benchmarks.clinconsensus.predict import plan_calls
 
-        plan_calls(ctx, data, judge_prompt(ctx.config.judge_prompt), calls)
+        prompt = run_prompt(judge_prompt(ctx.config.judge_prompt), data.options)
+        plan_calls(ctx, data, prompt, calls)
 
     def evaluate(self, ctx: RunContext, data: Data) -> TaskResult:
         from clineval.benchmarks.clinconsensus.scoring import evaluate

@@ -4,6 +4,12 @@
 returns documents with gold spans of the OMOP types in corpus order, plus notes for the run
 manifest (files read with sha256, span counts, dropped types, CHIA's moved/dropped spans, gold
 spans whose text does not match the document, documents dropped for having no entity).
+
+`preparation="ncer"` (`--option ner.preparation=ncer`) follows NCER's `prepare_dataset.py` in
+the two places where clineval's defaults differ from it: an NCBI mention whose text does not
+match its offsets is dropped (clineval keeps and counts it), and BC5CDR is not de-duplicated,
+while a BC5CDR annotation whose text does not match moves to the first occurrence of its text.
+docs/metrics.md counts what each changes per split.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from clineval.errors import InputError
 from clineval.jsonio import read_json_file
 
 SPLITS = ("train", "dev", "test")
+PREPARATIONS = ("clineval", "ncer")
 
 # Corpus type -> OMOP domain; every other type is dropped (and counted in the notes).
 TYPE_MAPS: dict[str, dict[str, str]] = {
@@ -172,9 +179,13 @@ def _finish(
     return PreparedSplit(dataset=dataset, split=split, documents=kept, types=types, notes=rendered)
 
 
-def _load_pubtator(path: Path, notes: _Notes) -> list[NerDocument]:
-    """NCBI (original release) and BioRED: PubTator mentions, title + " " + abstract."""
+def _load_pubtator(path: Path, notes: _Notes, drop_mismatches: bool) -> list[NerDocument]:
+    """NCBI (original release) and BioRED: PubTator mentions, title + " " + abstract.
+
+    `drop_mismatches`: NCER's NCBI rule, a mention whose text differs from the document text at
+    its offsets is left out (and counted); otherwise it is kept and counted."""
     docs = []
+    dropped = 0
     for source in read_pubtator(path):
         text = source.text
         spans = []
@@ -191,15 +202,32 @@ def _load_pubtator(path: Path, notes: _Notes) -> list[NerDocument]:
                 )
             if text[m.start : m.end] != m.text:
                 notes.mismatch(source.pmid, m.start, m.end, m.text, text[m.start : m.end])
+                if drop_mismatches:
+                    dropped += 1
+                    continue
             spans.append(Span(m.start, m.end, mapped))
         docs.append(NerDocument(id=source.pmid, text=text, entities=spans))
+    if drop_mismatches:
+        notes.extra["ncer_mismatches_dropped"] = dropped
     return docs
 
 
-def _load_bc5cdr(path: Path, notes: _Notes) -> list[NerDocument]:
-    """BC5CDR BioC: first location per annotation, (start, end, type) duplicates dropped."""
+def _first_location_text(ann_text: str, locations: Sequence[tuple[int, int]]) -> str:
+    """The part of a composite component's text that belongs to its first location, as the
+    BigBIO loader NCER reads splits it: the first `length` characters of the annotation text."""
+    return ann_text[: locations[0][1]] if len(locations) > 1 else ann_text
+
+
+def _load_bc5cdr(path: Path, notes: _Notes, ncer: bool) -> list[NerDocument]:
+    """BC5CDR BioC: first location per annotation, (start, end, type) duplicates dropped.
+
+    `ncer`: NCER's rules instead. Duplicates are kept; an annotation whose (first-location)
+    text differs from the document at its offsets moves to the first occurrence of that text
+    in the document (`str.find`), counted in `ncer_moved`; one whose text does not occur at
+    all (NCER would write a span at -1; no split of the corpus has one) is dropped and
+    counted in `ncer_unlocated`."""
     docs = []
-    multi_location = duplicates = 0
+    multi_location = duplicates = moved = unlocated = 0
     for source in read_bioc(path):
         passages = source.passages
         if len(passages) != 2 or passages[0].type != "title":
@@ -238,6 +266,17 @@ def _load_bc5cdr(path: Path, notes: _Notes) -> list[NerDocument]:
                     multi_location += 1
                 elif text[start:end] != ann.text:
                     notes.mismatch(source.id, start, end, ann.text, text[start:end])
+                if ncer:
+                    expected = _first_location_text(ann.text, ann.locations)
+                    if text[start:end] != expected:
+                        found = text.find(expected)
+                        if found < 0:
+                            unlocated += 1
+                            continue
+                        moved += 1
+                        start, end = found, found + len(expected)
+                    spans.append(Span(start, end, mapped))
+                    continue
                 key = (start, end, mapped)
                 if key in seen:
                     duplicates += 1
@@ -246,7 +285,11 @@ def _load_bc5cdr(path: Path, notes: _Notes) -> list[NerDocument]:
                 spans.append(Span(start, end, mapped))
         docs.append(NerDocument(id=source.id, text=text, entities=spans))
     notes.extra["multi_location_annotations"] = multi_location
-    notes.extra["duplicate_spans_removed"] = duplicates
+    if ncer:
+        notes.extra["ncer_moved"] = moved
+        notes.extra["ncer_unlocated"] = unlocated
+    else:
+        notes.extra["duplicate_spans_removed"] = duplicates
     return docs
 
 
@@ -301,18 +344,28 @@ def _load_chia(root: Path, split: str, notes: _Notes, files: list[Path]) -> list
     return docs
 
 
-def load_ner_split(dataset: str, split: str, data_root: str | Path) -> PreparedSplit:
-    """Documents and gold spans of one split, prepared as NCER does (see module docstring)."""
+def load_ner_split(
+    dataset: str, split: str, data_root: str | Path, preparation: str = "clineval"
+) -> PreparedSplit:
+    """Documents and gold spans of one split, prepared as NCER does (see module docstring);
+    `preparation="ncer"` applies NCER's NCBI mismatch drop and BC5CDR rules instead."""
     _check(dataset, split)
+    if preparation not in PREPARATIONS:
+        raise InputError(f"unknown preparation {preparation!r} (known: {', '.join(PREPARATIONS)})")
+    ncer = preparation == "ncer"
     root = Path(data_root)
     notes = _Notes(dataset)
+    notes.extra["preparation"] = preparation
     files: list[Path] = []
     if dataset == "chia":
         docs = _load_chia(root, split, notes, files)
     else:
         path = require_file(root, SPLIT_FILES[dataset][split])
         files.append(path)
-        docs = _load_bc5cdr(path, notes) if dataset == "bc5cdr" else _load_pubtator(path, notes)
+        if dataset == "bc5cdr":
+            docs = _load_bc5cdr(path, notes, ncer)
+        else:  # NCER checks NCBI's mention texts only, not BioRED's
+            docs = _load_pubtator(path, notes, drop_mismatches=ncer and dataset == "ncbi")
     return _finish(dataset, split, docs, notes, files, root)
 
 

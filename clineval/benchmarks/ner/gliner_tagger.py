@@ -18,6 +18,11 @@ Windows of several documents go through the model together (`BATCH_SIZE` per for
 on the model's device as loaded: CPU). Decoding is the package's: `threshold` (None = the
 package's own default) and flat (non-overlapping) spans unless `flat=False`.
 
+`chunking="ncer"` (`--option ner.chunking=ncer`) runs a document as NCER's extractor does
+instead (`ncer_pieces`): the package's own `predict_entities` on non-overlapping character
+pieces, the pieces' spans shifted and concatenated unmerged, the labels prompted in the order
+NCER's `list(set(...))` gives them. It reproduces NCER's GLiNER spans, not clineval's windows.
+
 Loading is offline (`local_files_only=True`): a directory without `gliner_config.json`, a
 checkpoint the package cannot read, or a missing `gliner` package are one-line InputErrors.
 """
@@ -25,6 +30,7 @@ checkpoint the package cannot read, or a missing `gliner` package are one-line I
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +58,7 @@ class TaggerSettings:
     prompts: Mapping[str, tuple[str, ...]]  # entity type -> label texts, in prompt order
     threshold: float | None = None  # None: the package's default
     flat: bool = True
+    chunking: str = "windows"  # "windows" (clineval's) | "ncer" (NCER's extractor)
 
     def prompt_types(self) -> dict[str, str]:
         """Label text -> entity type; one text must not stand for two types."""
@@ -68,6 +75,36 @@ class TaggerSettings:
         return out
 
 
+def ncer_pieces(text: str, n_words: int, n_types: int, max_len: int) -> list[str]:
+    """NCER's cut of a document (`SpanExtractor.__call__`, `split_text_into_parts`), restated
+    from its rules: when words + 2 x types exceed the model's `max_len`, the text is cut into
+    ceil((words + 2 x types) / max_len) parts of at most ceil(len / parts) characters, each
+    piece ending at the last newline of its stretch, else the last period, else the last
+    space (the delimiter stays in the piece), else at the stretch's end; the pieces join back
+    into the text, and there may be more of them than parts."""
+    expected = n_words + 2 * n_types
+    if expected <= max_len or not text:  # (NCER would loop forever on an empty text)
+        return [text]
+    length = math.ceil(len(text) / math.ceil(expected / max_len))
+    pieces = []
+    rest = text
+    while len(rest) > length:
+        head = rest[:length]
+        cut = next((at for at in (head.rfind(d) for d in ("\n", ".", " ")) if at != -1), -1)
+        cut = length - 1 if cut == -1 else cut
+        pieces.append(rest[: cut + 1])
+        rest = rest[cut + 1 :]
+    pieces.append(rest)
+    return pieces
+
+
+def ncer_label_order(labels: Sequence[str]) -> list[str]:
+    """The order NCER prompts its labels in: `list(set(labels))`, i.e. the iteration order of a
+    set of strings built in `labels`' order. That order follows Python's string hashes, so it
+    is the one NCER's own process had only under the same PYTHONHASHSEED (recorded)."""
+    return list(set(labels))
+
+
 class GlinerTagger:
     """A loaded checkpoint; `predict(texts)` returns each text's spans."""
 
@@ -77,6 +114,8 @@ class GlinerTagger:
         self.path = path
         self.prompt_types = settings.prompt_types()
         self.labels = list(self.prompt_types)
+        if settings.chunking == "ncer":
+            self.labels = ncer_label_order(self.labels)
         config = model.config
         self.max_words = int(getattr(config, "max_len", 384))
         self.max_width = int(getattr(config, "max_width", 12))
@@ -123,6 +162,17 @@ class GlinerTagger:
         """What the manifest records about this model and how it was run."""
         import gliner
 
+        if self.settings.chunking == "ncer":
+            return {
+                "gliner_version": getattr(gliner, "__version__", None),
+                "architecture": type(self.model).__name__,
+                "labels": {prompt: t for prompt, t in self.prompt_types.items()},
+                "chunking": "ncer",
+                "label_order": self.labels,
+                "threshold": self.threshold,
+                "flat": self.settings.flat,
+                "max_len": self.max_words,
+            }
         return {
             "gliner_version": getattr(gliner, "__version__", None),
             "architecture": type(self.model).__name__,
@@ -177,8 +227,37 @@ class GlinerTagger:
         budget = self.subword_budget if self.subword_budget is not None else self.max_words
         return plan_windows(self._costs(words), self.max_words, budget, self.overlap)
 
+    def ncer_words(self, text: str) -> int:
+        """How many words NCER counts in `text`: the model's own words splitter."""
+        splitter = getattr(getattr(self.model, "data_processor", None), "words_splitter", None)
+        if splitter is None:
+            return len(word_offsets(text))
+        return sum(1 for _ in splitter(text))
+
+    def predict_ncer(self, text: str) -> list[Span]:
+        """One document as NCER's GLiNER extractor runs it (see `ncer_pieces`): spans of each
+        piece in the package's order, shifted by the piece's start, pieces in text order."""
+        n_types = len(set(self.prompt_types.values()))
+        pieces = ncer_pieces(text, self.ncer_words(text), n_types, self.max_words)
+        spans: list[Span] = []
+        start = 0
+        for piece in pieces:
+            found = self.model.predict_entities(
+                piece, self.labels, flat_ner=self.settings.flat, threshold=self.threshold
+            )
+            for entity in found:
+                entity_type = self.prompt_types.get(str(entity["label"]))
+                if entity_type is not None:  # NCER drops labels outside its map too
+                    a, b = int(entity["start"]), int(entity["end"])
+                    spans.append(Span(a + start, b + start, entity_type))
+            start += len(piece)
+        return spans
+
     def predict(self, texts: Sequence[str]) -> list[list[Span]]:
-        """Each text's spans, sorted by (start, end, type)."""
+        """Each text's spans, sorted by (start, end, type) (with NCER's chunking: in NCER's
+        order)."""
+        if self.settings.chunking == "ncer":
+            return [self.predict_ncer(text) for text in texts]
         offsets = [word_offsets(text) for text in texts]
         words = [[text[a:b] for a, b in offs] for text, offs in zip(texts, offsets, strict=True)]
         plans = [self.windows(w) for w in words]

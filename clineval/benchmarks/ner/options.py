@@ -58,6 +58,13 @@ NER_OPTIONS = OptionGroup(
             "regex",
         ),
         Option(
+            "preparation",
+            choice("clineval", "ncer"),
+            "test gold: clineval's preparation, or NCER's prepare_dataset.py rules (NCBI "
+            "mentions whose text mismatches their offsets dropped, BC5CDR not de-duplicated)",
+            "clineval",
+        ),
+        Option(
             "crf_workers",
             integer(minimum=1),
             "processes that train the CRF baseline's models at once",
@@ -81,6 +88,13 @@ NER_OPTIONS = OptionGroup(
             probability,
             "gliner: the span score threshold, 0..1 (default: the gliner package's)",
             None,
+        ),
+        Option(
+            "chunking",
+            choice("windows", "ncer"),
+            "gliner: long documents in overlapping token windows (clineval), or as NCER's "
+            "extractor cuts them (character pieces, spans concatenated unmerged)",
+            "windows",
         ),
         Option(
             "flat",

@@ -17,7 +17,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from clineval.benchmarks.base import RunContext
-from clineval.benchmarks.ner.gliner_tagger import BATCH_SIZE, GlinerTagger, TaggerSettings
+from clineval.benchmarks.ner.gliner_tagger import (
+    BATCH_SIZE,
+    GlinerTagger,
+    TaggerSettings,
+    ncer_label_order,
+)
 from clineval.benchmarks.ner.options import NER_OPTIONS
 from clineval.benchmarks.ner.records import NerDocument
 from clineval.errors import InputError
@@ -36,6 +41,7 @@ def tagger_settings(ctx: RunContext, types: Sequence[str]) -> TaggerSettings:
         prompts=prompts,
         threshold=NER_OPTIONS.value(ctx.config.options, "threshold"),
         flat=NER_OPTIONS.value(ctx.config.options, "flat"),
+        chunking=str(NER_OPTIONS.value(ctx.config.options, "chunking")),
     )
     try:
         settings.prompt_types()  # one label text for two types: refused naming the option
@@ -46,11 +52,17 @@ def tagger_settings(ctx: RunContext, types: Sequence[str]) -> TaggerSettings:
 
 def settings_record(settings: TaggerSettings) -> dict[str, Any]:
     """What a stored prediction says about how it was made (compared on resume)."""
-    return {
+    record: dict[str, Any] = {
         "labels": {t: list(texts) for t, texts in settings.prompts.items()},
         "threshold": settings.threshold,  # None: the package's default
         "flat": settings.flat,
     }
+    if settings.chunking != "windows":  # absent for the default: old records still match
+        record["chunking"] = settings.chunking
+        # NCER's prompt order follows the hash seed: a resume under another one predicts again
+        labels = [text for texts in settings.prompts.values() for text in texts]
+        record["label_order"] = ncer_label_order(list(dict.fromkeys(labels)))
+    return record
 
 
 def span_tagger_todo(

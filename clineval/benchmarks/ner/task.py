@@ -120,7 +120,9 @@ class NerTask(Task[NerData]):
         root = self._root(ctx)
         _model_tokenizer(ctx)  # a misspelt option stops the run before any model call
         verify_files(root, self.dataset, (TEST_SPLIT,))
-        split = load_ner_split(self.dataset, TEST_SPLIT, root)
+        # The test gold only: the CRF baseline trains on clineval's preparation either way.
+        preparation = str(NER_OPTIONS.value(ctx.config.options, "preparation"))
+        split = load_ner_split(self.dataset, TEST_SPLIT, root, preparation)
         documents = split.documents
         if ctx.config.limit is not None:
             documents = documents[: ctx.config.limit]

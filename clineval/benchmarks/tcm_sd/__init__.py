@@ -12,9 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from clineval.benchmarks.declaration import Benchmark, DataSource, MetricSchema, MetricSpec
+from clineval.benchmarks.declaration import Benchmark, DataSource
 from clineval.benchmarks.tcm_sd.fetch import LICENSE_NOTICE
 from clineval.benchmarks.tcm_sd.options import TCM_OPTIONS
+from clineval.benchmarks.tcm_sd.schema import METRICS
 
 if TYPE_CHECKING:
     from clineval.benchmarks.base import Task
@@ -23,20 +24,6 @@ if TYPE_CHECKING:
     from clineval.report.statistics import SampleStatistic
 
 FAMILY = "tcm-sd"
-
-METRICS = MetricSchema(
-    (
-        MetricSpec(
-            "macro_f1", "Macro-F1 over all 148 labels (sklearn labels=all, zero_division=0)"
-        ),
-        MetricSpec("accuracy", "share of records whose prediction is the gold syndrome"),
-        MetricSpec("invalid_rate", "share of outputs that are not one of the labels", False),
-        MetricSpec("n", "records scored", count=True),
-        MetricSpec("n_invalid", "outputs that are not a label", False, False, True),
-        MetricSpec("n_missing", "records without a prediction", False, False, True),
-    ),
-    tables=("per_class",),
-)
 
 
 def _task(name: str) -> Task[Any]:

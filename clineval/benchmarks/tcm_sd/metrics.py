@@ -8,6 +8,13 @@ Macro-F1 is the mean over ALL K labels of per-label F1 = 2 TP / (2 TP + FP + FN)
 label has neither gold nor predictions: exactly
 `sklearn.metrics.f1_score(gold, pred, labels=all_K, average="macro", zero_division=0)`,
 computed with the same arithmetic so the numbers agree to the last bit.
+
+The present-labels Macro-F1 (`present_macro_f1`) is the mean over only the labels that occur in
+gold or among the valid predictions: what `sklearn.metrics.classification_report(gold, pred)`
+without `labels=` reports as its macro average, and so what the TCM-SD authors' `run_tcm.py`
+printed. On a full test split (every label has gold) both are equal; on a subset they are not.
+An invalid output is not a label here either (sklearn, given it as a string, would average one
+more zero-F1 class); the authors' classifier never produces one.
 """
 
 from __future__ import annotations
@@ -99,6 +106,22 @@ def per_label_prf(counts: Counts) -> tuple[FloatArray, FloatArray, FloatArray]:
     return precision, recall, f1
 
 
+def present_labels(counts: Counts) -> NDArray[np.bool_]:
+    """Labels with gold support or at least one (valid) prediction: sklearn's unique_labels."""
+    return np.asarray((counts.n_gold > 0) | (counts.n_pred > 0))
+
+
+def present_macro_f1(gold: IntArray, pred: IntArray, n_labels: int) -> tuple[float, int]:
+    """(Macro-F1 over the labels present in gold or predictions, how many labels that is).
+
+    NaN and 0 when nothing is present (no records)."""
+    counts = label_counts(gold, pred, n_labels)
+    _, _, f1 = per_label_prf(counts)
+    present = present_labels(counts)
+    n_present = int(present.sum())
+    return (float(np.mean(f1[present])) if n_present else float("nan")), n_present
+
+
 def macro_f1(gold: IntArray, pred: IntArray, n_labels: int) -> float:
     _, _, f1 = per_label_prf(label_counts(gold, pred, n_labels))
     return float(np.mean(f1))
@@ -117,7 +140,22 @@ def bootstrap_macro_f1(
     seed: int = 0,
     max_cells: int = 20_000_000,
 ) -> tuple[FloatArray, FloatArray]:
-    """(macro-F1, accuracy) of each resample (stratified by gold label), vectorized.
+    """(macro-F1, accuracy) of each resample (stratified by gold label), vectorized."""
+    f1, _, acc = bootstrap_scores(gold, pred, n_labels, n_resamples, seed, max_cells)
+    return f1, acc
+
+
+def bootstrap_scores(
+    gold: IntArray,
+    pred: IntArray,
+    n_labels: int,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    max_cells: int = 20_000_000,
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """(macro-F1, present-labels macro-F1, accuracy) of each resample (stratified by gold
+    label), vectorized; the present labels are re-determined in each resample, as the metric
+    would be on that sample.
 
     Each resample's per-label counts come from one bincount over (resample, label) cells;
     resamples are processed in chunks so memory stays near `max_cells` integers.
@@ -126,10 +164,12 @@ def bootstrap_macro_f1(
     pred = np.asarray(pred, dtype=np.int64)
     n = gold.size
     if n == 0:
-        return np.full(n_resamples, np.nan), np.full(n_resamples, np.nan)
+        nan = np.full(n_resamples, np.nan)
+        return nan, nan.copy(), nan.copy()
     # Resample within gold labels: every label keeps its support (see the helper's note).
     idx = stratified_bootstrap_indices(gold, n_resamples, seed)
     f1_out = np.empty(n_resamples)
+    present_out = np.empty(n_resamples)
     acc_out = np.empty(n_resamples)
     width = n_labels + 1  # one extra column takes invalid predictions
     chunk = max(1, max_cells // max(n, 1))
@@ -148,8 +188,11 @@ def bootstrap_macro_f1(
         tp, n_gold, n_pred = tp[:, :n_labels], n_gold[:, :n_labels], n_pred[:, :n_labels]
         f1 = _divide(2.0 * tp.astype(np.float64), n_gold.astype(np.float64) + n_pred)
         f1_out[start : start + b] = f1.mean(axis=1)
+        # n > 0, so every resample has at least one gold label present: no division by 0.
+        present = (n_gold > 0) | (n_pred > 0)
+        present_out[start : start + b] = (f1 * present).sum(axis=1) / present.sum(axis=1)
         acc_out[start : start + b] = hit.mean(axis=1)
-    return f1_out, acc_out
+    return f1_out, present_out, acc_out
 
 
 def bootstrap_intervals(
@@ -160,13 +203,15 @@ def bootstrap_intervals(
     seed: int = 0,
     level: float = 0.95,
 ) -> dict[str, tuple[float, float]]:
-    """Seeded percentile intervals for macro-F1 and accuracy (the same resamples for both)."""
+    """Seeded percentile intervals for macro-F1, present-labels macro-F1 and accuracy (the same
+    resamples for all three)."""
     if np.asarray(gold).size == 0:
         nan = (float("nan"), float("nan"))
-        return {"macro_f1": nan, "accuracy": nan}
-    f1, acc = bootstrap_macro_f1(gold, pred, n_labels, n_resamples, seed)
+        return {"macro_f1": nan, "present_macro_f1": nan, "accuracy": nan}
+    f1, present, acc = bootstrap_scores(gold, pred, n_labels, n_resamples, seed)
     return {
         "macro_f1": percentile_interval(f1, level),
+        "present_macro_f1": percentile_interval(present, level),
         "accuracy": percentile_interval(acc, level),
     }
 

@@ -24,7 +24,20 @@ TCM_OPTIONS = OptionGroup(
         ),
         Option("embed", text(), "embedding model of baseline:knowledge", None),
         Option("knowledge", text(), "path of the syndrome knowledge corpus", None),
-        Option("max_length", integer(minimum=1), "tokens an hf classifier reads", "512"),
+        Option(
+            "max_length",
+            integer(minimum=1),
+            "tokens an hf classifier reads (the authors' run_tcm.py: 128)",
+            "512",
+        ),
+        Option(
+            "answer_mapping",
+            choice("invalid", "mrc"),
+            "an answer that is not one of the labels: invalid (counted), or mrc, the authors' "
+            "run_tcm_mrc.py rule (the first label, in vocabulary order, contained in the "
+            "answer, else the first label)",
+            "invalid",
+        ),
         Option("batch", integer(minimum=1), "records per hf classifier batch", "32"),
     ),
 )
