@@ -272,7 +272,9 @@ def list_tasks(
     if show_options:
         for group in option_groups():
             options = Table(show_header=True, title=f"--option KEY=VALUE of {group.applies_to}")
-            for col in ("key", "default", "what it sets"):
+            # a key is copied as a whole into --option: never folded over two lines
+            options.add_column("key", no_wrap=True)
+            for col in ("default", "what it sets"):
                 options.add_column(col, overflow="fold")
             for option in group.options:
                 default = "-" if option.default is None else option.default

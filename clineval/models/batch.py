@@ -60,6 +60,7 @@ import orjson
 
 from clineval.concurrency import RunCallState
 from clineval.errors import BatchFilesWritten, InputError
+from clineval.jsonio import JsonProblem, parse_json
 from clineval.models.chat_store import StoredChatModel, empty_reply_reason
 from clineval.models.http_errors import (
     AttemptFailed,
@@ -143,8 +144,8 @@ def parse_output_line(raw: bytes, where: str) -> LineOutcome:
     `{"custom_id", "response": {"status_code", "body"}, "error"}`; an older vLLM wrote the
     completion itself as `response`). InputError(`where: ...`) when the line is malformed."""
     try:
-        obj = orjson.loads(raw)
-    except orjson.JSONDecodeError:
+        obj = parse_json(raw)
+    except JsonProblem:
         raise InputError(f"{where}: not JSON: {snippet(raw, 80)}") from None
     if not isinstance(obj, dict):
         raise InputError(f"{where}: not a JSON object")
@@ -279,8 +280,8 @@ class BatchClient:
     async def _json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         raw = await self._call(method, path, **kwargs)
         try:
-            obj = orjson.loads(raw)
-        except orjson.JSONDecodeError:
+            obj = parse_json(raw)
+        except JsonProblem:
             obj = None
         if not isinstance(obj, dict):
             raise InputError(f"batch API {self._host} {path}: reply is not a JSON object")
