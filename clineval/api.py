@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from clineval.comparison import Comparison, LeaderboardCell, PairedTest, compare
 from clineval.errors import InputError, checked_arguments, clip
@@ -37,6 +37,7 @@ __all__ = [
     "PairedTest",
     "RunFailed",
     "RunResult",
+    "RunSettings",
     "TaskMetrics",
     "TcmSdMetrics",
     "compare",
@@ -45,6 +46,39 @@ __all__ = [
     "score",
     "write_report",
 ]
+
+
+class RunSettings(TypedDict, total=False):
+    """The settings of `run` and `dry_run` beside tasks, model and output_dir: one for each
+    `clineval run` flag, named as RunConfig names its field (tests/test_api.py holds the
+    three together). They are checked as the command line's are (RunConfig), so a bad one is
+    an InputError naming its flag."""
+
+    data_dir: PathLike | None
+    limit: int | None
+    seed: int
+    base_urls: str | Sequence[str]
+    judges: str | Sequence[str]
+    judge_base_urls: str | Sequence[str]
+    concurrency: int
+    cases: PathLike | None
+    verdicts: PathLike | None
+    judge_prompt: PathLike | None
+    judge_errors_as_unmet: bool
+    max_judge_error_rate: float
+    shard: str | None
+    dedupe: bool
+    temperature: float
+    max_tokens: int | None
+    timeout_s: float
+    max_retries: int
+    price_table: PathLike | None
+    batch: bool
+    batch_models: str | Sequence[str]
+    batch_file_out: PathLike | None
+    batch_file_in: str | Sequence[str]
+    # {"KEY": "VALUE"} (numbers as the command line would take them) or ["KEY=VALUE"]
+    options: Mapping[str, str | int | float] | Sequence[str] | str
 
 
 class RunFailed(Exception):
@@ -98,7 +132,7 @@ def _config(tasks: str | Sequence[str], model: str | None, settings: dict[str, A
     names: data_dir, limit, seed, base_urls, judges, timeout_s, options, ...)."""
     from clineval.config import RunConfig
 
-    for name in ("data_dir", "cases", "verdicts", "judge_prompt", "price_table"):
+    for name in ("data_dir", "cases", "verdicts", "judge_prompt", "price_table", "batch_file_out"):
         if isinstance(settings.get(name), os.PathLike):
             settings[name] = os.fspath(settings[name])
     verdicts = settings.get("verdicts")
@@ -108,7 +142,7 @@ def _config(tasks: str | Sequence[str], model: str | None, settings: dict[str, A
                 "clineval.run: model= is missing (or verdicts=FILE to score a verdicts file)"
             )
         model = f"predictions:{verdicts}"  # as on the command line: the file is the model
-    for name in ("base_urls", "judges", "judge_base_urls"):
+    for name in ("base_urls", "judges", "judge_base_urls", "batch_models", "batch_file_in"):
         if name in settings:
             settings[name] = _as_list(settings[name])
     if "options" in settings:
@@ -124,14 +158,12 @@ def run(
     output_dir: PathLike,
     model: str | None = None,
     wait: bool = False,
-    **settings: Any,
+    **settings: Unpack[RunSettings],
 ) -> RunResult:
     """Run (or resume) `tasks` with `model` into `output_dir`, as `clineval run` does, and
-    return the run. Settings take the RunConfig names: data_dir, limit, seed, base_urls,
-    judges, judge_base_urls, concurrency, cases, verdicts, judge_prompt, judge_errors_as_unmet,
-    max_judge_error_rate, shard, dedupe, temperature, max_tokens, timeout_s, max_retries,
-    price_table, options ({"KEY": "VALUE"} or ["KEY=VALUE"]). `wait=True` waits for another
-    process using output_dir (--wait).
+    return the run. The settings are `RunSettings` (one per `clineval run` flag: limit=,
+    seed=, judges=, options={"KEY": "VALUE"}, ...). `wait=True` waits for another process
+    using output_dir (--wait).
 
     Raises InputError for bad input, and RunFailed when results were written but a task
     failed a bound (exit code 1 on the command line).
@@ -156,7 +188,7 @@ def dry_run(
     *,
     output_dir: PathLike,
     model: str | None = None,
-    **settings: Any,
+    **settings: Unpack[RunSettings],
 ) -> dict[str, Any]:
     """What `clineval run --dry-run` prints, as data: per task, role and model the calls
     still to send, the ones stored, estimated prompt tokens, the completion-token ceiling and

@@ -135,8 +135,20 @@ def _arguments_only(function: Callable[..., Any]) -> Callable[..., None]:
     def check(*args: Any, **kwargs: Any) -> None:
         return None
 
-    check.__signature__ = inspect.signature(function)  # type: ignore[attr-defined]
-    check.__annotations__ = typing.get_type_hints(function)
+    # `**settings` are checked where every run setting is (RunConfig), with the messages that
+    # name the command line's flag; their TypedDict is for type checkers and readers.
+    signature = inspect.signature(function)
+    hints = typing.get_type_hints(function)
+    for parameter in signature.parameters.values():
+        if parameter.kind is inspect.Parameter.VAR_KEYWORD:
+            hints[parameter.name] = Any
+    check.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=[
+            p.replace(annotation=Any) if p.kind is inspect.Parameter.VAR_KEYWORD else p
+            for p in signature.parameters.values()
+        ]
+    )
+    check.__annotations__ = hints
     check.__name__ = function.__name__
     check.__qualname__ = function.__qualname__
     check.__module__ = function.__module__

@@ -378,3 +378,52 @@ def test_compare_of_one_directory_given_as_a_string(tmp_path: Path) -> None:
     one = clineval.compare(str(out))
     assert len(one.runs) == 1
     assert one.leaderboard == clineval.compare([out]).leaderboard
+
+
+# ---- run settings: one declaration (RunConfig), checked against the CLI and the API ----------
+
+# `clineval run` parameters named differently from their RunConfig field (a repeatable flag
+# fills a list), and the ones that are not settings of the run itself.
+CLI_NAMES = {
+    "base_url": "base_urls",
+    "judge": "judges",
+    "judge_base_url": "judge_base_urls",
+    "batch_model": "batch_models",
+    "option": "options",
+    "timeout": "timeout_s",
+}
+CLI_ONLY = {"output_dir", "dry_run", "wait"}
+
+
+def test_run_settings_are_declared_once() -> None:
+    """RunConfig is the declaration: every field is one `clineval run` flag and one
+    `RunSettings` key of the Python API, and neither has a setting RunConfig lacks. A new
+    setting added to one place only fails here, naming what is missing."""
+    import inspect
+    import typing
+
+    from clineval import cli
+    from clineval.api import RunSettings
+    from clineval.config import RunConfig
+
+    fields = set(RunConfig.model_fields)
+    flags = {CLI_NAMES.get(p, p) for p in inspect.signature(cli.run).parameters} - CLI_ONLY
+    assert flags == fields, (sorted(fields - flags), sorted(flags - fields))
+    assert set(RunSettings.__annotations__) == fields - {"tasks", "model"}
+    for function in (clineval.run, clineval.dry_run):
+        hints = typing.get_type_hints(inspect.unwrap(function), include_extras=True)
+        assert typing.get_args(hints["settings"]) == (RunSettings,), function
+
+
+def test_the_declaration_check_can_fail() -> None:
+    """The same comparison on a RunConfig with one more field than the flags."""
+    import inspect
+
+    from pydantic import create_model
+
+    from clineval import cli
+    from clineval.config import RunConfig
+
+    grown = create_model("Grown", __base__=RunConfig, new_setting=(int, 0))
+    flags = {CLI_NAMES.get(p, p) for p in inspect.signature(cli.run).parameters} - CLI_ONLY
+    assert set(grown.model_fields) - flags == {"new_setting"}
