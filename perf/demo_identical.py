@@ -6,14 +6,17 @@ unchanged": a restructuring must not move a number).
 REV is checked out into a temporary worktree; both sides run the demo's commands with this
 checkout's .venv, each importing its own `clineval` (PYTHONPATH), against the same data root.
 For each demo run directory it compares results.json and samples.jsonl and prints one line per
-file: identical, or the first differing line. The ClinConsensus step runs the local llama.cpp
-model (a few minutes on 2 cores); --skip-llm leaves it out. Exit 0 when every file is identical.
+file: identical, or the first differing line; and for runs that call models, how many of the
+stored requests are byte-identical (equal cache keys). The ClinConsensus step runs the local
+llama.cpp model (a few minutes on 2 cores); --skip-llm leaves it out. Exit 0 when every file
+is identical.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -69,6 +72,16 @@ def first_difference(a: Path, b: Path) -> str | None:
     return "lengths differ"
 
 
+def request_keys(run_dir: Path) -> set[str]:
+    """The cache keys of the run's stored model calls: equal keys mean byte-identical
+    requests (a key hashes everything that decides an answer)."""
+    store = run_dir / "store.sqlite"
+    if not store.exists():
+        return set()
+    with sqlite3.connect(store) as conn:
+        return {row[0] for row in conn.execute("SELECT key FROM calls")}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("rev")
@@ -95,6 +108,10 @@ def main() -> int:
                 )
                 same &= diff is None
                 print(f"{name}/{file}: {'identical' if diff is None else diff}")
+            keys = [request_keys(work / f"runs-{side}" / name) for side in ("before", "after")]
+            if keys[0] or keys[1]:
+                shared = len(keys[0] & keys[1])
+                print(f"{name}: model requests {len(keys[0])} / {len(keys[1])}, {shared} identical")
         return 0 if same else 1
     finally:
         subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(before)],
