@@ -101,7 +101,7 @@ def test_ner_report(driver: Any, reports: dict[str, Path]) -> None:
     open_report(driver, report)
     assert_nothing_ran(driver)
     metrics = results_of(report)["ner:ncbi"]
-    anchor = "task-ner-synthetic"
+    anchor = "task-ner-ncbi"
     for key in ("token_macro_f1", "span_partial_f1", "span_exact_f1"):
         assert card(driver, anchor, key) == format_value(key, metrics[key])
     groups = driver.find_elements(By.CSS_SELECTOR, f"#{anchor} .error-group")

@@ -25,6 +25,7 @@ from report_browser import (
     shot,
 )
 
+from clineval.benchmarks.clinconsensus.cases import fixture_path
 from clineval.benchmarks.ner.report import classify, spans_of
 from clineval.cli import main
 from clineval.report.sections_common import format_value
@@ -37,8 +38,7 @@ def driver() -> Iterator[Any]:
     yield from browser_session()
 
 
-FIXTURE_CASES = Path(__file__).resolve().parent.parent / "clineval/resources"
-FIXTURE_CASES = FIXTURE_CASES / "clinconsensus_fixture_cases.jsonl"
+FIXTURE_CASES = fixture_path()
 
 
 def _read(run: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
