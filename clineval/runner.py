@@ -200,6 +200,7 @@ def _execute(
                 started = time.time()
                 phases: dict[str, float] = {}
                 if predict:
+                    _note_predictions_file(ctx, name)
                     task.predict(ctx, data)
                     phases["predict"] = time.time()
                 result: TaskResult = task.evaluate(ctx, data)
@@ -234,6 +235,22 @@ def _execute(
     if failures:
         raise TaskFailures("; ".join(failures))
     return {task: value["metrics"] for task, value in results.items()}
+
+
+def _note_predictions_file(ctx: RunContext, task: str) -> None:
+    """Provenance of a `predictions:` run: the path and sha256 of the file the task reads,
+    noted here for every task (and a verdicts file named by --verdicts, too), so the manifest
+    says which bytes were scored. Only when predicting: a re-score reads the store, not the
+    file, whose bytes may have changed since."""
+    from clineval.models.predictions_files import predictions_file, predictions_note
+
+    path: Path | None = None
+    if ctx.model.backend == "predictions":
+        path = predictions_file(ctx.model, task)
+    elif task == "clinconsensus" and ctx.config.verdicts:
+        path = Path(ctx.config.verdicts).expanduser()
+    if path is not None:
+        ctx.note(task, "predictions_file", predictions_note(path))
 
 
 def _phase_seconds(started: float, ends: dict[str, float]) -> dict[str, float]:

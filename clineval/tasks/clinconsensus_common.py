@@ -195,8 +195,10 @@ def official_cases_path(data_root: Path | None) -> Path | None:
 
 
 def _verdicts_source(config: RunConfig) -> Path | None:
+    from clineval.models.predictions_files import predictions_file
+
     spec = ModelSpec.parse(config.model)
-    from_model = Path(spec.name).expanduser() if spec.backend == "predictions" else None
+    from_model = predictions_file(spec, TASK) if spec.backend == "predictions" else None
     from_flag = Path(config.verdicts).expanduser() if config.verdicts else None
     if from_model and from_flag and from_model.resolve() != from_flag.resolve():
         raise InputError(
