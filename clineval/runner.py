@@ -304,9 +304,49 @@ def plan(config: RunConfig, output_dir: Path) -> dict[str, Any]:
     return plan_summary(calls.rows(), prices)
 
 
-def score(output_dir: Path, data_dir: str | None = None, *, force: bool = False) -> dict[str, Any]:
+# RunConfig fields that only scoring reads: `score` may change them without a model.
+SCORING_SETTINGS = ("judge_errors_as_unmet", "max_judge_error_rate")
+
+
+def scoring_config(
+    config: RunConfig, settings: dict[str, Any], options: dict[str, str]
+) -> RunConfig:
+    """`config` with scoring-only `settings` (fields of SCORING_SETTINGS) and `--option`
+    items of keys declared `scoring_only`; InputError naming the flag for anything else (a
+    setting that changes what a model is asked needs `clineval run`)."""
+    from clineval.options import check_options
+    from clineval.tasks import active_namespaces
+
+    unknown = [name for name in settings if name not in SCORING_SETTINGS]
+    if unknown:
+        raise ValueError(f"not scoring-only settings: {unknown}")  # a caller's bug
+    groups = option_groups()
+    scoring = {key for group in groups for key in group.scoring_keys()}
+    for key in options:
+        if key not in scoring:
+            raise InputError(
+                f"--option {key}: score only changes scoring settings "
+                f"({', '.join(sorted(scoring))}); rerun with clineval run to change the rest"
+            )
+    check_options(options, groups, active_namespaces(config.tasks))
+    data = config.model_dump()
+    data.update(settings)
+    data["options"] = {**config.options, **options}
+    return RunConfig.checked(**data)
+
+
+def score(
+    output_dir: Path,
+    data_dir: str | None = None,
+    *,
+    force: bool = False,
+    settings: dict[str, Any] | None = None,
+    options: dict[str, str] | None = None,
+) -> dict[str, Any]:
     """Recompute results from the run store of a finished (or interrupted) run; no model calls.
 
+    `settings` / `options` change scoring-only settings (`scoring_config`), e.g. counting judge
+    errors as unmet; the manifest's config then records them, so results and config agree.
     Refused when the run directory has no store or an empty one, and when a task's results
     would be computed from fewer stored outputs than the results already written (a store
     replaced by an older copy, say) unless `force`.
@@ -314,6 +354,13 @@ def score(output_dir: Path, data_dir: str | None = None, *, force: bool = False)
     with run_dir_lock(output_dir):
         manifest = read_manifest(output_dir)
         config = RunConfig.from_manifest(manifest.config, str(output_dir / MANIFEST))
+        if settings or options:
+            config = scoring_config(config, settings or {}, options or {})
+            manifest.config = {
+                **manifest.config,
+                **{k: getattr(config, k) for k in settings or {}},
+                "options": dict(config.options),
+            }
         if data_dir is not None:
             config.data_dir = data_dir
         counts = _stored_record_counts(output_dir)

@@ -80,9 +80,27 @@ CLINCONSENSUS_OPTIONS = OptionGroup(
             "max_tokens of a judge call",
             str(DEFAULT_JUDGE_MAX_TOKENS),
         ),
-        Option("aggregate", choice(*AGGREGATES), "rule that joins several judges", "majority"),
-        Option("k", integer_list(minimum=1), "extra k values for CACS@k and pass@k", None),
-        Option("bootstrap", integer(minimum=0), "bootstrap resamples (0 = none)", "1000"),
+        Option(
+            "aggregate",
+            choice(*AGGREGATES),
+            "rule that joins several judges",
+            "majority",
+            scoring_only=True,
+        ),
+        Option(
+            "k",
+            integer_list(minimum=1),
+            "extra k values for CACS@k and pass@k",
+            None,
+            scoring_only=True,
+        ),
+        Option(
+            "bootstrap",
+            integer(minimum=0),
+            "bootstrap resamples (0 = none)",
+            "1000",
+            scoring_only=True,
+        ),
     ),
 )
 
