@@ -38,6 +38,7 @@ from clineval.data.checksums import OK, ManifestEntry, entry_status, manifest_en
 from clineval.data.clinconsensus_fetch import PROMPT_RELATIVE, PROMPT_URL
 from clineval.data.digests import AnyOfCheck, GzipContentSha256Check, Sha256Check, StreamCheck
 from clineval.data.download import (
+    DOWNLOAD_FAILED,
     DOWNLOAD_RETRY,
     SizeBound,
     check_http_url,
@@ -176,9 +177,32 @@ def fetch(
         step = _unpinned_step(name)
         if step is not None:
             out.extend(step(root, base_url, retry))
+    except InputError as exc:
+        if not exc.message.startswith(DOWNLOAD_FAILED):
+            raise
+        # Every download of every corpus fails here: the one place to say what to do next
+        # (a machine without network got a DNS error and nothing else).
+        raise InputError(f"{exc.message}; {next_steps(name, root)}", path=exc.path) from None
     finally:
         remove_empty_staging(root)
     return out
+
+
+# Where a corpus's files go when placed by hand, under the data root (what `run` reads).
+_HAND_LAYOUT = {
+    "tcm-sd": "train.json, dev.json, test.json and syndrome_vocab.txt in DATA_DIR/tcm-sd/",
+    "clinconsensus": "clinconsensus_low.jsonl in DATA_DIR/clinconsensus/ (or pass --cases FILE)",
+}
+
+
+def next_steps(name: str, root: Path) -> str:
+    """What a user can do when a corpus cannot be downloaded from here."""
+    hand = _HAND_LAYOUT.get(name, "its files under DATA_DIR as 'clineval data verify' lists them")
+    return (
+        f"without access to the official address: fetch from a mirror laid out like the cache "
+        f"(clineval data fetch {name} --base-url URL), or run 'clineval data fetch {name} "
+        f"--cache-dir DIR' where there is network and copy DIR to {root}, or place {hand}"
+    )
 
 
 @dataclass(frozen=True, slots=True)
