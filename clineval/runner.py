@@ -301,7 +301,22 @@ def plan(config: RunConfig, output_dir: Path) -> dict[str, Any]:
         for name in config.tasks:
             task = get_task(name)
             task.plan(ctx, task.load(ctx), calls)
+        calls.estimate_time(_parallel_calls(config))
     return plan_summary(calls.rows(), prices)
+
+
+def _parallel_calls(config: RunConfig) -> dict[str, int]:
+    """Model label -> calls served at once: --concurrency, and for the in-process llama.cpp
+    server no more than its slots (clineval waits for a free one)."""
+    from clineval.models.llamacpp_server import LlamaCppSettings
+
+    slots = LlamaCppSettings.from_options(config.options).n_parallel
+    out = {}
+    for text in (config.model, *config.judges):
+        spec = ModelSpec.parse(text)
+        local = spec.backend == "llamacpp"
+        out[spec.label] = min(config.concurrency, slots) if local else config.concurrency
+    return out
 
 
 # RunConfig fields that only scoring reads: `score` may change them without a model.

@@ -41,6 +41,7 @@ from clineval.judge.run import (
     judge_prefix_key,
     judge_request,
 )
+from clineval.models.llamacpp_server import default_max_tokens
 from clineval.models.llm_base import ChatError, ChatModel, ChatRequest
 from clineval.plan import UNBOUNDED_REPLY_TOKENS, CallPlan
 from clineval.progress import TaskProgress, task_progress
@@ -136,7 +137,8 @@ def candidate_request(config: RunConfig, case: Case) -> ChatRequest:
     return ChatRequest(
         messages=candidate_messages(case.query),
         temperature=config.temperature,
-        max_tokens=config.max_tokens,
+        # the in-process llama.cpp server bounds an answer that has no --max-tokens
+        max_tokens=config.max_tokens or default_max_tokens(config.model, config.options),
         seed=config.seed,
         template_version=CANDIDATE_TEMPLATE_VERSION,
     )
@@ -329,7 +331,11 @@ def plan_calls(ctx: RunContext, data: Data, prompt: JudgePrompt, calls: CallPlan
     verdicts = {label: ctx.store.records(TASK, verdict_kind(label)) for label in data.judges}
     levels = {label: stored_ladder_level(ctx.store, label, prompt) for label in data.judges}
     opts, seed = data.options, ctx.config.seed
-    answer_bound = ctx.config.max_tokens or UNBOUNDED_REPLY_TOKENS
+    answer_bound = (
+        ctx.config.max_tokens
+        or default_max_tokens(ctx.config.model, ctx.config.options)
+        or UNBOUNDED_REPLY_TOKENS
+    )
     for case in data.cases:
         answer = (answers.get(case.case_id) or {}).get("text")
         if answer is None:
