@@ -22,6 +22,7 @@ BENCHMARKS = (
     "perf.bench_gliner",
     "perf.bench_prefix_affinity_sim",
     "perf.bench_prefix_affinity_llamacpp",
+    "perf.bench_llamacpp_defaults",
 )
 
 

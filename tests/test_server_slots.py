@@ -107,3 +107,19 @@ def test_a_real_llamacpp_server_is_read_and_the_run_warns(
         printed = " ".join(capsys.readouterr().out.split())
         assert "time: ~" in printed and "stored call(s) of the same models" in printed
         assert json.loads((out / "manifest.json").read_text())["status"] in ("finished", "failed")
+
+
+def test_embedded_server_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    """llama.cpp threads = the cores idle at start (its spinning threads stall on a busy core);
+    a call without --max-tokens on the in-process server is capped at a quarter of a slot (an
+    unbounded looping answer filled the slot and no longer fit into the judge prompts)."""
+    from clineval.models import llamacpp_server as ls
+
+    monkeypatch.setattr(ls, "usable_cores", lambda: 2)
+    monkeypatch.setattr(ls.os, "getloadavg", lambda: (0.1, 0.0, 0.0))
+    assert ls.default_threads() == 2
+    monkeypatch.setattr(ls.os, "getloadavg", lambda: (11.2, 0.0, 0.0))
+    assert ls.default_threads() == 1
+    assert ls.default_max_tokens("llamacpp:/m.gguf", {}) == 1024
+    assert ls.default_max_tokens("llamacpp:/m.gguf", {"llamacpp.n_ctx": "2048"}) == 512
+    assert ls.default_max_tokens("openai:m@http://127.0.0.1:9/v1", {}) is None

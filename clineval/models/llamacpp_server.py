@@ -36,6 +36,22 @@ def usable_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def default_threads() -> int:
+    """llama.cpp threads when `llamacpp.threads` is 0: the usable cores that are idle now.
+
+    Its worker threads meet at a barrier after every step and spin while they wait, so a thread
+    whose core is busy with another process stalls all of them: on a shared 2-core machine at
+    load 12, 2 threads decoded ~0.6 tokens/s per slot (BENCHMARKS.md, "embedded llama.cpp
+    defaults"). On an idle machine every core is used; each core busy elsewhere (the 1-minute
+    load average) takes one thread away, down to 1."""
+    cores = usable_cores()
+    try:
+        busy = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        busy = 0.0
+    return max(1, min(cores, round(cores - busy)))
+
+
 def default_reply_cap(n_ctx_per_slot: int) -> int:
     """max_tokens of a call that has none, on the in-process server: a quarter of a slot's
     context. Unbounded, a small model that loops fills the whole slot (4,096 tokens of the same
@@ -72,7 +88,7 @@ class LlamaCppSettings:
 
     n_parallel: int = 2  # decoding slots = requests served at the same time
     n_ctx_per_slot: int = 4096
-    threads: int = 0  # 0 = every usable core
+    threads: int = 0  # 0 = the usable cores that are idle at start (default_threads)
     verbosity: int = 0  # llama.cpp log level; 0 keeps a run's terminal readable
     metrics: bool = False  # serve Prometheus counters at /metrics (tests count work with it)
 
@@ -137,9 +153,7 @@ class LlamaCppServer:
             params.warmup = False
             params.verbosity = s.verbosity
             params.endpoint_metrics = s.metrics
-            # Every usable core: the server is what the run waits for (measured on 2 cores,
-            # BENCHMARKS.md "embedded llama.cpp defaults"); half of them left a core idle.
-            threads = s.threads or usable_cores()
+            threads = s.threads or default_threads()  # the idle cores (see default_threads)
             params.cpuparams.n_threads = threads
             params.cpuparams_batch.n_threads = threads
             try:
