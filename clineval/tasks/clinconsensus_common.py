@@ -77,7 +77,7 @@ CLINCONSENSUS_OPTIONS = OptionGroup(
         Option(
             "judge_max_tokens",
             integer(minimum=1),
-            "max_tokens of a judge call",
+            "max_tokens of a judge call (default 1024; 256 for a llamacpp: judge)",
             str(DEFAULT_JUDGE_MAX_TOKENS),
         ),
         Option(
@@ -105,15 +105,29 @@ CLINCONSENSUS_OPTIONS = OptionGroup(
 )
 
 
+LOCAL_JUDGE_MAX_TOKENS = 256  # judge_max_tokens on the in-process server (Options.judge_cap)
+
+
 @dataclass(frozen=True)
 class Options:
     cases: str | None = None
     max_criteria: int = RUBRICS_PER_CASE
     judge_retries: int = DEFAULT_PARSE_RETRIES
-    judge_max_tokens: int = DEFAULT_JUDGE_MAX_TOKENS
+    judge_max_tokens: int | None = None  # None: not set, judge_cap() decides per judge
     aggregate: str = "majority"
     ks: tuple[int, ...] = DEFAULT_KS
     bootstrap: int = 1000
+
+    def judge_cap(self, spec: ModelSpec) -> int:
+        """max_tokens of `spec`'s judge calls: `judge_max_tokens` when set; else 1,024, and
+        LOCAL_JUDGE_MAX_TOKENS on the in-process llama.cpp server. A verdict is a JSON object
+        of ~50-150 tokens; 1,024 leaves room for reasoning models on remote servers, but a
+        small local model that loops writes all of it at a few tokens/s on a CPU, then is
+        re-asked (judge_retries) and loops again: most of a fixture case's time (BENCHMARKS.md,
+        "embedded llama.cpp defaults")."""
+        if self.judge_max_tokens is not None:
+            return self.judge_max_tokens
+        return LOCAL_JUDGE_MAX_TOKENS if spec.backend == "llamacpp" else DEFAULT_JUDGE_MAX_TOKENS
 
     @classmethod
     def from_config(cls, options: dict[str, str]) -> Options:
@@ -150,7 +164,11 @@ class Options:
             cases=mine.get("cases"),
             max_criteria=min(RUBRICS_PER_CASE, integer("max_criteria", RUBRICS_PER_CASE, 1)),
             judge_retries=integer("judge_retries", DEFAULT_PARSE_RETRIES, 0),
-            judge_max_tokens=integer("judge_max_tokens", DEFAULT_JUDGE_MAX_TOKENS, 1),
+            judge_max_tokens=(
+                integer("judge_max_tokens", DEFAULT_JUDGE_MAX_TOKENS, 1)
+                if "judge_max_tokens" in mine
+                else None
+            ),
             aggregate=aggregate,
             ks=tuple(ks),
             bootstrap=integer("bootstrap", 1000, 0),

@@ -186,6 +186,10 @@ class _Flow:
         self.answers: dict[str, Any] = self.store.records(TASK, ANSWER_KIND)
         self.verdicts = {label: self.store.records(TASK, verdict_kind(label)) for label in judges}
         self.ladders = {label: self._ladder(label) for label in judges}
+        self.caps = {
+            label: data.options.judge_cap(spec)
+            for label, spec in zip(data.judges, data.judge_specs, strict=True)
+        }
         self.writer = BufferedRecords(self.store)
         self.window = asyncio.Semaphore(judging_window(ctx.config.concurrency))
 
@@ -231,7 +235,7 @@ class _Flow:
             rubric.criterion,
             self.ladders[label],
             seed=self.ctx.config.seed,
-            max_tokens=self.data.options.judge_max_tokens,
+            max_tokens=self.caps[label],
             parse_retries=self.data.options.judge_retries,
         )
         record = {**outcome.record(label), "prompt": self.prompt.version}
@@ -330,7 +334,11 @@ def plan_calls(ctx: RunContext, data: Data, prompt: JudgePrompt, calls: CallPlan
     answers = ctx.store.records(TASK, ANSWER_KIND)
     verdicts = {label: ctx.store.records(TASK, verdict_kind(label)) for label in data.judges}
     levels = {label: stored_ladder_level(ctx.store, label, prompt) for label in data.judges}
-    opts, seed = data.options, ctx.config.seed
+    caps = {
+        label: data.options.judge_cap(spec)
+        for label, spec in zip(data.judges, data.judge_specs, strict=True)
+    }
+    seed = ctx.config.seed
     answer_bound = (
         ctx.config.max_tokens
         or default_max_tokens(ctx.config.model, ctx.config.options)
@@ -359,7 +367,7 @@ def plan_calls(ctx: RunContext, data: Data, prompt: JudgePrompt, calls: CallPlan
                     prompt.version,
                     levels[label],
                     seed,
-                    opts.judge_max_tokens,
+                    caps[label],
                     prefix_key=judge_prefix_key(prompt.version, case.query, shared),
                 )
                 if answer is None:
