@@ -289,6 +289,7 @@ def test_judge_errors_name_the_flag_and_score_recounts_them_without_a_model(
     err = capsys.readouterr().err
     assert f"clineval score {out} --judge-errors-as-unmet" in err
     assert res["judge_errors_hint"].startswith("4 of 4 case(s) hold a judge error")
+    assert "clineval score RUN_DIR --judge-errors-as-unmet" in res["judge_errors_hint"]
 
     argv = ["score", str(out), "--judge-errors-as-unmet", "--max-judge-error-rate", "0.5"]
     assert main([*argv, "--option", "clinconsensus.k=3"]) == 0

@@ -214,9 +214,10 @@ def evaluate(ctx: RunContext, data: Data) -> TaskResult:
                 f"judge error rate{which} {rate:.2%} ({figures['judge_errors']} criteria without"
                 f" a verdict) exceeds --max-judge-error-rate {config.max_judge_error_rate:.2%}"
             )
-    hint = judge_errors_hint(ctx, headline, len(kept), unmet)
+    hint = judge_errors_hint(str(ctx.output_dir), headline, len(kept), unmet)
     if hint is not None:
-        metrics["judge_errors_hint"] = hint
+        # results.json names no directory (a run directory may be copied or moved): RUN_DIR
+        metrics["judge_errors_hint"] = judge_errors_hint("RUN_DIR", headline, len(kept), unmet)
         if errors:
             errors.append(hint)
         else:  # under the bound the run succeeds, but the empty figures still need a reason
@@ -225,7 +226,7 @@ def evaluate(ctx: RunContext, data: Data) -> TaskResult:
 
 
 def judge_errors_hint(
-    ctx: RunContext, headline: dict[str, Any], n_answered: int, unmet: bool
+    run_dir: str, headline: dict[str, Any], n_answered: int, unmet: bool
 ) -> str | None:
     """What to do when judge errors left cases out of CACS@k (None when none were), naming
     the re-score that counts them as not met: a user reading an empty CACS@7 needs the flag."""
@@ -235,7 +236,7 @@ def judge_errors_hint(
     return (
         f"{left_out} of {n_answered} case(s) hold a judge error and are left out of CACS@k "
         f"(scored: {headline['n_cases_scored']}); to count judge errors as not met (the "
-        f"official script's rule) re-score without a model: clineval score {ctx.output_dir} "
+        f"official script's rule) re-score without a model: clineval score {run_dir} "
         "--judge-errors-as-unmet (or rerun the same command to retry the failed judge calls)"
     )
 
