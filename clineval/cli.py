@@ -3,6 +3,9 @@
 One thin typer function per command (its flags, then one call into the layer that does the
 work), and the one place that turns errors into exit codes. The `data` and `skills` groups are
 in clineval.cli_groups, what is printed in clineval.cli_output.
+
+Long module: `run` alone declares every run flag as a typer parameter (~120 lines of
+declarations, one per RunConfig field: tests/test_api.py holds them together).
 """
 
 from __future__ import annotations
@@ -183,11 +186,36 @@ def score(
             help="Replace results even when the store holds fewer outputs than they came from.",
         ),
     ] = False,
+    judge_errors_as_unmet: Annotated[
+        bool | None,
+        typer.Option(
+            "--judge-errors-as-unmet/--judge-errors-left-out",
+            help="ClinConsensus: count criteria without a verdict as not met (or leave them out).",
+        ),
+    ] = None,
+    max_judge_error_rate: Annotated[
+        float | None, typer.Option("--max-judge-error-rate", help="ClinConsensus bound.")
+    ] = None,
+    option: Annotated[
+        list[str] | None,
+        typer.Option("--option", help="KEY=VALUE of a scoring-only option (clinconsensus.k, ...)."),
+    ] = None,
 ) -> None:
-    """Recompute results.json from a run's store, without calling any model."""
+    """Recompute results.json from a run's store, without calling any model; scoring-only
+    settings (--judge-errors-as-unmet, --max-judge-error-rate, --option KEY=VALUE of a scoring
+    option) may be changed."""
+    from clineval.options import split_option_items
     from clineval.runner import score as score_run
 
-    print_results(score_run(run_dir, data_dir=data_dir, force=force))
+    settings: dict[str, Any] = {}
+    if judge_errors_as_unmet is not None:
+        settings["judge_errors_as_unmet"] = judge_errors_as_unmet
+    if max_judge_error_rate is not None:
+        settings["max_judge_error_rate"] = max_judge_error_rate
+    options = split_option_items(option or [])
+    print_results(
+        score_run(run_dir, data_dir=data_dir, force=force, settings=settings, options=options)
+    )
 
 
 @app.command()

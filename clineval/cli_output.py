@@ -38,6 +38,12 @@ def _money(value: float | None) -> str:
     return "-" if value is None else f"${value:,.2f}"
 
 
+def _duration(seconds: float) -> str:
+    minutes, secs = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
 def print_plan(summary: dict[str, Any]) -> None:
     """The table of `clineval run --dry-run`."""
     from clineval.plan import UNBOUNDED_REPLY_TOKENS
@@ -91,6 +97,19 @@ def print_plan(summary: dict[str, Any]) -> None:
         )
     if "batch_rounds" in summary and not summary["batch_rounds"]:
         stdout.print("batch: no request to submit")
+    seconds = summary.get("est_seconds")
+    if seconds is not None:
+        timed = sum(r["timed_from"] for r in summary["rows"])
+        stdout.print(
+            f"time: ~{_duration(seconds)} at the speed of {timed:,} stored call(s) of the same "
+            "models and prompts (their server times, over the calls served at once)"
+        )
+    else:
+        stdout.print(
+            "time: unknown until calls of each model and prompt are stored (a llama.cpp server "
+            "times every reply): run with --limit 1 into the same -o first, then --dry-run "
+            "again estimates the rest from them"
+        )
     bounded = sum(r["bounded_prompts"] for r in summary["rows"])
     stdout.print(
         "prompt tokens are estimated (1 per CJK character, 1 per 4 other characters)"

@@ -68,6 +68,9 @@ class RunCallState:
         self._semaphores = weakref.WeakKeyDictionary()
         self._budgets: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]
         self._budgets = weakref.WeakKeyDictionary()
+        self._slot_limits: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, dict[str, asyncio.Semaphore]
+        ] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
         # Shared resources keyed by name (e.g. one llama.cpp server per GGUF for the run).
         self.resources: dict[str, Any] = {}
@@ -80,6 +83,20 @@ class RunCallState:
             if sem is None:
                 sem = asyncio.Semaphore(self.limit)
                 self._semaphores[loop] = sem
+            return sem
+
+    def server_slots(self, base_url: str, slots: int) -> asyncio.Semaphore:
+        """The decoding slots of a local server at `base_url` on the running loop, shared by
+        every model of the run that calls it (candidate and judge on one GGUF). A call waits
+        here, untimed, until a slot is free, so its --timeout counts the server's work only:
+        requests the server would queue would otherwise time out and be sent again while the
+        server still computes them."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            per_loop = self._slot_limits.setdefault(loop, {})
+            sem = per_loop.get(base_url)
+            if sem is None:
+                sem = per_loop[base_url] = asyncio.Semaphore(slots)
             return sem
 
     def call_budget(self) -> asyncio.Semaphore:

@@ -27,6 +27,9 @@ class Option:
     # Changes what a model is asked: a resume with another value would mix the answers to two
     # different requests in one run directory, so the runner refuses it.
     changes_requests: bool = False
+    # Read only when scoring (an aggregation rule, extra k values, bootstrap resamples):
+    # `clineval score DIR --option KEY=VALUE` may change it without a model.
+    scoring_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,10 @@ class OptionGroup:
 
     def full_keys(self) -> list[str]:
         return [self.key(o) for o in self.options]
+
+    def scoring_keys(self) -> list[str]:
+        """The full keys of the options that only scoring reads."""
+        return [self.key(o) for o in self.options if o.scoring_only]
 
     def request_keys(self) -> list[str]:
         """The full keys of the options that change what a model is asked."""

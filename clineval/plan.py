@@ -81,6 +81,9 @@ class PlannedCalls:
     bounded_prompts: int = 0  # of the calls to send: prompt estimated with an upper bound
     unbounded_replies: int = 0  # of the calls to send: no max_tokens, no completion ceiling
     shared_prefix_tokens: int = 0  # of prompt_tokens: prefixes repeated under one prefix key
+    # Estimated wall seconds of the calls to send (None: no stored call to time them by)
+    est_seconds: float | None = None
+    timed_from: int = 0  # stored calls of this model and prompt template the estimate used
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -95,6 +98,8 @@ class CallPlan:
         self._rows: dict[tuple[str, str, str], PlannedCalls] = {}
         # (model, prefix key) -> the prompt text of the key's first call to send
         self._prefixes: dict[tuple[str, str], str] = {}
+        # row key -> the prompt templates of its calls to send (to time them by stored calls)
+        self._templates: dict[tuple[str, str, str], set[str]] = {}
 
     def _shared_tokens(self, model: str, request: ChatRequest, unknown_tokens: int = 0) -> int:
         """Estimated prompt tokens this call shares with the first call of its prefix key
@@ -130,6 +135,7 @@ class CallPlan:
             row.stored += 1
             return stored
         row.to_send += 1
+        self._templates.setdefault((task, role, model), set()).add(request.template_version)
         row.prompt_tokens += request_tokens(request)
         row.shared_prefix_tokens += self._shared_tokens(model, request)
         row.max_completion_tokens += request.max_tokens or 0
@@ -143,6 +149,7 @@ class CallPlan:
         """A request whose prompt will also hold `unknown_tokens` tokens not known yet."""
         row = self._row(task, role, model)
         row.to_send += 1
+        self._templates.setdefault((task, role, model), set()).add(request.template_version)
         row.bounded_prompts += 1
         row.prompt_tokens += request_tokens(request) + unknown_tokens
         row.shared_prefix_tokens += self._shared_tokens(model, request, unknown_tokens)
@@ -156,6 +163,34 @@ class CallPlan:
 
     def rows(self) -> list[PlannedCalls]:
         return list(self._rows.values())
+
+    def estimate_time(self, parallel: Mapping[str, int]) -> None:
+        """Set each row's `est_seconds`: its calls to send x the mean server time of the stored
+        calls of the same model and prompt template (llama.cpp reports it with every reply:
+        `timings.prompt_ms + predicted_ms`), over the calls `parallel[model]` serves at once.
+        Measured, not guessed: token ceilings say nothing of speed, and a reply's length is
+        the model's (a judge's JSON verdict is ~50 tokens under a 1,024 ceiling). A row with no
+        such stored call keeps None: the dry run then says how to get one."""
+        samples: dict[tuple[str, str], list[float]] = {}
+        for call in self._store.iter_calls():
+            timings = (call.get("usage") or {}).get("timings") or {}
+            prompt_ms, predicted_ms = timings.get("prompt_ms"), timings.get("predicted_ms")
+            if not (isinstance(prompt_ms, int | float) and isinstance(predicted_ms, int | float)):
+                continue
+            template = str((call.get("request") or {}).get("template_version"))
+            seconds = (float(prompt_ms) + float(predicted_ms)) / 1000.0
+            samples.setdefault((call["model"], template), []).append(seconds)
+        for key, row in self._rows.items():
+            if row.to_send == 0:
+                row.est_seconds = 0.0
+                continue
+            times = [
+                t for v in self._templates.get(key, ()) for t in samples.get((row.model, v), [])
+            ]
+            if times:
+                mean = sum(times) / len(times)
+                row.est_seconds = row.to_send * mean / max(1, parallel.get(row.model, 1))
+                row.timed_from = len(times)
 
 
 def batch_rounds(
@@ -211,6 +246,12 @@ def plan_summary(
         "prompt_tokens": sum(r.prompt_tokens for r in rows),
         "shared_prefix_tokens": sum(r.shared_prefix_tokens for r in rows),
         "max_completion_tokens": sum(r.max_completion_tokens for r in rows),
+        # seconds, when every row with calls to send could be timed
+        "est_seconds": (
+            sum(r.est_seconds or 0.0 for r in rows)
+            if all(r.est_seconds is not None for r in rows)
+            else None
+        ),
         "cost_low": total_low if priced_all else None,
         "cost_high": total_high if priced_all else None,
     }

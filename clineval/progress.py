@@ -17,6 +17,7 @@ manifest cannot disagree.
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -55,6 +56,22 @@ def set_quiet(quiet: bool) -> None:
     _quiet = quiet
 
 
+def _as_lines() -> bool:
+    """Log lines instead of bars: with --quiet, and whenever stderr is not a terminal. A bar
+    written to a log file is its last frame, cut to 80 columns (rich's width without a
+    terminal): the counters at its end were lost. Whole lines at an interval keep them."""
+    return _quiet or not console.is_terminal
+
+
+def _line(text: str) -> None:
+    """One whole progress line: through logging with --quiet (its INFO level is on then),
+    else printed to stderr as it is (never wrapped or cut)."""
+    if _quiet:
+        log.info("%s", text)
+    else:
+        print(text, file=sys.stderr, flush=True)
+
+
 def make_progress() -> Progress:
     """A rich Progress with done/total, rate-friendly columns and ETA; disabled when quiet."""
     return Progress(
@@ -72,8 +89,8 @@ def make_progress() -> Progress:
 
 def track(items: Iterable[T], total: int | None = None, description: str = "") -> Iterator[T]:
     """Iterate with a progress bar (or a single log line when quiet)."""
-    if _quiet:
-        log.info("%s (%s items)", description, total if total is not None else "?")
+    if _as_lines():
+        _line(f"{description} ({total if total is not None else '?'} items)")
         yield from items
         return
     with make_progress() as progress:
@@ -183,24 +200,25 @@ class TaskProgress:
         now = time.monotonic()
         if now - self._last_log >= _LOG_EVERY_S:
             self._last_log = now
-            log.info("%s", self.summary())
+            _line(self.summary())
 
 
 @contextmanager
 def task_progress(
     description: str, total: int | None, calls: RunCallState | None = None
 ) -> Iterator[TaskProgress]:
-    """A per-task progress display; with --quiet, log lines every few seconds and at the end.
+    """A per-task progress display; with --quiet or without a terminal, whole lines every few
+    seconds and at the end.
 
     `calls`: the run's call counters (`ctx.runtime.calls`, a RunCallState), for tasks that
     make model calls: the display then shows their retries."""
-    if _quiet:
+    if _as_lines():
         tp = TaskProgress(description, total, None, calls)
-        log.info("%s: started (%s items)", description, "?" if total is None else total)
+        _line(f"{description}: started ({'?' if total is None else total} items)")
         try:
             yield tp
         finally:
-            log.info("%s", tp.summary())
+            _line(tp.summary())
         return
     progress = Progress(
         TextColumn("[bold]{task.description}"),

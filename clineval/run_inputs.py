@@ -33,7 +33,11 @@ def check_readable_file(path: Path, what: str) -> None:
 def check_model_files(spec: ModelSpec) -> None:
     """The local file or directory a model spec names exists (servers are not contacted)."""
     if spec.backend == "predictions":
-        check_readable_file(Path(spec.name).expanduser(), "predictions file")
+        from clineval.models.predictions_files import predictions_map
+
+        mapping = predictions_map(spec)
+        for path in mapping.values() if mapping else [Path(spec.name).expanduser()]:
+            check_readable_file(path, "predictions file")
     elif spec.backend == "llamacpp":
         from clineval.models.llamacpp_server import check_gguf
 
@@ -58,6 +62,11 @@ def check_run_inputs(config: RunConfig) -> None:
     """Every file the run's model, judges and --verdicts name can be read."""
     for text in (config.model, *config.judges):
         check_model_files(ModelSpec.parse(text))
+    model = ModelSpec.parse(config.model)
+    if model.backend == "predictions":
+        from clineval.models.predictions_files import check_predictions_spec
+
+        check_predictions_spec(model, config.tasks)
     if config.verdicts is not None:
         check_readable_file(Path(config.verdicts).expanduser(), "verdicts file")
     from clineval.benchmarks.registry import benchmark_of

@@ -1,4 +1,8 @@
-"""Run and re-score: dataset -> model outputs (stored) -> metrics -> run directory files."""
+"""Run and re-score: dataset -> model outputs (stored) -> metrics -> run directory files.
+
+Long module: run, score and plan (--dry-run) share the checks, the context and the resume
+identity made here, and each reads best beside the others; split it at the next addition.
+"""
 
 from __future__ import annotations
 
@@ -203,6 +207,7 @@ def _execute(
                 started = time.time()
                 phases: dict[str, float] = {}
                 if predict:
+                    _note_predictions_file(ctx, name)
                     task.predict(ctx, data)
                     phases["predict"] = time.time()
                 result: TaskResult = task.evaluate(ctx, data)
@@ -241,6 +246,19 @@ def _execute(
     if failures:
         raise TaskFailures("; ".join(failures))
     return {task: value["metrics"] for task, value in results.items()}
+
+
+def _note_predictions_file(ctx: RunContext, task: str) -> None:
+    """Provenance of a `predictions:` run: the path and sha256 of the file the task reads,
+    noted here for every task (and a verdicts file named by --verdicts, too), so the manifest
+    says which bytes were scored. Only when predicting: a re-score reads the store, not the
+    file, whose bytes may have changed since."""
+    from clineval.models.predictions_files import predictions_file, predictions_note
+
+    # (a task that reads a file named by a flag of its own, such as ClinConsensus's
+    # --verdicts, notes that file itself)
+    if ctx.model.backend == "predictions":
+        ctx.note(task, "predictions_file", predictions_note(predictions_file(ctx.model, task)))
 
 
 def _phase_seconds(started: float, ends: dict[str, float]) -> dict[str, float]:
@@ -317,6 +335,7 @@ def plan(config: RunConfig, output_dir: Path) -> dict[str, Any]:
         for name in config.tasks:
             task = get_task(name)
             task.plan(ctx, task.load(ctx), calls)
+        calls.estimate_time(_parallel_calls(config))
     labels = {row.model for row in calls.rows()}
     batched = {label: ctx.runtime.batched(ModelSpec.parse(label)) for label in labels}
     summary = plan_summary(calls.rows(), prices, batched)
@@ -329,9 +348,63 @@ def plan(config: RunConfig, output_dir: Path) -> dict[str, Any]:
     return summary
 
 
-def score(output_dir: Path, data_dir: str | None = None, *, force: bool = False) -> dict[str, Any]:
+def _parallel_calls(config: RunConfig) -> dict[str, int]:
+    """Model label -> calls served at once: --concurrency, and for the in-process llama.cpp
+    server no more than its slots (clineval waits for a free one)."""
+    from clineval.models.llamacpp_server import LlamaCppSettings
+
+    slots = LlamaCppSettings.from_options(config.options).n_parallel
+    out = {}
+    for text in (config.model, *config.judges):
+        spec = ModelSpec.parse(text)
+        local = spec.backend == "llamacpp"
+        out[spec.label] = min(config.concurrency, slots) if local else config.concurrency
+    return out
+
+
+# RunConfig fields that only scoring reads: `score` may change them without a model.
+SCORING_SETTINGS = ("judge_errors_as_unmet", "max_judge_error_rate")
+
+
+def scoring_config(
+    config: RunConfig, settings: dict[str, Any], options: dict[str, str]
+) -> RunConfig:
+    """`config` with scoring-only `settings` (fields of SCORING_SETTINGS) and `--option`
+    items of keys declared `scoring_only`; InputError naming the flag for anything else (a
+    setting that changes what a model is asked needs `clineval run`)."""
+    from clineval.benchmarks.registry import active_namespaces
+    from clineval.options import check_options
+
+    unknown = [name for name in settings if name not in SCORING_SETTINGS]
+    if unknown:
+        raise ValueError(f"not scoring-only settings: {unknown}")  # a caller's bug
+    groups = option_groups()
+    scoring = {key for group in groups for key in group.scoring_keys()}
+    for key in options:
+        if key not in scoring:
+            raise InputError(
+                f"--option {key}: score only changes scoring settings "
+                f"({', '.join(sorted(scoring))}); rerun with clineval run to change the rest"
+            )
+    check_options(options, groups, active_namespaces(config.tasks))
+    data = config.model_dump()
+    data.update(settings)
+    data["options"] = {**config.options, **options}
+    return RunConfig.checked(**data)
+
+
+def score(
+    output_dir: Path,
+    data_dir: str | None = None,
+    *,
+    force: bool = False,
+    settings: dict[str, Any] | None = None,
+    options: dict[str, str] | None = None,
+) -> dict[str, Any]:
     """Recompute results from the run store of a finished (or interrupted) run; no model calls.
 
+    `settings` / `options` change scoring-only settings (`scoring_config`), e.g. counting judge
+    errors as unmet; the manifest's config then records them, so results and config agree.
     Refused when the run directory has no store or an empty one, and when a task's results
     would be computed from fewer stored outputs than the results already written (a store
     replaced by an older copy, say) unless `force`.
@@ -339,6 +412,13 @@ def score(output_dir: Path, data_dir: str | None = None, *, force: bool = False)
     with run_dir_lock(output_dir):
         manifest = read_manifest(output_dir)
         config = RunConfig.from_manifest(manifest.config, str(output_dir / MANIFEST))
+        if settings or options:
+            config = scoring_config(config, settings or {}, options or {})
+            manifest.config = {
+                **manifest.config,
+                **{k: getattr(config, k) for k in settings or {}},
+                "options": dict(config.options),
+            }
         if data_dir is not None:
             config.data_dir = data_dir
         counts = _stored_record_counts(output_dir)

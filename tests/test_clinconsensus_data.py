@@ -280,3 +280,36 @@ def test_no_scored_case_writes_strict_json(tmp_path: Path) -> None:
     res = json.loads(text, parse_constant=reject)["clinconsensus"]
     assert res["n_cases_scored"] == 0 and res["cacs@7"] is None
     assert res["curve"]["share_at_least"] == [None] * 31
+
+
+def test_judge_errors_name_the_flag_and_score_recounts_them_without_a_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every case holds a judge error: CACS@7 is empty, and the one line says what to do
+    (`clineval score DIR --judge-errors-as-unmet`); that re-score, with no model, fills it in
+    and records the setting in the manifest. A setting that changes what a model is asked
+    stays refused by `score`, naming the option."""
+    code, res, out = _run(tmp_path, _verdict_rows([30, 7, 6, 10], errors={0: 1, 1: 1, 2: 1, 3: 1}))
+    assert code == 1 and res["cacs@7"] is None and res["n_cases_scored"] == 0
+    err = capsys.readouterr().err
+    assert f"clineval score {out} --judge-errors-as-unmet" in err
+    assert res["judge_errors_hint"].startswith("4 of 4 case(s) hold a judge error")
+    assert "clineval score RUN_DIR --judge-errors-as-unmet" in res["judge_errors_hint"]
+
+    argv = ["score", str(out), "--judge-errors-as-unmet", "--max-judge-error-rate", "0.5"]
+    assert main([*argv, "--option", "clinconsensus.k=3"]) == 0
+    res = json.loads((out / "results.json").read_text())["clinconsensus"]
+    assert res["judge_errors_as_unmet"] is True and res["n_cases_scored"] == 4
+    assert res["cacs@7"] == pytest.approx(100 * (23 + 1 + 0 + 4) / 96)  # s = 29, 7, 6, 10
+    assert "cacs@3" in res and "judge_errors_hint" not in res
+    config = json.loads((out / "manifest.json").read_text())["config"]
+    assert config["judge_errors_as_unmet"] is True and config["max_judge_error_rate"] == 0.5
+    assert config["options"] == {"clinconsensus.k": "3"}
+    capsys.readouterr()
+
+    assert main(["score", str(out), "--option", "clinconsensus.judge_max_tokens=9"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --option clinconsensus.judge_max_tokens: score only changes")
+    assert err.count("\n") == 1
+    assert main(["score", str(out), "--max-judge-error-rate", "nan"]) == 2
+    assert "--max-judge-error-rate" in capsys.readouterr().err

@@ -10,7 +10,7 @@ import pytest
 from seqeval.metrics.sequence_labeling import get_entities
 
 from clineval.benchmarks.ner.bio import bio_to_spans, is_bio_tag, spans_to_bio, word_offsets
-from clineval.benchmarks.ner.predictions import read_predictions, write_predictions
+from clineval.benchmarks.ner.predictions import TypeNames, read_predictions, write_predictions
 from clineval.benchmarks.ner.records import NerDocument, Span
 from clineval.errors import InputError
 
@@ -90,7 +90,7 @@ BAD_CASES = [
     ([_row(id="101", entities=[{"start": 0, "end": 999, "type": "drug"}])], 1, "offsets"),
     ([_row(id="101", entities=[{"start": "0", "end": 3, "type": "drug"}])], 1, "integers"),
     ([_row(id="101", entities=[{"start": True, "end": 3, "type": "drug"}])], 1, "integers"),
-    ([_row(id="101", entities=[{"start": 0, "end": 3, "type": "gene"}])], 1, "unknown type"),
+    ([_row(id="101", entities=[{"start": 0, "end": 3, "type": "Organism"}])], 1, "unknown type"),
     ([_row(id="101", entities=[{"start": 0, "end": 3}])], 1, "unknown type"),
     ([_row(id="101", entities={"start": 0})], 1, "must be a list"),
     ([_row(id="101", entities=["x"])], 1, "not an object"),
@@ -101,7 +101,7 @@ BAD_CASES = [
      1, "token 1 is 'cancers'"),
     ([_row(id="102", tokens=["No"], tags=["O", "O"])], 1, "1 tokens but 2 tags"),
     ([_row(id="102", tokens=["No", "cancer", "(", "HNPCC", ")", "seen", "."],
-           tags=["O", "B-gene", "O", "O", "O", "O", "O"])], 1, "tag 1 'B-gene'"),
+           tags=["O", "B-Species", "O", "O", "O", "O", "O"])], 1, "tag 1 'B-Species'"),
     ([_row(id="102", tokens=["No", "cancer", "(", "HNPCC", ")", "seen", "."],
            tags=["O", "X-drug", "O", "O", "O", "O", "O"])], 1, "tag 1 'X-drug'"),
 ]  # fmt: skip
@@ -169,3 +169,29 @@ def test_bio_round_trip_on_token_aligned_random_spans() -> None:
                 spans.append(Span(tokens[i][0], tokens[j][1], rng.choice(TYPES)))
             i += length
         assert bio_to_spans(spans_to_bio(spans, tokens), tokens) == spans
+
+
+def test_corpus_type_names_are_mapped_to_the_datasets_domains(tmp_path: Path) -> None:
+    """A BC5CDR tagger writes BC5CDR's own names (Chemical, Disease), in spans or BIO tags:
+    mapped to drug / condition as NCER maps the gold, and counted for the manifest. A name of
+    a domain the dataset does not score (gene) is dropped and counted; this was refused."""
+    path = _write(
+        tmp_path,
+        [
+            _row(id="101", entities=[
+                {"start": 0, "end": 7, "type": "Chemical"},
+                {"start": 16, "end": 22, "type": "disease"},
+                {"start": 24, "end": 26, "type": "GeneOrGeneProduct"},
+            ]),
+            _row(id="102", tokens=["No", "cancer", "(", "HNPCC", ")", "seen", "."],
+                 tags=["O", "B-Disease", "O", "B-Gene", "O", "O", "O"]),
+        ],
+    )  # fmt: skip
+    names = TypeNames(TYPES)
+    got = read_predictions(path, DOCS, names)
+    assert got["101"] == [Span(0, 7, "drug"), Span(16, 22, "condition")]
+    assert got["102"] == [Span(3, 9, "condition")]
+    assert names.notes() == {
+        "mapped": {"Chemical -> drug": 1, "Disease -> condition": 1, "disease -> condition": 1},
+        "dropped_unscored": {"Gene": 1, "GeneOrGeneProduct": 1},
+    }

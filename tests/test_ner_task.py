@@ -177,7 +177,7 @@ def _bad_variants(good_line: dict[str, Any]) -> dict[str, tuple[list[str], int]]
             [json.dumps({**good_line, "entities": [{**first, "end": first["start"]}]})],
             1,
         ),
-        "unknown_type": ([json.dumps({**good_line, "entities": [{**first, "type": "gene"}]})], 1),
+        "unknown_type": ([json.dumps({**good_line, "entities": [{**first, "type": "Pet"}]})], 1),
     }
 
 

@@ -53,3 +53,19 @@ def test_bar_mode_runs_with_counters() -> None:
 
 def test_track_still_yields_everything() -> None:
     assert list(progress.track(range(5), total=5, description="x")) == [0, 1, 2, 3, 4]
+
+
+def test_without_a_terminal_progress_is_whole_lines(capsys: pytest.CaptureFixture[str]) -> None:
+    """stderr captured (a log file, a pipe): whole lines, never a bar cut at 80 columns, so
+    the counters at the end of the line survive. (A bar used to be written here: its last
+    frame, 80 columns wide, lost the retries and the ETA.)"""
+    progress.set_quiet(False)
+    description = "clinconsensus judge llamacpp:/a/long/path/to/SmolLM2-135M-Instruct.Q4_1.gguf"
+    with progress.task_progress(description, total=31) as tp:
+        tp.advance(2)
+        tp.count("judge_errors")
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == f"{description}: started (31 items)"
+    assert lines[-1].startswith(f"{description}: 2/31 · ")
+    assert len(lines[-1]) > 80 and lines[-1].endswith(" · ETA 0:00")
+    assert "judge errors 1" in lines[-1]

@@ -181,6 +181,9 @@ def _plain_request(url: str) -> urllib.request.Request:
     return request
 
 
+DOWNLOAD_FAILED = "download failed"  # how every failed download's message starts
+
+
 def download_verified(
     url: str,
     target: Path,
@@ -210,7 +213,7 @@ def download_verified(
             last = exc.reason
             if attempt + 1 < attempts:
                 time.sleep(retry.delay(attempt, exc.retry_after, _JITTER))
-    raise InputError(f"download failed after {attempts} attempts: {last}", path=safe_url(url))
+    raise InputError(f"{DOWNLOAD_FAILED} after {attempts} attempts: {last}", path=safe_url(url))
 
 
 def _attempt(

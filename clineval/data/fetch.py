@@ -38,6 +38,7 @@ from clineval.data.cache import (
 from clineval.data.checksums import OK, ManifestEntry, entry_status, manifest_entry
 from clineval.data.digests import AnyOfCheck, GzipContentSha256Check, Sha256Check, StreamCheck
 from clineval.data.download import (
+    DOWNLOAD_FAILED,
     DOWNLOAD_RETRY,
     SizeBound,
     check_http_url,
@@ -89,9 +90,27 @@ def fetch(
             out.append(_fetch_one(file, entry, root, base_url, retry))
         if source.unpinned is not None:
             out.extend(source.unpinned()(root, base_url, retry))
+    except InputError as exc:
+        if not exc.message.startswith(DOWNLOAD_FAILED):
+            raise
+        # Every download of every corpus fails here: the one place to say what to do next
+        # (a machine without network got a DNS error and nothing else).
+        raise InputError(f"{exc.message}; {next_steps(source, root)}", path=exc.path) from None
     finally:
         remove_empty_staging(root)
     return out
+
+
+# Where a corpus's files go when placed by hand, under the data root (what `run` reads).
+def next_steps(source: DataSource, root: Path) -> str:
+    """What a user can do when a corpus cannot be downloaded from here."""
+    name = source.name
+    hand = source.offline_hint or "its files under DATA_DIR as 'clineval data verify' lists them"
+    return (
+        f"without access to the official address: fetch from a mirror laid out like the cache "
+        f"(clineval data fetch {name} --base-url URL), or run 'clineval data fetch {name} "
+        f"--cache-dir DIR' where there is network and copy DIR to {root}, or place {hand}"
+    )
 
 
 @dataclass(frozen=True, slots=True)

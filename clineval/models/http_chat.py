@@ -6,6 +6,7 @@ stored calls first (clineval.models.chat_store), then one attempt at a time on a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 from typing import Any
 
@@ -62,6 +63,7 @@ class HTTPChatModel(StoredChatModel):
         timeout_s: float,
         rng: random.Random | None = None,
         send_prompt_cache_key: bool = False,
+        server_slots: int | None = None,
     ) -> None:
         if not base_urls:
             raise InputError(f"{label}: no base URL")
@@ -73,6 +75,9 @@ class HTTPChatModel(StoredChatModel):
         self._rng = rng or random.Random()
         # Off by default: servers that check their fields refuse a body with an unknown one.
         self._send_prompt_cache_key = send_prompt_cache_key
+        # Known decoding slots of a one-replica local server (llamacpp:): calls wait for one
+        # before they are sent, outside the run's limit and the timeout.
+        self._server_slots = server_slots if len(base_urls) == 1 else None
 
     # -- HTTP ----------------------------------------------------------------------------------
     def _body(self, request: ChatRequest) -> dict[str, Any]:
@@ -92,8 +97,11 @@ class HTTPChatModel(StoredChatModel):
         semaphore = self._state.semaphore()
         avoid: Replica | None = None
         retries = 0
+        gate: Any = contextlib.nullcontext()
+        if self._server_slots is not None:
+            gate = self._state.server_slots(self._replicas.replicas[0].base_url, self._server_slots)
         while True:
-            async with semaphore:
+            async with gate, semaphore:
                 # Picked once a slot is free, so "fewest in flight" is the state right now.
                 replica = self._replicas.pick(avoid, request.prefix_key)
                 replica.in_flight += 1

@@ -22,6 +22,53 @@ from clineval.errors import InputError
 
 log = logging.getLogger("clineval")
 STOP_TIMEOUT_S = 30.0
+# The in-process server serves each call in its own slot (clineval waits for a free one before
+# sending, untimed), so a call's timeout only guards against a hung server; shorter than a slow
+# CPU needs for a long reply, it would throw away the work a retry then repeats.
+LOCAL_MIN_TIMEOUT_S = 600.0
+
+
+def usable_cores() -> int:
+    """The CPU cores this process may run on (its affinity mask, else the machine's count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def default_threads() -> int:
+    """llama.cpp threads when `llamacpp.threads` is 0: the usable cores that are idle now.
+
+    Its worker threads meet at a barrier after every step and spin while they wait, so a thread
+    whose core is busy with another process stalls all of them: on a shared 2-core machine at
+    load 12, 2 threads decoded ~0.6 tokens/s per slot (BENCHMARKS.md, "embedded llama.cpp
+    defaults"). On an idle machine every core is used; each core busy elsewhere (the 1-minute
+    load average) takes one thread away, down to 1."""
+    cores = usable_cores()
+    try:
+        busy = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        busy = 0.0
+    return max(1, min(cores, round(cores - busy)))
+
+
+def default_reply_cap(n_ctx_per_slot: int) -> int:
+    """max_tokens of a call that has none, on the in-process server: a quarter of a slot's
+    context. Unbounded, a small model that loops fills the whole slot (4,096 tokens of the same
+    words, minutes on a CPU), and its answer then no longer fits into the judge prompts that
+    must carry it, with the query, the criterion and the judge's own reply, in a slot of the
+    same size."""
+    return max(64, n_ctx_per_slot // 4)
+
+
+def default_max_tokens(model: str, options: dict[str, str]) -> int | None:
+    """The max_tokens a run's calls to `model` get without --max-tokens: `default_reply_cap`
+    on the in-process server (`llamacpp:`), None (the server's own bound) elsewhere."""
+    from clineval.models.spec import ModelSpec
+
+    if ModelSpec.parse(model).backend != "llamacpp":
+        return None
+    return default_reply_cap(LlamaCppSettings.from_options(options).n_ctx_per_slot)
 
 
 def smollm2_gguf_path() -> Path | None:
@@ -41,7 +88,7 @@ class LlamaCppSettings:
 
     n_parallel: int = 2  # decoding slots = requests served at the same time
     n_ctx_per_slot: int = 4096
-    threads: int = 0  # 0 = half the cores
+    threads: int = 0  # 0 = the usable cores that are idle at start (default_threads)
     verbosity: int = 0  # llama.cpp log level; 0 keeps a run's terminal readable
     metrics: bool = False  # serve Prometheus counters at /metrics (tests count work with it)
 
@@ -106,9 +153,7 @@ class LlamaCppServer:
             params.warmup = False
             params.verbosity = s.verbosity
             params.endpoint_metrics = s.metrics
-            # llama.cpp spins its worker threads; on a small shared machine more threads than
-            # idle cores is much slower than fewer, so the default is half the cores.
-            threads = s.threads or max(1, (os.cpu_count() or 2) // 2)
+            threads = s.threads or default_threads()  # the idle cores (see default_threads)
             params.cpuparams.n_threads = threads
             params.cpuparams_batch.n_threads = threads
             try:

@@ -51,9 +51,15 @@ from clineval.models.extra_body import ExtraBodyModel, check_in_process, extra_b
 from clineval.models.http_chat import HTTPChatModel
 from clineval.models.http_errors import safe_host
 from clineval.models.http_transport import DEFAULT_TRANSPORT, TRANSPORTS, make_transport
-from clineval.models.llamacpp_server import LlamaCppServer, LlamaCppSettings, check_gguf
+from clineval.models.llamacpp_server import (
+    LOCAL_MIN_TIMEOUT_S,
+    LlamaCppServer,
+    LlamaCppSettings,
+    check_gguf,
+)
 from clineval.models.llm_base import ChatModel
 from clineval.models.options import LLM_OPTIONS
+from clineval.models.server_capacity import warn_unservable_concurrency
 from clineval.models.spec import ModelSpec
 from clineval.retry import RetryPolicy, parse_retry_after
 
@@ -172,7 +178,13 @@ async def _open_backend(
         )
 
     @asynccontextmanager
-    async def http_model(urls: tuple[str, ...], api_key: str | None) -> AsyncIterator[ChatModel]:
+    async def http_model(
+        urls: tuple[str, ...],
+        api_key: str | None,
+        *,
+        server_slots: int | None = None,
+        timeout_s: float = float(config.timeout_s),
+    ) -> AsyncIterator[ChatModel]:
         client = make_transport(transport_name, api_key, pool_size=state.limit)
         try:
             yield HTTPChatModel(
@@ -184,8 +196,9 @@ async def _open_backend(
                 store=runtime.store,
                 state=state,
                 policy=retry or _retry_policy(config),
-                timeout_s=float(config.timeout_s),
+                timeout_s=timeout_s,
                 send_prompt_cache_key=LLM_OPTIONS.value(config.options, "prompt_cache_key"),
+                server_slots=server_slots,
             )
         finally:
             await client.aclose()
@@ -202,13 +215,22 @@ async def _open_backend(
                 f"{spec.label}: a base URL carries user:password and $OPENAI_API_KEY is set; "
                 "use one of the two"
             )
+        probed = state.resources.setdefault("capacity_probed", set())  # once a URL a run
+        if not set(urls) <= probed:
+            probed.update(urls)
+            await warn_unservable_concurrency(urls, api_key, config.concurrency, config.timeout_s)
         async with http_model(urls, api_key) as model:
             yield model
     elif spec.backend == "llamacpp":
         settings = LlamaCppSettings.from_options(config.options)
+        # clineval started this server and knows its slots: calls wait for a free one
+        # (untimed), so none queues inside the server against its timeout.
+        timeout_s = max(float(config.timeout_s), LOCAL_MIN_TIMEOUT_S)
         async with (
             _shared_llamacpp(state, spec.name, settings) as base_url,
-            http_model((base_url,), None) as model,
+            http_model(
+                (base_url,), None, server_slots=settings.n_parallel, timeout_s=timeout_s
+            ) as model,
         ):
             yield model
     elif resolve_backend(spec).is_chat:  # hf:PATH of a causal LM

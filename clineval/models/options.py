@@ -80,7 +80,7 @@ LLAMACPP_OPTIONS = OptionGroup(
     options=(
         Option("n_parallel", integer(minimum=1), "decoding slots served at once", "2"),
         Option("n_ctx", integer(minimum=256), "context tokens per slot", "4096"),
-        Option("threads", integer(minimum=0), "CPU threads (0 = half the cores)", "0"),
+        Option("threads", integer(minimum=0), "CPU threads (0 = the idle cores at start)", "0"),
         Option("verbosity", integer(minimum=0), "llama.cpp log level", "0"),
         Option("metrics", integer(minimum=0, maximum=1), "serve Prometheus /metrics (1)", "0"),
     ),

@@ -90,7 +90,15 @@ BENCHMARK = Benchmark(
     statistics=_statistics,
     report_section=_section,
     # the official judge prompt's source (pinned); then the cases, which have no published hash
-    data_sources=(DataSource(TASK, (Source(PROMPT_RELATIVE, PROMPT_URL),), _fetch_step),),
+    data_sources=(
+        DataSource(
+            TASK,
+            (Source(PROMPT_RELATIVE, PROMPT_URL),),
+            _fetch_step,
+            offline_hint="clinconsensus_low.jsonl in DATA_DIR/clinconsensus/ "
+            "(or pass --cases FILE)",
+        ),
+    ),
     exporters={"clinconsensus-judgements": _export_judgements},
     check_settings=_check_settings,
     skills_dir=Path(__file__).parent / "skills",

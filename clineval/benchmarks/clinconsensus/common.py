@@ -82,12 +82,30 @@ CLINCONSENSUS_OPTIONS = OptionGroup(
         Option(
             "judge_max_tokens",
             integer(minimum=1),
-            "max_tokens of a judge call",
+            "max_tokens of a judge call (default 1024; 256 for a llamacpp: judge)",
             str(DEFAULT_JUDGE_MAX_TOKENS),
         ),
-        Option("aggregate", choice(*AGGREGATES), "rule that joins several judges", "majority"),
-        Option("k", integer_list(minimum=1), "extra k values for CACS@k and pass@k", None),
-        Option("bootstrap", integer(minimum=0), "bootstrap resamples (0 = none)", "1000"),
+        Option(
+            "aggregate",
+            choice(*AGGREGATES),
+            "rule that joins several judges",
+            "majority",
+            scoring_only=True,
+        ),
+        Option(
+            "k",
+            integer_list(minimum=1),
+            "extra k values for CACS@k and pass@k",
+            None,
+            scoring_only=True,
+        ),
+        Option(
+            "bootstrap",
+            integer(minimum=0),
+            "bootstrap resamples (0 = none)",
+            "1000",
+            scoring_only=True,
+        ),
         Option(
             "judge_input_tokens",
             integer(minimum=1),
@@ -100,6 +118,9 @@ CLINCONSENSUS_OPTIONS = OptionGroup(
 )
 
 
+LOCAL_JUDGE_MAX_TOKENS = 256  # judge_max_tokens on the in-process server (Options.judge_cap)
+
+
 @dataclass(frozen=True)
 class Options:
     """The clinconsensus.* options of a run, typed, read from their declarations above (the
@@ -108,11 +129,22 @@ class Options:
     cases: str | None
     max_criteria: int
     judge_retries: int
-    judge_max_tokens: int
+    judge_max_tokens: int | None  # None: not set, judge_cap() decides per judge
     aggregate: str
     ks: tuple[int, ...]
     bootstrap: int
     judge_input_tokens: int | None
+
+    def judge_cap(self, spec: ModelSpec) -> int:
+        """max_tokens of `spec`'s judge calls: `judge_max_tokens` when set; else 1,024, and
+        LOCAL_JUDGE_MAX_TOKENS on the in-process llama.cpp server. A verdict is a JSON object
+        of ~50-150 tokens; 1,024 leaves room for reasoning models on remote servers, but a
+        small local model that loops writes all of it at a few tokens/s on a CPU, then is
+        re-asked (judge_retries) and loops again: most of a fixture case's time (BENCHMARKS.md,
+        "embedded llama.cpp defaults")."""
+        if self.judge_max_tokens is not None:
+            return self.judge_max_tokens
+        return LOCAL_JUDGE_MAX_TOKENS if spec.backend == "llamacpp" else DEFAULT_JUDGE_MAX_TOKENS
 
     @classmethod
     def from_config(cls, options: dict[str, str]) -> Options:
@@ -124,7 +156,11 @@ class Options:
             cases=value("cases"),
             max_criteria=min(RUBRICS_PER_CASE, value("max_criteria")),
             judge_retries=value("judge_retries"),
-            judge_max_tokens=value("judge_max_tokens"),
+            # unset: judge_cap() decides per judge (the declared default is what it gives
+            # a remote judge)
+            judge_max_tokens=(
+                value("judge_max_tokens") if f"{_PREFIX}judge_max_tokens" in options else None
+            ),
             aggregate=value("aggregate"),
             ks=tuple(dict.fromkeys([*DEFAULT_KS, *extra_ks])),
             bootstrap=int(value("bootstrap")),
@@ -188,8 +224,10 @@ def official_cases_path(data_root: Path | None) -> Path | None:
 
 
 def _verdicts_source(config: RunConfig) -> Path | None:
+    from clineval.models.predictions_files import predictions_file
+
     spec = ModelSpec.parse(config.model)
-    from_model = Path(spec.name).expanduser() if spec.backend == "predictions" else None
+    from_model = predictions_file(spec, TASK) if spec.backend == "predictions" else None
     from_flag = Path(config.verdicts).expanduser() if config.verdicts else None
     if from_model and from_flag and from_model.resolve() != from_flag.resolve():
         raise InputError(

@@ -49,6 +49,7 @@ from clineval.judge.run import (
     judge_prefix_key,
     judge_request,
 )
+from clineval.models.llamacpp_server import default_max_tokens
 from clineval.models.llm_base import ChatError, ChatModel, ChatRequest
 from clineval.plan import UNBOUNDED_REPLY_TOKENS, CallPlan
 from clineval.progress import TaskProgress, task_progress
@@ -136,7 +137,8 @@ def candidate_request(config: RunConfig, case: Case) -> ChatRequest:
     return ChatRequest(
         messages=candidate_messages(case.query),
         temperature=config.temperature,
-        max_tokens=config.max_tokens,
+        # the in-process llama.cpp server bounds an answer that has no --max-tokens
+        max_tokens=config.max_tokens or default_max_tokens(config.model, config.options),
         seed=config.seed,
         template_version=CANDIDATE_TEMPLATE_VERSION,
     )
@@ -184,6 +186,10 @@ class _Flow:
         self.answers: dict[str, Any] = self.store.records(TASK, ANSWER_KIND)
         self.verdicts = {label: self.store.records(TASK, verdict_kind(label)) for label in judges}
         self.ladders = {label: self._ladder(label) for label in judges}
+        self.caps = {
+            label: data.options.judge_cap(spec)
+            for label, spec in zip(data.judges, data.judge_specs, strict=True)
+        }
         self.writer = BufferedRecords(self.store)
         # Batch mode: every judge call that can be made now goes into one round (a window
         # would cut the round into batches of --concurrency cases).
@@ -237,7 +243,7 @@ class _Flow:
             rubric.criterion,
             self.ladders[label],
             seed=self.ctx.config.seed,
-            max_tokens=self.data.options.judge_max_tokens,
+            max_tokens=self.caps[label],
             parse_retries=self.data.options.judge_retries,
             max_input_tokens=self.data.options.judge_input_tokens,
         )
@@ -363,8 +369,16 @@ def plan_calls(ctx: RunContext, data: Data, prompt: JudgePrompt, calls: CallPlan
     answers = ctx.store.records(TASK, ANSWER_KIND)
     verdicts = {label: ctx.store.records(TASK, verdict_kind(label)) for label in data.judges}
     levels = {label: stored_ladder_level(ctx.store, label, prompt) for label in data.judges}
-    opts, seed = data.options, ctx.config.seed
-    answer_bound = ctx.config.max_tokens or UNBOUNDED_REPLY_TOKENS
+    caps = {
+        label: data.options.judge_cap(spec)
+        for label, spec in zip(data.judges, data.judge_specs, strict=True)
+    }
+    seed = ctx.config.seed
+    answer_bound = (
+        ctx.config.max_tokens
+        or default_max_tokens(ctx.config.model, ctx.config.options)
+        or UNBOUNDED_REPLY_TOKENS
+    )
     for case in data.cases:
         answer = (answers.get(case.case_id) or {}).get("text")
         if answer is None:
@@ -388,9 +402,9 @@ def plan_calls(ctx: RunContext, data: Data, prompt: JudgePrompt, calls: CallPlan
                     prompt.version,
                     levels[label],
                     seed,
-                    opts.judge_max_tokens,
+                    caps[label],
                     prefix_key=judge_prefix_key(prompt.version, case.query, shared),
-                    max_input_tokens=opts.judge_input_tokens,
+                    max_input_tokens=data.options.judge_input_tokens,
                 )
                 if answer is None:
                     calls.add_bounded(TASK, "judge", label, request, answer_bound)

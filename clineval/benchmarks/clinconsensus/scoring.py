@@ -19,6 +19,7 @@ answer failed.
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from typing import Any
 
@@ -41,6 +42,7 @@ SLICE_FIELDS = ("difficulty", "subject", "task", "user_role")
 # The official slices (the authors' script groups by each subject label): a case counts in
 # every label it carries, so these groups overlap and their sizes add up to more than n_cases.
 LABEL_SLICE_FIELDS = ("subject_labels", "task_labels")
+log = logging.getLogger("clineval")
 
 
 def verdict_matrix(records: dict[str, Any], cases: tuple[Case, ...], n: int) -> NDArray[Any]:
@@ -212,7 +214,31 @@ def evaluate(ctx: RunContext, data: Data) -> TaskResult:
                 f"judge error rate{which} {rate:.2%} ({figures['judge_errors']} criteria without"
                 f" a verdict) exceeds --max-judge-error-rate {config.max_judge_error_rate:.2%}"
             )
+    hint = judge_errors_hint(str(ctx.output_dir), headline, len(kept), unmet)
+    if hint is not None:
+        # results.json names no directory (a run directory may be copied or moved): RUN_DIR
+        metrics["judge_errors_hint"] = judge_errors_hint("RUN_DIR", headline, len(kept), unmet)
+        if errors:
+            errors.append(hint)
+        else:  # under the bound the run succeeds, but the empty figures still need a reason
+            log.warning("warning: clinconsensus: %s", hint)
     return TaskResult(metrics=metrics, samples=samples, errors=errors)
+
+
+def judge_errors_hint(
+    run_dir: str, headline: dict[str, Any], n_answered: int, unmet: bool
+) -> str | None:
+    """What to do when judge errors left cases out of CACS@k (None when none were), naming
+    the re-score that counts them as not met: a user reading an empty CACS@7 needs the flag."""
+    left_out = n_answered - int(headline["n_cases_scored"])
+    if unmet or not headline["judge_errors"] or left_out <= 0:
+        return None
+    return (
+        f"{left_out} of {n_answered} case(s) hold a judge error and are left out of CACS@k "
+        f"(scored: {headline['n_cases_scored']}); to count judge errors as not met (the "
+        f"official script's rule) re-score without a model: clineval score {run_dir} "
+        "--judge-errors-as-unmet (or rerun the same command to retry the failed judge calls)"
+    )
 
 
 def _samples(

@@ -49,6 +49,13 @@ class ClinConsensusTask(Task[Data]):
     def predict(self, ctx: RunContext, data: Data) -> None:
         from clineval.benchmarks.clinconsensus.predict import predict
 
+        if ctx.config.verdicts and ctx.model.backend != "predictions":
+            from clineval.models.predictions_files import predictions_note
+
+            # provenance of the scored bytes (the runner notes a predictions: model's file)
+            path = Path(ctx.config.verdicts).expanduser()
+            ctx.note(TASK, "predictions_file", predictions_note(path))
+
         predict(ctx, data, run_prompt(judge_prompt(ctx.config.judge_prompt), data.options))
 
     def plan(self, ctx: RunContext, data: Data, calls: CallPlan) -> None:

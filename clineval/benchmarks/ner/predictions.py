@@ -6,6 +6,13 @@ or BIO tags over the benchmark's regex tokens `\\w+(?:[-_]\\w+)*|\\S`
     {"id": "<doc id>", "tokens": ["Familial", "breast", ...], "tags": ["B-condition", ...]}
 (`end` exclusive; doc id = PMID, or the brat file stem for CHIA; an integer PMID is accepted).
 
+A type is the dataset's OMOP domain (`drug`) or a corpus's own type name that the NCER
+preparation maps to one (`Chemical`, `ChemicalEntity`, any case): a tagger trained on the corpus
+writes the corpus's names, and they are mapped here as they are for model outputs
+(`ner_corpora.type_names`). A name mapping to a domain this dataset does not score (`Gene` in
+NCBI) is dropped as NCER drops it from the gold; both are counted (`TypeNames`, noted in the
+manifest). Only a name that maps to no domain at all is refused.
+
 Every problem is an InputError naming the file and the 1-based line: bad JSON, a line that is
 not an object, a missing/unknown/duplicate id, offsets outside the text or start >= end, a
 type the dataset does not score, tokens that differ from the document's tokens, a malformed
@@ -16,14 +23,63 @@ file does not mention get an empty prediction and are counted by the caller.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from clineval.benchmarks.ner.bio import bio_to_spans, is_bio_tag, word_offsets
-from clineval.benchmarks.ner.records import NerDocument, Span
+from clineval.benchmarks.ner.records import DATASET_TYPES, NerDocument, Span
 from clineval.errors import InputError
 from clineval.jsonl import iter_json_objects
+
+
+class TypeNames:
+    """The type names a predictions file may use for a dataset's `types`, and what was done
+    with each name the file used (counted for the manifest)."""
+
+    def __init__(self, types: Sequence[str]):
+        from clineval.benchmarks.ner.corpora import TYPE_MAPS
+
+        self.types = tuple(types)
+        self._scored = {t.lower(): t for t in self.types}
+        # every name any corpus maps to a domain, and every domain, lowercased -> the domain
+        known: dict[str, str] = {
+            source.lower(): target
+            for mapping in TYPE_MAPS.values()
+            for source, target in mapping.items()
+        }
+        known.update({d.lower(): d for ts in DATASET_TYPES.values() for d in ts})
+        self._known = known
+        self.mapped: Counter[str] = Counter()  # "Chemical -> drug": spans
+        self.dropped: Counter[str] = Counter()  # names of domains not scored here: spans
+
+    def resolve(self, label: Any) -> str | bool | None:
+        """The scored type of `label`; None to drop it; False when it maps to nothing."""
+        if not isinstance(label, str):
+            return False
+        key = label.lower()
+        target = self._scored.get(key) or self._known.get(key)
+        if target is None:
+            return False
+        if target not in self.types:
+            self.dropped[label] += 1
+            return None
+        if label != target:
+            self.mapped[f"{label} -> {target}"] += 1
+        return target
+
+    def accepted(self) -> str:
+        return ", ".join(self.types) + " (or a corpus type name mapped to one, e.g. Chemical)"
+
+    def notes(self) -> dict[str, Any]:
+        """For the manifest: which names were mapped or dropped, with span counts."""
+        out: dict[str, Any] = {}
+        if self.mapped:
+            out["mapped"] = dict(sorted(self.mapped.items()))
+        if self.dropped:
+            out["dropped_unscored"] = dict(sorted(self.dropped.items()))
+        return out
 
 
 def _is_int(value: Any) -> bool:
@@ -40,7 +96,7 @@ def _doc_id(row: dict[str, Any], where: tuple[Path, int]) -> str:
 
 
 def _char_spans(
-    row: dict[str, Any], doc: NerDocument, types: Sequence[str], where: tuple[Path, int]
+    row: dict[str, Any], doc: NerDocument, types: TypeNames, where: tuple[Path, int]
 ) -> list[Span]:
     entities = row["entities"]
     if not isinstance(entities, list):
@@ -59,17 +115,19 @@ def _char_spans(
                 f"text of {doc.id} (length {len(doc.text)})",
                 *where,
             )
-        if label not in types:
+        target = types.resolve(label)
+        if target is False:
             raise InputError(
-                f"entity {k}: unknown type {label!r} (this dataset scores: {', '.join(types)})",
+                f"entity {k}: unknown type {label!r} (this dataset scores: {types.accepted()})",
                 *where,
             )
-        spans.append(Span(start, end, str(label)))
+        if isinstance(target, str):
+            spans.append(Span(start, end, target))
     return spans
 
 
 def _bio_spans(
-    row: dict[str, Any], doc: NerDocument, types: Sequence[str], where: tuple[Path, int]
+    row: dict[str, Any], doc: NerDocument, types: TypeNames, where: tuple[Path, int]
 ) -> list[Span]:
     tokens, tags = row.get("tokens"), row.get("tags")
     if not isinstance(tokens, list) or not isinstance(tags, list):
@@ -89,25 +147,38 @@ def _bio_spans(
             r"tokenize with the regex \w+(?:[-_]\w+)*|\S",
             *where,
         )
+    scored: list[str] = []
     for i, tag in enumerate(tags):
-        if not isinstance(tag, str) or not is_bio_tag(tag, types):
+        prefix, _, label = tag.partition("-") if isinstance(tag, str) else ("", "", "")
+        target = types.resolve(label) if prefix in ("B", "I") else False
+        if isinstance(target, str):
+            tag = f"{prefix}-{target}"
+        elif target is None:  # a domain this dataset does not score: outside, as in the gold
+            tag = "O"
+        if not isinstance(tag, str) or not is_bio_tag(tag, types.types):
             raise InputError(
                 f"tag {i} {tag!r} is not O, B-TYPE or I-TYPE with a type of "
-                f"this dataset ({', '.join(types)})",
+                f"this dataset ({types.accepted()})",
                 *where,
             )
-    return bio_to_spans(tags, offsets)
+        scored.append(tag)
+    return bio_to_spans(scored, offsets)
 
 
 def read_predictions(
-    path: str | Path, documents: Mapping[str, NerDocument], types: Sequence[str]
+    path: str | Path,
+    documents: Mapping[str, NerDocument],
+    types: Sequence[str] | TypeNames,
 ) -> dict[str, list[Span]]:
     """Validated predictions by doc id, for the documents the file mentions.
 
     `documents` should be the whole split (not a --limit subset), so that a file made for the
-    full split is accepted; the caller picks the documents it scores.
+    full split is accepted; the caller picks the documents it scores. Pass a `TypeNames` to
+    learn which type names were mapped or dropped.
     """
     path = Path(path)
+    if not isinstance(types, TypeNames):
+        types = TypeNames(types)
     out: dict[str, list[Span]] = {}
     for lineno, row in iter_json_objects(path, what="predictions file"):
         where = (path, lineno)

@@ -181,10 +181,14 @@ class NerTask(Task[NerData]):
 
     def _predict_from_file(self, ctx: RunContext, data: NerData) -> None:
         """The file is the source of truth: it is re-read and re-validated on every run."""
-        from clineval.benchmarks.ner.predictions import read_predictions
+        from clineval.benchmarks.ner.predictions import TypeNames, read_predictions
+        from clineval.models.predictions_files import predictions_file
 
         by_id = {doc.id: doc for doc in data.split.documents}
-        predictions = read_predictions(ctx.model.name, by_id, self.types)
+        names = TypeNames(self.types)
+        predictions = read_predictions(predictions_file(ctx.model, self.name), by_id, names)
+        if names.notes():  # corpus type names the file used, mapped or dropped
+            ctx.note(self.name, "predictions_types", names.notes())
         rows: list[tuple[str, dict[str, Any]]] = []
         for doc in data.documents:
             spans = predictions.get(doc.id)

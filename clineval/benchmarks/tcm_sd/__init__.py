@@ -69,7 +69,16 @@ BENCHMARK = Benchmark(
     statistics=_statistics,
     report_section=_section,
     # Pinned by git blob ids, not by the package manifest: all of it in the fetch step.
-    data_sources=(DataSource(FAMILY, (), _fetch_step, notice=LICENSE_NOTICE),),
+    data_sources=(
+        DataSource(
+            FAMILY,
+            (),
+            _fetch_step,
+            notice=LICENSE_NOTICE,
+            offline_hint="train.json, dev.json, test.json and syndrome_vocab.txt in "
+            "DATA_DIR/tcm-sd/",
+        ),
+    ),
     synthesizers={FAMILY: _synthesize},
     skills_dir=Path(__file__).parent / "skills",
 )

@@ -117,10 +117,10 @@ def _predict_knowledge(ctx: RunContext, data: TcmData, todo: Todo) -> None:
 
 def _predict_file(ctx: RunContext, data: TcmData, todo: Todo) -> None:
     from clineval.benchmarks.tcm_sd.predictions import read_predictions
+    from clineval.models.predictions_files import predictions_file
 
-    path = Path(ctx.model.name)
-    by_id = read_predictions(path, data.split_ids)
-    ctx.note(TASK, "predictions_file", {"path": str(path), "sha256": sha256_file(path)})
+    path = predictions_file(ctx.model, TASK)
+    by_id = read_predictions(path, data.split_ids)  # the runner notes its path and sha256
     ctx.store.put_records(
         TASK, KIND, ((k, {"pred": by_id[r.user_id]}) for k, r in todo if r.user_id in by_id)
     )
