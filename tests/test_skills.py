@@ -480,12 +480,12 @@ def mirror(data_root: Path) -> Iterator[str]:
         server.server_close()
 
 
-def _ncbi_predictions(data_root: Path, path: Path) -> None:
+def _ncbi_predictions(data_root: Path, path: Path, corpus: str = "ncbi", n: int = 60) -> None:
     from clineval.benchmarks.ner.corpora import load_ner_split
 
-    split = load_ner_split("ncbi", "test", data_root)
+    split = load_ner_split(corpus, "test", data_root)
     with path.open("w", encoding="utf-8") as fh:
-        for doc in split.documents[:60]:  # the rest count as missing predictions
+        for doc in split.documents[:n]:  # the rest count as missing predictions
             spans = [{"start": s.start, "end": s.end, "type": s.type} for s in doc.entities]
             fh.write(json.dumps({"id": doc.id, "entities": spans}) + "\n")
 
@@ -500,6 +500,8 @@ def test_clinical_ner_page_runs(
     _mirror_tree(data_root, data_dir, leave_out="ner/chia")
     predictions = tmp_path / "predictions.jsonl"
     _ncbi_predictions(data_root, predictions)
+    for corpus in ("ncbi", "bc5cdr", "biored", "chia"):  # the page's one-file-per-task run
+        _ncbi_predictions(data_root, in_tmp / f"{corpus}.jsonl", corpus, n=10**6)
     values = {
         **_common_values(stub, tmp_path),
         "DATA_DIR": str(data_dir),

@@ -553,11 +553,17 @@ def test_damaged_archives_are_input_errors_or_whole_members(tmp_path: Path) -> N
 def test_no_network_says_what_to_do_next(tmp_path: Path) -> None:
     """A host that does not resolve (a machine without network gets a DNS error for the
     official address): the one line names the three ways on, not only the DNS error."""
+    from clineval.benchmarks.registry import data_sources
     from clineval.data.fetch import fetch
 
     cache = tmp_path / "cache"
     with pytest.raises(InputError) as info:
-        fetch("tcm-sd", cache_dir=cache, base_url="http://clineval-mirror.invalid/", retry=FAST)
+        fetch(
+            data_sources()["tcm-sd"],
+            cache_dir=cache,
+            base_url="http://clineval-mirror.invalid/",
+            retry=FAST,
+        )
     message = info.value.message
     assert message.startswith("download failed after 3 attempts: ")
     assert "clineval data fetch tcm-sd --base-url URL" in message  # a mirror
