@@ -199,14 +199,36 @@ def dry_run(
 
 
 @checked_arguments
-def score(run_dir: PathLike, *, data_dir: PathLike | None = None, force: bool = False) -> RunResult:
-    """Recompute results.json from the run store, calling no model (`clineval score`)."""
+def score(
+    run_dir: PathLike,
+    *,
+    data_dir: PathLike | None = None,
+    force: bool = False,
+    judge_errors_as_unmet: bool | None = None,
+    max_judge_error_rate: float | None = None,
+    options: Mapping[str, str | int | float] | Sequence[str] | str | None = None,
+) -> RunResult:
+    """Recompute results.json from the run store, calling no model (`clineval score`). The
+    scoring-only settings may be changed as on the command line: `judge_errors_as_unmet`,
+    `max_judge_error_rate`, and `options` of scoring-only keys (clinconsensus.k, ...); the
+    manifest then records them."""
     from clineval.runner import TaskFailures
     from clineval.runner import score as score_run
 
     path = Path(run_dir)
+    settings: dict[str, Any] = {}
+    if judge_errors_as_unmet is not None:
+        settings["judge_errors_as_unmet"] = judge_errors_as_unmet
+    if max_judge_error_rate is not None:
+        settings["max_judge_error_rate"] = max_judge_error_rate
     try:
-        score_run(path, data_dir=None if data_dir is None else os.fspath(data_dir), force=force)
+        score_run(
+            path,
+            data_dir=None if data_dir is None else os.fspath(data_dir),
+            force=force,
+            settings=settings,
+            options=_option_items(options),
+        )
     except TaskFailures as exc:
         raise RunFailed(str(exc), RunResult.load(path)) from None
     return RunResult.load(path)

@@ -313,3 +313,20 @@ def test_judge_errors_name_the_flag_and_score_recounts_them_without_a_model(
     assert err.count("\n") == 1
     assert main(["score", str(out), "--max-judge-error-rate", "nan"]) == 2
     assert "--max-judge-error-rate" in capsys.readouterr().err
+
+
+def test_the_python_api_rescores_with_the_same_settings(tmp_path: Path) -> None:
+    """clineval.score takes the scoring-only settings the command takes; the figures are the
+    hand-computed ones of the test above (s = 29, 7, 6, 10 once errors count as unmet)."""
+    import clineval
+
+    code, res, out = _run(tmp_path, _verdict_rows([30, 7, 6, 10], errors={0: 1, 1: 1, 2: 1, 3: 1}))
+    assert code == 1 and res["cacs@7"] is None
+    result = clineval.score(
+        out, judge_errors_as_unmet=True, max_judge_error_rate=0.5, options={"clinconsensus.k": 3}
+    )
+    metrics = result["clinconsensus"]
+    assert metrics.cacs_at_7 == pytest.approx(100 * (23 + 1 + 0 + 4) / 96)
+    assert metrics.get("cacs@3") is not None and result.manifest["config"]["judge_errors_as_unmet"]
+    with pytest.raises(clineval.InputError, match="judge_max_tokens"):
+        clineval.score(out, options=["clinconsensus.judge_max_tokens=9"])
