@@ -40,12 +40,6 @@ class MetricSpec:
     higher_is_better: bool = True
     headline: bool = True
     count: bool = False
-    # results.json key of its stored 95% interval, when the task stores one
-    interval_key: str | None = None
-
-    @property
-    def interval(self) -> str:
-        return self.interval_key or f"{self.key}_ci"
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,7 @@ Options and the verdicts-file contract are documented in clinconsensus_common.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from clineval.benchmarks.base import DataFileStatus, RunContext, Task, TaskResult
 from clineval.benchmarks.clinconsensus.cases import OFFICIAL_RELATIVE_PATH
@@ -68,7 +66,3 @@ class ClinConsensusTask(Task[Data]):
         from clineval.benchmarks.clinconsensus.scoring import evaluate
 
         return evaluate(ctx, data)
-
-
-def register_tasks(register: Callable[[str, Callable[[], Any]], None]) -> None:
-    register(TASK, ClinConsensusTask)

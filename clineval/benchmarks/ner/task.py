@@ -23,7 +23,6 @@ evaluate  reads only the store: token macro F1 (primary), span partial (nervalua
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -383,8 +382,3 @@ def _train_missing_crfs(ctx: RunContext, dataset: str) -> None:
             ctx.note(name, "crf_train_seconds", trained.seconds)
             ctx.note(name, "crf_train_documents", trained.documents)
             ctx.note(name, "crf_train_workers", min(max(workers, 1), len(jobs)))
-
-
-def register_tasks(register: Callable[[str, Callable[[], Any]], None]) -> None:
-    for dataset in DATASET_TYPES:
-        register(f"ner:{dataset}", functools.partial(NerTask, dataset))

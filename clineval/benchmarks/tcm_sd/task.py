@@ -16,9 +16,7 @@ them with their defaults and help).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from clineval.benchmarks.base import DataFileStatus, RunContext, Task, TaskResult
 from clineval.benchmarks.tcm_sd.dataset import SPLITS, VOCAB_NAME, find_file, find_split
@@ -79,7 +77,3 @@ class TcmSdTask(Task[TcmData]):
 
     def evaluate(self, ctx: RunContext, data: TcmData) -> TaskResult:
         return evaluate_data(ctx, data)
-
-
-def register_tasks(register: Callable[[str, Callable[[], Any]], None]) -> None:
-    register(TASK, TcmSdTask)

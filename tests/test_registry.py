@@ -1,0 +1,95 @@
+"""The benchmark registry: built-ins, benchmarks added at run time, and outside packages through
+the `clineval.benchmarks` entry-point group, where a broken one costs one warning line and a
+name already taken is refused."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from clineval.benchmarks import registry
+from clineval.benchmarks.declaration import Benchmark, MetricSchema, MetricSpec
+from clineval.errors import InputError
+
+BUILT_IN = ["ner:ncbi", "ner:bc5cdr", "ner:biored", "ner:chia", "tcm-sd", "clinconsensus"]
+
+
+def _bench(family: str, tasks: tuple[str, ...]) -> Benchmark:
+    def make(name: str) -> object:
+        raise AssertionError("not needed here")
+
+    return Benchmark(
+        family=family,
+        title=family,
+        tasks=tasks,
+        make_task=make,  # type: ignore[arg-type]
+        metrics=MetricSchema((MetricSpec("score"),)),
+    )
+
+
+@pytest.fixture
+def fresh() -> Iterator[None]:
+    registry.benchmarks.cache_clear()
+    yield
+    registry.benchmarks.cache_clear()
+
+
+def test_the_built_in_benchmarks_and_their_tasks(fresh: None) -> None:
+    assert registry.task_names() == BUILT_IN
+    bench = registry.benchmark_of("ner:chia")
+    assert bench is not None and bench.family == "ner"
+    assert registry.benchmark_of("not-a-task") is None
+    with pytest.raises(InputError, match="unknown task 'nope'"):
+        registry.get_task("nope")
+
+
+def test_a_benchmark_added_at_run_time(fresh: None) -> None:
+    registry.register(_bench("toy", ("toy-a", "toy-b")))
+    try:
+        assert registry.task_names() == [*BUILT_IN, "toy-a", "toy-b"]
+        assert registry.get_benchmark("toy") is registry.benchmark_of("toy-b")
+        with pytest.raises(InputError, match="reuses the name"):
+            registry.register(_bench("other", ("tcm-sd",)))  # a task name that is taken
+        with pytest.raises(InputError, match="reuses the name"):
+            registry.register(_bench("toy", ("toy-c",)))  # a family name that is taken
+    finally:
+        registry.unregister("toy")
+    assert "toy-a" not in registry.task_names()
+
+
+def _dist(site: Path, name: str, target: str) -> None:
+    info = site / f"{name}-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[clineval.benchmarks]\n{name} = {target}\n")
+
+
+def test_a_broken_plugin_is_one_warning_and_a_clashing_one_is_refused(
+    tmp_path: Path, fresh: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    site = tmp_path / "site"
+    _dist(site, "broken", "no_such_module_here:BENCHMARK")
+    (site / "clashing_plugin.py").write_text(
+        "from clineval.benchmarks import Benchmark, MetricSchema, MetricSpec\n"
+        "BENCHMARK = Benchmark('clash', 'clash', ('tcm-sd',), lambda n: None,\n"
+        "                      MetricSchema((MetricSpec('x'),)))\n"
+        "NOT_ONE = 5\n"
+    )
+    _dist(site, "clashing", "clashing_plugin:BENCHMARK")
+    _dist(site, "wrongtype", "clashing_plugin:NOT_ONE")
+    sys.path.insert(0, str(site))
+    try:
+        names = registry.task_names()
+    finally:
+        sys.path.remove(str(site))
+        sys.modules.pop("clashing_plugin", None)
+    assert names == BUILT_IN  # the built-ins stand, none of the three was taken
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 3 and all(line.startswith("warning: ") for line in lines)
+    text = "\n".join(lines)
+    assert "'broken'" in text and "failed to load" in text
+    assert "'wrongtype'" in text and "is not a Benchmark" in text
+    assert "benchmark 'clash' reuses the name(s) ['tcm-sd']" in text
