@@ -47,7 +47,11 @@ def _plugins() -> list[Benchmark]:
 
 
 def _warn(message: str) -> None:
-    print(f"warning: {message}; skipped", file=sys.stderr)
+    from clineval.secrets import redact
+
+    # outside code's error text: masked like everything printed, and kept to one short line
+    line = " ".join(redact(message).split())[:400]
+    print(f"warning: {line}; skipped", file=sys.stderr)
 
 
 @cache
