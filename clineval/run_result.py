@@ -129,9 +129,7 @@ def declared_metrics(task: str, notes: Mapping[str, Any] | None = None) -> dict[
             "tables": (),
         }
     return {
-        "family": bench.family,
-        "primary_metric": bench.metrics.primary.key,
-        "higher_is_better": bench.metrics.primary.higher_is_better,
+        **bench.record(),
         "metric_keys": tuple(m.key for m in bench.metrics.metrics),
         "tables": bench.metrics.tables,
     }

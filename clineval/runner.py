@@ -481,11 +481,4 @@ def _refuse_poorer_results(
 def _declared(task: str) -> dict[str, Any]:
     """The task's family and primary metric with its direction, for the run record."""
     bench = benchmark_of(task)
-    if bench is None:
-        return {}
-    primary = bench.metrics.primary
-    return {
-        "family": bench.family,
-        "primary_metric": primary.key,
-        "higher_is_better": primary.higher_is_better,
-    }
+    return {} if bench is None else bench.record()

@@ -395,6 +395,15 @@ CLI_NAMES = {
 CLI_ONLY = {"output_dir", "dry_run", "wait"}
 
 
+def undeclared(config: type, command: Any) -> tuple[list[str], list[str]]:
+    """(RunConfig fields without a flag of `command`, flags without a field)."""
+    import inspect
+
+    fields = set(config.model_fields)  # type: ignore[attr-defined]
+    flags = {CLI_NAMES.get(p, p) for p in inspect.signature(command).parameters} - CLI_ONLY
+    return sorted(fields - flags), sorted(flags - fields)
+
+
 def test_run_settings_are_declared_once() -> None:
     """RunConfig is the declaration: every field is one `clineval run` flag and one
     `RunSettings` key of the Python API, and neither has a setting RunConfig lacks. A new
@@ -406,24 +415,34 @@ def test_run_settings_are_declared_once() -> None:
     from clineval.api import RunSettings
     from clineval.config import RunConfig
 
-    fields = set(RunConfig.model_fields)
-    flags = {CLI_NAMES.get(p, p) for p in inspect.signature(cli.run).parameters} - CLI_ONLY
-    assert flags == fields, (sorted(fields - flags), sorted(flags - fields))
-    assert set(RunSettings.__annotations__) == fields - {"tasks", "model"}
+    assert undeclared(RunConfig, cli.run) == ([], [])
+    assert set(RunSettings.__annotations__) == set(RunConfig.model_fields) - {"tasks", "model"}
     for function in (clineval.run, clineval.dry_run):
         hints = typing.get_type_hints(inspect.unwrap(function), include_extras=True)
         assert typing.get_args(hints["settings"]) == (RunSettings,), function
 
 
 def test_the_declaration_check_can_fail() -> None:
-    """The same comparison on a RunConfig with one more field than the flags."""
-    import inspect
-
+    """The same check on a RunConfig with one more field, and on a command with one more
+    flag: each is named."""
     from pydantic import create_model
 
     from clineval import cli
     from clineval.config import RunConfig
 
     grown = create_model("Grown", __base__=RunConfig, new_setting=(int, 0))
-    flags = {CLI_NAMES.get(p, p) for p in inspect.signature(cli.run).parameters} - CLI_ONLY
-    assert set(grown.model_fields) - flags == {"new_setting"}
+    assert undeclared(grown, cli.run) == (["new_setting"], [])
+
+    def run_with_an_extra_flag(extra_flag: int = 0, **kwargs: Any) -> None: ...
+
+    run_with_an_extra_flag.__signature__ = inspect_signature_plus(cli.run, "extra_flag")  # type: ignore[attr-defined]
+    missing, extra = undeclared(RunConfig, run_with_an_extra_flag)
+    assert extra == ["extra_flag"] and missing == []
+
+
+def inspect_signature_plus(function: Any, name: str) -> Any:
+    import inspect
+
+    signature = inspect.signature(function)
+    added = inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=0)
+    return signature.replace(parameters=[*signature.parameters.values(), added])

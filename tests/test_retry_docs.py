@@ -42,7 +42,7 @@ def test_readme_names_the_tcm_interval_the_code_computes() -> None:
     rng = np.random.default_rng(5)
     gold = rng.integers(0, 6, 80)
     pred = np.where(rng.random(80) < 0.6, gold, rng.integers(-1, 6, 80))
-    f1, acc = classification.bootstrap_macro_f1(gold, pred, 6, 300, seed=2)
+    f1, _, acc = classification.bootstrap_scores(gold, pred, 6, 300, seed=2)
     intervals = classification.bootstrap_intervals(gold, pred, 6, 300, seed=2)
     assert intervals["macro_f1"] == percentile_interval(f1)
     assert intervals["accuracy"] == percentile_interval(acc)

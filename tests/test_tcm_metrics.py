@@ -76,7 +76,7 @@ def test_encode_marks_outside_labels_invalid() -> None:
 
 def test_bootstrap_equals_a_loop_over_the_same_resamples() -> None:
     gold, pred = _random_case(6, 300)
-    f1s, accs = cls.bootstrap_macro_f1(gold, pred, K, n_resamples=50, seed=11, max_cells=1000)
+    f1s, _, accs = cls.bootstrap_scores(gold, pred, K, n_resamples=50, seed=11, max_cells=1000)
     idx = stratified_bootstrap_indices(gold, 50, 11)
     for b in range(50):
         g, p = gold[idx[b]], pred[idx[b]]

@@ -131,3 +131,13 @@ class Benchmark:
     def __post_init__(self) -> None:
         if not self.tasks:
             raise ValueError(f"benchmark {self.family!r} declares no task")
+
+    def record(self) -> dict[str, Any]:
+        """What a run record says of each of its tasks, so that other tools can rank runs
+        without knowing clineval: the family, the primary metric and its direction."""
+        primary = self.metrics.primary
+        return {
+            "family": self.family,
+            "primary_metric": primary.key,
+            "higher_is_better": primary.higher_is_better,
+        }

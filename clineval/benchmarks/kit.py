@@ -40,11 +40,17 @@ def select_samples(ctx: RunContext, samples: Sequence[T], sample_id: Callable[[T
     return select_shard(chosen, ctx.config.shard, key=sample_id)
 
 
-def read_predictions(path: Path, known_ids: set[str], field: str) -> dict[str, Any]:
+def read_predictions(
+    path: Path,
+    known_ids: set[str],
+    field: str,
+    check: Callable[[Any], str | None] | None = None,
+) -> dict[str, Any]:
     """`predictions:FILE`: JSON Lines `{"id": ..., FIELD: ...}`, one line per sample, checked
     strictly (a skipped line would change the score): a line without both keys, an id that
-    is not a sample of the task, or an id given twice is an InputError naming file and line.
-    The value is kept as given; the benchmark decides what counts as valid."""
+    is not a sample of the task, an id given twice, or a value `check` refuses (it returns
+    the reason) is an InputError naming file and line. The value is kept as given; the
+    benchmark decides what counts as a valid answer."""
     out: dict[str, Any] = {}
     first_line: dict[str, int] = {}
     for lineno, row in iter_json_objects(path, what="predictions file"):
@@ -53,6 +59,8 @@ def read_predictions(path: Path, known_ids: set[str], field: str) -> dict[str, A
         raw_id = row["id"]
         if isinstance(raw_id, bool) or not isinstance(raw_id, str | int):
             raise InputError('"id" must be a string', path=path, line=lineno)
+        if check is not None and (problem := check(row[field])) is not None:
+            raise InputError(problem, path=path, line=lineno)
         sample_id = str(raw_id)
         if sample_id not in known_ids:
             raise InputError(f"unknown id {sample_id!r} (not a sample)", path=path, line=lineno)

@@ -62,6 +62,9 @@ def verdict_kind(judge_label: str) -> str:
     return VERDICT_KIND_PREFIX + judge_label
 
 
+LOCAL_JUDGE_MAX_TOKENS = 256  # judge_max_tokens on the in-process server (Options.judge_cap)
+
+
 CLINCONSENSUS_OPTIONS = OptionGroup(
     namespace=TASK,
     applies_to="the clinconsensus task",
@@ -82,8 +85,11 @@ CLINCONSENSUS_OPTIONS = OptionGroup(
         Option(
             "judge_max_tokens",
             integer(minimum=1),
-            "max_tokens of a judge call (default 1024; 256 for a llamacpp: judge)",
-            str(DEFAULT_JUDGE_MAX_TOKENS),
+            # unset (None) is a default of its own: judge_cap() gives 1024, or 256 to a
+            # llamacpp: judge
+            f"max_tokens of a judge call (default {DEFAULT_JUDGE_MAX_TOKENS}; "
+            f"{LOCAL_JUDGE_MAX_TOKENS} for a llamacpp: judge)",
+            None,
         ),
         Option(
             "aggregate",
@@ -116,9 +122,6 @@ CLINCONSENSUS_OPTIONS = OptionGroup(
         ),
     ),
 )
-
-
-LOCAL_JUDGE_MAX_TOKENS = 256  # judge_max_tokens on the in-process server (Options.judge_cap)
 
 
 @dataclass(frozen=True)
@@ -156,11 +159,7 @@ class Options:
             cases=value("cases"),
             max_criteria=min(RUBRICS_PER_CASE, value("max_criteria")),
             judge_retries=value("judge_retries"),
-            # unset: judge_cap() decides per judge (the declared default is what it gives
-            # a remote judge)
-            judge_max_tokens=(
-                value("judge_max_tokens") if f"{_PREFIX}judge_max_tokens" in options else None
-            ),
+            judge_max_tokens=value("judge_max_tokens"),  # None: judge_cap() decides per judge
             aggregate=value("aggregate"),
             ks=tuple(dict.fromkeys([*DEFAULT_KS, *extra_ks])),
             bootstrap=int(value("bootstrap")),

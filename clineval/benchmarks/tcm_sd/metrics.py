@@ -132,19 +132,6 @@ def accuracy(gold: IntArray, pred: IntArray) -> float:
     return float(np.mean(gold == np.asarray(pred))) if gold.size else float("nan")
 
 
-def bootstrap_macro_f1(
-    gold: IntArray,
-    pred: IntArray,
-    n_labels: int,
-    n_resamples: int = DEFAULT_RESAMPLES,
-    seed: int = 0,
-    max_cells: int = 20_000_000,
-) -> tuple[FloatArray, FloatArray]:
-    """(macro-F1, accuracy) of each resample (stratified by gold label), vectorized."""
-    f1, _, acc = bootstrap_scores(gold, pred, n_labels, n_resamples, seed, max_cells)
-    return f1, acc
-
-
 def bootstrap_scores(
     gold: IntArray,
     pred: IntArray,
