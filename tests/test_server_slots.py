@@ -123,12 +123,13 @@ def test_embedded_server_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
     assert ls.default_max_tokens("llamacpp:/m.gguf", {}) == 1024
     assert ls.default_max_tokens("llamacpp:/m.gguf", {"llamacpp.n_ctx": "2048"}) == 512
     assert ls.default_max_tokens("openai:m@http://127.0.0.1:9/v1", {}) is None
-    # a verdict is short: the in-process judge's cap is 256 unless the option says otherwise
+    # a verdict is short: the in-process judge's cap is room for a 200-character explanation
+    # (3 x 200 + 64; tests/test_judge_explanation_bound.py) unless the option says otherwise
     from clineval.benchmarks.clinconsensus.common import Options
     from clineval.models.spec import ModelSpec
 
     local, remote = ModelSpec.parse("llamacpp:/m.gguf"), ModelSpec.parse("openai:m")
-    assert Options.from_config({}).judge_cap(local) == 256
+    assert Options.from_config({}).judge_cap(local) == 664
     assert Options.from_config({}).judge_cap(remote) == 1024
     set_to = Options.from_config({"clinconsensus.judge_max_tokens": "64"})
     assert set_to.judge_cap(local) == set_to.judge_cap(remote) == 64

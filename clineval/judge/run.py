@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clineval.judge.parse import parse_verdict
-from clineval.judge.prompt import VERDICT_SCHEMA, JudgePrompt
+from clineval.judge.prompt import VERDICT_SCHEMA, JudgePrompt, verdict_schema
 from clineval.models.llm_base import ChatError, ChatModel, ChatRequest
 
 FORMAT_LEVELS = ("json_schema", "json_object", "text")
@@ -30,18 +30,26 @@ DEFAULT_PARSE_RETRIES = 2
 DEFAULT_JUDGE_MAX_TOKENS = 1024
 
 
-_FORMATS: dict[str, dict[str, Any] | None] = {
-    "json_schema": {
+def _schema_format(schema: dict[str, Any]) -> dict[str, Any]:
+    return {
         "type": "json_schema",
-        "json_schema": {"name": "verdict", "strict": True, "schema": VERDICT_SCHEMA},
-    },
+        "json_schema": {"name": "verdict", "strict": True, "schema": schema},
+    }
+
+
+_FORMATS: dict[str, dict[str, Any] | None] = {
+    "json_schema": _schema_format(VERDICT_SCHEMA),
     "json_object": {"type": "json_object"},
     "text": None,
 }
 
 
-def response_format(level: str) -> dict[str, Any] | None:
-    """The OpenAI `response_format` of a ladder level (shared objects: never mutate them)."""
+def response_format(level: str, explanation_chars: int | None = None) -> dict[str, Any] | None:
+    """The OpenAI `response_format` of a ladder level (shared objects: never mutate them).
+    `explanation_chars` bounds the explanation in the json_schema level's schema; the other
+    levels cannot say it."""
+    if level == "json_schema" and explanation_chars is not None:
+        return _schema_format(verdict_schema(explanation_chars))
     return _FORMATS[level]
 
 
@@ -123,6 +131,7 @@ def judge_request(
     parse_failures: int = 0,
     prefix_key: str | None = None,
     max_input_tokens: int | None = None,
+    explanation_chars: int | None = None,
 ) -> ChatRequest:
     """The judge call after `parse_failures` unparseable replies, at ladder `level`."""
     return ChatRequest(
@@ -130,7 +139,7 @@ def judge_request(
         temperature=0.0 if parse_failures == 0 else RETRY_TEMPERATURE,
         max_tokens=max_tokens,
         seed=seed + parse_failures,
-        response_format=response_format(level),
+        response_format=response_format(level, explanation_chars),
         template_version=template_version,
         prefix_key=prefix_key,
         max_input_tokens=max_input_tokens,
@@ -149,6 +158,7 @@ async def judge_criterion(
     max_tokens: int | None = DEFAULT_JUDGE_MAX_TOKENS,
     parse_retries: int = DEFAULT_PARSE_RETRIES,
     max_input_tokens: int | None = None,
+    explanation_chars: int | None = None,
 ) -> JudgeOutcome:
     """One verdict, or a judge_error after at most 1 + parse_retries parseable-reply attempts."""
     messages = prompt.messages(query, response, criterion)
@@ -167,6 +177,7 @@ async def judge_criterion(
             parse_failures,
             prefix_key,
             max_input_tokens,
+            explanation_chars,
         )
         outcome.attempts += 1
         outcome.format = level

@@ -5,7 +5,11 @@ Task options (`--option clinconsensus.KEY=VALUE`):
   max_criteria=N       judge only the first N criteria of each case (tests, smoke runs); the
                        metrics then use N in place of 30, and CACS@k for k > N is null
   judge_retries=N      re-asks after an unparseable judge reply (default 2)
-  judge_max_tokens=N   max_tokens of a judge call (default 1024)
+  judge_max_tokens=N   max_tokens of a judge call (default 1024; on a llamacpp: judge enough
+                       for the bounded explanation below, 664)
+  judge_explanation_chars=N
+                       bound the verdict's explanation to N characters in the JSON schema
+                       (default 200 on a llamacpp: judge, unbounded elsewhere; 0 = unbounded)
   aggregate=RULE       several judges: majority (default) | all | any
   k=K1,K2              extra k values for CACS@k and pass@k (7 and 10 are always reported)
   bootstrap=N          bootstrap resamples for the 95% intervals (default 1000; 0 = none)
@@ -45,7 +49,7 @@ from clineval.config import RunConfig
 from clineval.data.cache import default_cache_dir
 from clineval.errors import InputError
 from clineval.judge.ensemble import AGGREGATES
-from clineval.judge.prompt import JudgePrompt
+from clineval.judge.prompt import JudgePrompt, verdict_token_bound
 from clineval.judge.run import DEFAULT_JUDGE_MAX_TOKENS, DEFAULT_PARSE_RETRIES
 from clineval.models.spec import ModelSpec
 from clineval.options import Option, OptionGroup, choice, integer, integer_list
@@ -62,7 +66,10 @@ def verdict_kind(judge_label: str) -> str:
     return VERDICT_KIND_PREFIX + judge_label
 
 
-LOCAL_JUDGE_MAX_TOKENS = 256  # judge_max_tokens on the in-process server (Options.judge_cap)
+# The in-process llama.cpp judge (Options.judge_cap, Options.explanation_bound): a grammar
+# bounds the explanation, and the token cap leaves room for all of it; unbounded, 256 tokens.
+LOCAL_EXPLANATION_CHARS = 200
+LOCAL_JUDGE_MAX_TOKENS = 256
 
 
 CLINCONSENSUS_OPTIONS = OptionGroup(
@@ -85,11 +92,20 @@ CLINCONSENSUS_OPTIONS = OptionGroup(
         Option(
             "judge_max_tokens",
             integer(minimum=1),
-            # unset (None) is a default of its own: judge_cap() gives 1024, or 256 to a
-            # llamacpp: judge
+            # unset (None) is a default of its own: judge_cap() decides per judge
             f"max_tokens of a judge call (default {DEFAULT_JUDGE_MAX_TOKENS}; "
-            f"{LOCAL_JUDGE_MAX_TOKENS} for a llamacpp: judge)",
+            f"{verdict_token_bound(LOCAL_EXPLANATION_CHARS)} for a llamacpp: judge)",
             None,
+        ),
+        Option(
+            "judge_explanation_chars",
+            integer(minimum=0),
+            # unset (None): explanation_bound() decides per judge
+            "bound the verdict's explanation to N characters in the judge's JSON schema "
+            f"(default {LOCAL_EXPLANATION_CHARS} for a llamacpp: judge, unbounded elsewhere; "
+            "0 = unbounded)",
+            None,
+            changes_requests=True,
         ),
         Option(
             "aggregate",
@@ -133,21 +149,36 @@ class Options:
     max_criteria: int
     judge_retries: int
     judge_max_tokens: int | None  # None: not set, judge_cap() decides per judge
+    judge_explanation_chars: int | None  # None: not set, explanation_bound() decides
     aggregate: str
     ks: tuple[int, ...]
     bootstrap: int
     judge_input_tokens: int | None
 
+    def explanation_bound(self, spec: ModelSpec) -> int | None:
+        """The most characters `spec`'s verdict explanation may have (None: unbounded), sent
+        as the JSON schema's maxLength. On the in-process llama.cpp server the schema is a
+        grammar: a small model looping inside the explanation is made to close it and give
+        its verdict. Elsewhere unbounded by default: a hosted API's strict mode may refuse
+        the keyword, and an answer cut short is not what a strong judge needs."""
+        if self.judge_explanation_chars is not None:
+            return self.judge_explanation_chars or None
+        return LOCAL_EXPLANATION_CHARS if spec.backend == "llamacpp" else None
+
     def judge_cap(self, spec: ModelSpec) -> int:
         """max_tokens of `spec`'s judge calls: `judge_max_tokens` when set; else 1,024, and
-        LOCAL_JUDGE_MAX_TOKENS on the in-process llama.cpp server. A verdict is a JSON object
-        of ~50-150 tokens; 1,024 leaves room for reasoning models on remote servers, but a
-        small local model that loops writes all of it at a few tokens/s on a CPU, then is
-        re-asked (judge_retries) and loops again: most of a fixture case's time (BENCHMARKS.md,
+        on the in-process llama.cpp server room for a verdict with a bounded explanation
+        (LOCAL_JUDGE_MAX_TOKENS when unbounded). A verdict is a JSON object of ~50-150
+        tokens; 1,024 leaves room for reasoning models on remote servers, but a small local
+        model that loops writes all of it at a few tokens/s on a CPU, then is re-asked
+        (judge_retries) and loops again: most of a fixture case's time (BENCHMARKS.md,
         "embedded llama.cpp defaults")."""
         if self.judge_max_tokens is not None:
             return self.judge_max_tokens
-        return LOCAL_JUDGE_MAX_TOKENS if spec.backend == "llamacpp" else DEFAULT_JUDGE_MAX_TOKENS
+        if spec.backend != "llamacpp":
+            return DEFAULT_JUDGE_MAX_TOKENS
+        bound = self.explanation_bound(spec)
+        return LOCAL_JUDGE_MAX_TOKENS if bound is None else verdict_token_bound(bound)
 
     @classmethod
     def from_config(cls, options: dict[str, str]) -> Options:
@@ -160,6 +191,7 @@ class Options:
             max_criteria=min(RUBRICS_PER_CASE, value("max_criteria")),
             judge_retries=value("judge_retries"),
             judge_max_tokens=value("judge_max_tokens"),  # None: judge_cap() decides per judge
+            judge_explanation_chars=value("judge_explanation_chars"),
             aggregate=value("aggregate"),
             ks=tuple(dict.fromkeys([*DEFAULT_KS, *extra_ks])),
             bootstrap=int(value("bootstrap")),

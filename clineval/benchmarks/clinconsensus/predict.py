@@ -190,6 +190,10 @@ class _Flow:
             label: data.options.judge_cap(spec)
             for label, spec in zip(data.judges, data.judge_specs, strict=True)
         }
+        self.explanation_bounds = {
+            label: data.options.explanation_bound(spec)
+            for label, spec in zip(data.judges, data.judge_specs, strict=True)
+        }
         self.writer = BufferedRecords(self.store)
         # Batch mode: every judge call that can be made now goes into one round (a window
         # would cut the round into batches of --concurrency cases).
@@ -246,6 +250,7 @@ class _Flow:
             max_tokens=self.caps[label],
             parse_retries=self.data.options.judge_retries,
             max_input_tokens=self.data.options.judge_input_tokens,
+            explanation_chars=self.explanation_bounds[label],
         )
         record = {**outcome.record(label), "prompt": self.prompt.version}
         self.writer.add(verdict_kind(label), key, record)
@@ -335,6 +340,19 @@ def predict(ctx: RunContext, data: Data, prompt: JudgePrompt) -> None:
     counters = run_model_calls(_predict(ctx, data, prompt))
     ctx.note(TASK, "progress", counters)
     ctx.note(TASK, "judge_input_truncation", input_truncation(ctx, data))
+    ctx.note(TASK, "judge_reply_bounds", reply_bounds(data))
+
+
+def reply_bounds(data: Data) -> dict[str, dict[str, int | None]]:
+    """Per judge, the max_tokens of its calls and the explanation's character bound in its
+    JSON schema (None: unbounded): both decide what a verdict can say."""
+    return {
+        label: {
+            "max_tokens": data.options.judge_cap(spec),
+            "explanation_chars": data.options.explanation_bound(spec),
+        }
+        for label, spec in zip(data.judges, data.judge_specs, strict=True)
+    }
 
 
 def input_truncation(ctx: RunContext, data: Data) -> dict[str, Any]:
@@ -373,6 +391,10 @@ def plan_calls(ctx: RunContext, data: Data, prompt: JudgePrompt, calls: CallPlan
         label: data.options.judge_cap(spec)
         for label, spec in zip(data.judges, data.judge_specs, strict=True)
     }
+    bounds = {
+        label: data.options.explanation_bound(spec)
+        for label, spec in zip(data.judges, data.judge_specs, strict=True)
+    }
     seed = ctx.config.seed
     answer_bound = (
         ctx.config.max_tokens
@@ -405,6 +427,7 @@ def plan_calls(ctx: RunContext, data: Data, prompt: JudgePrompt, calls: CallPlan
                     caps[label],
                     prefix_key=judge_prefix_key(prompt.version, case.query, shared),
                     max_input_tokens=data.options.judge_input_tokens,
+                    explanation_chars=bounds[label],
                 )
                 if answer is None:
                     calls.add_bounded(TASK, "judge", label, request, answer_bound)
