@@ -62,11 +62,15 @@ def run_variant(gguf: Path, name: str, cases: int, criteria: int, root: Path) ->
     argv += ["--option", f"clinconsensus.max_criteria={criteria}"]
     argv += ["--limit", str(cases), "--model", f"llamacpp:{gguf}", "-o", str(out)]
     load_before = os.getloadavg()[0]
+    # what the run's server will pick (sampled now, as it samples at start), or the flag
+    flag = next((a for a in VARIANTS[name] if a.startswith("llamacpp.threads=")), None)
+    threads = flag.split("=")[1] if flag else f"{default_threads()} (default)"
     started = time.perf_counter()
     code = cli_main([*argv, *VARIANTS[name]])
     seconds = time.perf_counter() - started
     manifest = json.loads((out / "manifest.json").read_text())
     totals = manifest["llm_calls"]["totals"]
+    progress = manifest["tasks"]["clinconsensus"].get("progress", {})
     return {
         "variant": name,
         "exit": code,
@@ -76,9 +80,11 @@ def run_variant(gguf: Path, name: str, cases: int, criteria: int, root: Path) ->
         "retries": totals["retries"],
         "errors": totals["errors"],
         "completion_tokens": totals["completion_tokens"],
+        "judge_reasks": progress.get("judge_reasks", 0),
+        "judge_errors": progress.get("judge_errors", 0),
         "load_1min_before": round(load_before, 2),
         "load_1min_after": round(os.getloadavg()[0], 2),
-        "threads": manifest["config"]["options"].get("llamacpp.threads", "0 (default)"),
+        "threads": threads,
     }
 
 

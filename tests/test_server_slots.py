@@ -116,9 +116,11 @@ def test_embedded_server_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
     from clineval.models import llamacpp_server as ls
 
     monkeypatch.setattr(ls, "usable_cores", lambda: 2)
-    monkeypatch.setattr(ls.os, "getloadavg", lambda: (0.1, 0.0, 0.0))
+    monkeypatch.setattr(ls, "busy_cores", lambda: 0.1)
     assert ls.default_threads() == 2
-    monkeypatch.setattr(ls.os, "getloadavg", lambda: (11.2, 0.0, 0.0))
+    monkeypatch.setattr(ls, "busy_cores", lambda: 0.7)
+    assert ls.default_threads() == 1
+    monkeypatch.setattr(ls, "busy_cores", lambda: 11.2)
     assert ls.default_threads() == 1
     assert ls.default_max_tokens("llamacpp:/m.gguf", {}) == 1024
     assert ls.default_max_tokens("llamacpp:/m.gguf", {"llamacpp.n_ctx": "2048"}) == 512
@@ -133,3 +135,22 @@ def test_embedded_server_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
     assert Options.from_config({}).judge_cap(remote) == 1024
     set_to = Options.from_config({"clinconsensus.judge_max_tokens": "64"})
     assert set_to.judge_cap(local) == set_to.judge_cap(remote) == 64
+
+
+def test_busy_cores_sees_a_spinning_process_now() -> None:
+    """A child spinning on one core counts as about one busy core at once (the 1-minute load
+    average would take a minute to say so, and as long to forget it: a second run started
+    right after a first took 1 thread of 2 on an idle machine). Other work on the machine can
+    only add to the figure, so the lower bound holds on a shared machine too."""
+    import subprocess
+    import sys
+
+    from clineval.models.llamacpp_server import busy_cores, usable_cores
+
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        busy = busy_cores(sample_s=1.0)
+    finally:
+        spinner.kill()
+        spinner.wait()
+    assert 0.7 <= busy <= usable_cores() + 0.01

@@ -36,20 +36,37 @@ def usable_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def busy_cores(sample_s: float = 0.5) -> float:
+    """How many of the usable cores other work keeps busy now: their CPU use over `sample_s`
+    seconds (psutil), not the 1-minute load average. The load average still counts work that
+    ended up to a minute ago: a second run started right after a first one on an idle machine
+    took 1 thread of 2 and needed 1.8x the time (BENCHMARKS.md, "embedded llama.cpp
+    defaults"). Without psutil (it comes with the llamacpp extra) the load average it is."""
+    try:
+        import psutil
+    except ImportError:
+        try:
+            return os.getloadavg()[0]
+        except (AttributeError, OSError):
+            return 0.0
+    per_cpu = psutil.cpu_percent(interval=sample_s, percpu=True)
+    try:
+        cores = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux: every core
+        cores = list(range(len(per_cpu)))
+    return sum(per_cpu[i] for i in cores if i < len(per_cpu)) / 100.0
+
+
 def default_threads() -> int:
     """llama.cpp threads when `llamacpp.threads` is 0: the usable cores that are idle now.
 
     Its worker threads meet at a barrier after every step and spin while they wait, so a thread
     whose core is busy with another process stalls all of them: on a shared 2-core machine at
     load 12, 2 threads decoded ~0.6 tokens/s per slot (BENCHMARKS.md, "embedded llama.cpp
-    defaults"). On an idle machine every core is used; each core busy elsewhere (the 1-minute
-    load average) takes one thread away, down to 1."""
+    defaults"). On an idle machine every core is used; each core busy elsewhere (busy_cores)
+    takes one thread away, down to 1."""
     cores = usable_cores()
-    try:
-        busy = os.getloadavg()[0]
-    except (AttributeError, OSError):
-        busy = 0.0
-    return max(1, min(cores, round(cores - busy)))
+    return max(1, min(cores, round(cores - busy_cores())))
 
 
 def default_reply_cap(n_ctx_per_slot: int) -> int:
