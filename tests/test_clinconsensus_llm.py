@@ -60,6 +60,11 @@ def test_llamacpp_end_to_end_then_score_without_calls(tmp_path: Path, gguf: Path
     assert res["fixture"] is True and res["source"] == "models"
     assert res["judge_is_candidate"] is True
     assert res["judges"] == [f"llamacpp:{gguf}"]
+    notes = json.loads((out / "manifest.json").read_text())["tasks"]["clinconsensus"]
+    # the option's 64 tokens, and the in-process judge's default explanation bound
+    assert notes["judge_reply_bounds"] == {
+        f"llamacpp:{gguf}": {"max_tokens": 64, "explanation_chars": 200}
+    }
     assert (res["n_cases"], res["n_criteria_per_case"]) == (2, 2)
     assert res["n_judged"] + res["judge_errors"] == 4
     assert res["usage"]["calls"] >= 6 and res["usage"]["prompt_tokens"] > 0

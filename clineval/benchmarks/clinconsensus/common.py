@@ -141,6 +141,15 @@ CLINCONSENSUS_OPTIONS = OptionGroup(
 
 
 @dataclass(frozen=True)
+class ReplyBounds:
+    """What bounds one judge's verdicts: its calls' max_tokens and the explanation's
+    characters in its JSON schema (None: unbounded). Recorded in the manifest."""
+
+    max_tokens: int
+    explanation_chars: int | None
+
+
+@dataclass(frozen=True)
 class Options:
     """The clinconsensus.* options of a run, typed, read from their declarations above (the
     run checked every key and value before anything started)."""
@@ -180,6 +189,9 @@ class Options:
         bound = self.explanation_bound(spec)
         return LOCAL_JUDGE_MAX_TOKENS if bound is None else verdict_token_bound(bound)
 
+    def reply_bounds(self, spec: ModelSpec) -> ReplyBounds:
+        return ReplyBounds(self.judge_cap(spec), self.explanation_bound(spec))
+
     @classmethod
     def from_config(cls, options: dict[str, str]) -> Options:
         def value(name: str) -> Any:
@@ -216,6 +228,13 @@ class Data:
     @property
     def n_criteria(self) -> int:
         return self.options.max_criteria
+
+    def reply_bounds(self) -> dict[str, ReplyBounds]:
+        """Per judge label, what bounds its verdicts."""
+        return {
+            label: self.options.reply_bounds(spec)
+            for label, spec in zip(self.judges, self.judge_specs, strict=True)
+        }
 
 
 def _select(cases: list[Case], limit: int | None, shard: str | None) -> list[Case]:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import time
 from contextlib import AsyncExitStack
+from dataclasses import asdict
 from typing import Any
 
 from clineval.benchmarks.base import RunContext
@@ -186,14 +187,7 @@ class _Flow:
         self.answers: dict[str, Any] = self.store.records(TASK, ANSWER_KIND)
         self.verdicts = {label: self.store.records(TASK, verdict_kind(label)) for label in judges}
         self.ladders = {label: self._ladder(label) for label in judges}
-        self.caps = {
-            label: data.options.judge_cap(spec)
-            for label, spec in zip(data.judges, data.judge_specs, strict=True)
-        }
-        self.explanation_bounds = {
-            label: data.options.explanation_bound(spec)
-            for label, spec in zip(data.judges, data.judge_specs, strict=True)
-        }
+        self.bounds = data.reply_bounds()
         self.writer = BufferedRecords(self.store)
         # Batch mode: every judge call that can be made now goes into one round (a window
         # would cut the round into batches of --concurrency cases).
@@ -247,10 +241,10 @@ class _Flow:
             rubric.criterion,
             self.ladders[label],
             seed=self.ctx.config.seed,
-            max_tokens=self.caps[label],
+            max_tokens=self.bounds[label].max_tokens,
             parse_retries=self.data.options.judge_retries,
             max_input_tokens=self.data.options.judge_input_tokens,
-            explanation_chars=self.explanation_bounds[label],
+            explanation_chars=self.bounds[label].explanation_chars,
         )
         record = {**outcome.record(label), "prompt": self.prompt.version}
         self.writer.add(verdict_kind(label), key, record)
@@ -340,19 +334,8 @@ def predict(ctx: RunContext, data: Data, prompt: JudgePrompt) -> None:
     counters = run_model_calls(_predict(ctx, data, prompt))
     ctx.note(TASK, "progress", counters)
     ctx.note(TASK, "judge_input_truncation", input_truncation(ctx, data))
-    ctx.note(TASK, "judge_reply_bounds", reply_bounds(data))
-
-
-def reply_bounds(data: Data) -> dict[str, dict[str, int | None]]:
-    """Per judge, the max_tokens of its calls and the explanation's character bound in its
-    JSON schema (None: unbounded): both decide what a verdict can say."""
-    return {
-        label: {
-            "max_tokens": data.options.judge_cap(spec),
-            "explanation_chars": data.options.explanation_bound(spec),
-        }
-        for label, spec in zip(data.judges, data.judge_specs, strict=True)
-    }
+    bounds = {label: asdict(b) for label, b in data.reply_bounds().items()}
+    ctx.note(TASK, "judge_reply_bounds", bounds)
 
 
 def input_truncation(ctx: RunContext, data: Data) -> dict[str, Any]:
@@ -387,14 +370,7 @@ def plan_calls(ctx: RunContext, data: Data, prompt: JudgePrompt, calls: CallPlan
     answers = ctx.store.records(TASK, ANSWER_KIND)
     verdicts = {label: ctx.store.records(TASK, verdict_kind(label)) for label in data.judges}
     levels = {label: stored_ladder_level(ctx.store, label, prompt) for label in data.judges}
-    caps = {
-        label: data.options.judge_cap(spec)
-        for label, spec in zip(data.judges, data.judge_specs, strict=True)
-    }
-    bounds = {
-        label: data.options.explanation_bound(spec)
-        for label, spec in zip(data.judges, data.judge_specs, strict=True)
-    }
+    bounds = data.reply_bounds()
     seed = ctx.config.seed
     answer_bound = (
         ctx.config.max_tokens
@@ -424,10 +400,10 @@ def plan_calls(ctx: RunContext, data: Data, prompt: JudgePrompt, calls: CallPlan
                     prompt.version,
                     levels[label],
                     seed,
-                    caps[label],
+                    bounds[label].max_tokens,
                     prefix_key=judge_prefix_key(prompt.version, case.query, shared),
                     max_input_tokens=data.options.judge_input_tokens,
-                    explanation_chars=bounds[label],
+                    explanation_chars=bounds[label].explanation_chars,
                 )
                 if answer is None:
                     calls.add_bounded(TASK, "judge", label, request, answer_bound)
