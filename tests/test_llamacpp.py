@@ -59,3 +59,23 @@ def test_server_lifecycle(gguf: Path) -> None:
     assert server.base_url is None
     with pytest.raises(OSError):
         urllib.request.urlopen(base_url + "/models", timeout=5)
+
+
+def test_start_waits_for_the_task_loop_and_names_a_server_that_never_serves() -> None:
+    """`start` returns once llama.cpp's task loop has answered `/slots` (a server stopped
+    before its loop ran never stopped: perf/llamacpp_stop_race.py); an address where nothing
+    answers is reported, not waited on for ever."""
+    from clineval.models.llamacpp_server import _wait_until_serving
+
+    problem = _wait_until_serving("http://127.0.0.1:1")
+    assert problem is not None and "refused" in problem.lower()
+
+
+@pytest.mark.llm
+def test_a_started_server_answers_slots_at_once(gguf: Path) -> None:
+    with LlamaCppServer(gguf, LlamaCppSettings(n_parallel=1, n_ctx_per_slot=512)) as server:
+        assert server.base_url is not None
+        root = server.base_url.removesuffix("/v1")
+        with urllib.request.urlopen(root + "/slots", timeout=5) as reply:
+            slots = json.loads(reply.read())
+        assert [slot["id"] for slot in slots] == [0]

@@ -14,6 +14,8 @@ import importlib.util
 import logging
 import os
 import threading
+import urllib.error
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,7 +23,7 @@ from typing import Any
 from clineval.errors import InputError
 
 log = logging.getLogger("clineval")
-STOP_TIMEOUT_S = 30.0
+READY_TIMEOUT_S = 120.0
 # The in-process server serves each call in its own slot (clineval waits for a free one before
 # sending, untimed), so a call's timeout only guards against a hung server; shorter than a slow
 # CPU needs for a long reply, it would throw away the work a retry then repeats.
@@ -138,6 +140,23 @@ def check_gguf(path: str | Path) -> Path:
     return p.resolve()
 
 
+def _wait_until_serving(address: str) -> str | None:
+    """Wait until llama.cpp's task loop runs; None then, else what went wrong. Its HTTP thread
+    answers before the loop has started, and a server stopped in that gap never stops: its
+    `terminate()` clears the `running` flag that `start_loop()` then sets, the loop runs on,
+    and the destructor joins it for ever, holding the GIL (seen in CI: a whole test worker
+    hung; 1 of 85 quick start/stop cycles on a busy 2-core machine, perf/llamacpp_stop_race.py).
+    `/slots` (on by default) is answered by the loop itself."""
+    try:
+        with urllib.request.urlopen(address + "/slots", timeout=READY_TIMEOUT_S) as reply:
+            reply.read()
+    except urllib.error.HTTPError:
+        return None  # answered: only an endpoint turned off says no, and it is not turned off
+    except OSError as exc:
+        return str(exc)
+    return None
+
+
 class LlamaCppServer:
     """One llama.cpp HTTP server on 127.0.0.1 serving one GGUF. Use as a context manager."""
 
@@ -180,36 +199,24 @@ class LlamaCppServer:
                     f"llama.cpp could not load the model: {exc}", path=self.gguf
                 ) from None
             address = str(self._server.listening_address).rstrip("/")
-            self.base_url = address + "/v1"
-            return self.base_url
+            problem = _wait_until_serving(address)
+            if problem is None:
+                self.base_url = address + "/v1"
+                return self.base_url
+            self._server = None  # the last reference: its destructor stops it
+            gc.collect()
+        raise InputError(
+            f"llama.cpp did not start serving within {READY_TIMEOUT_S:g} s: {problem}",
+            path=self.gguf,
+        )
 
     def stop(self) -> None:
-        """Stop serving: xllamacpp's destructor joins its threads, so drop the last reference.
-
-        The drop happens in a helper thread that is waited for at most STOP_TIMEOUT_S: the
-        destructor's join has been seen to hang on a loaded machine, and a finished run must
-        not hang on it (nor a test suite). A server that does not stop in time is left to the
-        end of the process, with a warning."""
+        """Stop serving: xllamacpp's destructor stops and joins its threads, so drop the last
+        reference. (It holds the GIL while it joins: a join that hung would hang the whole
+        process, which is why `start` returns only once the server can be stopped.)"""
         with self._lock:
-            server, self._server, self.base_url = self._server, None, None
-        if server is None:
-            return
-        holder = [server]
-        del server
-
-        def drop() -> None:
-            holder.clear()
-            gc.collect()
-
-        dropping = threading.Thread(target=drop, name="llamacpp-stop", daemon=True)
-        dropping.start()
-        dropping.join(STOP_TIMEOUT_S)
-        if dropping.is_alive():
-            log.warning(
-                "the llama.cpp server of %s did not stop within %g s; it ends with the process",
-                self.gguf.name,
-                STOP_TIMEOUT_S,
-            )
+            self._server, self.base_url = None, None  # the last reference
+            gc.collect()  # and any cycle that held one
 
     def __enter__(self) -> LlamaCppServer:
         self.start()
