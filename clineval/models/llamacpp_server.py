@@ -42,7 +42,7 @@ def busy_cores(sample_s: float = 0.5) -> float:
     """How many of the usable cores other work keeps busy now: their CPU use over `sample_s`
     seconds (psutil), not the 1-minute load average. The load average still counts work that
     ended up to a minute ago: a second run started right after a first one on an idle machine
-    took 1 thread of 2 and needed 1.8x the time (BENCHMARKS.md, "embedded llama.cpp
+    took 1 thread of 2 and needed 1.6x the time (BENCHMARKS.md, "embedded llama.cpp
     defaults"). Without psutil (it comes with the llamacpp extra) the load average it is."""
     try:
         import psutil
