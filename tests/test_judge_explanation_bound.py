@@ -54,6 +54,8 @@ def test_the_bound_and_cap_per_judge() -> None:
     fifty = Options.from_config({"clinconsensus.judge_explanation_chars": "50"})
     assert fifty.explanation_bound(REMOTE) == 50 and fifty.judge_cap(LOCAL) == 214
     assert fifty.judge_cap(REMOTE) == 1024  # a remote cap is not the bound's business
+    # an hf: judge ignores response_format: no bound is sent or recorded for it
+    assert fifty.explanation_bound(ModelSpec.parse("hf:/ckpt")) is None
     capped = Options.from_config({"clinconsensus.judge_max_tokens": "64"})
     assert capped.judge_cap(LOCAL) == 64 and capped.explanation_bound(LOCAL) == 200
     with pytest.raises(InputError, match="judge_explanation_chars"):

@@ -169,7 +169,11 @@ class Options:
         as the JSON schema's maxLength. On the in-process llama.cpp server the schema is a
         grammar: a small model looping inside the explanation is made to close it and give
         its verdict. Elsewhere unbounded by default: a hosted API's strict mode may refuse
-        the keyword, and an answer cut short is not what a strong judge needs."""
+        the keyword, and an answer cut short is not what a strong judge needs. Never on an
+        hf: judge: it runs in-process without a grammar and ignores response_format, so a
+        bound would be recorded but not kept."""
+        if spec.backend == "hf":
+            return None
         if self.judge_explanation_chars is not None:
             return self.judge_explanation_chars or None
         return LOCAL_EXPLANATION_CHARS if spec.backend == "llamacpp" else None
