@@ -61,9 +61,9 @@ def test_server_lifecycle(gguf: Path) -> None:
         urllib.request.urlopen(base_url + "/models", timeout=5)
 
 
-def test_start_waits_for_the_task_loop_and_names_a_server_that_never_serves() -> None:
-    """`start` returns once llama.cpp's task loop has answered `/slots` (a server stopped
-    before its loop ran never stopped: perf/llamacpp_stop_race.py); an address where nothing
+def test_the_readiness_wait_reports_an_address_where_nothing_serves() -> None:
+    """`start` waits for llama.cpp's task loop to answer `/slots` (a server stopped before
+    its loop ran never stopped: perf/llamacpp_stop_race.py); an address where nothing
     answers is reported, not waited on for ever."""
     from clineval.models.llamacpp_server import _wait_until_serving
 

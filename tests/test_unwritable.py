@@ -17,13 +17,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from test_run_directory import _run_args, _verdicts
 
 from clineval import rundir
-from clineval.benchmarks.clinconsensus.cases import fixture_path, load_cases
 from clineval.cli import main
 from clineval.rundir import CannotWrite, atomic_write_text
-
-FIXTURE = fixture_path()
 
 
 def _under_a_file(base: Path) -> Path:
@@ -64,38 +62,18 @@ if sys.platform.startswith("linux") and Path("/proc/1").is_dir():
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A finished ClinConsensus run and a finished --shard 1/1 run (verdicts files, no model)."""
     base = tmp_path_factory.mktemp("runs")
-    cases = load_cases(FIXTURE)[:3]
-    rows = [
-        {"case_id": c.case_id, "criterion_id": r.criterion_id, "criteria_met": j % 2 == 0}
-        for c in cases
-        for j, r in enumerate(c.rubrics)
-    ]
-    verdicts = base / "verdicts.jsonl"
-    verdicts.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    verdicts = _verdicts(base / "verdicts.jsonl", 3)
     out = {}
     for name, extra in (("run", []), ("shard", ["--shard", "1/1"])):
         out[name] = base / name
-        argv = ["--quiet", *_run(out[name], verdicts), *extra]
+        argv = ["--quiet", *_run_args(out[name], verdicts), *extra]
         assert main(argv) in (0, 1)  # 1: cases without verdicts count as judge errors
     out["verdicts"] = verdicts
     return out
 
 
-def _run(out: Path, verdicts: Path) -> list[str]:
-    return [
-        "run",
-        "clinconsensus",
-        "--model",
-        f"predictions:{verdicts}",
-        "--cases",
-        str(FIXTURE),
-        "--output-dir",
-        str(out),
-    ]
-
-
 COMMANDS: dict[str, Callable[[dict[str, Path], Path], list[str]]] = {
-    "run": lambda r, place: _run(place, r["verdicts"]),
+    "run": lambda r, place: _run_args(place, r["verdicts"]),
     "report": lambda r, place: ["report", str(r["run"]), "-o", str(place / "report.html")],
     "export": lambda r, place: [
         "export",

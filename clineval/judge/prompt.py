@@ -60,7 +60,7 @@ def verdict_schema(explanation_chars: int | None = None) -> dict[str, Any]:
 def verdict_token_bound(explanation_chars: int) -> int:
     """Tokens enough for a whole verdict whose explanation has at most `explanation_chars`
     characters: 3 a character (a byte-level tokenizer, SmolLM2's, writes a CJK character as
-    up to 3 byte tokens; English takes ~0.25) plus the JSON around it (~20 tokens measured)."""
+    up to 3 byte tokens; English far fewer) plus room for the JSON around it."""
     return 3 * explanation_chars + 64
 
 

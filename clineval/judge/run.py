@@ -14,6 +14,7 @@ judge_error carrying the reason; it is never turned into "not met" here.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import threading
 from collections.abc import Callable
@@ -49,8 +50,14 @@ def response_format(level: str, explanation_chars: int | None = None) -> dict[st
     `explanation_chars` bounds the explanation in the json_schema level's schema; the other
     levels cannot say it."""
     if level == "json_schema" and explanation_chars is not None:
-        return _schema_format(verdict_schema(explanation_chars))
+        return _bounded_schema_format(explanation_chars)
     return _FORMATS[level]
+
+
+@functools.lru_cache(maxsize=16)
+def _bounded_schema_format(explanation_chars: int) -> dict[str, Any]:
+    # one shared object per bound, like _FORMATS: built once, not for every judge call
+    return _schema_format(verdict_schema(explanation_chars))
 
 
 class FormatLadder:

@@ -145,8 +145,8 @@ def _wait_until_serving(address: str) -> str | None:
     answers before the loop has started, and a server stopped in that gap never stops: its
     `terminate()` clears the `running` flag that `start_loop()` then sets, the loop runs on,
     and the destructor joins it for ever, holding the GIL (seen in CI: a whole test worker
-    hung; 1 of 85 quick start/stop cycles on a busy 2-core machine, perf/llamacpp_stop_race.py).
-    `/slots` (on by default) is answered by the loop itself."""
+    hung; rare: perf/llamacpp_stop_race.py did not bring it out in 160 cycles). `/slots` (on
+    by default) is answered by the loop itself, so its reply means the loop has begun."""
     try:
         with urllib.request.urlopen(address + "/slots", timeout=READY_TIMEOUT_S) as reply:
             reply.read()
