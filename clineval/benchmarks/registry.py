@@ -13,7 +13,7 @@ import math
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import metadata
@@ -21,7 +21,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from clineval.benchmarks.base import DataFileStatus, RunContext, Task, TaskResult
-from clineval.benchmarks.declaration import Benchmark, DataSource, Exporter, Synthesizer
+from clineval.benchmarks.declaration import (
+    Benchmark,
+    DataSource,
+    Exporter,
+    MetricSchema,
+    Synthesizer,
+)
 from clineval.errors import InputError
 from clineval.options import OptionGroup
 
@@ -216,6 +222,23 @@ def benchmark_of(task: str) -> Benchmark | None:
     """The benchmark that declares `task`; None for a task no installed benchmark knows (a run
     directory written with a plugin that is not installed here)."""
     return next((b for b in _all() if task in b.tasks), None)
+
+
+def metric_schema(task: str, notes: Mapping[str, Any] | None = None) -> MetricSchema | None:
+    """The metrics of `task` as its installed benchmark declares them; for a task no installed
+    benchmark declares, as the run record `notes` (manifest.json["tasks"][task]) wrote them;
+    None for a run written before the record kept them."""
+    bench = benchmark_of(task)
+    if bench is not None:
+        return bench.metrics
+    recorded = (notes or {}).get("metrics")
+    if not isinstance(recorded, list) or not recorded:
+        return None
+    tables = (notes or {}).get("tables") or ()
+    return MetricSchema.from_record(
+        [m for m in recorded if isinstance(m, Mapping)],
+        [str(t) for t in tables if isinstance(t, str)],
+    )
 
 
 def get_benchmark(family: str) -> Benchmark | None:
