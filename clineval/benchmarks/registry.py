@@ -256,7 +256,7 @@ def get_task(name: str) -> Task[Any]:
         return bench.make_task(name)
     try:
         task = bench.make_task(name)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # a sys.exit in outside code is a failure too
         raise _plugin_error(name, dist, "make_task", exc) from exc
     return _PluginTask(task, dist)
 
@@ -286,7 +286,7 @@ class _PluginTask(Task[Any]):
     def _guard(self, step: str, call: Callable[[], T]) -> T:
         try:
             return call()
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:
             if _passes(exc):
                 raise
             raise _plugin_error(self.name, self.dist, step, exc) from exc
