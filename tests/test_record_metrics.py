@@ -165,3 +165,14 @@ def test_an_older_record_without_the_metrics_still_ranks_its_primary(
     best = {c.metric: c.run for c in comparison.leaderboard if c.best}
     assert best["hamming_loss"] == "good"  # the primary's recorded direction still holds
     assert clineval.RunResult.load(old[0])["fixture-codes"].specs == ()
+
+
+def test_the_report_without_the_plugin_reads_the_record(runs: tuple[Path, Path]) -> None:
+    from clineval.report.html import build_sections
+    from clineval.report.rundata import load_run
+
+    (section,) = build_sections(load_run(runs[1]))
+    cards = {card.key: card for card in section["cards"]}
+    assert set(cards) == {"hamming_loss", "n"}  # the recorded headline figures
+    # the interval the task did not store, bootstrapped from the recorded per-sample field
+    assert cards["hamming_loss"].ci is not None and cards["hamming_loss"].raw == 0.5

@@ -1,11 +1,13 @@
 """Helpers for the shapes most benchmarks share, so that a benchmark package holds only what is
-its own: the samples a run evaluates (`--limit`, then `--shard`), a predictions file keyed by
-sample id, one chat call per sample (stored as it arrives, planned for `--dry-run`), a
-multiple-choice letter parser, and accuracy with its bootstrap interval.
+its own: the samples a run evaluates (`--limit`, then `--shard`), the samples still without a
+stored output, a predictions file keyed by sample id (one for the run or one per task), one
+chat call per sample (stored as it arrives, planned for `--dry-run`), a multiple-choice letter
+parser, and accuracy with its bootstrap interval.
 
-The built-in benchmarks predate some of these and keep their own richer versions (TCM-SD's
-label parser knows the normalization table); a new benchmark starts here. The plugin template
-in examples/plugin-benchmark/ uses every one of them.
+The built-ins select their samples and their pending ones here; for the rest they keep richer
+versions of their own (TCM-SD's label parser knows the normalization table). A new benchmark
+starts here: the plugin template in examples/plugin-benchmark/ uses these helpers, reached
+through `clineval.benchmarks`.
 """
 
 from __future__ import annotations
