@@ -67,6 +67,17 @@ BENCHMARK = Benchmark(NAME, NAME, (NAME,), make, MetricSchema((MetricSpec("accur
 """
 
 
+# A plugin whose report section raises: `clineval report` says so in one line.
+BROKEN_SECTION = """
+import dataclasses
+
+def _section(run, task):
+    raise ZeroDivisionError("no section today")
+
+BENCHMARK = dataclasses.replace(BENCHMARK, report_section=_section)
+"""
+
+
 def _plugin(site: Path, dist: str, module: str, body: str) -> None:
     """A distribution `dist` whose entry point is `module:BENCHMARK`, as pip installs one."""
     (site / f"{module}.py").write_text(body)
@@ -109,6 +120,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _plugin(site, "hangs-forever", "hangs_forever", "import time\ntime.sleep(3600)\n")
     _plugin(site, "no-task", "no_task", _toy("no-task", fail="make_task"))
     _plugin(site, "breaks-in-predict", "breaks_in_predict", _toy("breaks", fail="predict"))
+    _plugin(site, "bad-section", "bad_section", _toy("bad-section") + BROKEN_SECTION)
     return site
 
 
@@ -180,4 +192,18 @@ def test_an_exception_in_a_plugins_task_names_task_and_package(site: Path, tmp_p
     assert made.returncode == 2
     assert made.stderr.strip().splitlines()[-1] == (
         "error: task 'no-task' (package 'no-task') failed in make_task: ValueError: cannot make it"
+    )
+
+
+def test_a_plugins_report_section_that_raises_is_one_line(site: Path, tmp_path: Path) -> None:
+    file = _predictions(tmp_path / "p.jsonl", {"s1": "A", "s2": "B", "s3": "A", "s4": "B"})
+    out = tmp_path / "run"
+    done = _cli(site, "run", "bad-section", "--model", f"predictions:{file}", "--output-dir",
+                str(out), cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    made = _cli(site, "report", str(out), "-o", str(tmp_path / "r.html"), cwd=tmp_path)
+    assert made.returncode == 2
+    assert made.stderr.strip().splitlines()[-1] == (
+        "error: task 'bad-section' (package 'bad-section') failed in report_section: "
+        "ZeroDivisionError: no section today"
     )

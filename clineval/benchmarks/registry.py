@@ -265,6 +265,20 @@ def _plugin_error(task: str, dist: str, step: str, exc: BaseException) -> Plugin
     return PluginError(f"task {task!r} (package {dist!r}) failed in {step}: {_describe(exc)}")
 
 
+def guarded(task: str, step: str, call: Callable[[], T]) -> T:
+    """`call()`, a step of `task`'s benchmark code (its report section, its statistics): for a
+    plugin, an exception of its own becomes one PluginError line naming task and package."""
+    dist = distribution_of(task)
+    if dist is None:
+        return call()
+    try:
+        return call()
+    except (Exception, SystemExit) as exc:
+        if _passes(exc):
+            raise
+        raise _plugin_error(task, dist, step, exc) from exc
+
+
 def _passes(exc: BaseException) -> bool:
     """clineval's own exceptions keep their meaning through a plugin's task: bad input
     (InputError, already one line), batch files written, a model call's error."""

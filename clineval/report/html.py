@@ -14,14 +14,14 @@ import base64
 import hashlib
 import os
 import time
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 
 import jinja2
 from markupsafe import Markup
 
-from clineval.benchmarks.registry import benchmark_of, metric_schema
+from clineval.benchmarks.registry import benchmark_of, guarded, metric_schema
 from clineval.errors import InputError
 from clineval.progress import track
 from clineval.report.jsonembed import COMPRESS_OVER, script_payload
@@ -87,7 +87,7 @@ def build_sections(run: RunData, compress_over: int = COMPRESS_OVER) -> list[dic
         bench = benchmark_of(task)
         notes = run.manifest.get("tasks", {}).get(task) or {}
         if bench is not None and bench.report_section is not None:
-            section = bench.report_section(run, task)
+            section = guarded(task, "report_section", partial(bench.report_section, run, task))
         elif bench is not None:
             section = _generic_section(run, task, bench.family, bench.metrics.headline_keys)
         else:  # a task of a benchmark that is not installed here: as its run record says

@@ -7,11 +7,12 @@ per-sample data are missing is simply absent; a task no installed benchmark know
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 import numpy as np
 
-from clineval.benchmarks.registry import benchmark_of, metric_schema
+from clineval.benchmarks.registry import benchmark_of, guarded, metric_schema
 from clineval.report import statistics as st
 
 
@@ -35,7 +36,7 @@ def statistics_for(
                     out[spec.key] = stat
     bench = benchmark_of(task)
     if bench is not None and bench.statistics is not None:
-        out.update(bench.statistics(metrics, samples))
+        out.update(guarded(task, "statistics", partial(bench.statistics, metrics, samples)))
     return out
 
 
