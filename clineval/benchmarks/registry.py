@@ -3,6 +3,11 @@ the entry-point group `clineval.benchmarks` (an entry point names a `Benchmark` 
 
 Generic code asks this module, never a family package: which tasks exist, which benchmark a
 task belongs to (for its metric schema, report section, statistics), the declared options.
+
+A plugin is outside code and cannot take a command down: its import runs in a thread with a
+bounded wait and its output swallowed; what it raises there is a warning; a name two plugins
+share is refused for both; an exception of its task, report section or statistics is one
+PluginError line naming the task and the distribution (docs/architecture.md, "The registry").
 """
 
 from __future__ import annotations
