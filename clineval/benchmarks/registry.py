@@ -7,7 +7,8 @@ task belongs to (for its metric schema, report section, statistics), the declare
 A plugin is outside code and cannot take a command down: its import runs in a thread with a
 bounded wait and its output swallowed; what it raises there is a warning; a name two plugins
 share is refused for both; an exception of its task, report section or statistics is one
-PluginError line naming the task and the distribution (docs/architecture.md, "The registry").
+PluginError line naming the task and the distribution (docs/architecture.md, "A benchmark is
+a unit").
 """
 
 from __future__ import annotations
