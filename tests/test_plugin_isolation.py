@@ -51,6 +51,7 @@ class Toy(Task):
         ctx.store.put_records(NAME, PREDICTION, [(i, {"pred": v}) for i, v in data.items()])
 
     def evaluate(self, ctx, data):
+        print("noise from evaluate")  # a plugin's print while a command runs: kept off stdout
         stored = ctx.store.records(NAME, PREDICTION)
         rows = [{"id": i, "correct": stored.get(i, {}).get("pred") == GOLD[i]} for i in IDS]
         return TaskResult({"accuracy": sum(r["correct"] for r in rows) / 4, "fixture": True}, rows)
@@ -168,6 +169,7 @@ def test_runs_and_compare_csv_stay_clean(site: Path, tmp_path: Path) -> None:
         done = _cli(site, "run", "good-toy", "--model", f"predictions:{file}",
                     "--output-dir", str(tmp_path / name), cwd=tmp_path)  # fmt: skip
         assert done.returncode == 0, done.stderr
+        assert "noise from evaluate" not in done.stdout and "noise from evaluate" in done.stderr
     compared = _cli(site, "compare", str(tmp_path / "a"), str(tmp_path / "b"), "--format", "csv",
                     cwd=tmp_path)  # fmt: skip
     assert compared.returncode == 0, compared.stderr

@@ -273,12 +273,19 @@ def _plugin_error(task: str, dist: str, step: str, exc: BaseException) -> Plugin
 
 def guarded(task: str, step: str, call: Callable[[], T]) -> T:
     """`call()`, a step of `task`'s benchmark code (its report section, its statistics): for a
-    plugin, an exception of its own becomes one PluginError line naming task and package."""
+    plugin, an exception of its own becomes one PluginError line naming task and package, and
+    what it prints goes to stderr."""
     dist = distribution_of(task)
     if dist is None:
         return call()
+    return _plugin_step(task, dist, step, call)
+
+
+def _plugin_step(task: str, dist: str, step: str, call: Callable[[], T]) -> T:
+    # What the plugin prints goes to stderr: stdout is the command's (a CSV, a table).
     try:
-        return call()
+        with contextlib.redirect_stdout(sys.stderr):
+            return call()
     except (Exception, SystemExit) as exc:
         if _passes(exc):
             raise
@@ -304,12 +311,7 @@ class _PluginTask(Task[Any]):
         self.option_group = inner.option_group
 
     def _guard(self, step: str, call: Callable[[], T]) -> T:
-        try:
-            return call()
-        except (Exception, SystemExit) as exc:
-            if _passes(exc):
-                raise
-            raise _plugin_error(self.name, self.dist, step, exc) from exc
+        return _plugin_step(self.name, self.dist, step, call)
 
     def data_status(self, data_root: Path | None) -> list[DataFileStatus]:
         return self._guard("data_status", lambda: self.inner.data_status(data_root))
