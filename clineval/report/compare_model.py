@@ -91,11 +91,10 @@ def _notes(run: RunData, task: str) -> dict[str, Any]:
 def _schema(task: str, runs: list[RunData]) -> MetricSchema | None:
     """The task's metrics: its installed benchmark's, else the first run record's that holds
     them (None: no benchmark, and records written before they kept the metrics)."""
-    for notes in [None] if benchmark_of(task) is not None else [_notes(r, task) for r in runs]:
-        schema = metric_schema(task, notes)
-        if schema is not None:
-            return schema
-    return None
+    if benchmark_of(task) is not None:
+        return metric_schema(task)
+    recorded = (metric_schema(task, _notes(run, task)) for run in runs)
+    return next((schema for schema in recorded if schema is not None), None)
 
 
 def _direction(task: str, key: str, runs: list[RunData]) -> bool:
