@@ -72,7 +72,10 @@ class _Found:
 
 def _distribution(entry: metadata.EntryPoint) -> str:
     dist = getattr(entry, "dist", None)
-    name = None if dist is None else dist.metadata["Name"]
+    try:
+        name = None if dist is None else dist.metadata["Name"]
+    except (KeyError, OSError, ValueError):  # a damaged METADATA names no one
+        name = None
     return str(name) if name else f"the package of entry point {entry.name!r}"
 
 
