@@ -26,7 +26,7 @@ from rich.table import Table
 from clineval.cli_groups import data_app, skills_app
 from clineval.cli_output import print_plan, print_results, stdout
 from clineval.errors import BatchFilesWritten, InputError
-from clineval.secrets import redact
+from clineval.secrets import MaskedStream, redact
 
 app = typer.Typer(
     add_completion=False,
@@ -413,11 +413,24 @@ def _stopped(terminated: bool, args: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     _state["terminated"] = False
+    with _masked_console():
+        try:
+            with _sigterm_as_interrupt():
+                return _main(args)
+        except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (Terminated)
+            return _stopped(terminated=_state["terminated"], args=args)
+
+
+@contextlib.contextmanager
+def _masked_console() -> Iterator[None]:
+    """stdout and stderr through secrets.MaskedStream while the command runs: whatever prints
+    a line (rich, logging, print) prints no credential the run knows."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = MaskedStream(saved[0]), MaskedStream(saved[1])  # type: ignore[assignment]
     try:
-        with _sigterm_as_interrupt():
-            return _main(args)
-    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (Terminated)
-        return _stopped(terminated=_state["terminated"], args=args)
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
 
 
 def _main(args: list[str]) -> int:

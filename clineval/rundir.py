@@ -28,6 +28,7 @@ from typing import Any
 from clineval.errors import InputError
 from clineval.jsonio import read_json_file
 from clineval.jsonl import iter_json_objects
+from clineval.secrets import mask_known
 
 MANIFEST = "manifest.json"
 RESULTS = "results.json"
@@ -96,7 +97,11 @@ def atomic_write_text(path: Path, text: str, *, in_place_if_full: bool = False) 
     already has instead (a new file needs blocks there are none of). Not atomic, so only for
     the last word of a stopping run (its manifest's status), which is worth more than the
     small risk of a torn file: everything else is in the store.
+
+    Every credential the run knows is masked in `text` first (clineval.secrets.mask_known).
     """
+    # The one place files leave: no credential the run knows gets into one (clineval.secrets).
+    text = mask_known(text)
     make_dir(path.parent)
     try:
         _replace(path, text)

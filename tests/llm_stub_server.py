@@ -21,6 +21,11 @@ or from Python with `StubServer` (starts that process, reads the URL, controls i
 Behaviours (a script is consumed one entry per chat request, then `default` applies):
   {"do": "ok", "latency": s, "content": str}   a chat.completion after `latency` seconds
   {"do": "status", "status": 429, "retry_after": "1", "body": str}   an HTTP error
+                                                (a server that quotes the request's
+                                                credentials back: in body, "{authorization}"
+                                                is its Authorization header, "{credentials}"
+                                                the header without its scheme word,
+                                                "{userpass}" a Basic header's user:password)
   {"do": "hang", "seconds": 30}                 no answer for that long (client times out)
   {"do": "truncated"}                           200 with a JSON body cut in the middle
   {"do": "short_body"}                          Content-Length larger than the body, then close
@@ -63,6 +68,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import contextlib
 import hashlib
 import json
@@ -468,6 +474,7 @@ class StubProtocol(asyncio.Protocol):
             if "retry_after" in behaviour:
                 extra = f"Retry-After: {behaviour['retry_after']}\r\n"
             text = behaviour.get("body", json.dumps({"error": {"message": "stub error"}}))
+            text = _quote_credentials(text, headers.get("authorization", ""))
             self.answer(int(behaviour["status"]), text.encode(), json_type, extra)
         elif do == "hang":
             loop.call_later(
@@ -488,6 +495,20 @@ class StubProtocol(asyncio.Protocol):
             self.transport.close()
         else:
             self.answer(400, f"unknown behaviour {do!r}".encode(), "text/plain")
+
+
+def _quote_credentials(text: str, authorization: str) -> str:
+    """`text` with the request's credentials in place of the placeholders in the module doc."""
+    _, _, credentials = authorization.partition(" ")
+    try:
+        userpass = base64.b64decode(credentials, validate=True).decode("utf-8")
+    except ValueError:  # binascii.Error and UnicodeDecodeError: not a Basic header
+        userpass = ""
+    return (
+        text.replace("{authorization}", authorization)
+        .replace("{credentials}", credentials)
+        .replace("{userpass}", userpass)
+    )
 
 
 def _multipart_file(content_type: str, body: bytes) -> bytes | None:
