@@ -5,10 +5,11 @@ names the files, writes them and reads JSON.
 Files are replaced atomically (write to a temporary file, then rename), so an interrupted run
 never leaves half a JSON file, and a rewrite never loses what an earlier task wrote.
 
-It is also where clineval writes files: `atomic_write_text` and `make_dir` (used by the run,
-report, export, merge and skills commands, the lock and the store) turn every OSError of a place
-that cannot be written (read-only file system, full disk, a path under a file, a symlink loop or
-to nothing, a name too long, /proc) into one `CannotWrite` line naming the path.
+It is also where clineval writes files: `atomic_write_text`, `atomic_write_lines` and
+`make_dir` (used by the run, report, export, merge and skills commands, batch request files,
+the lock and the store) turn every OSError of a place that cannot be written (read-only file
+system, full disk, a path under a file, a symlink loop or to nothing, a name too long, /proc)
+into one `CannotWrite` line naming the path.
 """
 
 from __future__ import annotations
@@ -104,10 +105,21 @@ def atomic_write_text(path: Path, text: str, *, in_place_if_full: bool = False) 
     text = mask_known(text)
     make_dir(path.parent)
     try:
-        _replace(path, text)
+        _replace(path, (text,))
     except OSError as exc:
         if not (in_place_if_full and exc.errno in _NO_SPACE and _overwrite_in_place(path, text)):
             raise CannotWrite(path, exc.strerror or str(exc)) from None
+
+
+def atomic_write_lines(path: Path, lines: Iterable[str]) -> None:
+    """`atomic_write_text` for a file too large to hold twice (a batch request file of up to
+    200 MB): the lines are written one by one, each masked as `atomic_write_text` masks, and
+    the file appears whole or not at all (no temporary file is left when a write fails)."""
+    make_dir(path.parent)
+    try:
+        _replace(path, (mask_known(line) for line in lines))
+    except OSError as exc:
+        raise CannotWrite(path, exc.strerror or str(exc)) from None
 
 
 def new_file(folder: Path, prefix: str, suffix: str) -> tuple[int, str]:
@@ -124,12 +136,13 @@ def new_file(folder: Path, prefix: str, suffix: str) -> tuple[int, str]:
     raise FileExistsError(errno.EEXIST, "no unused temporary file name", str(folder))
 
 
-def _replace(path: Path, text: str) -> None:
+def _replace(path: Path, chunks: Iterable[str]) -> None:
     fd, tmp = new_file(path.parent, f".{path.name}.", ".tmp")
     try:
         # newline="": the text's own line ends, on every platform (a CRLF file stays CRLF)
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
+            for chunk in chunks:
+                fh.write(chunk)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from llm_stub_server import StubServer, completion, request_key
+from test_unwritable import PLACES
 
 from clineval.benchmarks.clinconsensus.cases import fixture_path
 from clineval.cli import main
@@ -610,6 +611,81 @@ def test_bad_batch_flags_are_one_line_before_anything_is_written(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0], err
     assert not out.exists() and stub.stats()["requests"] == 0
+
+
+# ---- where --batch-file-out writes ------------------------------------------------------------
+def test_an_empty_batch_file_out_is_refused_naming_the_flag(
+    tmp_path: Path, stub: StubServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An empty path made a live synchronous run (the flag read as not given)."""
+    out = tmp_path / "run"
+    capsys.readouterr()
+    for empty in ("", "  "):
+        assert _run(stub, out, "--batch-file-out", empty) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err == ["error: --batch-file-out: the path is empty"], err
+    assert not out.exists() and stub.stats()["requests"] == 0
+
+
+@pytest.mark.parametrize("place", list(PLACES))
+def test_batch_file_out_in_an_unwritable_place_is_one_line(
+    place: str, tmp_path: Path, stub: StubServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each place tests/test_unwritable.py knows: one `error:` line naming the place, exit 2,
+    no temporary file; the places the run can see before it starts are refused before it
+    writes anything, the others (a /proc directory) stop it with its calls stored, and the
+    same command with a usable directory goes on."""
+    base = tmp_path / "places"
+    base.mkdir()
+    target = PLACES[place](base)
+    before = sorted(p.name for p in base.iterdir())
+    out = tmp_path / "run"
+    capsys.readouterr()
+    assert _run(stub, out, "--batch-file-out", str(target)) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: "), err
+    assert "--batch-file-out" in err[0] or "cannot write" in err[0], err
+    assert sorted(p.name for p in base.iterdir()) == before
+    assert stub.stats()["requests"] == 0
+    if (out / "manifest.json").exists():  # stopped while it ran: it says so, and resumes
+        status = json.loads((out / "manifest.json").read_text())["status"]
+        assert status.startswith("stopped: CannotWrite"), status
+    assert _run(stub, out, "--batch-file-out", str(tmp_path / "requests")) == 0
+    assert len((next((tmp_path / "requests").glob("*.jsonl"))).read_text().splitlines()) == N_CASES
+
+
+def test_a_full_disk_leaves_no_request_file_and_no_tmp(
+    tmp_path: Path,
+    stub: StubServer,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The request file's writes go to /dev/full (the kernel's ENOSPC for every write): the
+    run stops with one line naming the file, exit 2, and leaves no 0-byte temporary file;
+    with space again the same command writes the file."""
+    from clineval import rundir
+
+    real_new_file = rundir.new_file
+    requests = tmp_path / "requests"
+
+    def full_disk(folder: Path, prefix: str, suffix: str) -> tuple[int, str]:
+        fd, name = real_new_file(folder, prefix, suffix)
+        if Path(folder) == requests:
+            os.close(fd)
+            fd = os.open("/dev/full", os.O_WRONLY)
+        return fd, name
+
+    monkeypatch.setattr(rundir, "new_file", full_disk)
+    out = tmp_path / "run"
+    capsys.readouterr()
+    assert _run(stub, out, "--batch-file-out", str(requests)) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {requests}/clineval-"), err
+    assert err[0].endswith("cannot write: No space left on device"), err
+    assert list(requests.iterdir()) == []
+    monkeypatch.setattr(rundir, "new_file", real_new_file)
+    assert _run(stub, out, "--batch-file-out", str(requests)) == 0
+    assert [p.suffix for p in requests.iterdir()] == [".jsonl"]
 
 
 def test_offline_retries_are_bounded_over_the_runs_of_a_round_trip(

@@ -71,6 +71,7 @@ from clineval.models.http_errors import (
 )
 from clineval.models.llm_base import ChatError, ChatRequest, request_key
 from clineval.retry import RetryPolicy
+from clineval.rundir import atomic_write_lines, make_dir
 from clineval.secrets import redact
 from clineval.store import RunStore
 
@@ -604,7 +605,7 @@ class BatchChatModel(StoredChatModel):
     def _write_files(self, items: dict[str, _Pending]) -> None:
         directory = self._settings.file_out
         assert directory is not None
-        directory.mkdir(parents=True, exist_ok=True)
+        make_dir(directory)  # every file goes through the one writer (CannotWrite, exit 2)
         keys = list(items)
         lines = [request_line(k, self._body_of(items[k].request)) for k in keys]
         groups = split_lines(lines, self._settings.max_lines, self._settings.max_bytes)
@@ -614,9 +615,8 @@ class BatchChatModel(StoredChatModel):
         for group in groups:
             n = len(files) + 1
             path = directory / f"clineval-{_safe_name(self.label)}-{n:03d}.jsonl"
-            tmp = path.with_suffix(".jsonl.tmp")
-            tmp.write_bytes(b"".join(group))
-            tmp.replace(path)  # whole or absent: a killed run leaves no half file
+            # whole or absent: a killed run or a full disk leaves no half file and no tmp
+            atomic_write_lines(path, (line.decode("utf-8") for line in group))
             files[path.name] = keys[start : start + len(group)]
             start += len(group)
             self._store.set_meta(FILES_META, files)
