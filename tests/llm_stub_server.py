@@ -59,6 +59,9 @@ one entry per created batch):
   {"steps": 5}                                   polls spent in_progress before the end
   {"garbled": true}                              the output file ends with a non-JSON line
   {"status": "weird"}                            a status the Batch API does not name
+  {"forget": true}                               created, then unknown (404) to every look
+  {"lose_output": true}                          its output file id unknown (404) when read
+A restart is `reset()`: every file and batch is forgotten (and the counts start again).
 stats() adds "batches" (created), "uploads", "batch_lines_by_key" (how often each request
 key came in a batch file: a resumed run must not send one twice) and "bytes_in" (request
 body bytes received on /v1/ routes).
@@ -330,7 +333,10 @@ class StubProtocol(asyncio.Protocol):
         elif method == "POST" and parts == ["v1", "batches"]:
             spec = json.loads(body)
             file_id = spec.get("input_file_id")
-            if file_id not in state.files or spec.get("endpoint") != "/v1/chat/completions":
+            if file_id not in state.files:
+                self.json({"error": {"message": "no such file"}}, status=404)
+                return
+            if spec.get("endpoint") != "/v1/chat/completions":
                 self.json({"error": {"message": "bad batch request"}}, status=400)
                 return
             batch_id = f"batch_{len(state.batches) + 1}"
@@ -352,10 +358,11 @@ class StubProtocol(asyncio.Protocol):
             }
             self.json(state.batches[batch_id])
         elif method == "GET" and parts == ["v1", "batches"]:
-            self.json({"object": "list", "data": list(state.batches.values())})
+            known = [b for i, b in state.batches.items() if not state.batch_plans[i].get("forget")]
+            self.json({"object": "list", "data": known})
         elif method == "GET" and len(parts) == 3 and parts[1] == "batches":
             batch = state.batches.get(parts[2])
-            if batch is None:
+            if batch is None or state.batch_plans[parts[2]].get("forget"):
                 self.json({"error": {"message": "no such batch"}}, status=404)
                 return
             self.advance(batch)
@@ -423,7 +430,8 @@ class StubProtocol(asyncio.Protocol):
                 text = "".join(json.dumps(r) + "\n" for r in rows)
                 if name == "output_file_id" and plan.get("garbled"):
                     text += "<html>proxy error</html>\n"  # a line that is not JSON
-                state.files[file_id] = text.encode()
+                if not (name == "output_file_id" and plan.get("lose_output")):
+                    state.files[file_id] = text.encode()
                 batch[name] = file_id
         batch["status"] = end
         batch["request_counts"] = {

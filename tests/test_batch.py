@@ -153,8 +153,9 @@ def test_limits_split_a_round_and_dry_run_counts_batches_and_lines(
         ([{"end": "cancelled", "answered": 0.25}], 3),
         ([{"end": "failed"}], 3),  # nothing answered: all sent again
         ([{"end": "completed", "steps": 6}], 2),  # a long in_progress
+        ([{"end": "completed", "lose_output": True}], 3),  # its output file unknown: resent
     ],
-    ids=["error-lines", "expired", "cancelled", "failed", "slow"],
+    ids=["error-lines", "expired", "cancelled", "failed", "slow", "output-lost"],
 )
 def test_partial_failures_are_sent_again_and_the_results_stay_equal(
     tmp_path: Path,
@@ -513,6 +514,73 @@ def test_a_reply_outside_the_batch_api_is_one_error_and_the_run_resumes(
         _same_as_sync(out, sync_run)
     # the garbled output stays garbled at the server; nothing was submitted twice
     assert set(stub.stats()["batch_lines_by_key"].values()) == {1}
+
+
+# ---- a stored batch the server does not know --------------------------------------------------
+def _stopped_in_the_judge_round(stub: StubServer, out: Path) -> None:
+    """A run stopped (exit 2) with the answers stored and the judge batch's id kept."""
+    stub.batch_script([{"end": "completed"}, {"status": "weird"}])
+    assert _run(stub, out, "--batch", *FAST_POLL) == 2
+    with RunStore.in_dir(out) as store:
+        assert store.count_calls() == N_CASES
+        assert store.get_meta("batch:openai:judge")["1"]["batch_id"] == "batch_2"
+
+
+@pytest.mark.parametrize("stored", ["batch id", "file id only"])
+def test_a_restarted_server_that_lost_the_batch_gets_it_again_and_the_run_ends(
+    tmp_path: Path, stub: StubServer, sync_run: Path, stored: str
+) -> None:
+    """Every resume stopped on the same HTTP 404. Now the lost batch is a failed one: its
+    requests go out once more (one new batch, each line once) and the run finishes with the
+    synchronous run's results. "file id only": killed between the upload and the batch's
+    creation, the stored file is unknown too."""
+    out = tmp_path / "run"
+    _stopped_in_the_judge_round(stub, out)
+    if stored == "file id only":
+        with RunStore.in_dir(out) as store:
+            records = store.get_meta("batch:openai:judge")
+            records["1"]["batch_id"] = None
+            store.set_meta("batch:openai:judge", records)
+    stub.reset()  # a restart: every batch and file forgotten
+    assert _run(stub, out, "--batch", *FAST_POLL) == 0
+    stats = stub.stats()
+    assert stats["batches"] == 1 and stats["requests"] == 0
+    assert len(stats["batch_lines_by_key"]) == N_CASES * N_CRITERIA
+    assert set(stats["batch_lines_by_key"].values()) == {1}  # none sent twice
+    _same_as_sync(out, sync_run)
+    with RunStore.in_dir(out) as store:
+        judge = store.get_meta("batch:openai:judge")
+    assert judge["1"]["status"] == "unknown to the server" and judge["2"]["status"] == "completed"
+
+
+def test_another_base_url_that_never_knew_the_batch_finishes_the_run(
+    tmp_path: Path, stub: StubServer, sync_run: Path
+) -> None:
+    out = tmp_path / "run"
+    _stopped_in_the_judge_round(stub, out)
+    asked = stub.stats()["batch_api_requests"]
+    with StubServer() as other:
+        moved = [a.replace(stub.base_url, other.base_url) for a in _argv(stub, out)]
+        assert main([*moved, "--batch", *FAST_POLL]) == 0
+        stats = other.stats()
+    assert stats["batches"] == 1 and set(stats["batch_lines_by_key"].values()) == {1}
+    assert len(stats["batch_lines_by_key"]) == N_CASES * N_CRITERIA
+    assert stub.stats()["batch_api_requests"] == asked  # the old server was not asked again
+    _same_as_sync(out, sync_run)
+
+
+def test_batches_the_server_keeps_forgetting_are_resent_within_the_bound(
+    tmp_path: Path, stub: StubServer
+) -> None:
+    stub.batch_script([], default={"forget": True})
+    out = tmp_path / "run"
+    code = _run(stub, out, "--batch", *FAST_POLL, "--option", "llm.batch_resubmits=1")
+    assert code == 1  # the candidate errors fail the task
+    stats = stub.stats()
+    assert stats["batches"] == 2  # the first batch and one resubmission, no more
+    assert set(stats["batch_lines_by_key"].values()) == {2}
+    by_model = json.loads((out / "manifest.json").read_text())["llm_calls"]["by_model"]
+    assert by_model["openai:cand (candidate)"]["errors"] == {"server": N_CASES}
 
 
 @pytest.mark.parametrize(

@@ -25,8 +25,9 @@ its request counts. A finished batch's output and error files are read line by l
 is stored as a normal call; an error line is a failed attempt judged like the synchronous
 path's (clineval.models.http_errors.classify_http: 429 / 5xx / garbled / empty replies retried,
 other 4xx not), retried in the next batch within `--max-retries`, then the call's ChatError. A
-batch that failed, expired or was cancelled has the requests it did not answer sent again in a
-new batch, at most `resubmits` times, then they are call errors.
+batch that failed, expired or was cancelled, or that the server no longer knows (HTTP 404 for
+a stored batch or file: a restarted server, another --base-url), has the requests it did not
+answer sent again in a new batch, at most `resubmits` times, then they are call errors.
 
 Offline (`--batch-file-out DIR`): a round's lines are written to DIR (their keys noted in the
 run store) and the run stops with BatchFilesWritten (a one-line hint for `vllm run-batch`). A
@@ -81,6 +82,8 @@ ENDPOINT = "/v1/chat/completions"
 MAX_LINES = 50_000  # OpenAI's limits per batch input file
 MAX_BYTES = 200 * 1024 * 1024
 TERMINAL = frozenset({"completed", "failed", "expired", "cancelled"})
+# The end of a stored batch that the server does not know (HTTP 404): treated as failed.
+LOST = "unknown to the server"
 STATUSES = TERMINAL | {"validating", "in_progress", "finalizing", "cancelling"}
 SETTLE_S = 0.2  # a round closes when no call came for this long
 META_PREFIX = "batch:"  # run-store meta: one record per batch (or request file) of a model
@@ -223,6 +226,11 @@ def written_keys(store: RunStore) -> set[str]:
 
 
 # ---- the server --------------------------------------------------------------------------------
+class BatchUnknown(InputError):
+    """The server does not know a batch or file the run stored (HTTP 404: restarted, purged,
+    or another server at --base-url). The model treats the batch as failed (_lost)."""
+
+
 class BatchClient:
     """/v1/files and /v1/batches of one OpenAI-compatible server, over aiohttp, each request
     with the run's bounded retry policy."""
@@ -252,7 +260,12 @@ class BatchClient:
     async def aclose(self) -> None:
         await self._session.close()
 
-    async def _call(self, method: str, path: str, **kwargs: Any) -> bytes:
+    async def _call(
+        self, method: str, path: str, *, unknown_if_404: bool = False, **kwargs: Any
+    ) -> bytes:
+        """The reply body of one request, retried by the policy; InputError when it fails.
+        `unknown_if_404`: a 404 is BatchUnknown (a batch or file the server does not know),
+        not an error of the run."""
         aiohttp = self._aiohttp
         retries = 0
         while True:
@@ -264,6 +277,10 @@ class BatchClient:
                         status, retry_after = r.status, r.headers.get("Retry-After")
                 if status < 300:
                     return raw
+                if status == 404 and unknown_if_404:
+                    raise BatchUnknown(
+                        redact(f"batch API {self._host} {method} {path}: HTTP 404: {snippet(raw)}")
+                    )
                 classify_http(status, retry_after, raw)  # raises for every status >= 300
             except TimeoutError:
                 failure = AttemptFailed("timeout", f"no answer within {self._timeout_s:g} s", True)
@@ -278,8 +295,10 @@ class BatchClient:
             await asyncio.sleep(self._policy.delay(retries, failure.retry_after, self._rng))
             retries += 1
 
-    async def _json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
-        raw = await self._call(method, path, **kwargs)
+    async def _json(
+        self, method: str, path: str, *, unknown_if_404: bool = False, **kwargs: Any
+    ) -> dict[str, Any]:
+        raw = await self._call(method, path, unknown_if_404=unknown_if_404, **kwargs)
         try:
             obj = parse_json(raw)
         except JsonProblem:
@@ -313,18 +332,22 @@ class BatchClient:
             raise InputError(f"batch API {self._host} /files: no file id in the reply")
         return str(obj["id"])
 
-    async def create(self, file_id: str) -> dict[str, Any]:
+    async def create(self, file_id: str, *, stored: bool = False) -> dict[str, Any]:
+        """A batch of the uploaded file `file_id`. `stored`: the id comes from the run store
+        (an earlier process uploaded it), so a 404 is BatchUnknown: the server lost it."""
         body = {"input_file_id": file_id, "endpoint": ENDPOINT, "completion_window": "24h"}
         payload = orjson.dumps(body)
         self.bytes_sent += len(payload)
         headers = {"Content-Type": "application/json"}
-        return self._checked(
-            await self._json("POST", "/batches", data=payload, headers=headers), "/batches"
+        obj = await self._json(
+            "POST", "/batches", unknown_if_404=stored, data=payload, headers=headers
         )
+        return self._checked(obj, "/batches")
 
     async def get(self, batch_id: str) -> dict[str, Any]:
+        """The batch `batch_id`; BatchUnknown when the server does not know it (HTTP 404)."""
         path = f"/batches/{batch_id}"
-        return self._checked(await self._json("GET", path), path)
+        return self._checked(await self._json("GET", path, unknown_if_404=True), path)
 
     async def find_by_input(self, file_id: str) -> dict[str, Any] | None:
         """The batch created from `file_id`, if the server lists one (recent batches)."""
@@ -335,7 +358,8 @@ class BatchClient:
         return None
 
     async def content(self, file_id: str) -> bytes:
-        return await self._call("GET", f"/files/{file_id}/content")
+        """A file's content; BatchUnknown when the server does not know the file (HTTP 404)."""
+        return await self._call("GET", f"/files/{file_id}/content", unknown_if_404=True)
 
 
 # ---- the model ---------------------------------------------------------------------------------
@@ -537,7 +561,7 @@ class BatchChatModel(StoredChatModel):
                     assert outcome.failure is not None
                     if not self._failed(item, outcome.failure):
                         del todo[key]
-                else:  # the batch ended without this line (failed / expired / cancelled)
+                else:  # the batch ended without this line (failed / expired / cancelled / lost)
                     item.resent += 1
                     if item.resent > self._settings.resubmits:
                         failure = AttemptFailed(
@@ -548,13 +572,35 @@ class BatchChatModel(StoredChatModel):
 
     async def _finished(self, number: str) -> dict[str, Any]:
         """The batch of record `number`, polled until it ends (found by its input file when
-        the batch id was never stored)."""
-        assert self._client is not None
+        the batch id was never stored). A batch (or its stored input file) the server does not
+        know ends as LOST: like a failed batch, its requests go out again (_lost)."""
         record = self._records()[number]
+        try:
+            return await self._poll(number, record)
+        except BatchUnknown as exc:
+            return self._lost(number, record, str(exc))
+
+    def _lost(self, number: str, record: dict[str, Any], why: str) -> dict[str, Any]:
+        """A stored batch the server does not know, ended as a failed batch without output:
+        its unanswered requests are sent again within `resubmits` (_read_batches)."""
+        name = record.get("batch_id") or record.get("file_id")
+        log.warning(
+            "%s: the server does not know batch %s (%s); its %d request(s) go out again",
+            self.label,
+            name,
+            why,
+            len(record["keys"]),
+        )
+        record["status"] = LOST
+        self._save(number, record)
+        return {"id": name, "status": LOST}
+
+    async def _poll(self, number: str, record: dict[str, Any]) -> dict[str, Any]:
+        assert self._client is not None
         if record.get("batch_id") is None:
             batch = await self._client.find_by_input(record["file_id"])
             if batch is None:
-                batch = await self._client.create(record["file_id"])
+                batch = await self._client.create(record["file_id"], stored=True)
             record.update(batch_id=batch["id"], status=batch["status"])
             self._save(number, record)
         delays = poll_delays(self._settings.poll_s, self._settings.poll_max_s)
@@ -584,6 +630,8 @@ class BatchChatModel(StoredChatModel):
 
     async def _lines_of(self, batch: dict[str, Any]) -> dict[str, LineOutcome]:
         assert self._client is not None
+        if batch["status"] == LOST:  # no lines; its id may be reused by a new batch
+            return {}
         cached = self._outputs.get(batch["id"])
         if cached is not None:
             return cached
@@ -592,7 +640,11 @@ class BatchChatModel(StoredChatModel):
             file_id = batch.get(field_name)
             if not isinstance(file_id, str) or not file_id:
                 continue
-            data = await self._client.content(file_id)
+            try:
+                data = await self._client.content(file_id)
+            except BatchUnknown as exc:  # its lines are lost: those requests go out again
+                log.warning("%s: %s; its requests go out again", self.label, exc)
+                continue
             for number, raw in enumerate(data.splitlines(), start=1):
                 if raw.strip():
                     where = f"batch {batch['id']} {field_name.split('_')[0]} file line {number}"
