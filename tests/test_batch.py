@@ -224,6 +224,37 @@ def test_batch_cost_at_batch_prices_beside_the_list_price(tmp_path: Path, stub: 
     assert judge["estimated_cost"] == pytest.approx(judge["estimated_cost_list"] / 4, abs=1e-6)
 
 
+@pytest.mark.parametrize(
+    "field", ["batch_output_per_1m", "batch_input_per_1m", "batch_cached_input_per_1m"]
+)
+def test_any_one_batch_rate_makes_batch_calls_batch_priced(tmp_path: Path, field: str) -> None:
+    """`batch_priced` was false (though the cost used the rate) when only the batch output
+    price was given. Each rate alone prices the batch calls; the rest stay at list prices."""
+    from clineval.models.usage import load_price_table, summarize_usage
+
+    prices = tmp_path / "prices.json"
+    list_prices = {"input_per_1m": 2.0, "output_per_1m": 8.0, "cached_input_per_1m": 1.0}
+    prices.write_text(json.dumps({"m": {**list_prices, field: 0.5}}))
+    usage = {
+        "prompt_tokens": 1_000_000,
+        "completion_tokens": 1_000_000,
+        "cached_tokens": 400_000,  # as the run store keeps it (usage.usage_of)
+        "batch": True,
+    }
+    row = summarize_usage([("openai:m", usage)], load_price_table(str(prices)))["models"][
+        "openai:m"
+    ]
+    rates = {
+        "input": 0.5 if field == "batch_input_per_1m" else 2.0,
+        "output": 0.5 if field == "batch_output_per_1m" else 8.0,
+        "cached": 0.5 if field == "batch_cached_input_per_1m" else 1.0,
+    }
+    expected = 0.6 * rates["input"] + 1.0 * rates["output"] + 0.4 * rates["cached"]
+    assert row["batch_priced"] is True
+    assert row["estimated_cost"] == pytest.approx(expected)
+    assert row["estimated_cost_list"] == pytest.approx(0.6 * 2.0 + 8.0 + 0.4 * 1.0)
+
+
 def test_the_api_key_reaches_the_server_and_nothing_else(
     tmp_path: Path, stub: StubServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
