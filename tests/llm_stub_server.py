@@ -61,6 +61,9 @@ one entry per created batch):
   {"status": "weird"}                            a status the Batch API does not name
   {"forget": true}                               created, then unknown (404) to every look
   {"lose_output": true}                          its output file id unknown (404) when read
+  {"extra_line": "stray" | "duplicate" | "duplicate_error"}   one more output line: a
+                                                custom_id not in the batch, the first line
+                                                again, or the first request in the error file
 A restart is `reset()`: every file and batch is forgotten (and the counts start again).
 stats() adds "batches" (created), "uploads", "batch_lines_by_key" (how often each request
 key came in a batch file: a resumed run must not send one twice) and "bytes_in" (request
@@ -424,6 +427,14 @@ class StubProtocol(asyncio.Protocol):
                     "error": None,
                 }
             )
+        extra = plan.get("extra_line")
+        if extra == "stray" and out:  # a custom_id that was not in the batch
+            out.append({**out[0], "custom_id": "stray-fixture-id"})
+        elif extra == "duplicate" and out:  # a second line for the first request
+            out.append(dict(out[0]))
+        elif extra == "duplicate_error" and out:  # the first request in the error file too
+            error_body = {"error": {"message": "stub line error"}}
+            errors.append({**out[0], "response": {"status_code": 500, "body": error_body}})
         for name, rows in (("output_file_id", out), ("error_file_id", errors)):
             if rows:
                 file_id = f"file-{len(state.files) + 1}"

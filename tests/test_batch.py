@@ -518,7 +518,22 @@ def test_another_task_goes_in_one_round_and_equals_its_synchronous_run(
     [
         ({"garbled": True}, "error: batch batch_2 output file line 61: not JSON: <html>"),
         ({"status": "weird"}, "error: batch API http://127.0.0.1:"),
+        # the rule of --batch-file-in files: a request of this output, one line each
+        (
+            {"extra_line": "stray"},
+            "error: batch batch_2 output file line 61: custom_id 'stray-fixture-id' is not a "
+            "request of batch batch_2",
+        ),
+        (
+            {"extra_line": "duplicate"},
+            "error: batch batch_2 output file line 61: custom_id ",
+        ),
+        (
+            {"extra_line": "duplicate_error"},
+            "error: batch batch_2 error file line 1: custom_id ",
+        ),
     ],
+    ids=["garbled", "weird-status", "stray-line", "duplicate-line", "duplicate-error-line"],
 )
 def test_a_reply_outside_the_batch_api_is_one_error_and_the_run_resumes(
     tmp_path: Path,
@@ -534,6 +549,10 @@ def test_a_reply_outside_the_batch_api_is_one_error_and_the_run_resumes(
     assert _run(stub, out, "--batch", *FAST_POLL) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(message), err
+    if "duplicate" in str(plan.get("extra_line")):
+        assert err[0].endswith(
+            "again (first at batch batch_2 output file line 1): one line per request"
+        ), err
     with RunStore.in_dir(out) as store:
         assert store.count_calls() == N_CASES  # the answers are kept
         judge = store.get_meta("batch:openai:judge")
@@ -612,6 +631,45 @@ def test_batches_the_server_keeps_forgetting_are_resent_within_the_bound(
     assert set(stats["batch_lines_by_key"].values()) == {2}
     by_model = json.loads((out / "manifest.json").read_text())["llm_calls"]["by_model"]
     assert by_model["openai:cand (candidate)"]["errors"] == {"server": N_CASES}
+
+
+def test_line_splitter_gives_the_lines_whatever_the_chunks() -> None:
+    """The streamed reader's lines equal a whole read's, for chunks of every size (a line
+    longer than a chunk, a line end split from its \\r, no final line end)."""
+    import random
+
+    from clineval.models.batch import LineSplitter
+
+    rng = random.Random(7)
+    data = (
+        b"".join(
+            rng.choice([b"x" * rng.randrange(0, 300), b'{"a": 1}', b""])
+            + rng.choice([b"\n", b"\r\n"])
+            for _ in range(200)
+        )
+        + b"tail without end"
+    )
+    expected = [line.removesuffix(b"\r") for line in data.split(b"\n")]
+    for size in (1, 2, 3, 7, 64, 1000, len(data)):
+        splitter = LineSplitter()
+        got = []
+        for start in range(0, len(data), size):
+            got += list(splitter.feed(data[start : start + size]))
+        got += list(splitter.end())
+        assert got == expected, size
+
+
+def test_output_files_are_streamed_in_small_chunks_with_the_same_results(
+    tmp_path: Path, stub: StubServer, sync_run: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The batch output files downloaded in chunks far smaller than a line: the same answers
+    as the synchronous run."""
+    from clineval.models import batch
+
+    monkeypatch.setattr(batch, "_CHUNK", 97)
+    out = tmp_path / "run"
+    assert _run(stub, out, "--batch", *FAST_POLL) == 0
+    _same_as_sync(out, sync_run)
 
 
 @pytest.mark.parametrize(

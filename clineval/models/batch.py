@@ -47,15 +47,16 @@ Long module: the line format, the server client and the model that uses them cha
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 import re
 import secrets
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import orjson
 
@@ -77,6 +78,7 @@ from clineval.secrets import redact
 from clineval.store import RunStore
 
 log = logging.getLogger("clineval")
+T = TypeVar("T")
 
 ENDPOINT = "/v1/chat/completions"
 MAX_LINES = 50_000  # OpenAI's limits per batch input file
@@ -86,6 +88,7 @@ TERMINAL = frozenset({"completed", "failed", "expired", "cancelled"})
 LOST = "unknown to the server"
 STATUSES = TERMINAL | {"validating", "in_progress", "finalizing", "cancelling"}
 SETTLE_S = 0.2  # a round closes when no call came for this long
+_CHUNK = 1 << 20  # bytes of an output file read at a time
 META_PREFIX = "batch:"  # run-store meta: one record per batch (or request file) of a model
 FILES_META = "batch_files"  # keys written to request files (--batch-file-out), by file name
 
@@ -184,38 +187,93 @@ def parse_output_line(raw: bytes, where: str) -> LineOutcome:
     raise InputError(f"{where}: neither a response object nor an error")
 
 
+class OutputLines:
+    """The lines of ONE output, checked by the one rule of both ways answers arrive (a
+    `--batch-file-in` file; the output and error files of one server batch): every line is a
+    well-formed output line (parse_output_line), its custom_id is a request of that output
+    (`known`: what this run directory wrote to request files, or the batch's own requests),
+    and no custom_id has two lines. InputError naming the line (`where`) otherwise."""
+
+    def __init__(self, known: Collection[str], not_known: str) -> None:
+        self._known = known
+        self._not_known = not_known  # what an unknown custom_id is not, for its message
+        self.outcomes: dict[str, LineOutcome] = {}
+        self._where: dict[str, str] = {}
+
+    def add(self, raw: bytes, where: str) -> None:
+        if not raw.strip():
+            return
+        outcome = parse_output_line(raw, where)
+        if outcome.key not in self._known:
+            raise InputError(f"{where}: custom_id {outcome.key[:80]!r} is not {self._not_known}")
+        first = self._where.get(outcome.key)
+        if first is not None:
+            raise InputError(
+                f"{where}: custom_id {outcome.key[:16]}... again (first at {first}): "
+                "one line per request"
+            )
+        self._where[outcome.key] = where
+        self.outcomes[outcome.key] = outcome
+
+    def join(self, other: OutputLines) -> None:
+        """`other`'s lines as part of this output (a batch's error file after its output
+        file): a custom_id in both is a second line for one request."""
+        for key, outcome in other.outcomes.items():
+            if key in self._where:
+                raise InputError(
+                    f"{other._where[key]}: custom_id {key[:16]}... again (first at "
+                    f"{self._where[key]}): one line per request"
+                )
+            self._where[key] = other._where[key]
+            self.outcomes[key] = outcome
+
+
+class LineSplitter:
+    """Lines (split at \\n, a trailing \\r dropped) of bytes that arrive in chunks of any
+    size: a file read or an HTTP body streamed, never held whole."""
+
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+
+    def feed(self, chunk: bytes) -> Iterator[bytes]:
+        scanned = len(self._buffer)  # the part already searched holds no line end
+        self._buffer += chunk
+        start = 0
+        while (end := self._buffer.find(b"\n", max(start, scanned))) >= 0:
+            yield bytes(self._buffer[start:end]).removesuffix(b"\r")
+            start = end + 1
+        del self._buffer[:start]
+
+    def end(self) -> Iterator[bytes]:
+        if self._buffer:
+            yield bytes(self._buffer).removesuffix(b"\r")
+            self._buffer.clear()
+
+
+def read_output_file(path: str | Path, known: Collection[str]) -> OutputLines:
+    """One `--batch-file-in` file, line by line (never read whole: a file of a large round
+    is hundreds of MB), by OutputLines' rule."""
+    lines = OutputLines(known, "a request this run directory wrote (--batch-file-out)")
+    try:
+        with open(path, "rb") as fh:
+            for number, raw in enumerate(fh, start=1):
+                lines.add(raw.rstrip(b"\r\n"), f"{path}:{number}")
+    except OSError as exc:
+        raise InputError(f"--batch-file-in {path}: {exc.strerror or exc}") from None
+    return lines
+
+
 def read_outputs(paths: Iterable[str | Path], known: set[str]) -> dict[str, LineOutcome]:
     """Every line of the output files `paths` (--batch-file-in), validated before any is
-    used: a known custom_id (one this run directory wrote to a request file), a well-formed
-    response, one line per request in a file. InputError `FILE:LINE: ...` at the first bad
-    line. A request written again after an error line (a retry) has a line in two files: an
-    answer wins over an error."""
+    used (OutputLines: a known custom_id, a well-formed response, one line per request in
+    a file). InputError `FILE:LINE: ...` at the first bad line. A request written again
+    after an error line (a retry) has a line in two files: an answer wins over an error."""
     outcomes: dict[str, LineOutcome] = {}
     for path in paths:
-        first_seen: dict[str, str] = {}
-        try:
-            data = Path(path).read_bytes()
-        except OSError as exc:
-            raise InputError(f"--batch-file-in {path}: {exc.strerror or exc}") from None
-        for number, raw in enumerate(data.splitlines(), start=1):
-            if not raw.strip():
-                continue
-            where = f"{path}:{number}"
-            outcome = parse_output_line(raw, where)
-            if outcome.key not in known:
-                raise InputError(
-                    f"{where}: custom_id {outcome.key[:80]!r} is not a request this run "
-                    "directory wrote (--batch-file-out)"
-                )
-            if outcome.key in first_seen:
-                raise InputError(
-                    f"{where}: custom_id {outcome.key[:16]}... again (first at "
-                    f"{first_seen[outcome.key]}): one line per request"
-                )
-            first_seen[outcome.key] = where
-            earlier = outcomes.get(outcome.key)
+        for key, outcome in read_output_file(path, known).outcomes.items():
+            earlier = outcomes.get(key)
             if earlier is None or earlier.completion is None:
-                outcomes[outcome.key] = outcome
+                outcomes[key] = outcome
     return outcomes
 
 
@@ -266,17 +324,38 @@ class BatchClient:
         """The reply body of one request, retried by the policy; InputError when it fails.
         `unknown_if_404`: a 404 is BatchUnknown (a batch or file the server does not know),
         not an error of the run."""
+
+        async def whole(response: Any) -> bytes:
+            async with asyncio.timeout(self._timeout_s):
+                return bytes(await response.read())
+
+        return await self._request(method, path, whole, unknown_if_404, **kwargs)
+
+    async def _request(
+        self,
+        method: str,
+        path: str,
+        consume: Callable[[Any], Awaitable[T]],
+        unknown_if_404: bool,
+        **kwargs: Any,
+    ) -> T:
+        """What `consume` makes of a successful reply (it reads the body within its own
+        deadline), each attempt from the start, retried by the policy."""
         aiohttp = self._aiohttp
         retries = 0
         while True:
             self.requests += 1
             try:
-                async with asyncio.timeout(self._timeout_s):
-                    async with self._session.request(method, self._base + path, **kwargs) as r:
+                async with contextlib.AsyncExitStack() as stack:
+                    async with asyncio.timeout(self._timeout_s):  # until the reply's head
+                        r = await stack.enter_async_context(
+                            self._session.request(method, self._base + path, **kwargs)
+                        )
+                    status, retry_after = r.status, r.headers.get("Retry-After")
+                    if status < 300:
+                        return await consume(r)
+                    async with asyncio.timeout(self._timeout_s):
                         raw = await r.read()
-                        status, retry_after = r.status, r.headers.get("Retry-After")
-                if status < 300:
-                    return raw
                 if status == 404 and unknown_if_404:
                     raise BatchUnknown(
                         redact(f"batch API {self._host} {method} {path}: HTTP 404: {snippet(raw)}")
@@ -357,9 +436,27 @@ class BatchClient:
                 return self._checked(item, "/batches")
         return None
 
-    async def content(self, file_id: str) -> bytes:
-        """A file's content; BatchUnknown when the server does not know the file (HTTP 404)."""
-        return await self._call("GET", f"/files/{file_id}/content", unknown_if_404=True)
+    async def content_lines(
+        self, file_id: str, start: Callable[[], OutputLines], where: str
+    ) -> OutputLines:
+        """A file's lines, streamed into a fresh `start()` at each attempt (a retried
+        download starts over), `where` + " line N" naming each; never the file whole (an
+        output file may be hundreds of MB). BatchUnknown when the server does not know it."""
+
+        async def stream(response: Any) -> OutputLines:
+            lines, splitter = start(), LineSplitter()
+            number = 0
+            chunks = response.content.iter_chunked(_CHUNK)
+            while True:
+                async with asyncio.timeout(self._timeout_s):  # a deadline for each chunk
+                    chunk = await anext(chunks, None)
+                for raw in splitter.feed(chunk) if chunk is not None else splitter.end():
+                    number += 1
+                    lines.add(raw, f"{where} line {number}")
+                if chunk is None:
+                    return lines
+
+        return await self._request("GET", f"/files/{file_id}/content", stream, True)
 
 
 # ---- the model ---------------------------------------------------------------------------------
@@ -405,7 +502,6 @@ class BatchChatModel(StoredChatModel):
         self._pending: dict[str, _Pending] = {}
         self._flusher: asyncio.Task[None] | None = None
         self._last_call = 0.0
-        self._outputs: dict[str, dict[str, LineOutcome]] = {}  # batch id -> its lines
         self.lines_sent = 0
         self.batches_created = 0
 
@@ -546,8 +642,9 @@ class BatchChatModel(StoredChatModel):
         for key, number in covering.items():
             by_batch.setdefault(number, []).append(key)
         results = await asyncio.gather(*(self._finished(n) for n in by_batch))
+        records = self._records()
         for (number, keys), batch in zip(by_batch.items(), results, strict=True):
-            outputs = await self._lines_of(batch)
+            outputs = await self._lines_of(batch, frozenset(records[number]["keys"]))
             status = batch["status"]
             for key in keys:
                 item = todo[key]
@@ -628,30 +725,29 @@ class BatchChatModel(StoredChatModel):
             self._save(number, record)
         return batch
 
-    async def _lines_of(self, batch: dict[str, Any]) -> dict[str, LineOutcome]:
+    async def _lines_of(
+        self, batch: dict[str, Any], keys: Collection[str]
+    ) -> dict[str, LineOutcome]:
+        """The lines of a finished batch's output and error files, streamed, by the rule of
+        OutputLines: each a request of the batch (`keys`, its record's), one line each."""
         assert self._client is not None
-        if batch["status"] == LOST:  # no lines; its id may be reused by a new batch
+        if batch["status"] == LOST:  # no lines
             return {}
-        cached = self._outputs.get(batch["id"])
-        if cached is not None:
-            return cached
-        outcomes: dict[str, LineOutcome] = {}
+        found = OutputLines(keys, f"a request of batch {batch['id']}")
         for field_name in ("output_file_id", "error_file_id"):
             file_id = batch.get(field_name)
             if not isinstance(file_id, str) or not file_id:
                 continue
+            where = f"batch {batch['id']} {field_name.split('_')[0]} file"
             try:
-                data = await self._client.content(file_id)
+                lines = await self._client.content_lines(
+                    file_id, lambda: OutputLines(keys, f"a request of batch {batch['id']}"), where
+                )
             except BatchUnknown as exc:  # its lines are lost: those requests go out again
                 log.warning("%s: %s; its requests go out again", self.label, exc)
                 continue
-            for number, raw in enumerate(data.splitlines(), start=1):
-                if raw.strip():
-                    where = f"batch {batch['id']} {field_name.split('_')[0]} file line {number}"
-                    outcome = parse_output_line(raw, where)
-                    outcomes.setdefault(outcome.key, outcome)
-        self._outputs[batch["id"]] = outcomes
-        return outcomes
+            found.join(lines)
+        return found.outcomes
 
     # -- offline files -------------------------------------------------------------------------
     def _write_files(self, items: dict[str, _Pending]) -> None:
