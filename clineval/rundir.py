@@ -29,7 +29,7 @@ from typing import Any
 from clineval.errors import InputError
 from clineval.jsonio import read_json_file
 from clineval.jsonl import iter_json_objects
-from clineval.secrets import mask_known
+from clineval.secrets import holds_known, mask_known, mask_known_value
 
 MANIFEST = "manifest.json"
 RESULTS = "results.json"
@@ -172,15 +172,22 @@ def _overwrite_in_place(path: Path, text: str) -> bool:
     return True
 
 
+def _json_text(obj: Any, indent: int | None = None) -> str:
+    """The JSON of `obj`, with any credential the run knows masked inside its strings (a form
+    that could also be part of a number is masked there only: clineval.secrets)."""
+    text = json.dumps(obj, ensure_ascii=False, indent=indent, default=str)
+    if holds_known(text):
+        text = json.dumps(mask_known_value(obj), ensure_ascii=False, indent=indent, default=str)
+    return text
+
+
 def write_json(path: Path, obj: Any, *, in_place_if_full: bool = False) -> None:
-    text = json.dumps(obj, ensure_ascii=False, indent=2, default=str) + "\n"
+    text = _json_text(obj, indent=2) + "\n"
     atomic_write_text(path, text, in_place_if_full=in_place_if_full)
 
 
 def write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> None:
-    atomic_write_text(
-        path, "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in rows)
-    )
+    atomic_write_text(path, "".join(_json_text(r) + "\n" for r in rows))
 
 
 def read_json(path: Path) -> Any:

@@ -5,8 +5,9 @@ Two kinds of masking:
 - `redact(text)`, for messages: every credential the run knows (below), the values of
   environment variables whose names look secret, and the shapes of a credential (a Bearer or
   Basic header value, an sk- key, user:password in a URL, a key in a query string).
-- `mask_known(text)` / `mask_known_value(obj)`, for everything stored or written (the run store,
-  the one file writer, the console streams of the command line): only the credentials the run
+- `mask_known_value(obj)` (inside the strings of JSON-like data: the run store, the JSON files
+  of a run) and `mask_known(text)` (any text: the one file writer, the console streams of the
+  command line), for everything stored, written or printed: only the credentials the run
   knows, by value, so that model outputs are never altered by a shape that merely looks like
   a key.
 
@@ -16,9 +17,10 @@ every form it can take on the wire or in a reply: as written, percent-decoded, t
 pair, the base64 of that pair (the `Authorization: Basic` value, padded or not, standard or
 URL-safe alphabet, in UTF-8 and Latin-1), and each of those as it reads inside a JSON string.
 A bare password, token or key shorter than 6 characters is masked only in its pair and base64
-forms (masking "abc" in every model output would change results); one that is all digits is
-masked in messages only (inside stored JSON it could be part of a number, and replacing it there
-would break the file).
+forms (masking "abc" in every model output would change results). A form made only of
+characters that JSON also writes outside strings (digits, "true", ",", ...) is masked inside
+strings and in messages, never in raw text: there it could be part of a number and masking it
+would break a JSON file or a printed JSON document.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import json
 import os
 import re
 import threading
+from collections.abc import Iterable
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -48,7 +51,9 @@ _SECRET_PATTERNS = [
     # a key in a query string (Azure-style ?api-key=..., ?token=...).
     re.compile(r"([?&][^=&#\s]*(?:key|token|secret|password|sig)[^=&#\s]*=)[^&#\s]+", re.I),
 ]
-_NUMBER = re.compile(r"[0-9]+")
+# What JSON also writes outside its strings (numbers, literals, punctuation, spaces): a form
+# made only of these could sit across a number or a literal of a JSON text.
+_JSON_OUTSIDE_STRINGS = re.compile(r"[0-9.eE+\-,:\[\]{}\s truefalsn]+")
 
 _lock = threading.Lock()
 _registered: set[str] = set()  # bare credentials and pairs registered by this process
@@ -116,9 +121,10 @@ def _bare(secret: str) -> bool:
 
 
 def _forms(secrets: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(forms masked everywhere, forms masked in messages only), longest first."""
+    """(forms masked in any text, forms masked only inside strings and in in_strings),
+    longest first."""
     everywhere: set[str] = set()
-    messages: set[str] = set()
+    in_strings: set[str] = set()
     for secret in secrets:
         if _bare(secret) and len(secret) < _MIN_BARE:
             continue
@@ -128,13 +134,13 @@ def _forms(secrets: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
             escaped = json.dumps(form, ensure_ascii=False)[1:-1]
             ascii_escaped = json.dumps(form)[1:-1]
             variants = {form, escaped, ascii_escaped}
-            if _NUMBER.fullmatch(form):
-                messages |= variants
+            if _JSON_OUTSIDE_STRINGS.fullmatch(form):
+                in_strings |= variants
             else:
                 everywhere |= variants
-    messages -= everywhere
+    in_strings -= everywhere
     order = lambda s: (-len(s), s)  # noqa: E731 - longest first: no form leaves part of one
-    return tuple(sorted(everywhere, key=order)), tuple(sorted(messages, key=order))
+    return tuple(sorted(everywhere, key=order)), tuple(sorted(in_strings, key=order))
 
 
 def _known() -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -151,32 +157,45 @@ def _known() -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 
 def known_forms() -> tuple[str, ...]:
-    """Every form of every credential the run knows that stored text must not hold."""
-    return _known()[0]
+    """Every form of every credential the run knows."""
+    return tuple(sorted({*_known()[0], *_known()[1]}))
 
 
-def mask_known(text: str) -> str:
-    """`text` without any known credential form (each replaced by ***)."""
-    for form in _known()[0]:
+def _replace_all(text: str, forms: Iterable[str]) -> str:
+    for form in forms:
         if form in text:
             text = text.replace(form, _MASK)
     return text
 
 
+def mask_known(text: str) -> str:
+    """`text` (any text: a file, a console line) without any known credential form that can
+    be masked in raw text (each replaced by ***)."""
+    return _replace_all(text, _known()[0])
+
+
 def holds_known(text: str) -> bool:
-    """Whether `text` holds a known credential form (a cheap test before masking)."""
-    return any(form in text for form in _known()[0])
+    """Whether `text` holds a known credential form (a cheap test before mask_known_value;
+    a form of digits may also be a number, which that leaves alone)."""
+    everywhere, in_strings = _known()
+    return any(form in text for form in everywhere) or any(form in text for form in in_strings)
 
 
 def mask_known_value(value: Any) -> Any:
-    """A JSON-like value with every string (and mapping key) masked by `mask_known`: for
-    structured data, where masking the encoded text could touch a number or a key's quotes."""
+    """A JSON-like value with every known credential form masked inside its strings (and
+    mapping keys), numbers and literals untouched."""
+    everywhere, in_strings = _known()
+    forms = tuple(sorted({*everywhere, *in_strings}, key=lambda f: (-len(f), f)))
+    return _mask_strings(value, forms) if forms else value
+
+
+def _mask_strings(value: Any, forms: tuple[str, ...]) -> Any:
     if isinstance(value, str):
-        return mask_known(value)
+        return _replace_all(value, forms)
     if isinstance(value, dict):
-        return {mask_known_value(k): mask_known_value(v) for k, v in value.items()}
+        return {_mask_strings(k, forms): _mask_strings(v, forms) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [mask_known_value(v) for v in value]
+        return [_mask_strings(v, forms) for v in value]
     return value
 
 
@@ -189,10 +208,8 @@ def _masked(match: re.Match[str]) -> str:
 def redact(text: str) -> str:
     """A message without any credential: known ones by value, the environment's secret-looking
     values, and anything shaped like a credential."""
-    everywhere, messages = _known()
-    for form in (*everywhere, *messages):
-        if form in text:
-            text = text.replace(form, _MASK)
+    everywhere, in_strings = _known()
+    text = _replace_all(text, sorted({*everywhere, *in_strings}, key=lambda f: (-len(f), f)))
     for value in secret_values():
         text = text.replace(value, _MASK)
     for pattern in _SECRET_PATTERNS:

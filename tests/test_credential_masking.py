@@ -16,11 +16,12 @@ from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
+from llm_stub_server import StubServer
 
 from clineval import secrets
+from clineval.rundir import write_json, write_jsonl
 from clineval.secrets import mask_known, mask_known_value, redact, register_url
 from clineval.store import RunStore
-from tests.llm_stub_server import StubServer
 
 # Every placeholder the stub fills: the header, the header without "Basic", the decoded pair.
 QUOTING_BODY = json.dumps(
@@ -124,21 +125,27 @@ def test_url_credentials_in_no_run_file_export_report_or_line(
 
 
 def test_masking_keeps_stored_json_valid(tmp_path: Path) -> None:
-    """Masking in the store replaces inside strings only: a record whose text holds a known
-    credential is stored masked and still reads back; an all-digit password is masked in
-    messages but never inside a number."""
+    """Masking in the store and the JSON files replaces inside strings only: a record whose
+    text holds a known credential is stored masked and still reads back; an all-digit
+    password is masked inside strings and in messages but never inside a number."""
     register_url("http://dave:Fixture-Key-77@h/v1")
     register_url("http://erin:123456789@h/v1")
+    record = {"text": 'said "Fixture-Key-77" and 123456789', "n": 123456789}
     with RunStore(tmp_path / "store.sqlite") as store:
-        store.put_record("t", "out", "a", {"text": 'said "Fixture-Key-77"', "n": 123456789})
+        store.put_record("t", "out", "a", record)
         store.put_calls([("k", "m", json.dumps({"q": "dave:Fixture-Key-77"}), {"r": 1}, None)])
-        assert store.records("t", "out") == {"a": {"text": 'said "***"', "n": 123456789}}
+        assert store.records("t", "out") == {"a": {"text": 'said "***" and ***', "n": 123456789}}
         assert store.iter_calls()[0]["request"] == {"q": "***"}
     data = (tmp_path / "store.sqlite").read_bytes()
     assert b"Fixture-Key-77" not in data
     con = sqlite3.connect(tmp_path / "store.sqlite")
     assert "Fixture-Key-77" not in str(con.execute("SELECT * FROM records").fetchall())
     con.close()
+    write_json(tmp_path / "r.json", record)
+    write_jsonl(tmp_path / "r.jsonl", [record])
+    for name in ("r.json", "r.jsonl"):
+        text = (tmp_path / name).read_text(encoding="utf-8")
+        assert json.loads(text) == {"text": 'said "***" and ***', "n": 123456789}, name
     assert "123456789" not in redact("the server said erin:123456789 and 123456789")
     assert mask_known('{"n": 123456789}') == '{"n": 123456789}'
 
