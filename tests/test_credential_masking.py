@@ -188,3 +188,24 @@ def test_api_key_from_the_environment_masked_in_its_forms(monkeypatch: pytest.Mo
     monkeypatch.setenv("OPENAI_API_KEY", "fixture-key-0a1b2c3d")
     assert mask_known("key fixture-key-0a1b2c3d") == "key ***"
     assert mask_known_value(["a\\fixture-key-0a1b2c3d"]) == ["a\\***"]
+
+
+def test_the_command_line_prints_no_known_credential(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Whatever prints while a command runs (print, logging, rich) goes through the masked
+    streams: a line that quotes a known credential is printed masked."""
+    import logging
+
+    from clineval.cli import _masked_console
+
+    register_url("http://hal:Fixture-Console-9@h/v1")
+    with _masked_console():
+        print("said hal:Fixture-Console-9")
+        logging.getLogger("clineval.test").addHandler(handler := logging.StreamHandler())
+        try:
+            logging.getLogger("clineval.test").warning("key Fixture-Console-9")
+        finally:
+            logging.getLogger("clineval.test").removeHandler(handler)
+    out = capsys.readouterr()
+    assert out.out == "said ***\n" and out.err == "key ***\n"
