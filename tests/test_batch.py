@@ -845,6 +845,52 @@ def test_a_full_disk_leaves_no_request_file_and_no_tmp(
     assert [p.suffix for p in requests.iterdir()] == [".jsonl"]
 
 
+@pytest.fixture
+def small_mounts(tmp_path: Path) -> Iterator[dict[str, Path]]:
+    """A read-only file system and a nearly full one (tmpfs of 4 KiB), where this process
+    may mount them (root on Linux); else the test is skipped."""
+    mounts = {"read-only": tmp_path / "ro", "full": tmp_path / "full"}
+    made = []
+    try:
+        for name, options in (("read-only", "ro,size=4k"), ("full", "size=4k")):
+            mounts[name].mkdir()
+            done = subprocess.run(
+                ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(mounts[name])],
+                capture_output=True,
+                check=False,
+            )
+            if done.returncode:
+                pytest.skip("cannot mount a tmpfs here (needs root)")
+            made.append(mounts[name])
+        yield mounts
+    finally:
+        for path in made:
+            subprocess.run(["umount", str(path)], check=False)
+
+
+@pytest.mark.parametrize("kind", ["read-only", "full"])
+def test_batch_file_out_on_a_read_only_or_full_file_system(
+    tmp_path: Path,
+    stub: StubServer,
+    capsys: pytest.CaptureFixture[str],
+    small_mounts: dict[str, Path],
+    kind: str,
+) -> None:
+    """Real file systems: one line naming the path and the system's reason, exit 2, nothing
+    left on the file system, and the same command with room to write goes on."""
+    target = small_mounts[kind] / "requests"
+    out = tmp_path / "run"
+    capsys.readouterr()
+    assert _run(stub, out, "--batch-file-out", str(target)) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    reason = "Read-only file system" if kind == "read-only" else "No space left on device"
+    assert len(err) == 1 and err[0].startswith(f"error: {target}"), err
+    assert err[0].endswith(f"cannot write: {reason}"), err
+    leftovers = [p for p in small_mounts[kind].rglob("*") if p.is_file()]
+    assert leftovers == []
+    assert _run(stub, out, "--batch-file-out", str(tmp_path / "requests")) == 0
+
+
 def test_offline_retries_are_bounded_over_the_runs_of_a_round_trip(
     tmp_path: Path, stub: StubServer
 ) -> None:
