@@ -11,11 +11,12 @@ Two kinds of masking:
   knows, by value, so that model outputs are never altered by a shape that merely looks like
   a key.
 
-A credential the run knows is the API key it sends (OPENAI_API_KEY) and the user:password of
-every base URL it was given (`register_url`, called where a URL is checked). Each is known in
-every form it can take on the wire or in a reply: as written, percent-decoded, the user:pass
-pair, the base64 of that pair (the `Authorization: Basic` value, padded or not, standard or
-URL-safe alphabet, in UTF-8 and Latin-1), and each of those as it reads inside a JSON string.
+A credential the run knows is the API key it sends (OPENAI_API_KEY, and the Hugging Face token
+HF_TOKEN) and the user:password of every base URL it was given (`register_url`, called where a
+URL is checked). Each is known in every form it can take on the wire or in a reply: as
+written, percent-decoded, the user:pass pair, the base64 of that pair (the `Authorization:
+Basic` value, padded or not, standard or URL-safe alphabet, in UTF-8 and Latin-1), and each of
+those as it reads inside a JSON string.
 A bare password, token or key shorter than 6 characters is masked only in its pair and base64
 forms (masking "abc" in every model output would change results). A form made only of
 characters that JSON also writes outside strings (digits, "true", ",", ...) is masked inside
@@ -35,8 +36,9 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)", re.IGNORECASE)
-# Environment variables whose values a run sends as credentials (or whose URL may carry them).
-_CREDENTIAL_ENV = ("OPENAI_API_KEY",)
+# Environment variables whose values a run sends as credentials (or whose URL may carry them):
+# the OpenAI-compatible key, and the Hugging Face token its libraries send for hf: models.
+_CREDENTIAL_ENV = ("OPENAI_API_KEY", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
 _URL_ENV = ("OPENAI_BASE_URL",)
 _MIN_BARE = 6  # shortest bare secret masked on its own
 _MASK = "***"

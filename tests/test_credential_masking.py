@@ -184,8 +184,11 @@ def test_basic_header_value_redacted_in_messages() -> None:
     assert redact("got Authorization: Basic dXNlcjpwYXNz") == "got Authorization: Basic ***"
 
 
-def test_api_key_from_the_environment_masked_in_its_forms(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", "fixture-key-0a1b2c3d")
+@pytest.mark.parametrize("name", ["OPENAI_API_KEY", "HF_TOKEN"])
+def test_api_key_from_the_environment_masked_in_its_forms(
+    monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    monkeypatch.setenv(name, "fixture-key-0a1b2c3d")
     assert mask_known("key fixture-key-0a1b2c3d") == "key ***"
     assert mask_known_value(["a\\fixture-key-0a1b2c3d"]) == ["a\\***"]
 
