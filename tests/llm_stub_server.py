@@ -61,13 +61,15 @@ one entry per created batch):
   {"status": "weird"}                            a status the Batch API does not name
   {"forget": true}                               created, then unknown (404) to every look
   {"lose_output": true}                          its output file id unknown (404) when read
+  {"cut_output_once": true}                      the first download of its output file stops
+                                                halfway (the connection drops)
   {"extra_line": "stray" | "duplicate" | "duplicate_error"}   one more output line: a
                                                 custom_id not in the batch, the first line
                                                 again, or the first request in the error file
 A restart is `reset()`: every file and batch is forgotten (and the counts start again).
 stats() adds "batches" (created), "uploads", "batch_lines_by_key" (how often each request
-key came in a batch file: a resumed run must not send one twice) and "bytes_in" (request
-body bytes received on /v1/ routes).
+key came in a batch file: a resumed run must not send one twice), "bytes_in" (request
+body bytes received on /v1/ routes) and "cut_downloads" (downloads cut halfway).
 """
 
 from __future__ import annotations
@@ -126,6 +128,8 @@ class StubState:
         self.batch_script: list[dict[str, Any]] = []
         self.batch_default: dict[str, Any] = {"end": "completed"}
         self.batch_lines_by_key: Counter[str] = Counter()
+        self.cut_once: set[str] = set()  # file ids whose next download is cut short
+        self.cut_downloads = 0
         self.uploads = 0
         self.batch_api_requests = 0
 
@@ -293,6 +297,7 @@ class StubProtocol(asyncio.Protocol):
                     "uploads": state.uploads,
                     "batch_api_requests": state.batch_api_requests,
                     "batch_lines_by_key": dict(state.batch_lines_by_key),
+                    "cut_downloads": state.cut_downloads,
                     "bytes_in": state.bytes_in,
                 }
             )
@@ -332,7 +337,19 @@ class StubProtocol(asyncio.Protocol):
             if parts[2] not in state.files:
                 self.json({"error": {"message": "no such file"}}, status=404)
                 return
-            self.write(200, state.files[parts[2]], "application/jsonl")
+            content = state.files[parts[2]]
+            if parts[2] in state.cut_once:  # half the body, then the connection drops
+                state.cut_once.discard(parts[2])
+                state.cut_downloads += 1
+                assert self.transport is not None
+                head = (
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/jsonl\r\n"
+                    f"Content-Length: {len(content)}\r\n\r\n"
+                )
+                self.transport.write(head.encode() + content[: len(content) // 2])
+                self.transport.close()
+                return
+            self.write(200, content, "application/jsonl")
         elif method == "POST" and parts == ["v1", "batches"]:
             spec = json.loads(body)
             file_id = spec.get("input_file_id")
@@ -443,6 +460,8 @@ class StubProtocol(asyncio.Protocol):
                     text += "<html>proxy error</html>\n"  # a line that is not JSON
                 if not (name == "output_file_id" and plan.get("lose_output")):
                     state.files[file_id] = text.encode()
+                if name == "output_file_id" and plan.get("cut_output_once"):
+                    state.cut_once.add(file_id)
                 batch[name] = file_id
         batch["status"] = end
         batch["request_counts"] = {

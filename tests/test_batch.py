@@ -154,8 +154,10 @@ def test_limits_split_a_round_and_dry_run_counts_batches_and_lines(
         ([{"end": "failed"}], 3),  # nothing answered: all sent again
         ([{"end": "completed", "steps": 6}], 2),  # a long in_progress
         ([{"end": "completed", "lose_output": True}], 3),  # its output file unknown: resent
+        # a download cut halfway is read again from the start: no line counted twice
+        ([{"end": "completed", "cut_output_once": True}], 2),
     ],
-    ids=["error-lines", "expired", "cancelled", "failed", "slow", "output-lost"],
+    ids=["error-lines", "expired", "cancelled", "failed", "slow", "output-lost", "output-cut"],
 )
 def test_partial_failures_are_sent_again_and_the_results_stay_equal(
     tmp_path: Path,
@@ -173,6 +175,7 @@ def test_partial_failures_are_sent_again_and_the_results_stay_equal(
     calls = json.loads((out / "manifest.json").read_text())["llm_calls"]["totals"]
     if script[-1].get("error_every"):
         assert calls["retries"] == N_CASES * N_CRITERIA // 3  # a failed attempt each
+    assert stats["cut_downloads"] == (1 if script[-1].get("cut_output_once") else 0)
 
 
 def test_resending_is_bounded_then_the_calls_are_errors(tmp_path: Path, stub: StubServer) -> None:

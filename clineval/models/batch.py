@@ -733,16 +733,18 @@ class BatchChatModel(StoredChatModel):
         assert self._client is not None
         if batch["status"] == LOST:  # no lines
             return {}
-        found = OutputLines(keys, f"a request of batch {batch['id']}")
+
+        def fresh() -> OutputLines:
+            return OutputLines(keys, f"a request of batch {batch['id']}")
+
+        found = fresh()
         for field_name in ("output_file_id", "error_file_id"):
             file_id = batch.get(field_name)
             if not isinstance(file_id, str) or not file_id:
                 continue
             where = f"batch {batch['id']} {field_name.split('_')[0]} file"
             try:
-                lines = await self._client.content_lines(
-                    file_id, lambda: OutputLines(keys, f"a request of batch {batch['id']}"), where
-                )
+                lines = await self._client.content_lines(file_id, fresh, where)
             except BatchUnknown as exc:  # its lines are lost: those requests go out again
                 log.warning("%s: %s; its requests go out again", self.label, exc)
                 continue
