@@ -26,7 +26,7 @@ from rich.table import Table
 from clineval.cli_groups import data_app, skills_app
 from clineval.cli_output import print_plan, print_results, stdout
 from clineval.errors import BatchFilesWritten, InputError
-from clineval.secrets import MaskedStream, redact
+from clineval.secrets import MaskedStream, redact, register_environment
 
 app = typer.Typer(
     add_completion=False,
@@ -425,6 +425,7 @@ def main(argv: list[str] | None = None) -> int:
 def _masked_console() -> Iterator[None]:
     """stdout and stderr through secrets.MaskedStream while the command runs: whatever prints
     a line (rich, logging, print) prints no credential the run knows."""
+    register_environment()  # the environment's keys, known before anything is printed
     saved = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = MaskedStream(saved[0]), MaskedStream(saved[1])  # type: ignore[assignment]
     try:

@@ -11,12 +11,13 @@ Two kinds of masking:
   knows, by value, so that model outputs are never altered by a shape that merely looks like
   a key.
 
-A credential the run knows is the API key it sends (OPENAI_API_KEY, and the Hugging Face token
-HF_TOKEN) and the user:password of every base URL it was given (`register_url`, called where a
-URL is checked). Each is known in every form it can take on the wire or in a reply: as
-written, percent-decoded, the user:pass pair, the base64 of that pair (the `Authorization:
-Basic` value, padded or not, standard or URL-safe alphabet, in UTF-8 and Latin-1), and each of
-those as it reads inside a JSON string.
+A credential the run knows is the API key it sends (OPENAI_API_KEY, read through
+`env_credential`; the Hugging Face token HF_TOKEN; both registered when a command starts,
+`register_environment`) and the user:password of every base URL it was given (`register_url`,
+called where a URL is checked). Each is known in every form it can take on the wire or in a
+reply: as written, percent-decoded, the user:pass pair, the base64 of that pair (the
+`Authorization: Basic` value, padded or not, standard or URL-safe alphabet, in UTF-8 and
+Latin-1), and each of those as it reads inside a JSON string.
 A bare password, token or key shorter than 6 characters is masked only in its pair and base64
 forms (masking "abc" in every model output would change results). A form made only of
 characters that JSON also writes outside strings (digits, "true", ",", ...) is masked inside
@@ -59,7 +60,6 @@ _JSON_OUTSIDE_STRINGS = re.compile(r"[0-9.eE+\-,:\[\]{}\s truefalsn]+")
 
 _lock = threading.Lock()
 _registered: set[str] = set()  # bare credentials and pairs registered by this process
-_cache: dict[tuple[str, ...], tuple[tuple[str, ...], tuple[str, ...]]] = {}
 
 
 def secret_values() -> list[str]:
@@ -100,6 +100,25 @@ def register_secret(value: str) -> None:
     if value:
         with _lock:
             _registered.add(value)
+
+
+def register_environment() -> None:
+    """Know the credentials the environment gives a run (the keys of _CREDENTIAL_ENV, the
+    userinfo of the URLs of _URL_ENV) as they are now: called when a command starts and
+    where the model layer reads them (`env_credential`)."""
+    for name in _CREDENTIAL_ENV:
+        register_secret(os.environ.get(name, ""))
+    for name in _URL_ENV:
+        register_url(os.environ.get(name, ""))
+
+
+def env_credential(name: str) -> str | None:
+    """The credential in environment variable `name` (None when unset or empty), known
+    from now on in every form (what a model reads its API key with)."""
+    value = os.environ.get(name) or None
+    if value is not None:
+        register_secret(value)
+    return value
 
 
 def _encodings(secret: str) -> list[str]:
@@ -145,22 +164,30 @@ def _forms(secrets: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(sorted(everywhere, key=order)), tuple(sorted(in_strings, key=order))
 
 
-def _known() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    env = [os.environ.get(name, "") for name in _CREDENTIAL_ENV]
-    urls = [s for name in _URL_ENV for s in _userinfo_secrets(os.environ.get(name, ""))]
+_Known = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]
+_last: tuple[tuple[object, ...], _Known] | None = None  # the forms of the last state seen
+
+
+def _known() -> _Known:
+    """(forms for any text, forms for inside strings only, both), each longest first, of the
+    registered credentials. On the hot path of every stored call: recomputed only when the
+    registry changed (it is only ever added to, or replaced whole by a test)."""
+    global _last
+    state = (id(_registered), len(_registered))
+    last = _last
+    if last is not None and last[0] == state:
+        return last[1]
     with _lock:
-        secrets = tuple(sorted({*_registered, *(v for v in env if v), *urls}))
-        found = _cache.get(secrets)
-        if found is None:
-            if len(_cache) > 64:
-                _cache.clear()
-            found = _cache[secrets] = _forms(secrets)
+        everywhere, in_strings = _forms(tuple(sorted(_registered)))
+    both = tuple(sorted({*everywhere, *in_strings}, key=lambda f: (-len(f), f)))
+    found = (everywhere, in_strings, both)
+    _last = (state, found)
     return found
 
 
 def known_forms() -> tuple[str, ...]:
     """Every form of every credential the run knows."""
-    return tuple(sorted({*_known()[0], *_known()[1]}))
+    return _known()[2]
 
 
 def _replace_all(text: str, forms: Iterable[str]) -> str:
@@ -179,15 +206,13 @@ def mask_known(text: str) -> str:
 def holds_known(text: str) -> bool:
     """Whether `text` holds a known credential form (a cheap test before mask_known_value;
     a form of digits may also be a number, which that leaves alone)."""
-    everywhere, in_strings = _known()
-    return any(form in text for form in everywhere) or any(form in text for form in in_strings)
+    return any(form in text for form in _known()[2])
 
 
 def mask_known_value(value: Any) -> Any:
     """A JSON-like value with every known credential form masked inside its strings (and
     mapping keys), numbers and literals untouched."""
-    everywhere, in_strings = _known()
-    forms = tuple(sorted({*everywhere, *in_strings}, key=lambda f: (-len(f), f)))
+    forms = _known()[2]
     return _mask_strings(value, forms) if forms else value
 
 
@@ -210,8 +235,7 @@ def _masked(match: re.Match[str]) -> str:
 def redact(text: str) -> str:
     """A message without any credential: known ones by value, the environment's secret-looking
     values, and anything shaped like a credential."""
-    everywhere, in_strings = _known()
-    text = _replace_all(text, sorted({*everywhere, *in_strings}, key=lambda f: (-len(f), f)))
+    text = _replace_all(text, _known()[2])
     for value in secret_values():
         text = text.replace(value, _MASK)
     for pattern in _SECRET_PATTERNS:

@@ -20,7 +20,13 @@ from llm_stub_server import StubServer
 
 from clineval import secrets
 from clineval.rundir import write_json, write_jsonl
-from clineval.secrets import mask_known, mask_known_value, redact, register_url
+from clineval.secrets import (
+    mask_known,
+    mask_known_value,
+    redact,
+    register_environment,
+    register_url,
+)
 from clineval.store import RunStore
 
 # Every placeholder the stub fills: the header, the header without "Basic", the decoded pair.
@@ -189,6 +195,8 @@ def test_api_key_from_the_environment_masked_in_its_forms(
     monkeypatch: pytest.MonkeyPatch, name: str
 ) -> None:
     monkeypatch.setenv(name, "fixture-key-0a1b2c3d")
+    assert mask_known("key fixture-key-0a1b2c3d") == "key fixture-key-0a1b2c3d"  # not read yet
+    register_environment()  # as each command does when it starts
     assert mask_known("key fixture-key-0a1b2c3d") == "key ***"
     assert mask_known_value(["a\\fixture-key-0a1b2c3d"]) == ["a\\***"]
 
