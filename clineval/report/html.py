@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import os
 import time
 from functools import lru_cache
@@ -30,11 +31,13 @@ from clineval.report.sections_common import (
     USAGE_COLUMNS,
     SampleTable,
     base_section,
+    fields_part,
     fill_intervals,
     settings,
+    short_model_label,
+    table_block,
 )
 from clineval.rundir import atomic_write_text
-from clineval.secrets import redact
 from clineval.version import __version__
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -60,23 +63,54 @@ def csp_hash(script: str) -> str:
 
 
 def _generic_section(
-    run: RunData, task: str, family: str = "other", headline_keys: tuple[str, ...] = ()
+    run: RunData,
+    task: str,
+    family: str = "other",
+    headline_keys: tuple[str, ...] = (),
+    tables: tuple[str, ...] = (),
 ) -> dict[str, Any]:
-    """A task without a report section of its own: its metrics and a generic sample table."""
+    """A task without a report section of its own: its metrics, the nested tables its schema
+    declares, and a sample table of every field (scalars as columns, the rest in the detail
+    view)."""
     section = base_section(run, task, family, headline_keys)
+    metrics = run.results.get(task, {})
+    for key in tables:
+        block = declared_table(key, metrics.get(key))
+        if block is not None:
+            section["blocks"].append(block)
     samples = run.samples.get(task, [])
     if samples:
-        keys = [k for k in samples[0] if k != "task"][:6]
         rows = [{k: v for k, v in row.items() if k != "task"} for row in samples]
+        keys = list(dict.fromkeys(k for row in rows for k in row))
+        scalar = [k for k in keys if all(not isinstance(r.get(k), dict | list) for r in rows)]
         section["table"] = SampleTable(
             element_id=f"{section['anchor']}-samples",
-            columns=[{"key": k, "label": k} for k in keys],
+            columns=[{"key": k, "label": k} for k in scalar],
             filters=[],
-            search=[],
-            detail="generic",
+            search=[k for k in keys if k not in scalar],
+            detail=[fields_part()],
             rows=rows,
         )
     return section
+
+
+def declared_table(key: str, value: Any) -> dict[str, Any] | None:
+    """A nested results entry as a table: {row: {column: value}} or {name: value}."""
+    if not isinstance(value, dict) or not value:
+        return None
+    if all(isinstance(v, dict) for v in value.values()):
+        columns = list(dict.fromkeys(c for v in value.values() for c in v))
+        rows = [[str(name), *(_cell(v.get(c)) for c in columns)] for name, v in value.items()]
+        return table_block(key, [key, *columns], rows)
+    return table_block(key, ["name", "value"], [[str(k), _cell(v)] for k, v in value.items()])
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4f}"
+    if isinstance(value, dict | list):
+        return json.dumps(value, ensure_ascii=False)
+    return "" if value is None else str(value)
 
 
 def build_sections(run: RunData, compress_over: int = COMPRESS_OVER) -> list[dict[str, Any]]:
@@ -88,7 +122,9 @@ def build_sections(run: RunData, compress_over: int = COMPRESS_OVER) -> list[dic
         if bench is not None and bench.report_section is not None:
             section = bench.report_section(run, task)
         elif bench is not None:
-            section = _generic_section(run, task, bench.family, bench.metrics.headline_keys)
+            section = _generic_section(
+                run, task, bench.family, bench.metrics.headline_keys, bench.metrics.tables
+            )
         else:  # a task of a benchmark that is not installed here
             section = _generic_section(run, task)
         if any(card.ci is None for card in section["cards"]):
@@ -132,7 +168,7 @@ def render_report(run: RunData, compress_over: int = COMPRESS_OVER) -> str:
         .render(
             run_name=run.path.name,
             run_path=str(run.path),
-            model=redact(str(run.manifest.get("config", {}).get("model", "?"))),
+            model=short_model_label(str(run.manifest.get("config", {}).get("model", "?"))),
             generated=time.strftime("%Y-%m-%d %H:%M"),
             version=__version__,
             settings=settings(run),

@@ -6,6 +6,9 @@ template), except `svg` entries: markup made by clineval.report.plots (it escape
 
 from __future__ import annotations
 
+import base64
+import csv
+import io
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +34,8 @@ class Metric:
     ci: str | None  # "[low, high]" formatted like the value
     raw: float
     ci_note: str = ""  # set when the report, not the task, computed the interval
+    note: str = ""  # what the figure is computed on, when that is not every sample
+    reference: str = ""  # a published figure to read the run's against
 
 
 def metric_of(metrics: dict[str, Any], key: str) -> Metric | None:
@@ -75,6 +80,11 @@ def headline(
     return cards, rest
 
 
+# A part of a detail view: plain JSON the page's script draws with textContent only. Titles
+# may name row fields as {key}.
+DetailPart = dict[str, Any]
+
+
 @dataclass
 class SampleTable:
     """The per-sample table's spec, embedded as JSON and drawn by the page's script."""
@@ -83,9 +93,12 @@ class SampleTable:
     columns: list[dict[str, str]]  # {"key", "label"}
     filters: list[dict[str, Any]]  # {"key", "label", "values": [...]} (row values are strings)
     search: list[str]  # row keys searched besides the columns
-    detail: str  # "ner" | "tcm" | "cc" | "generic"
+    # the detail view of a clicked row: parts made by the *_part functions below, drawn by the
+    # page's one renderer; empty = every field of the row
+    detail: list[DetailPart]
     rows: list[dict[str, Any]]
-    extra: dict[str, Any] = field(default_factory=dict)  # e.g. the judge names of "cc" rows
+    extra: dict[str, Any] = field(default_factory=dict)  # lookup lists the detail parts name
+    title: str = "Samples"
 
     def spec(self) -> dict[str, Any]:
         return {
@@ -96,6 +109,80 @@ class SampleTable:
             "rows": self.rows,
             **self.extra,
         }
+
+
+def heading_part(text: str) -> DetailPart:
+    return {"part": "heading", "text": text}
+
+
+def text_part(title: str, key: str) -> DetailPart:
+    return {"part": "text", "title": title, "key": key}
+
+
+def spans_part(title: str, text_key: str, spans_key: str, style: str = "gold") -> DetailPart:
+    """The row's text with its [[start, end, label], ...] spans highlighted (gold or pred)."""
+    return {"part": "spans", "title": title, "text": text_key, "spans": spans_key, "style": style}
+
+
+def fields_part(fields: list[tuple[str, str]] | None = None) -> DetailPart:
+    """(key, label) pairs as a definition list; None = every field of the row."""
+    return {"part": "fields"} if fields is None else {"part": "fields", "fields": fields}
+
+
+def rows_part(title: str, key: str, columns: list[dict[str, Any]]) -> DetailPart:
+    """A table of the row's list `key` (a list of lists). Each column: {"label", "index"} and
+    optionally "labels" / "classes" ({"true"|"false"|"null"|value: text}) or "lookup" (the
+    name of a list in the table's extra data that the value indexes)."""
+    return {"part": "rows", "title": title, "key": key, "columns": columns}
+
+
+def table_block(
+    title: str,
+    header: list[str],
+    rows: list[list[str]],
+    *,
+    collapsed: bool = False,
+    sortable: bool = True,
+    note: str = "",
+) -> dict[str, Any]:
+    """A table of a section (sortable by its headers unless said otherwise)."""
+    return {
+        "kind": "table",
+        "title": title,
+        "header": header,
+        "rows": rows,
+        "collapsed": collapsed,
+        "sortable": sortable,
+        "note": note,
+    }
+
+
+def examples_block(title: str, groups: list[dict[str, Any]], shown: int = 3) -> dict[str, Any]:
+    """Groups of examples in context ({"kind", "title", "count", "examples": [{"doc",
+    "before", "mark", "after", "note"}]}): the first `shown` of each group open, the rest
+    behind "show more"."""
+    for group in groups:
+        group["first"] = group["examples"][:shown]
+        group["more"] = group["examples"][shown:]
+    return {"kind": "examples", "title": title, "groups": groups}
+
+
+def download_block(
+    title: str, filename: str, columns: list[str], rows: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """Rows offered as a CSV file (a data: link, so it needs no script and no network)."""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    payload = base64.b64encode(buffer.getvalue().encode("utf-8")).decode("ascii")
+    return {
+        "kind": "download",
+        "title": title,
+        "filename": filename,
+        "href": "data:text/csv;charset=utf-8;base64," + payload,
+        "count": len(rows),
+    }
 
 
 def filter_values(rows: list[dict[str, Any]], key: str, limit: int = 200) -> list[str]:
@@ -212,6 +299,22 @@ def settings(run: RunData) -> dict[str, Any]:
         "packages": flatten(m.get("packages", {})),
         "tasks": {name: flatten(notes) for name, notes in tasks.items()},
     }
+
+
+def short_model_label(spec: str) -> str:
+    """A model spec as a reader names it: a file path becomes its file name without the
+    extension (`llamacpp:/models/x/SmolLM2.gguf` -> `llamacpp:SmolLM2`); the full spec stays
+    in the settings table."""
+    backend, sep, name = spec.partition(":")
+    if not sep or "/" not in name:
+        return redact(spec)
+    address = ""
+    if "@" in name and "://" in name.split("@", 1)[1]:
+        name, address = name.split("@", 1)
+    stem = name.rstrip("/").rsplit("/", 1)[-1]
+    for suffix in (".gguf", ".jsonl", ".json"):
+        stem = stem.removesuffix(suffix)
+    return redact(f"{backend}:{stem}" + (f"@{address}" if address else ""))
 
 
 def base_section(

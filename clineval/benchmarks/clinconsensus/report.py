@@ -10,7 +10,17 @@ import numpy as np
 from clineval.benchmarks.declaration import MetricSchema
 from clineval.report import plots
 from clineval.report.rundata import RunData, finite_number
-from clineval.report.sections_common import SampleTable, base_section, filter_values, flatten
+from clineval.report.sections_common import (
+    SampleTable,
+    base_section,
+    filter_values,
+    flatten,
+    heading_part,
+    rows_part,
+    short_model_label,
+    table_block,
+    text_part,
+)
 
 SLICE_KEYS = ("difficulty", "subject", "task", "user_role", "subject_labels", "task_labels")
 # Multi-label slices (the official ones): a case counts in each label it carries.
@@ -122,6 +132,10 @@ def build(run: RunData, task: str, schema: MetricSchema) -> dict[str, Any]:
     blocks: list[dict[str, Any]] = section["blocks"]
     n = n_criteria(metrics, samples)
     ks = [k for k in thresholds(metrics) if 1 <= k <= n]
+    scored_note = cases_note(metrics)
+    for card in (*section["cards"], *section["rest"]):
+        if _K.match(card.key) or card.key.startswith("pass@"):
+            card.note = scored_note
     curve = curve_of(metrics, samples, n)
     if curve is not None:
         svg = plots.reverse_ecdf(curve, ks, "Reverse ECDF of criteria met per case")
@@ -130,21 +144,37 @@ def build(run: RunData, task: str, schema: MetricSchema) -> dict[str, Any]:
     # any k (a smoke run) has no CACS to slice (CACS@k is null for k > N).
     k = ks[0] if ks else 0
     sliced = slices_of(metrics, samples, n, k, task) if ks else {}
+    seed = int(run.manifest.get("seed") or 0)
     for dim, bars in sliced.items():
         bars = sorted(bars, key=lambda b: (-b[2], b[0]))[:MAX_SLICE_BARS]
         name = LABEL_SLICES.get(dim, dim)
+        intervals = slice_intervals(samples, dim, [b[0] for b in bars], n, k, task, seed)
         svg = plots.horizontal_bars(
             [b[0] for b in bars],
             [b[1] for b in bars],
             [b[2] for b in bars],
-            f"CACS@{k} by {name}",
+            f"CACS@{k} by {name} (95% bootstrap interval over the slice's cases)",
             f"CACS@{k} (%)",
             (0, 100),
+            intervals=intervals,
         )
         title = f"By {name}" + (
             " (a case counts in each of its labels)" if dim in LABEL_SLICES else ""
         )
         blocks.append({"kind": "plot", "title": title, "svg": svg, "small": True})
+    hits = criterion_hits(samples)
+    if hits:
+        blocks.append(
+            table_block(
+                "Hit rate by criterion position (the n-th criterion of every case)",
+                ["position", "verdicts", "met", "not met", "judge errors", "hit rate"],
+                [
+                    [str(pos), f"{v:,}", f"{m:,}", f"{u:,}", f"{e:,}", f"{m / max(m + u, 1):.3f}"]
+                    for pos, (v, m, u, e) in hits.items()
+                ],
+                note="which rubric items go unmet most often; sort by hit rate",
+            )
+        )
     blocks.extend(_label_slice_tables(metrics, ks))
     blocks.extend(_judge_blocks(metrics, ks))
     usage = metrics.get("usage")
@@ -162,6 +192,72 @@ def build(run: RunData, task: str, schema: MetricSchema) -> dict[str, Any]:
     if samples:
         section["table"] = _table(section["anchor"], task, samples)
     return section
+
+
+def cases_note(metrics: dict[str, Any]) -> str:
+    """How many cases a CACS figure stands on: cases with a judge error in any criterion are
+    left out, so it can be far fewer than the cases run."""
+    scored = finite_number(metrics.get("n_cases_scored"))
+    total = finite_number(metrics.get("n_cases"))
+    if scored is None:
+        return ""
+    if total is None or int(total) == int(scored):
+        return f"on {int(scored):,} cases"
+    return f"on {int(scored):,} of {int(total):,} cases (the rest have a judge error)"
+
+
+SLICE_RESAMPLES = 1000
+
+
+def slice_intervals(
+    samples: list[dict[str, Any]],
+    dim: str,
+    names: list[str],
+    n: int,
+    k: int,
+    task_name: str,
+    seed: int,
+) -> list[tuple[float, float] | None]:
+    """A percentile bootstrap interval of CACS@k over each slice's cases (None when the
+    samples do not carry the slice)."""
+    by_value: dict[str, list[int]] = {}
+    for row in samples:
+        value = case_task(row, task_name) if dim == "task" else row.get(dim)
+        s = s_of(row)
+        # the stored slice figures stand on the complete cases only; so do their intervals
+        if value is None or s is None or row.get("complete") is False:
+            continue
+        for name in value if isinstance(value, list) else [value]:
+            by_value.setdefault(str(name), []).append(s)
+    rng = np.random.default_rng(seed)
+    out: list[tuple[float, float] | None] = []
+    for name in names:
+        values = by_value.get(name)
+        if not values:
+            out.append(None)
+            continue
+        arr = np.maximum(0.0, np.asarray(values, dtype=np.float64) - k + 1) * 100.0 / (n - k + 1)
+        draws = rng.integers(0, arr.size, size=(SLICE_RESAMPLES, arr.size))
+        means = arr[draws].mean(axis=1)
+        out.append((float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))))
+    return out
+
+
+def criterion_hits(samples: list[dict[str, Any]]) -> dict[int, tuple[int, int, int, int]]:
+    """Per criterion position (1-based): verdicts, met, not met, judge errors. With a judge
+    panel a criterion has one row per judge and then the panel's; the last one counts."""
+    hits: dict[int, list[int]] = {}
+    for row in samples:
+        final: dict[str, Any] = {}  # criterion id -> its last verdict, in rubric order
+        for i, v in enumerate(row.get("verdicts") or []):
+            if isinstance(v, dict):
+                final[_crit_id(v, i)] = v
+        for position, v in enumerate(final.values(), start=1):
+            met = v.get("met", v.get("criteria_met"))
+            counts = hits.setdefault(position, [0, 0, 0, 0])
+            counts[0] += 1
+            counts[1 if met is True else 2 if met is False else 3] += 1
+    return {pos: (c[0], c[1], c[2], c[3]) for pos, c in sorted(hits.items())}
 
 
 def _fmt(value: Any, digits: int = 4) -> str:
@@ -327,7 +423,32 @@ def _table(anchor: str, task_name: str, samples: list[dict[str, Any]]) -> Sample
         columns=columns,
         filters=[f for f in filters if f["values"]],
         search=["query", "answer"],
-        detail="cc",
+        detail=[
+            heading_part("Case {id} — {s} criteria met"),
+            text_part("Query", "query"),
+            text_part("Answer", "answer"),
+            rows_part(
+                "Verdicts",
+                "v",
+                [
+                    {"label": "criterion", "index": 0},
+                    {"label": "text", "index": 1},
+                    {
+                        "label": "verdict",
+                        "index": 2,
+                        "labels": {"true": "met", "false": "not met", "null": "judge error"},
+                        "classes": {
+                            "true": "verdict-met",
+                            "false": "verdict-unmet",
+                            "null": "verdict-error",
+                        },
+                    },
+                    {"label": "judge", "index": 4, "lookup": "judges"},
+                    {"label": "explanation", "index": 3},
+                ],
+            ),
+        ],
         rows=rows,
-        extra={"judges": list(judges), "autoshow": True},
+        extra={"judges": [short_model_label(j) for j in judges], "autoshow": True},
+        title="Case browser",
     )
