@@ -62,7 +62,7 @@
     heading: function (part, row, box) { box.appendChild(el("h4", null, fill(part.text, row))); },
     text: function (part, row, box) {
       if (part.title) box.appendChild(el("h4", null, fill(part.title, row)));
-      box.appendChild(el("div", "text", show(row[part.key])));
+      box.appendChild(el("div", "text " + part.key, show(row[part.key])));
     },
     spans: function (part, row, box) {
       if (part.title) box.appendChild(el("h4", null, fill(part.title, row)));
