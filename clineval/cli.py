@@ -222,11 +222,19 @@ def score(
 def report(
     run_dir: Path,
     output: Annotated[Path | None, typer.Option("-o", "--output")] = None,
+    reference: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--reference",
+            help="JSON file of published figures to show beside the run's own (repeatable); "
+            "format in docs/command-line.md",
+        ),
+    ] = None,
 ) -> None:
     """Write a self-contained HTML report of a run."""
     from clineval.report.html import write_report
 
-    path = write_report(run_dir, output or run_dir / "report.html")
+    path = write_report(run_dir, output or run_dir / "report.html", reference_files=reference)
     stdout.print(f"report: {path}")
 
 

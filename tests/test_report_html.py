@@ -254,7 +254,9 @@ def test_plots_escape_labels_and_scale_bars_and_cells() -> None:
     cells = [a for t, a in _scan(cells_svg).elements if t == "rect"]
     assert len(cells) == 9
     assert sum(1 for a in cells if a.get("fill") == "#f7fafc") == 5
-    curve = plots.reverse_ecdf([1.0, 0.5, 0.25, 0.0], [2], "c")
+    from clineval.benchmarks.clinconsensus.report_figures import reverse_ecdf_plot
+
+    curve = reverse_ecdf_plot([1.0, 0.5, 0.25, 0.0], [2], "c")
     assert "k=2: 0.25 of cases reach k" in curve
 
 

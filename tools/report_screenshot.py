@@ -38,11 +38,8 @@ def main() -> int:
     parser.add_argument("--height", type=int, default=1500)
     args = parser.parse_args()
     if not (args.run / "results.json").exists():
-        subprocess.run(
-            [sys.executable, "-m", "clineval", "run", *NER_SUITE, "--model", "baseline:crf"]
-            + ["--output-dir", str(args.run)],
-            check=True,
-        )
+        command = [sys.executable, "-m", "clineval", "run", *NER_SUITE]
+        subprocess.run([*command, "--model", "baseline:crf", "-o", str(args.run)], check=True)
     report = args.run / "report.html"
     subprocess.run(
         [sys.executable, "-m", "clineval", "report", str(args.run), "-o", str(report)], check=True

@@ -26,6 +26,7 @@ from clineval.benchmarks.registry import benchmark_of
 from clineval.errors import InputError
 from clineval.progress import track
 from clineval.report.jsonembed import COMPRESS_OVER, script_payload
+from clineval.report.references import Reference, read_references, reference_lines
 from clineval.report.rundata import RunData, load_run
 from clineval.report.sections_common import (
     USAGE_COLUMNS,
@@ -33,6 +34,7 @@ from clineval.report.sections_common import (
     base_section,
     fields_part,
     fill_intervals,
+    format_value,
     settings,
     short_model_label,
     table_block,
@@ -113,7 +115,9 @@ def _cell(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def build_sections(run: RunData, compress_over: int = COMPRESS_OVER) -> list[dict[str, Any]]:
+def build_sections(
+    run: RunData, compress_over: int = COMPRESS_OVER, references: list[Reference] | None = None
+) -> list[dict[str, Any]]:
     sections = []
     seed = int(run.manifest.get("seed") or 0)
     tasks = list(run.results)
@@ -132,6 +136,8 @@ def build_sections(run: RunData, compress_over: int = COMPRESS_OVER) -> list[dic
 
             stats = statistics_for(task, run.results[task], run.samples.get(task, []))
             fill_intervals(section["cards"], stats, seed)
+        for card in (*section["cards"], *section["rest"]):
+            card.references = reference_lines(references or [], task, card.key, format_value)
         for block in section["blocks"]:
             if "svg" in block:
                 block["svg"] = Markup(block["svg"])  # from plots.py, text escaped there
@@ -145,21 +151,40 @@ def build_sections(run: RunData, compress_over: int = COMPRESS_OVER) -> list[dic
     return sections
 
 
-def overview(sections: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One table per task family: a row per task, a column per headline metric."""
+def overview(
+    sections: list[dict[str, Any]], references: list[Reference] | None = None
+) -> list[dict[str, Any]]:
+    """One table per task family: a row per task, a column per headline metric, and a row per
+    reference figure of those tasks."""
     tables: dict[str, dict[str, Any]] = {}
     for section in sections:
-        table = tables.setdefault(section["family"], {"keys": [], "rows": []})
+        table = tables.setdefault(
+            section["family"], {"keys": [], "rows": [], "references": [], "sources": []}
+        )
         cells = {card.key: card for card in section["cards"]}
         for key in cells:
             if key not in table["keys"]:
                 table["keys"].append(key)
         table["rows"].append({"section": section, "cells": cells})
+    for section in sections:
+        table = tables[section["family"]]
+        for ref in references or []:
+            figures = ref.results.get(section["task"], {})
+            shown = {k: format_value(k, v) for k, v in figures.items() if k in table["keys"]}
+            if shown:
+                table["references"].append(
+                    {"task": section["task"], "label": ref.label, "cells": shown}
+                )
+                source = f"{ref.label}: {ref.source}" if ref.source else ref.label
+                if source not in table["sources"]:
+                    table["sources"].append(source)
     return list(tables.values())
 
 
-def render_report(run: RunData, compress_over: int = COMPRESS_OVER) -> str:
-    sections = build_sections(run, compress_over)
+def render_report(
+    run: RunData, compress_over: int = COMPRESS_OVER, references: list[Reference] | None = None
+) -> str:
+    sections = build_sections(run, compress_over, references)
     script = asset("report.js")
     fixture_tasks = [s["task"] for s in sections if s["fixture"]]
     return (
@@ -174,7 +199,7 @@ def render_report(run: RunData, compress_over: int = COMPRESS_OVER) -> str:
             settings=settings(run),
             usage_columns=USAGE_COLUMNS,
             sections=sections,
-            overview=overview(sections),
+            overview=overview(sections, references),
             any_fixture=bool(fixture_tasks),
             fixture_tasks=fixture_tasks,
             css=Markup(asset("report.css")),
@@ -184,12 +209,19 @@ def render_report(run: RunData, compress_over: int = COMPRESS_OVER) -> str:
     )
 
 
-def write_report(run_dir: Path, output: Path, compress_over: int = COMPRESS_OVER) -> Path:
-    """Render the report of run_dir into output (atomically) and return its path."""
+def write_report(
+    run_dir: Path,
+    output: Path,
+    compress_over: int = COMPRESS_OVER,
+    reference_files: list[Path] | None = None,
+) -> Path:
+    """Render the report of run_dir into output (atomically) and return its path, with the
+    published figures of `reference_files` beside the run's own."""
     if os.path.isdir(output):  # never raises (a name too long is CannotWrite below)
         raise InputError(
             "the report's -o is a directory: give a file name, e.g. report.html", path=output
         )
+    references = [ref for path in reference_files or [] for ref in read_references(path)]
     run = load_run(run_dir)
-    atomic_write_text(output, render_report(run, compress_over))
+    atomic_write_text(output, render_report(run, compress_over, references))
     return output

@@ -2,7 +2,7 @@
 
 Why not matplotlib: importing it and laying out 148 rotated tick labels cost more CPU than the
 rest of a full-size report together (about 2 s of the 5 s budget on this machine), and its SVG
-is large. These four chart kinds are simple enough to write as SVG: the browser draws the text
+is large. These chart kinds are simple enough to write as SVG: the browser draws the text
 with its own fonts (Chinese labels need no CJK font where the report is made), every bar has a
 tooltip (<title>) with its full label and numbers, and the output is a few kB.
 
@@ -152,55 +152,6 @@ def grouped_bars(
     return _svg(total_w, top + height + 26, title, body)
 
 
-def reverse_ecdf(shares: Sequence[float], ks: Sequence[int], title: str) -> str:
-    """share(s >= L) for L = 0..N as a step curve, with the CACS thresholds k marked."""
-    n = max(len(shares) - 1, 1)
-    left, top, height, width = 50.0, 30.0, 180.0, 380.0
-
-    def px(level: float) -> float:
-        return left + width * level / n
-
-    def py(share: float) -> float:
-        return top + height * (1 - min(max(share, 0.0), 1.0))
-
-    body = _y_axis(left, top, height, width, 1.0, "share of cases with s ≥ L")
-    path = [f"M{_num(px(0))},{_num(py(shares[0]))}"]
-    for level in range(1, n + 1):
-        path.append(f"H{_num(px(level))}V{_num(py(shares[level]))}")
-    path.append(f"H{_num(px(n))}")
-    line = "".join(path)
-    body.append(
-        f'<path d="{line}V{_num(py(0))}H{_num(px(0))}Z" fill="{SERIES_COLORS[0]}" '
-        f'fill-opacity="0.12"/>'
-    )
-    body.append(f'<path d="{line}" fill="none" stroke="{SERIES_COLORS[0]}" stroke-width="2"/>')
-    for level in range(0, n + 1, 5 if n > 12 else 1):
-        body.append(_text(px(level), top + height + 14, str(level), "middle", "tick"))
-    body.append(
-        _text(left + width / 2, top + height + 30, "L = criteria met", "middle", "axis-label")
-    )
-    for j, k in enumerate(ks):
-        if 0 <= k <= n:
-            color = SERIES_COLORS[(j + 2) % len(SERIES_COLORS)]
-            x = px(k)
-            body.append(
-                f'<line x1="{_num(x)}" x2="{_num(x)}" y1="{_num(top)}" '
-                f'y2="{_num(top + height)}" stroke="{color}" stroke-dasharray="5,3" '
-                f'stroke-width="1.5"><title>k = {k}</title></line>'
-            )
-            body.append(
-                _text(
-                    x + 4,
-                    top + height - 8 - 14 * j,
-                    f"k={k}: {shares[k]:.2f} of cases reach k",
-                    "start",
-                    "tick",
-                    f' fill="{color}"',
-                )
-            )
-    return _svg(left + width + 20, top + height + 40, title, body)
-
-
 def horizontal_bars(
     categories: Sequence[str],
     values: Sequence[float],
@@ -322,3 +273,12 @@ def heatmap(
                 )
     body.append(_text(12, top + cell * len(row_labels) / 2, ylabel, "middle", "axis-label"))
     return _svg(left + cell * len(col_labels) + 20, top + cell * len(row_labels) + 12, title, body)
+
+
+# Drawing primitives for a benchmark's own plot (its report section draws it; generic code
+# draws only the chart kinds above). Every text goes through escaping, as here.
+document = _svg
+label = _text
+bar = _rect
+y_axis = _y_axis
+number = _num

@@ -35,7 +35,7 @@ class Metric:
     raw: float
     ci_note: str = ""  # set when the report, not the task, computed the interval
     note: str = ""  # what the figure is computed on, when that is not every sample
-    reference: str = ""  # a published figure to read the run's against
+    references: list[str] = field(default_factory=list)  # published figures, labelled
 
 
 def metric_of(metrics: dict[str, Any], key: str) -> Metric | None:
@@ -129,11 +129,13 @@ def fields_part(fields: list[tuple[str, str]] | None = None) -> DetailPart:
     return {"part": "fields"} if fields is None else {"part": "fields", "fields": fields}
 
 
-def rows_part(title: str, key: str, columns: list[dict[str, Any]]) -> DetailPart:
+def rows_part(
+    title: str, key: str, columns: list[dict[str, Any]], css_class: str = ""
+) -> DetailPart:
     """A table of the row's list `key` (a list of lists). Each column: {"label", "index"} and
     optionally "labels" / "classes" ({"true"|"false"|"null"|value: text}) or "lookup" (the
     name of a list in the table's extra data that the value indexes)."""
-    return {"part": "rows", "title": title, "key": key, "columns": columns}
+    return {"part": "rows", "title": title, "key": key, "columns": columns, "class": css_class}
 
 
 def table_block(

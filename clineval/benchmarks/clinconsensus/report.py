@@ -7,6 +7,15 @@ from typing import Any
 
 import numpy as np
 
+from clineval.benchmarks.clinconsensus.report_figures import (
+    case_task,
+    cases_note,
+    criterion_hits,
+    criterion_id,
+    reverse_ecdf_plot,
+    s_of,
+    slice_intervals,
+)
 from clineval.benchmarks.declaration import MetricSchema
 from clineval.report import plots
 from clineval.report.rundata import RunData, finite_number
@@ -41,25 +50,10 @@ def n_criteria(metrics: dict[str, Any], samples: list[dict[str, Any]]) -> int:
         value = finite_number(metrics.get(key))
         if value is not None and value > 0:
             return int(value)
-    counts = [len({_crit_id(v, i) for i, v in enumerate(r.get("verdicts") or [])}) for r in samples]
+    counts = [
+        len({criterion_id(v, i) for i, v in enumerate(r.get("verdicts") or [])}) for r in samples
+    ]
     return max(counts) if counts and max(counts) > 0 else DEFAULT_N
-
-
-def _crit_id(verdict: Any, index: int) -> str:
-    if isinstance(verdict, dict) and verdict.get("criterion_id") is not None:
-        return str(verdict["criterion_id"])
-    return str(index)
-
-
-def s_of(row: dict[str, Any]) -> int | None:
-    """Criteria met in a case: the stored s, else counted from single-judge verdicts."""
-    value = finite_number(row.get("s"))
-    if value is not None:
-        return int(value)
-    verdicts = row.get("verdicts")
-    if isinstance(verdicts, list):
-        return sum(1 for v in verdicts if isinstance(v, dict) and v.get("met") is True)
-    return None
 
 
 def curve_of(metrics: dict[str, Any], samples: list[dict[str, Any]], n: int) -> list[float] | None:
@@ -138,7 +132,7 @@ def build(run: RunData, task: str, schema: MetricSchema) -> dict[str, Any]:
             card.note = scored_note
     curve = curve_of(metrics, samples, n)
     if curve is not None:
-        svg = plots.reverse_ecdf(curve, ks, "Reverse ECDF of criteria met per case")
+        svg = reverse_ecdf_plot(curve, ks, "Reverse ECDF of criteria met per case")
         blocks.append({"kind": "plot", "title": "Rubric hits per case", "svg": svg, "small": True})
     # Slices show CACS at the smallest k the run reports; a run judged on fewer criteria than
     # any k (a smoke run) has no CACS to slice (CACS@k is null for k > N).
@@ -192,72 +186,6 @@ def build(run: RunData, task: str, schema: MetricSchema) -> dict[str, Any]:
     if samples:
         section["table"] = _table(section["anchor"], task, samples)
     return section
-
-
-def cases_note(metrics: dict[str, Any]) -> str:
-    """How many cases a CACS figure stands on: cases with a judge error in any criterion are
-    left out, so it can be far fewer than the cases run."""
-    scored = finite_number(metrics.get("n_cases_scored"))
-    total = finite_number(metrics.get("n_cases"))
-    if scored is None:
-        return ""
-    if total is None or int(total) == int(scored):
-        return f"on {int(scored):,} cases"
-    return f"on {int(scored):,} of {int(total):,} cases (the rest have a judge error)"
-
-
-SLICE_RESAMPLES = 1000
-
-
-def slice_intervals(
-    samples: list[dict[str, Any]],
-    dim: str,
-    names: list[str],
-    n: int,
-    k: int,
-    task_name: str,
-    seed: int,
-) -> list[tuple[float, float] | None]:
-    """A percentile bootstrap interval of CACS@k over each slice's cases (None when the
-    samples do not carry the slice)."""
-    by_value: dict[str, list[int]] = {}
-    for row in samples:
-        value = case_task(row, task_name) if dim == "task" else row.get(dim)
-        s = s_of(row)
-        # the stored slice figures stand on the complete cases only; so do their intervals
-        if value is None or s is None or row.get("complete") is False:
-            continue
-        for name in value if isinstance(value, list) else [value]:
-            by_value.setdefault(str(name), []).append(s)
-    rng = np.random.default_rng(seed)
-    out: list[tuple[float, float] | None] = []
-    for name in names:
-        values = by_value.get(name)
-        if not values:
-            out.append(None)
-            continue
-        arr = np.maximum(0.0, np.asarray(values, dtype=np.float64) - k + 1) * 100.0 / (n - k + 1)
-        draws = rng.integers(0, arr.size, size=(SLICE_RESAMPLES, arr.size))
-        means = arr[draws].mean(axis=1)
-        out.append((float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))))
-    return out
-
-
-def criterion_hits(samples: list[dict[str, Any]]) -> dict[int, tuple[int, int, int, int]]:
-    """Per criterion position (1-based): verdicts, met, not met, judge errors. With a judge
-    panel a criterion has one row per judge and then the panel's; the last one counts."""
-    hits: dict[int, list[int]] = {}
-    for row in samples:
-        final: dict[str, Any] = {}  # criterion id -> its last verdict, in rubric order
-        for i, v in enumerate(row.get("verdicts") or []):
-            if isinstance(v, dict):
-                final[_crit_id(v, i)] = v
-        for position, v in enumerate(final.values(), start=1):
-            met = v.get("met", v.get("criteria_met"))
-            counts = hits.setdefault(position, [0, 0, 0, 0])
-            counts[0] += 1
-            counts[1 if met is True else 2 if met is False else 3] += 1
-    return {pos: (c[0], c[1], c[2], c[3]) for pos, c in sorted(hits.items())}
 
 
 def _fmt(value: Any, digits: int = 4) -> str:
@@ -346,15 +274,6 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def case_task(row: dict[str, Any], task_name: str) -> Any:
-    """The case's task category; `task` in a row may instead hold the run's task name."""
-    for key in ("case_task", "task_type", "task_category"):
-        if row.get(key) is not None:
-            return row[key]
-    value = row.get("task")
-    return None if value == task_name else value
-
-
 def _table(anchor: str, task_name: str, samples: list[dict[str, Any]]) -> SampleTable:
     """Rows for the case browser; verdicts as compact arrays, judges interned (27,000 of them).
 
@@ -374,7 +293,7 @@ def _table(anchor: str, task_name: str, samples: list[dict[str, Any]]) -> Sample
             judge = _text(v.get("judge"))
             verdicts.append(
                 [
-                    _crit_id(v, i),
+                    criterion_id(v, i),
                     _text(v.get("criterion")),
                     met,
                     _text(v.get("explanation")),
@@ -446,6 +365,7 @@ def _table(anchor: str, task_name: str, samples: list[dict[str, Any]]) -> Sample
                     {"label": "judge", "index": 4, "lookup": "judges"},
                     {"label": "explanation", "index": 3},
                 ],
+                css_class="verdicts",
             ),
         ],
         rows=rows,

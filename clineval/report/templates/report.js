@@ -77,7 +77,7 @@
     },
     rows: function (part, row, box, spec) {
       if (part.title) box.appendChild(el("h4", null, fill(part.title, row)));
-      var t = el("table", "detail-rows");
+      var t = el("table", ("detail-rows " + (part["class"] || "")).trim());
       var hr = t.createTHead().insertRow();
       part.columns.forEach(function (c) { hr.appendChild(el("th", null, c.label)); });
       var body = t.createTBody();
