@@ -62,9 +62,12 @@ def main() -> int:
         WebDriverWait(driver, 30).until(
             lambda d: d.execute_script("return document.body.getAttribute('data-report-ready')")
         )
-        # open on the first task's error analysis: the overview stays in view above it
-        driver.execute_script("document.querySelector('section.task').scrollIntoView()")
-        driver.execute_script("window.scrollBy(0, -260)")
+        # open on a corpus with two entity types: its error-kind table and type matrix
+        driver.execute_script(
+            "(document.getElementById('task-ner-bc5cdr') ||"
+            " document.querySelector('section.task')).scrollIntoView()"
+        )
+        driver.execute_script("window.scrollBy(0, -48)")
         args.out.parent.mkdir(parents=True, exist_ok=True)
         if not driver.save_screenshot(str(args.out)):
             print(f"error: {args.out}: the screenshot could not be saved", file=sys.stderr)
