@@ -21,6 +21,10 @@ class LeaderboardCell:
     value: float
     ci: tuple[float, float] | None
     fixture: bool
+    # the metric's direction (declared, or as the run record wrote it when the benchmark is
+    # not installed) and whether this run is the single best at it
+    higher_is_better: bool = True
+    best: bool = False
 
 
 @dataclass(frozen=True)
@@ -100,6 +104,8 @@ def compare(
             value=cell.value,
             ci=cell.ci,
             fixture=comp.fixture.get((i, task), False),
+            higher_is_better=comp.higher_is_better(task, metric),
+            best=comp.best(task, metric) == i,
         )
         for (i, task, metric), cell in comp.cells.items()
     ]

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from clineval.benchmarks.registry import benchmark_of
+from clineval.benchmarks.declaration import MetricSchema
+from clineval.benchmarks.registry import benchmark_of, metric_schema
 from clineval.errors import InputError
 from clineval.metrics.bootstrap import DEFAULT_RESAMPLES
 from clineval.progress import track
@@ -65,8 +66,13 @@ class Comparison:
         ]
         if len(scored) < 2 or len({v for _, v in scored}) == 1:
             return None  # nothing to single out
-        pick = max if higher_is_better(task, key) else min
+        pick = max if self.higher_is_better(task, key) else min
         return pick(scored, key=lambda t: t[1])[0]
+
+    def higher_is_better(self, task: str, key: str) -> bool:
+        """The direction of `key`: as the task's benchmark declares it, or, when it is not
+        installed, as the runs' records wrote it (else higher)."""
+        return _direction(task, key, self.runs)
 
     def model(self, i: int) -> str:
         """Run `i`'s model spec, secrets redacted (a spec may carry a URL with a key)."""
@@ -77,11 +83,34 @@ class Comparison:
         return any(v for (j, _), v in self.fixture.items() if j == i)
 
 
+def _notes(run: RunData, task: str) -> dict[str, Any]:
+    notes = run.manifest.get("tasks", {}).get(task)
+    return notes if isinstance(notes, dict) else {}
+
+
+def _schema(task: str, runs: list[RunData]) -> MetricSchema | None:
+    """The task's metrics: its installed benchmark's, else the first run record's that holds
+    them (None: no benchmark, and records written before they kept the metrics)."""
+    if benchmark_of(task) is not None:
+        return metric_schema(task)
+    recorded = (metric_schema(task, _notes(run, task)) for run in runs)
+    return next((schema for schema in recorded if schema is not None), None)
+
+
+def _direction(task: str, key: str, runs: list[RunData]) -> bool:
+    schema = _schema(task, runs)
+    if schema is not None:
+        return schema.higher_is_better(key)
+    for run in runs:  # an older record: it kept the primary metric's direction only
+        notes = _notes(run, task)
+        if notes.get("primary_metric") == key and isinstance(notes.get("higher_is_better"), bool):
+            return bool(notes["higher_is_better"])
+    return True
+
+
 def higher_is_better(task: str, key: str) -> bool:
-    """The direction the task's benchmark declares for `key`; for a task no installed
-    benchmark declares, the direction its run record wrote (else higher)."""
-    bench = benchmark_of(task)
-    return True if bench is None else bench.metrics.higher_is_better(key)
+    """The direction the task's installed benchmark declares for `key` (else higher)."""
+    return _direction(task, key, [])
 
 
 def _labels(runs: list[RunData]) -> list[str]:
@@ -98,10 +127,10 @@ def _columns(runs: list[RunData]) -> list[tuple[str, str]]:
             tasks.setdefault(task, None)
     cols: list[tuple[str, str]] = []
     for task in tasks:
-        bench = benchmark_of(task)
+        schema = _schema(task, runs)
         present = [run.results.get(task, {}) for run in runs]
-        keys = list(bench.metrics.ranked_keys) if bench is not None else []
-        if not keys:  # a task no installed benchmark declares: its top-level numeric scalars
+        keys = list(schema.ranked_keys) if schema is not None else []
+        if not keys:  # nothing declares the task's metrics: its top-level numeric scalars
             keys = (
                 [
                     k
@@ -136,7 +165,9 @@ def build_comparison(
     columns = _columns(runs)
     tasks = list(dict.fromkeys(t for t, _ in columns))
     stats = {
-        (i, task): statistics_for(task, run.results[task], run.samples.get(task, []))
+        (i, task): statistics_for(
+            task, run.results[task], run.samples.get(task, []), _notes(run, task)
+        )
         for i, run in enumerate(runs)
         for task in run.results
         if task in tasks

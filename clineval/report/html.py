@@ -15,14 +15,14 @@ import hashlib
 import json
 import os
 import time
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 
 import jinja2
 from markupsafe import Markup
 
-from clineval.benchmarks.registry import benchmark_of
+from clineval.benchmarks.registry import benchmark_of, guarded, metric_schema
 from clineval.errors import InputError
 from clineval.progress import track
 from clineval.report.jsonembed import COMPRESS_OVER, script_payload
@@ -123,18 +123,28 @@ def build_sections(
     tasks = list(run.results)
     for task in track(tasks, total=len(tasks), description="report sections"):
         bench = benchmark_of(task)
+        notes = run.manifest.get("tasks", {}).get(task) or {}
         if bench is not None and bench.report_section is not None:
-            section = bench.report_section(run, task)
+            section = guarded(task, "report_section", partial(bench.report_section, run, task))
         elif bench is not None:
             section = _generic_section(
                 run, task, bench.family, bench.metrics.headline_keys, bench.metrics.tables
             )
-        else:  # a task of a benchmark that is not installed here
-            section = _generic_section(run, task)
+        else:  # a task of a benchmark that is not installed here: as its run record says
+            recorded = metric_schema(task, notes)
+            family = str(notes.get("family") or "other")
+            section = _generic_section(
+                run,
+                task,
+                family,
+                recorded.headline_keys if recorded is not None else (),
+                recorded.tables if recorded is not None else (),
+            )
         if any(card.ci is None for card in section["cards"]):
             from clineval.report.task_stats import statistics_for  # numpy/scipy: only if needed
 
-            stats = statistics_for(task, run.results[task], run.samples.get(task, []))
+            samples = run.samples.get(task, [])
+            stats = statistics_for(task, run.results[task], samples, notes)
             fill_intervals(section["cards"], stats, seed)
         for card in (*section["cards"], *section["rest"]):
             card.references = reference_lines(references or [], task, card.key, format_value)

@@ -5,6 +5,10 @@ The package holds the case and verdict readers (cases, judgements), the official
 authors' judge prompt (fetch, official_prompt), the metrics, the task (answers, then one judge
 call per criterion), its options, statistics, report section and the export to the authors'
 judgements file. Generic code knows it only through BENCHMARK below.
+
+Internal: not part of clineval's public API (`clineval`, `clineval.benchmarks`;
+docs/architecture.md, "Public API"). A benchmark package imports what it needs from
+`clineval.benchmarks`.
 """
 
 from __future__ import annotations
