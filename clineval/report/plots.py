@@ -282,3 +282,81 @@ label = _text
 bar = _rect
 y_axis = _y_axis
 number = _num
+
+
+def interval_dots(
+    labels: Sequence[str],
+    values: Sequence[float],
+    intervals: Sequence[tuple[float, float]],
+    title: str,
+    xlabel: str,
+) -> str:
+    """A dot per row with its interval as a whisker, and a line at zero (paired differences:
+    a whisker that crosses the line is a difference the test cannot tell from none)."""
+    finite = [b for lo_hi in intervals for b in lo_hi if math.isfinite(b)] + list(values) + [0.0]
+    lo, hi = min(finite), max(finite)
+    span = (hi - lo) or 1.0
+    lo, hi = lo - 0.05 * span, hi + 0.05 * span
+    label_w = 12 + 7 * max((_width(_short(c, 40)) for c in labels), default=4)
+    left, top, row, width = max(80.0, label_w), 28.0, 22.0, 320.0
+
+    def px(x: float) -> float:
+        return left + width * (x - lo) / (hi - lo)
+
+    body = [
+        f'<line class="zero" x1="{_num(px(0))}" x2="{_num(px(0))}" y1="{_num(top)}" '
+        f'y2="{_num(top + row * len(labels))}" stroke="{AXIS}" stroke-dasharray="4,3"/>'
+    ]
+    for i, (name, value, (low, high)) in enumerate(zip(labels, values, intervals, strict=True)):
+        y = top + i * row + row / 2
+        tip = f"{name}: {value:.4g} [{low:.4g}, {high:.4g}]"
+        body.append(
+            f'<line class="interval" x1="{_num(px(low))}" x2="{_num(px(high))}" y1="{_num(y)}" '
+            f'y2="{_num(y)}" stroke="{SERIES_COLORS[0]}" stroke-width="2"><title>{_esc(tip)}'
+            "</title></line>"
+        )
+        body.append(
+            f'<circle cx="{_num(px(value))}" cy="{_num(y)}" r="4" fill="{SERIES_COLORS[0]}">'
+            f"<title>{_esc(tip)}</title></circle>"
+        )
+        body.append(_text(left - 6, y + 4, _short(name, 40), "end"))
+    bottom = top + row * len(labels)
+    for k in range(5):
+        x = lo + (hi - lo) * k / 4
+        body.append(_text(px(x), bottom + 13, f"{x:.3g}", "middle", "tick"))
+    body.append(_text(left + width / 2, bottom + 28, xlabel, "middle", "axis-label"))
+    return _svg(left + width + 20, bottom + 36, title, body)
+
+
+def scatter(
+    labels: Sequence[str],
+    xs: Sequence[float],
+    ys: Sequence[float],
+    title: str,
+    xlabel: str,
+    ylabel: str,
+) -> str:
+    """Labelled points (a run's score against its cost)."""
+    left, top, height, width = 60.0, 28.0, 200.0, 360.0
+    xmax = max([*xs, 0.0]) * 1.1 or 1.0
+    ymin, ymax = min([*ys, 0.0]), max([*ys, 1e-9]) * 1.1
+    body = _y_axis(left, top, height, width, ymax, ylabel)
+
+    def px(x: float) -> float:
+        return left + width * x / xmax
+
+    def py(y: float) -> float:
+        return top + height - height * (y - ymin) / ((ymax - ymin) or 1.0)
+
+    for name, x, y in zip(labels, xs, ys, strict=True):
+        tip = f"{name}: {ylabel} {y:.4g}, {xlabel} {x:.4g}"
+        body.append(
+            f'<circle cx="{_num(px(x))}" cy="{_num(py(y))}" r="5" fill="{SERIES_COLORS[0]}">'
+            f"<title>{_esc(tip)}</title></circle>"
+        )
+        body.append(_text(px(x) + 7, py(y) + 4, _short(name, 24), "start", "tick"))
+    for k in range(5):
+        x = xmax * k / 4
+        body.append(_text(px(x), top + height + 13, f"{x:.3g}", "middle", "tick"))
+    body.append(_text(left + width / 2, top + height + 28, xlabel, "middle", "axis-label"))
+    return _svg(left + width + 140, top + height + 36, title, body)
