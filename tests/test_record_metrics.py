@@ -124,7 +124,7 @@ def test_compare_without_the_plugin_ranks_by_the_record(runs: tuple[Path, Path])
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == "| task | metric | poor (fixture) | good (fixture) |"
-    (row,) = [line for line in lines if line.startswith("| fixture-codes |")]
+    row = next(line for line in lines if line.startswith("| fixture-codes |"))  # leaderboard
     assert row.startswith("| fixture-codes | hamming_loss (lower is better) | 0.5000")
     assert "0.0833" in row.split(" | ")[3] and "**" not in row
     assert "| fixture-codes | n " not in done.stdout  # a count is not a leaderboard row
