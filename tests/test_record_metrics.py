@@ -115,7 +115,7 @@ def test_the_record_names_every_metric(runs: tuple[Path, Path]) -> None:
 def test_compare_without_the_plugin_ranks_by_the_record(runs: tuple[Path, Path]) -> None:
     good, poor = runs
     # as the command prints it, from a process without the plugin: the loss is marked lower
-    # is better (4 shared samples cannot separate the runs, so neither is bold)
+    # is better, and the lower loss is bold (every paired resample favours it)
     done = subprocess.run(
         [sys.executable, "-m", "clineval", "--quiet", "compare", str(poor), str(good),
          "--format", "markdown"],
@@ -126,14 +126,14 @@ def test_compare_without_the_plugin_ranks_by_the_record(runs: tuple[Path, Path])
     assert lines[0] == "| task | metric | poor (fixture) | good (fixture) |"
     row = next(line for line in lines if line.startswith("| fixture-codes |"))  # leaderboard
     assert row.startswith("| fixture-codes | hamming_loss (lower is better) | 0.5000")
-    assert "0.0833" in row.split(" | ")[3] and "**" not in row
+    assert row.split(" | ")[3].startswith("**0.0833") and "**" not in row.split(" | ")[2]
     assert "| fixture-codes | n " not in done.stdout  # a count is not a leaderboard row
 
     comparison = clineval.compare([poor, good])
     cells = {(c.run, c.metric): c for c in comparison.leaderboard}
     assert set(cells) == {("poor", "hamming_loss"), ("good", "hamming_loss")}
     assert cells[("good", "hamming_loss")].leader and not cells[("poor", "hamming_loss")].leader
-    assert not cells[("good", "hamming_loss")].best  # 4 shared samples: not separated
+    assert cells[("good", "hamming_loss")].best and not cells[("poor", "hamming_loss")].best
     assert cells[("good", "hamming_loss")].higher_is_better is False
     # the paired test, from the recorded per-sample field: poor - good = 6/12 - 1/12
     (pair,) = comparison.pairs
