@@ -265,3 +265,33 @@ def test_plugin_declared_table_and_every_field(driver: Any, tmp_path: Path) -> N
     detail = driver.find_element(By.CSS_SELECTOR, f"#{anchor} .detail").text
     assert '["I10","E11"]' in detail and "gold" in detail
     assert_nothing_ran(driver)
+
+
+@pytest.mark.browser
+def test_compare_page_plots_differences_and_cost(driver: Any, tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    from clineval.report.compare import compare_runs
+    from clineval.report.compare_model import build_comparison
+
+    runs = []
+    for skill, cost in ((0.5, 0.25), (0.7, 1.5)):  # same seed: the same gold labels
+        run = synthetic.tcm_run(tmp_path / f"synthetic-{skill}", n=300, seed=1, skill=skill)
+        manifest = json.loads((run / MANIFEST).read_text(encoding="utf-8"))
+        manifest["llm_usage"] = {"estimated_cost": cost}
+        write_json(run / MANIFEST, manifest)
+        runs.append(run)
+    page = tmp_path / "compare.html"
+    compare_runs(runs, fmt="html", output=page)
+    driver.get(page.resolve().as_uri())
+    differences = driver.find_element(By.ID, "differences")
+    # one dot and one whisker per tested pair (2 runs: one pair per metric with a test)
+    tested = [p for p in build_comparison(runs).pairs if p.result is not None]
+    assert len(tested) >= 2
+    assert len(differences.find_elements(By.CSS_SELECTOR, "circle")) == len(tested)
+    assert len(differences.find_elements(By.CSS_SELECTOR, "line.interval")) == len(tested)
+    cost = driver.find_element(By.ID, "cost")
+    assert "$0.2500" in cost.text and "$1.5000" in cost.text
+    assert len(cost.find_elements(By.CSS_SELECTOR, "circle")) == 2
+    assert "Holm" in driver.find_element(By.ID, "best-note").text
+    shot(driver, "compare-analysis.png")
