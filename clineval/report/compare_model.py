@@ -37,6 +37,8 @@ from clineval.secrets import redact
 class Cell:
     value: float
     ci: tuple[float, float] | None
+    # the count the figure is computed on, where its metric declares one (`MetricSpec.basis`)
+    basis: int | None = None
 
 
 # The level a leaderboard marks a best value at, after Holm's correction for the pairs tested.
@@ -113,6 +115,12 @@ class Comparison:
                 separated.add(b if lead == a else a)
         return lead if others and others <= separated else None
 
+    def digits(self, task: str, key: str) -> int | None:
+        """The decimals `key` is shown with, as its metric declares (None: the default)."""
+        schema = _schema(task, self.runs)
+        spec = schema.spec(key) if schema is not None else None
+        return None if spec is None else spec.digits
+
     def higher_is_better(self, task: str, key: str) -> bool:
         """The direction of `key`: as the task's benchmark declares it, or, when it is not
         installed, as the runs' records wrote it (else higher)."""
@@ -161,6 +169,15 @@ def _direction(task: str, key: str, runs: list[RunData]) -> bool:
 def higher_is_better(task: str, key: str) -> bool:
     """The direction the task's installed benchmark declares for `key` (else higher)."""
     return _direction(task, key, [])
+
+
+def _basis(task: str, key: str, runs: list[RunData], metrics: dict[str, Any]) -> int | None:
+    schema = _schema(task, runs)
+    spec = schema.spec(key) if schema is not None else None
+    if spec is None or spec.basis is None:
+        return None
+    n = finite_number(metrics.get(spec.basis))
+    return None if n is None else int(n)
 
 
 def _labels(runs: list[RunData]) -> list[str]:
@@ -235,7 +252,7 @@ def build_comparison(
                 stat = stats.get((i, task), {}).get(key)
                 if ci is None and stat is not None:  # as the report: bootstrap over samples
                     ci = st.bootstrap_interval(stat, n_resamples, seed)
-                cells[(i, task, key)] = Cell(value, ci)
+                cells[(i, task, key)] = Cell(value, ci, _basis(task, key, runs, metrics))
     pairs: list[PairRow] = []
     jobs = [
         (task, key, i, j)

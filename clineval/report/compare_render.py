@@ -32,12 +32,15 @@ INTERVAL_NOTE = (
 )
 
 
-def _fmt_cell(key: str, cell: Cell | None, with_ci: bool = True) -> str:
+def _fmt_cell(key: str, cell: Cell | None, with_ci: bool = True, digits: int | None = None) -> str:
     if cell is None:
         return "–"
-    text = format_value(key, cell.value)
+    text = format_value(key, cell.value, digits)
     if with_ci and cell.ci is not None:
-        text += f" [{format_value(key, cell.ci[0])}, {format_value(key, cell.ci[1])}]"
+        low, high = (format_value(key, b, digits) for b in cell.ci)
+        text += f" [{low}, {high}]"
+    if cell.basis is not None:  # what the figure stands on, when that can be fewer samples
+        text += f" (n={cell.basis:,})"
     return text
 
 
@@ -45,22 +48,22 @@ def _run_label(comp: Comparison, i: int) -> str:
     return comp.labels[i] + (" (fixture)" if comp.is_fixture_run(i) else "")
 
 
-def _pair_text(row: PairRow) -> list[str]:
+def _pair_text(row: PairRow, digits: int | None = None) -> list[str]:
     """[task, metric, run A, run B, shared, A, B, A - B, 95% CI, p, p Holm, note] as text."""
     r = row.result
     if r is None:
         return [row.task, row.metric, row.run_a, row.run_b, "", "", "", "", "", "", "", row.note]
     key = row.metric
-    low, high = format_value(key, r.ci[0]), format_value(key, r.ci[1])
+    low, high = format_value(key, r.ci[0], digits), format_value(key, r.ci[1], digits)
     return [
         row.task,
         row.metric,
         row.run_a,
         row.run_b,
         str(r.n_shared),
-        format_value(key, r.a),
-        format_value(key, r.b),
-        format_value(key, r.delta),
+        format_value(key, r.a, digits),
+        format_value(key, r.b, digits),
+        format_value(key, r.delta, digits),
         f"[{low}, {high}]",
         f"{r.p_value:.4f}",
         "" if row.p_holm is None else f"{row.p_holm:.4f}",
@@ -103,7 +106,7 @@ def _wide_leaderboard(comp: Comparison) -> Table:
     for i in range(len(comp.runs)):
         cells = []
         for task, key in comp.columns:
-            text = _fmt_cell(key, comp.cells.get((i, task, key)))
+            text = _fmt_cell(key, comp.cells.get((i, task, key)), digits=comp.digits(task, key))
             cells.append(f"[bold]{text}[/bold]" if comp.best(task, key) == i else text)
         # Run names and model specs are user text: escaped, so "[" in them is not rich markup.
         table.add_row(escape(_run_label(comp, i)), escape(comp.model(i)), *cells)
@@ -122,9 +125,11 @@ def _long_leaderboard(comp: Comparison, runs: list[int], stacked: bool, title: s
         cells = []
         for i in runs:
             cell = comp.cells.get((i, task, key))
-            text = _fmt_cell(key, cell, with_ci=not stacked)
+            digits = comp.digits(task, key)
+            text = _fmt_cell(key, cell, with_ci=not stacked, digits=digits)
             if stacked and cell is not None and cell.ci is not None:
-                text += f"\n[{format_value(key, cell.ci[0])}, {format_value(key, cell.ci[1])}]"
+                low, high = (format_value(key, b, digits) for b in cell.ci)
+                text += f"\n[{low}, {high}]"
             text = escape(text)
             cells.append(f"[bold]{text}[/bold]" if comp.best(task, key) == i else text)
         table.add_row(escape(task), escape(key), *cells)
@@ -159,7 +164,7 @@ def _leaderboard_tables(comp: Comparison, console: Console) -> tuple[list[Table]
         per_table -= 1
 
 
-def _pairs_table(tested: list[PairRow], console: Console) -> Table:
+def _pairs_table(comp: Comparison, tested: list[PairRow], console: Console) -> Table:
     """The paired tests, one row each; when that does not fit, task / metric / runs share
     one column and each interval goes under its difference."""
     title = "paired bootstrap on shared samples (A - B)"
@@ -167,7 +172,7 @@ def _pairs_table(tested: list[PairRow], console: Console) -> Table:
     for name in ("task / metric", "A vs B", "n", "A", "B", "A - B", "95% CI", "p", "p Holm"):
         wide.add_column(name, justify="left" if name in ("task / metric", "A vs B") else "right")
     for row in tested:
-        t = _pair_text(row)
+        t = _pair_text(row, comp.digits(row.task, row.metric))
         wide.add_row(escape(f"{t[0]} {t[1]}"), escape(f"{t[2]} vs {t[3]}"), *t[4:11])
     if _fits(console, wide):
         return wide
@@ -176,7 +181,7 @@ def _pairs_table(tested: list[PairRow], console: Console) -> Table:
     for name in ("n", "A", "B", "A - B\n95% CI", "p\nHolm"):
         narrow.add_column(name, justify="right", overflow="fold")
     for row in tested:
-        t = _pair_text(row)
+        t = _pair_text(row, comp.digits(row.task, row.metric))
         narrow.add_row(
             escape(f"{t[0]}\n{t[1]}\n{t[2]} vs {t[3]}"),
             t[4],
@@ -201,7 +206,7 @@ def render_table(comp: Comparison, console: Console) -> None:
         console.print(table)
     tested = [p for p in comp.pairs if p.result is not None]
     if tested:
-        console.print(_pairs_table(tested, console))
+        console.print(_pairs_table(comp, tested, console))
     for row in comp.pairs:
         if row.result is None:
             console.print(
@@ -229,7 +234,8 @@ def cost_lines(comp: Comparison) -> list[str]:
             key = next(k for t, k in comp.columns if t == task)
             cell = comp.cells.get((i, task, key))
             if cell is not None:
-                figures.append(f"{task} {key} {format_value(key, cell.value)}")
+                shown = format_value(key, cell.value, comp.digits(task, key))
+                figures.append(f"{task} {key} {shown}")
         spent = "no cost recorded" if cost is None else f"${cost:,.4f}"
         lines.append(f"  {_run_label(comp, i)}: {spent}; " + ", ".join(figures))
     return lines
@@ -249,7 +255,7 @@ def render_markdown(comp: Comparison) -> str:
     for task, key in comp.columns:
         cells = []
         for i in runs:
-            text = _fmt_cell(key, comp.cells.get((i, task, key)))
+            text = _fmt_cell(key, comp.cells.get((i, task, key)), digits=comp.digits(task, key))
             cells.append(f"**{text}**" if comp.best(task, key) == i else text)
         arrow = "" if comp.higher_is_better(task, key) else " (lower is better)"
         lines.append("| " + " | ".join(_md_escape(c) for c in [task, key + arrow, *cells]) + " |")
@@ -260,7 +266,8 @@ def render_markdown(comp: Comparison) -> str:
         lines.append("| " + " | ".join(PAIR_HEADER) + " |")
         lines.append("|" + "---|" * len(PAIR_HEADER))
         for pair in comp.pairs:
-            lines.append("| " + " | ".join(_md_escape(c) for c in _pair_text(pair)) + " |")
+            pair_cells = _pair_text(pair, comp.digits(pair.task, pair.metric))
+            lines.append("| " + " | ".join(_md_escape(c) for c in pair_cells) + " |")
     lines += ["", BEST_NOTE, "", INTERVAL_NOTE]
     costs = cost_lines(comp)
     if costs:
@@ -356,7 +363,9 @@ def render_html(comp: Comparison) -> str:
         for task, key in comp.columns:
             cells.append(
                 {
-                    "text": _fmt_cell(key, comp.cells.get((i, task, key))),
+                    "text": _fmt_cell(
+                        key, comp.cells.get((i, task, key)), digits=comp.digits(task, key)
+                    ),
                     "best": comp.best(task, key) == i,
                 }
             )
@@ -368,7 +377,7 @@ def render_html(comp: Comparison) -> str:
             columns=comp.columns,
             rows=rows,
             pair_header=PAIR_HEADER,
-            pairs=[_pair_text(p) for p in comp.pairs],
+            pairs=[_pair_text(p, comp.digits(p.task, p.metric)) for p in comp.pairs],
             any_fixture=any(comp.fixture.values()),
             interval_note=INTERVAL_NOTE,
             best_note=BEST_NOTE,

@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Callable
 from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
@@ -70,11 +71,12 @@ def _generic_section(
     family: str = "other",
     headline_keys: tuple[str, ...] = (),
     tables: tuple[str, ...] = (),
+    digits: dict[str, int] | None = None,
 ) -> dict[str, Any]:
     """A task without a report section of its own: its metrics, the nested tables its schema
     declares, and a sample table of every field (scalars as columns, the rest in the detail
     view)."""
-    section = base_section(run, task, family, headline_keys)
+    section = base_section(run, task, family, headline_keys, digits)
     metrics = run.results.get(task, {})
     for key in tables:
         block = declared_table(key, metrics.get(key))
@@ -127,8 +129,9 @@ def build_sections(
         if bench is not None and bench.report_section is not None:
             section = guarded(task, "report_section", partial(bench.report_section, run, task))
         elif bench is not None:
+            schema = bench.metrics
             section = _generic_section(
-                run, task, bench.family, bench.metrics.headline_keys, bench.metrics.tables
+                run, task, bench.family, schema.headline_keys, schema.tables, schema.digits()
             )
         else:  # a task of a benchmark that is not installed here: as its run record says
             recorded = metric_schema(task, notes)
@@ -139,15 +142,18 @@ def build_sections(
                 family,
                 recorded.headline_keys if recorded is not None else (),
                 recorded.tables if recorded is not None else (),
+                recorded.digits() if recorded is not None else None,
             )
         if any(card.ci is None for card in section["cards"]):
             from clineval.report.task_stats import statistics_for  # numpy/scipy: only if needed
 
             samples = run.samples.get(task, [])
             stats = statistics_for(task, run.results[task], samples, notes)
-            fill_intervals(section["cards"], stats, seed)
+            fill_intervals(section["cards"], stats, seed, section.get("digits"))
         for card in (*section["cards"], *section["rest"]):
-            card.references = reference_lines(references or [], task, card.key, format_value)
+            card.references = reference_lines(
+                references or [], task, card.key, _formatter(section.get("digits"))
+            )
         for block in section["blocks"]:
             if "svg" in block:
                 block["svg"] = Markup(block["svg"])  # from plots.py, text escaped there
@@ -159,6 +165,11 @@ def build_sections(
         section["table_json"] = Markup(payload)  # inert: escaped JSON or base64 (see jsonembed)
         sections.append(section)
     return sections
+
+
+def _formatter(digits: dict[str, int] | None) -> Callable[[str, float], str]:
+    """format_value with a section's declared decimals."""
+    return lambda key, value: format_value(key, value, (digits or {}).get(key))
 
 
 def overview(
@@ -180,7 +191,8 @@ def overview(
         table = tables[section["family"]]
         for ref in references or []:
             figures = ref.results.get(section["task"], {})
-            shown = {k: format_value(k, v) for k, v in figures.items() if k in table["keys"]}
+            fmt = _formatter(section.get("digits"))
+            shown = {k: fmt(k, v) for k, v in figures.items() if k in table["keys"]}
             if shown:
                 table["references"].append(
                     {"task": section["task"], "label": ref.label, "cells": shown}

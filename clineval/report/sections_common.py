@@ -18,13 +18,12 @@ from clineval.secrets import redact
 NOTE_KEYS = ("data_note", "note", "warning")
 
 
-def format_value(key: str, value: float | int) -> str:
-    """CACS is in percent (2 decimals); counts are integers; shares/F1 get 4 decimals."""
+def format_value(key: str, value: float | int, digits: int | None = None) -> str:
+    """Counts as integers; other figures with the decimals their metric declares
+    (`MetricSpec.digits`, 4 unless declared). `key` names the figure for a caller's message."""
     if isinstance(value, int) and not isinstance(value, bool):
         return f"{value:,}"
-    if key.startswith("cacs"):
-        return f"{value:.2f}"
-    return f"{value:.4f}"
+    return f"{value:.{4 if digits is None else digits}f}"
 
 
 @dataclass
@@ -38,7 +37,7 @@ class Metric:
     references: list[str] = field(default_factory=list)  # published figures, labelled
 
 
-def metric_of(metrics: dict[str, Any], key: str) -> Metric | None:
+def metric_of(metrics: dict[str, Any], key: str, digits: int | None = None) -> Metric | None:
     number = finite_number(metrics.get(key))
     if number is None:
         return None
@@ -46,11 +45,14 @@ def metric_of(metrics: dict[str, Any], key: str) -> Metric | None:
     interval = interval_of(metrics, key)
     ci = None
     if interval is not None:
-        ci = f"[{format_value(key, interval[0])}, {format_value(key, interval[1])}]"
-    return Metric(key=key, value=format_value(key, value), ci=ci, raw=number)
+        low, high = (format_value(key, b, digits) for b in interval)
+        ci = f"[{low}, {high}]"
+    return Metric(key=key, value=format_value(key, value, digits), ci=ci, raw=number)
 
 
-def fill_intervals(cards: list[Metric], stats: dict[str, Any], seed: int) -> None:
+def fill_intervals(
+    cards: list[Metric], stats: dict[str, Any], seed: int, digits: dict[str, int] | None = None
+) -> None:
     """Bootstrap intervals for cards the task stored none for, from per-sample statistics."""
     from clineval.report.statistics import bootstrap_interval
 
@@ -58,21 +60,23 @@ def fill_intervals(cards: list[Metric], stats: dict[str, Any], seed: int) -> Non
         stat = stats.get(card.key)
         if card.ci is None and stat is not None:
             low, high = bootstrap_interval(stat, seed=seed)
-            card.ci = f"[{format_value(card.key, low)}, {format_value(card.key, high)}]"
+            d = (digits or {}).get(card.key)
+            card.ci = f"[{format_value(card.key, low, d)}, {format_value(card.key, high, d)}]"
             card.ci_note = "bootstrap over samples, computed by the report"
 
 
 def headline(
-    metrics: dict[str, Any], headline_keys: tuple[str, ...]
+    metrics: dict[str, Any], headline_keys: tuple[str, ...], digits: dict[str, int] | None = None
 ) -> tuple[list[Metric], list[Metric]]:
     """(cards, the rest): every finite top-level scalar, the declared headline keys first."""
-    cards = [m for k in headline_keys if (m := metric_of(metrics, k))]
+    digits = digits or {}
+    cards = [m for k in headline_keys if (m := metric_of(metrics, k, digits.get(k)))]
     shown = {m.key for m in cards}
     rest = []
     for key in metrics:
         if key in shown or key.endswith(("_ci", "_ci95")):
             continue
-        m = metric_of(metrics, key)
+        m = metric_of(metrics, key, digits.get(key))
         if m is not None:
             rest.append(m)
     if not cards:  # an unknown task: its first few scalars become the cards
@@ -320,12 +324,16 @@ def short_model_label(spec: str) -> str:
 
 
 def base_section(
-    run: RunData, task: str, family: str, headline_keys: tuple[str, ...] = ()
+    run: RunData,
+    task: str,
+    family: str,
+    headline_keys: tuple[str, ...] = (),
+    digits: dict[str, int] | None = None,
 ) -> dict[str, Any]:
     """The part of a task's section every benchmark shares: cards of its declared headline
-    metrics (the rest under "all metrics"), fixture flag, notes."""
+    metrics (the rest under "all metrics") with their declared decimals, fixture flag, notes."""
     metrics = run.results.get(task, {})
-    cards, rest = headline(metrics, headline_keys)
+    cards, rest = headline(metrics, headline_keys, digits)
     return {
         "task": task,
         "anchor": "task-" + "".join(c if c.isalnum() else "-" for c in task),
@@ -337,4 +345,5 @@ def base_section(
         "notes": [str(v) for k, v in metrics.items() if k in NOTE_KEYS and isinstance(v, str)],
         "blocks": [],
         "table": None,
+        "digits": digits or {},
     }
