@@ -222,11 +222,19 @@ def score(
 def report(
     run_dir: Path,
     output: Annotated[Path | None, typer.Option("-o", "--output")] = None,
+    reference: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--reference",
+            help="JSON file of published figures to show beside the run's own (repeatable); "
+            "format in docs/command-line.md",
+        ),
+    ] = None,
 ) -> None:
     """Write a self-contained HTML report of a run."""
     from clineval.report.html import write_report
 
-    path = write_report(run_dir, output or run_dir / "report.html")
+    path = write_report(run_dir, output or run_dir / "report.html", reference_files=reference)
     stdout.print(f"report: {path}")
 
 
@@ -294,7 +302,13 @@ def list_tasks(
     ] = False,
 ) -> None:
     """List tasks, their data status and metrics (or, with --options, every option key)."""
-    from clineval.benchmarks.registry import benchmark_of, get_task, option_groups, task_names
+    from clineval.benchmarks.registry import (
+        PluginError,
+        benchmark_of,
+        get_task,
+        option_groups,
+        task_names,
+    )
     from clineval.datapaths import resolve_data_root
 
     if show_options:
@@ -315,8 +329,12 @@ def list_tasks(
     for col in ("task", "description", "data", "metrics"):
         table.add_column(col)
     for name in task_names():
-        task = get_task(name)
-        statuses = task.data_status(root)
+        try:  # a plugin whose task cannot be made costs its row, not the listing
+            task = get_task(name)
+            statuses = task.data_status(root)
+        except PluginError as exc:
+            print(f"warning: {redact(exc.one_line())}; skipped", file=sys.stderr)
+            continue
         bad = [s for s in statuses if s.status != "ok"]
         data = "ok" if not bad else "; ".join(f"{s.relative_path}: {s.status}" for s in bad)
         bench = benchmark_of(name)
