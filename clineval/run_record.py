@@ -75,6 +75,8 @@ class MetricRecord(_Record):
     headline: bool = True
     count: bool = False
     per_sample: str | None = None
+    digits: int | None = None
+    basis: str | None = None
 
 
 class TaskNotes(_Record):

@@ -119,8 +119,8 @@ def test_compare_ranks_by_the_declared_direction(site: Path, tmp_path: Path) -> 
         cli(site, "run", "example-mcq", "--model", f"predictions:predictions-{name}.jsonl",
             "--output-dir", str(tmp_path / name))  # fmt: skip
     comparison = build_comparison([tmp_path / "a", tmp_path / "b"])
-    assert comparison.best("example-mcq", "accuracy") == 0  # higher is better: run a
-    assert comparison.best("example-mcq", "invalid_rate") == 1  # lower is better: run b
+    assert comparison.leader("example-mcq", "accuracy") == 0  # higher is better: run a
+    assert comparison.leader("example-mcq", "invalid_rate") == 1  # lower is better: run b
     pair = [p for p in comparison.pairs if p.metric == "accuracy"]
     assert len(pair) == 1 and pair[0].result is not None
     assert pair[0].result.delta == pytest.approx(9 / 12 - 7 / 12)

@@ -114,22 +114,25 @@ def test_the_record_names_every_metric(runs: tuple[Path, Path]) -> None:
 
 def test_compare_without_the_plugin_ranks_by_the_record(runs: tuple[Path, Path]) -> None:
     good, poor = runs
-    # as the command prints it, from a process without the plugin: the lower loss is bold
+    # as the command prints it, from a process without the plugin: the loss is marked lower
+    # is better, and the lower loss is bold (every paired resample favours it)
     done = subprocess.run(
         [sys.executable, "-m", "clineval", "--quiet", "compare", str(poor), str(good),
          "--format", "markdown"],
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    board = [line for line in done.stdout.splitlines() if line.startswith(("| good", "| poor"))]
-    assert len(board) == 2
-    assert "**0.0833" in next(r for r in board if r.startswith("| good"))
-    assert "**" not in next(r for r in board if r.startswith("| poor"))
-    assert "fixture-codes n" not in done.stdout  # a count is not a leaderboard column
+    lines = done.stdout.splitlines()
+    assert lines[0] == "| task | metric | poor (fixture) | good (fixture) |"
+    row = next(line for line in lines if line.startswith("| fixture-codes |"))  # leaderboard
+    assert row.startswith("| fixture-codes | hamming_loss (lower is better) | 0.5000")
+    assert row.split(" | ")[3].startswith("**0.0833") and "**" not in row.split(" | ")[2]
+    assert "| fixture-codes | n " not in done.stdout  # a count is not a leaderboard row
 
     comparison = clineval.compare([poor, good])
     cells = {(c.run, c.metric): c for c in comparison.leaderboard}
     assert set(cells) == {("poor", "hamming_loss"), ("good", "hamming_loss")}
+    assert cells[("good", "hamming_loss")].leader and not cells[("poor", "hamming_loss")].leader
     assert cells[("good", "hamming_loss")].best and not cells[("poor", "hamming_loss")].best
     assert cells[("good", "hamming_loss")].higher_is_better is False
     # the paired test, from the recorded per-sample field: poor - good = 6/12 - 1/12
@@ -162,8 +165,8 @@ def test_an_older_record_without_the_metrics_still_ranks_its_primary(
         (copy / "manifest.json").write_text(json.dumps(manifest))
         old.append(copy)
     comparison = clineval.compare(old)
-    best = {c.metric: c.run for c in comparison.leaderboard if c.best}
-    assert best["hamming_loss"] == "good"  # the primary's recorded direction still holds
+    leader = {c.metric: c.run for c in comparison.leaderboard if c.leader}
+    assert leader["hamming_loss"] == "good"  # the primary's recorded direction still holds
     assert clineval.RunResult.load(old[0])["fixture-codes"].specs == ()
 
 

@@ -88,6 +88,21 @@ _HOME = {
     "flatten": "clineval.report.sections_common",
     "format_value": "clineval.report.sections_common",
     "yes_no": "clineval.report.sections_common",
+    "download_block": "clineval.report.sections_common",
+    "examples_block": "clineval.report.sections_common",
+    "fields_part": "clineval.report.sections_common",
+    "heading_part": "clineval.report.sections_common",
+    "rows_part": "clineval.report.sections_common",
+    "short_model_label": "clineval.report.sections_common",
+    "spans_part": "clineval.report.sections_common",
+    "table_block": "clineval.report.sections_common",
+    "text_part": "clineval.report.sections_common",
+    # charts a section draws (inline SVG, every text escaped)
+    "grouped_bars": "clineval.report.plots",
+    "heatmap": "clineval.report.plots",
+    "horizontal_bars": "clineval.report.plots",
+    "interval_dots": "clineval.report.plots",
+    "scatter": "clineval.report.plots",
     # judging (a judged benchmark's kit) joins this table
 }
 __all__ = sorted(_HOME)
@@ -228,6 +243,21 @@ if TYPE_CHECKING:  # what type checkers and editors see of the lazy names below
     from clineval.plan import (
         CallPlan as CallPlan,
     )
+    from clineval.report.plots import (
+        grouped_bars as grouped_bars,
+    )
+    from clineval.report.plots import (
+        heatmap as heatmap,
+    )
+    from clineval.report.plots import (
+        horizontal_bars as horizontal_bars,
+    )
+    from clineval.report.plots import (
+        interval_dots as interval_dots,
+    )
+    from clineval.report.plots import (
+        scatter as scatter,
+    )
     from clineval.report.rundata import (
         RunData as RunData,
     )
@@ -244,6 +274,15 @@ if TYPE_CHECKING:  # what type checkers and editors see of the lazy names below
         base_section as base_section,
     )
     from clineval.report.sections_common import (
+        download_block as download_block,
+    )
+    from clineval.report.sections_common import (
+        examples_block as examples_block,
+    )
+    from clineval.report.sections_common import (
+        fields_part as fields_part,
+    )
+    from clineval.report.sections_common import (
         filter_values as filter_values,
     )
     from clineval.report.sections_common import (
@@ -251,6 +290,24 @@ if TYPE_CHECKING:  # what type checkers and editors see of the lazy names below
     )
     from clineval.report.sections_common import (
         format_value as format_value,
+    )
+    from clineval.report.sections_common import (
+        heading_part as heading_part,
+    )
+    from clineval.report.sections_common import (
+        rows_part as rows_part,
+    )
+    from clineval.report.sections_common import (
+        short_model_label as short_model_label,
+    )
+    from clineval.report.sections_common import (
+        spans_part as spans_part,
+    )
+    from clineval.report.sections_common import (
+        table_block as table_block,
+    )
+    from clineval.report.sections_common import (
+        text_part as text_part,
     )
     from clineval.report.sections_common import (
         yes_no as yes_no,

@@ -38,7 +38,11 @@ class MetricSpec:
 
     `per_sample` names the samples.jsonl field whose mean over the samples is this figure
     (true/false count as 1/0), e.g. "correct" for accuracy: compare's paired test and the
-    report's interval then need no statistics code, and work from the run record alone."""
+    report's interval then need no statistics code, and work from the run record alone.
+
+    `digits` is how many decimals the figure is shown with (CACS, a percentage, with 2);
+    `basis` names the count in the same results entry that the figure is computed on when that
+    can be fewer than the samples run (CACS: the cases with every verdict), shown beside it."""
 
     key: str
     description: str = ""
@@ -46,6 +50,8 @@ class MetricSpec:
     headline: bool = True
     count: bool = False
     per_sample: str | None = None
+    digits: int = 4
+    basis: str | None = None
 
     def record(self) -> dict[str, Any]:
         """The spec as the run record keeps it (manifest.json["tasks"][task]["metrics"])."""
@@ -58,6 +64,10 @@ class MetricSpec:
         }
         if self.per_sample is not None:
             out["per_sample"] = self.per_sample
+        if self.digits != 4:
+            out["digits"] = self.digits
+        if self.basis is not None:
+            out["basis"] = self.basis
         return out
 
     @classmethod
@@ -70,6 +80,8 @@ class MetricSpec:
             headline=entry.get("headline") is not False,
             count=entry.get("count") is True,
             per_sample=entry.get("per_sample"),
+            digits=entry["digits"] if isinstance(entry.get("digits"), int) else 4,
+            basis=str(entry["basis"]) if entry.get("basis") is not None else None,
         )
 
 
@@ -109,6 +121,10 @@ class MetricSchema:
     def higher_is_better(self, key: str) -> bool:
         spec = self.spec(key)
         return True if spec is None else spec.higher_is_better
+
+    def digits(self) -> dict[str, int]:
+        """Decimals per metric key, for those declared with other than 4."""
+        return {m.key: m.digits for m in self.metrics if m.digits != 4}
 
     def record(self) -> list[dict[str, Any]]:
         return [m.record() for m in self.metrics]
