@@ -141,6 +141,24 @@ class RunConfig(BaseModel):
         return found
 
     @model_validator(mode="after")
+    def _settings_that_apply(self) -> RunConfig:
+        """--base-url and --batch are for openai: models: given for a run without one, they
+        would be ignored silently (a llamacpp: model serves itself, in process)."""
+        model = ModelSpec.parse(self.model)
+        if self.base_urls and model.backend != "openai":
+            raise InputError(
+                f"--base-url applies to openai: models only, and --model {model.label} is a "
+                f"{model.backend}: model"
+            )
+        openai = [m for m in (self.model, *self.judges) if ModelSpec.parse(m).backend == "openai"]
+        if self.batch and not openai:
+            labels = ", ".join(ModelSpec.parse(m).label for m in (self.model, *self.judges))
+            raise InputError(
+                f"--batch applies to openai: models only, and this run has none ({labels})"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _valid_batch_models(self) -> RunConfig:
         for name in self.batch_models:
             models = [self.model, *self.judges]

@@ -20,7 +20,12 @@ from clineval.config import RunConfig
 from clineval.datapaths import resolve_data_root
 from clineval.errors import InputError
 from clineval.models.spec import ModelSpec
-from clineval.run_checks import check_output_dir, check_run_config
+from clineval.run_checks import (
+    check_output_dir,
+    check_run_config,
+    check_scoring_settings,
+    run_models,
+)
 from clineval.run_record import (
     Manifest,
     iter_samples,
@@ -386,7 +391,8 @@ def scoring_config(
                 f"--option {key}: score only changes scoring settings "
                 f"({', '.join(sorted(scoring))}); rerun with clineval run to change the rest"
             )
-    check_options(options, groups, active_namespaces(config.tasks))
+    check_options(options, groups, active_namespaces(config.tasks), run_models(config))
+    check_scoring_settings(config.tasks, list(settings))
     data = config.model_dump()
     data.update(settings)
     data["options"] = {**config.options, **options}

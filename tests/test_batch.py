@@ -41,6 +41,12 @@ def _fresh(stub: StubServer) -> None:
 
 
 def _argv(stub: StubServer, out: Path, *extra: str) -> list[str]:
+    # a key given twice is refused: the default criteria only when `extra` sets none
+    criteria = f"clinconsensus.max_criteria={N_CRITERIA}"
+    if any(item.startswith("clinconsensus.max_criteria=") for item in extra):
+        criteria = next(item for item in extra if item.startswith("clinconsensus.max_criteria="))
+        at = extra.index(criteria)
+        extra = extra[: at - 1] + extra[at + 1 :]
     return [
         "--quiet",
         "run",
@@ -52,7 +58,7 @@ def _argv(stub: StubServer, out: Path, *extra: str) -> list[str]:
         "--cases",
         FIXTURE,
         "--option",
-        f"clinconsensus.max_criteria={N_CRITERIA}",
+        criteria,
         "--max-retries",
         "2",
         "--output-dir",

@@ -120,6 +120,8 @@ class LlamaCppSettings:
         def value(name: str) -> int:
             return int(LLAMACPP_OPTIONS.value(options, name))
 
+        LLAMACPP_OPTIONS.check_joint(options)  # the run checked it; a direct caller may not
+
         return cls(
             n_parallel=value("n_parallel"),
             n_ctx_per_slot=value("n_ctx"),
