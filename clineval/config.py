@@ -20,7 +20,7 @@ from pydantic import (
     model_validator,
 )
 
-from clineval.errors import InputError
+from clineval.errors import EMPTY_PATH, InputError, is_empty_path
 from clineval.models.spec import ModelSpec, check_base_url
 from clineval.shard import is_auto, parse_shard, resolve_auto
 
@@ -74,6 +74,22 @@ class RunConfig(BaseModel):
     # Task and model-layer knobs by full key ({"ner.tokenizer": "model"}); every key is declared
     # by its layer (clineval.options) and checked against those declarations before a run.
     options: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator(
+        "data_dir", "cases", "verdicts", "judge_prompt", "price_table", "batch_file_out"
+    )
+    @classmethod
+    def _nonempty_path(cls, value: str | None) -> str | None:
+        if is_empty_path(value):
+            raise ValueError(EMPTY_PATH)
+        return value
+
+    @field_validator("batch_file_in")
+    @classmethod
+    def _nonempty_paths(cls, value: list[str]) -> list[str]:
+        if any(is_empty_path(v) for v in value):
+            raise ValueError(EMPTY_PATH)
+        return value
 
     @field_validator("shard")
     @classmethod

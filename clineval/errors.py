@@ -34,6 +34,16 @@ _LONG_RUN = re.compile(rf"\S{{{_RUN_LIMIT + 1},}}")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+# Every path a user gives is refused when empty: "" (and Path("")) is the working directory, and
+# `run -o ""` once wrote a whole run into it. One rule for every flag and API parameter.
+EMPTY_PATH = "must not be empty (an empty path is the working directory; write . to mean it)"
+
+
+def is_empty_path(value: object) -> bool:
+    """Whether `value` is a path given as an empty or whitespace-only string."""
+    return isinstance(value, str) and not value.strip()
+
+
 def clip(value: object) -> str:
     """`repr(value)` for an error message, showing at most about QUOTE_LIMIT characters of it
     (and how long a clipped string was)."""
@@ -123,9 +133,23 @@ def checked_arguments(function: _F) -> _F:
             validator(*args, **kwargs)
         except ValidationError as exc:
             raise _argument_error(name, signature, exc, args, kwargs) from None
+        _refuse_empty_paths(name, signature, args, kwargs)
         return function(*args, **kwargs)  # the values as given: checked, not converted
 
     return wrapper  # type: ignore[return-value]
+
+
+def _refuse_empty_paths(
+    name: str, signature: inspect.Signature, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> None:
+    """A path parameter (its hint names PathLike) given as "" is refused: it would be the
+    working directory. Run settings are checked by RunConfig, with the flag's name."""
+    for parameter, value in signature.bind(*args, **kwargs).arguments.items():
+        if "PathLike" not in str(signature.parameters[parameter].annotation):
+            continue
+        values = value if isinstance(value, list | tuple) else [value]
+        if any(is_empty_path(v) for v in values):
+            raise InputError(f"{name}: {parameter}={clip(value)}: {EMPTY_PATH}")
 
 
 def _arguments_only(function: Callable[..., Any]) -> Callable[..., None]:
