@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 import re
 import reprlib
 import typing
@@ -203,4 +204,12 @@ def _argument_error(
     expected = str(parameter.annotation).replace(" | ", " or ")
     if "PathLike" in expected:
         expected += " (PathLike: str or os.PathLike)"
+    if isinstance(value, os.PathLike) and where == "model":
+        # A path is not a model: the spec says what the file is (guessing from its name
+        # would take a GGUF, a checkpoint folder and a predictions file apart by luck).
+        return InputError(
+            f"{name}: model={clip(value)} is a path, and a model is a spec string: "
+            f"model='predictions:{os.fspath(value)}' for a predictions file, 'llamacpp:PATH' "
+            "for a GGUF, 'hf:DIR' or 'gliner:DIR' for a checkpoint"
+        )
     return InputError(f"{name}: {where}={clip(value)} is not {expected}")

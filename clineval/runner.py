@@ -236,6 +236,8 @@ def _execute(
                 _note_llm_calls(manifest, ctx)
                 write_manifest(output_dir, manifest)
                 manifest_written = True
+                for text in result.warnings:  # after the writes: a failed one is said alone
+                    log.warning("warning: %s: %s", name, text)
         except BaseException as exc:
             # Results of finished tasks are already on disk; say in the manifest why it stopped.
             if manifest_written:
