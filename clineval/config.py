@@ -16,6 +16,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -79,15 +80,15 @@ class RunConfig(BaseModel):
         "data_dir", "cases", "verdicts", "judge_prompt", "price_table", "batch_file_out"
     )
     @classmethod
-    def _nonempty_path(cls, value: str | None) -> str | None:
-        if is_empty_path(value):
+    def _nonempty_path(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if is_empty_path(value) and not _from_manifest(info):
             raise ValueError(EMPTY_PATH)
         return value
 
     @field_validator("batch_file_in")
     @classmethod
-    def _nonempty_paths(cls, value: list[str]) -> list[str]:
-        if any(is_empty_path(v) for v in value):
+    def _nonempty_paths(cls, value: list[str], info: ValidationInfo) -> list[str]:
+        if any(is_empty_path(v) for v in value) and not _from_manifest(info):
             raise ValueError(EMPTY_PATH)
         return value
 
@@ -157,24 +158,6 @@ class RunConfig(BaseModel):
         return found
 
     @model_validator(mode="after")
-    def _settings_that_apply(self) -> RunConfig:
-        """--base-url and --batch are for openai: models: given for a run without one, they
-        would be ignored silently (a llamacpp: model serves itself, in process)."""
-        model = ModelSpec.parse(self.model)
-        if self.base_urls and model.backend != "openai":
-            raise InputError(
-                f"--base-url applies to openai: models only, and --model {model.label} is a "
-                f"{model.backend}: model"
-            )
-        openai = [m for m in (self.model, *self.judges) if ModelSpec.parse(m).backend == "openai"]
-        if self.batch and not openai:
-            labels = ", ".join(ModelSpec.parse(m).label for m in (self.model, *self.judges))
-            raise InputError(
-                f"--batch applies to openai: models only, and this run has none ({labels})"
-            )
-        return self
-
-    @model_validator(mode="after")
     def _valid_batch_models(self) -> RunConfig:
         for name in self.batch_models:
             models = [self.model, *self.judges]
@@ -231,11 +214,20 @@ class RunConfig(BaseModel):
         if not isinstance(data, dict):
             raise InputError("the manifest's config is not a JSON object", path=path)
         try:
-            return cls.model_validate(data)
+            return cls.model_validate(data, context={_MANIFEST: True})
         except ValidationError as exc:
             raise InputError(
                 f"the manifest's config is not valid: {input_error(exc).message}", path=path
             ) from None
+
+
+# Validation context of a config read back from a manifest: the rules that refuse a setting a
+# run would ignore apply to new commands, not to runs recorded before them.
+_MANIFEST = "from_manifest"
+
+
+def _from_manifest(info: ValidationInfo) -> bool:
+    return bool(info.context and info.context.get(_MANIFEST))
 
 
 def _split_judge_url(item: str) -> tuple[str | None, str]:

@@ -27,6 +27,7 @@ def check_run_config(config: RunConfig) -> None:
     )
     # a default cannot be told from a value given, except where the default is off
     check_scoring_settings(config.tasks, ["judge_errors_as_unmet"] * config.judge_errors_as_unmet)
+    _check_openai_settings(config)
     _check_model_fits_tasks(config)
     if config.price_table is not None:
         load_price_table(config.price_table)
@@ -48,6 +49,26 @@ def check_scoring_settings(tasks: list[str], given: list[str]) -> None:
                 f"{flag_of(name)} applies to none of this run's tasks ({', '.join(tasks)}): "
                 "it would be ignored"
             )
+
+
+def _check_openai_settings(config: RunConfig) -> None:
+    """--base-url and --batch are for openai: models: given for a run without one, they would
+    be ignored silently (a llamacpp: model serves itself, in process). A check of a new
+    command, not of RunConfig: a manifest recorded before it still scores and merges."""
+    from clineval.models.spec import ModelSpec
+
+    model = ModelSpec.parse(config.model)
+    if config.base_urls and model.backend != "openai":
+        raise InputError(
+            f"--base-url applies to openai: models only, and --model {model.label} is a "
+            f"{model.backend}: model"
+        )
+    specs = [ModelSpec.parse(m) for m in (config.model, *config.judges)]
+    if config.batch and not any(spec.backend == "openai" for spec in specs):
+        labels = ", ".join(spec.label for spec in specs)
+        raise InputError(
+            f"--batch applies to openai: models only, and this run has none ({labels})"
+        )
 
 
 def run_models(config: RunConfig) -> dict[str, frozenset[str]]:
