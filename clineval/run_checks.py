@@ -64,11 +64,15 @@ def _check_openai_settings(config: RunConfig) -> None:
             f"{model.backend}: model"
         )
     specs = [ModelSpec.parse(m) for m in (config.model, *config.judges)]
-    if config.batch and not any(spec.backend == "openai" for spec in specs):
+    if config.batch_mode and not any(spec.backend == "openai" for spec in specs):
+        given = {
+            "--batch": config.batch,
+            "--batch-file-out": config.batch_file_out is not None,
+            "--batch-file-in": bool(config.batch_file_in),
+        }
+        flag = next((name for name, set_ in given.items() if set_), "--batch")
         labels = ", ".join(spec.label for spec in specs)
-        raise InputError(
-            f"--batch applies to openai: models only, and this run has none ({labels})"
-        )
+        raise InputError(f"{flag} applies to openai: models only, and this run has none ({labels})")
 
 
 def run_models(config: RunConfig) -> dict[str, frozenset[str]]:

@@ -169,6 +169,10 @@ CLINCONSENSUS = ["run", "clinconsensus", "--cases", str(FIXTURE), "-m", "openai:
         ),
         ([*TCM, "--batch"], "--batch applies to openai: models only, and this run has none"),
         (
+            [*TCM, "--batch-file-out", "requests"],
+            "--batch-file-out applies to openai: models only, and this run has none",
+        ),
+        (
             ["run", "ner:ncbi", "-m", "baseline:crf", "--judge-errors-as-unmet"],
             "--judge-errors-as-unmet applies to none of this run's tasks (ner:ncbi)",
         ),
