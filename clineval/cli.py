@@ -313,11 +313,12 @@ def list_tasks(
             options = Table(show_header=True, title=f"--option KEY=VALUE of {group.applies_to}")
             # a key is copied as a whole into --option: never folded over two lines
             options.add_column("key", no_wrap=True)
-            for col in ("default", "what it sets"):
+            for col in ("default", "models", "what it sets"):
                 options.add_column(col, overflow="fold")
             for option in group.options:
                 default = "-" if option.default is None else option.default
-                options.add_row(group.key(option), default, option.help)
+                models = group.models_text(option)
+                options.add_row(group.key(option), default, models, option.help)
             stdout.print(options)
         return
 

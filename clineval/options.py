@@ -63,6 +63,10 @@ class OptionGroup:
         """The models that read `option` (() = every model)."""
         return option.models or self.models
 
+    def models_text(self, option: Option) -> str:
+        """`models_of` as a user reads it: "span tagger models", "llamacpp: models", ..."""
+        return " or ".join(map(_shown_model, self.models_of(option))) or "every model"
+
     def key(self, option: Option) -> str:
         return f"{self.namespace}.{option.name}"
 
@@ -227,7 +231,7 @@ def check_options(
         wanted = group.models_of(option)
         if wanted and models is not None and not any(set(wanted) & m for m in models.values()):
             raise InputError(
-                f"--option {key} applies only to {' or '.join(map(_shown_model, wanted))}, "
+                f"--option {key} applies only to {group.models_text(option)}, "
                 f"and this run has none ({', '.join(models) or 'no model'}): it would be ignored"
             )
     for group in all_groups:
