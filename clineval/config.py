@@ -45,7 +45,7 @@ def check_path_value(value: str | None, flag: str) -> str | None:
     an empty path would mean the working directory, or no path at all where a truthiness test
     reads it (an empty --batch-file-out made a live run). None (not given) passes."""
     if value is not None and not value.strip():
-        raise InputError(f"{flag}: the path is empty")
+        raise InputError(f"{flag}: {EMPTY_PATH}")
     return value
 
 

@@ -789,7 +789,9 @@ def test_an_empty_batch_file_out_is_refused_naming_the_flag(
     for empty in ("", "  "):
         assert _run(stub, out, "--batch-file-out", empty) == 2
         err = capsys.readouterr().err.strip().splitlines()
-        assert err == ["error: --batch-file-out: the path is empty"], err
+        # the one check of every path flag (cli_groups.path_text), which click names the flag in
+        assert len(err) == 1 and err[0].startswith("error: "), err
+        assert "'--batch-file-out'" in err[0] and "must not be empty" in err[0], err
     assert not out.exists() and stub.stats()["requests"] == 0
 
 
