@@ -303,6 +303,15 @@ def test_a_base_url_with_a_query_is_refused_without_showing_it(
     assert SECRET not in line
 
 
+def test_a_fetch_mirror_with_a_query_is_refused_without_showing_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["data", "fetch", "tcm-sd", "--cache-dir", str(tmp_path / "cache")]
+    line = _refused([*argv, "--base-url", f"http://h/mirror?token={SECRET}"], capsys, tmp_path)
+    assert line.startswith("error: --base-url http://h/mirror?...: a base URL cannot carry")
+    assert SECRET not in line
+
+
 # ---- predictions:TASK=FILE --------------------------------------------------------------------
 def test_predictions_items_split_at_the_first_equals_sign_of_a_known_task(tmp_path: Path) -> None:
     odd = tmp_path / "a=b.jsonl"
