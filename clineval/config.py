@@ -56,7 +56,8 @@ class RunConfig(BaseModel):
     model: str
     data_dir: str | None = None
     limit: int | None = Field(default=None, ge=1)
-    seed: int = Field(default=0, ge=0)
+    # sent as a request's seed: llama.cpp keeps it in 32 bits (and torch.manual_seed in 64)
+    seed: int = Field(default=0, ge=0, le=2**32 - 1)
     base_urls: list[str] = Field(default_factory=list)
     judges: list[str] = Field(default_factory=list)
     # A judge's own replicas: "URL" (the one judge) or "JUDGE=URL" (see judge_base_urls_of).
@@ -71,9 +72,10 @@ class RunConfig(BaseModel):
     shard: str | None = None  # "I/N" ("auto" / "auto/N" is resolved from the environment)
     dedupe: bool = False
     temperature: float = Field(default=0.0, ge=0.0, allow_inf_nan=False)
-    max_tokens: int | None = Field(default=None, ge=1)
+    max_tokens: int | None = Field(default=None, ge=1, le=2**31 - 1)  # a server's C int
     timeout_s: float = Field(default=120.0, gt=0.0, allow_inf_nan=False)
-    max_retries: int = Field(default=5, ge=0)
+    # the backoff doubles per retry: 2.0 ** 1,100 overflows a float (an internal error)
+    max_retries: int = Field(default=5, ge=0, le=100)
     price_table: str | None = None
     # Batch mode (clineval.models.batch): every openai: model of the run, or only those named
     # in batch_models; the two file flags work without a server (vllm run-batch files).

@@ -139,6 +139,11 @@ CLINCONSENSUS = ["run", "clinconsensus", "--cases", str(FIXTURE), "-m", "openai:
             [*TCM, "--option", "tcm.split=dev", "--option", "tcm.split=test"],
             "--option tcm.split is given twice",
         ),
+        # run settings whose consumer has a ceiling: llama.cpp's 32-bit seed, a server's C int,
+        # the backoff that doubles per retry
+        ([*TCM, "--seed", "9" * 20], "--seed " + "9" * 20 + ": must be <= 4294967295"),
+        ([*TCM, "--max-tokens", "9" * 14], ": must be <= 2147483647"),
+        ([*TCM, "--max-retries", "2000"], "--max-retries 2000: must be <= 100"),
         # settings that cannot apply to the run's models or tasks
         (
             ["run", "ner:ncbi", "-m", "baseline:crf", "--option", "ner.chunking=ncer"],
