@@ -199,6 +199,9 @@ def _execute(
         loaded = _load_tasks(ctx)
     # Everything is validated: from here on the run directory is written.
     failures: list[str] = []
+    # Said once every file is written: a write that fails ends the command with its error
+    # alone, not after advice about results that were never written.
+    warnings: list[str] = []
     with RunStore.in_dir(output_dir) as store:
         ctx.use_store(store)
         _adopt_result_files(store, output_dir, manifest)
@@ -236,8 +239,7 @@ def _execute(
                 _note_llm_calls(manifest, ctx)
                 write_manifest(output_dir, manifest)
                 manifest_written = True
-                for text in result.warnings:  # after the writes: a failed one is said alone
-                    log.warning("warning: %s: %s", name, text)
+                warnings.extend(f"{name}: {text}" for text in result.warnings)
         except BaseException as exc:
             # Results of finished tasks are already on disk; say in the manifest why it stopped.
             if manifest_written:
@@ -250,6 +252,8 @@ def _execute(
         results = store.task_results()
     manifest.mark_done(failed=bool(failures))
     write_manifest(output_dir, manifest, last_word=True)
+    for text in warnings:
+        log.warning("warning: %s", text)
     if failures:
         raise TaskFailures("; ".join(failures))
     return {task: value["metrics"] for task, value in results.items()}
