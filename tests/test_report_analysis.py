@@ -9,7 +9,6 @@ All runs here are SYNTHETIC fixtures.
 
 from __future__ import annotations
 
-import base64
 import csv
 import io
 import json
@@ -99,6 +98,7 @@ def _table(driver: Any, anchor: str, title: str) -> list[list[str]]:
 @pytest.mark.browser
 def test_ner_error_tables_examples_sorting_download(driver: Any, tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
 
     rows = [{"id": "doc-1", "text": TEXT, "gold": GOLD, "pred": PRED}]
     # 9 more documents, each with one false positive, so there are 10 in all: 3 open, 7 more
@@ -157,11 +157,19 @@ def test_ner_error_tables_examples_sorting_download(driver: Any, tmp_path: Path)
     errors_th.click()
     first = driver.find_element(By.CSS_SELECTOR, f"#{anchor} table.samples tbody tr")
     assert not first.text.startswith("doc-1 ")
-    # the errors as a file: every error once, with its document and kind
+    # the errors as a file, downloaded for real: every error once, with its document and kind
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    driver.execute_cdp_cmd(
+        "Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)}
+    )
     link = driver.find_element(By.CSS_SELECTOR, f"#{anchor} .download a")
     assert link.get_attribute("download") == "ner-bc5cdr-errors.csv"
-    payload = link.get_attribute("href").split(",", 1)[1]
-    table = list(csv.DictReader(io.StringIO(base64.b64decode(payload).decode("utf-8"))))
+    assert link.get_attribute("href").startswith("blob:")  # made in the page, no request
+    link.click()
+    target = downloads / "ner-bc5cdr-errors.csv"
+    WebDriverWait(driver, 20).until(lambda d: target.exists())
+    table = list(csv.DictReader(io.StringIO(target.read_text(encoding="utf-8"))))
     assert len(table) == 13
     assert sorted((r["doc"], r["kind"]) for r in table if r["doc"] == "doc-1") == [
         ("doc-1", "boundary"),
@@ -169,6 +177,13 @@ def test_ner_error_tables_examples_sorting_download(driver: Any, tmp_path: Path)
         ("doc-1", "miss"),
         ("doc-1", "type"),
     ]
+    miss = next(r for r in table if r["kind"] == "miss")
+    assert (miss["type"], miss["start"], miss["end"], miss["text"]) == (
+        "drug",
+        "44",
+        "50",
+        "spirin",
+    )
     # the header names the model by its file, not its whole path
     assert driver.find_element(By.ID, "run-model").text == "llamacpp:SmolLM2-135M"
     assert_nothing_ran(driver)
