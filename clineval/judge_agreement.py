@@ -30,11 +30,12 @@ from rich.console import Console
 from rich.table import Table
 
 from clineval.benchmarks.clinconsensus.cases import as_id, verdict_key
-from clineval.benchmarks.clinconsensus.common import TASK, Options, judge_labels, verdict_kind
+from clineval.benchmarks.clinconsensus.common import TASK, Options, judge_labels
 from clineval.config import RunConfig
 from clineval.errors import InputError
 from clineval.jsonl import iter_json_objects
 from clineval.judge.ensemble import aggregate, cohen_kappa
+from clineval.judge.verdict import verdict_kind
 from clineval.run_record import read_manifest
 from clineval.rundir import MANIFEST, write_json
 from clineval.store import STORE_FILENAME, RunStore

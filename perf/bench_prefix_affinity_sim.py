@@ -41,8 +41,8 @@ import sys
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from clineval.benchmarks.clinconsensus.predict import judging_window
-from clineval.judge.prompt import builtin_prompt
+from clineval.benchmarks.clinconsensus.wording import builtin_prompt
+from clineval.benchmarks.judged_flow import judging_window
 from clineval.models.replicas import Replica, ReplicaSet
 from clineval.plan import estimate_tokens
 

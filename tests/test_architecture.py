@@ -31,7 +31,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # 3 the kit benchmarks build on: the task protocol, the call plan, the report's and the
     #   export's building blocks
     ("clineval.benchmarks.base", "clineval.benchmarks.declaration", "clineval.benchmarks.kit",
-     "clineval.plan",
+     "clineval.benchmarks.judged", "clineval.benchmarks.judged_flow",
+     "clineval.benchmarks.judged_task", "clineval.plan",
      "clineval.report.rundata", "clineval.report.plots", "clineval.report.sections_common",
      "clineval.report.statistics", "clineval.report.jsonembed", "clineval.export.run_files"),
     # 4 the benchmark packages
@@ -52,6 +53,9 @@ BENCHMARK_KIT = (
     "clineval.benchmarks.base",
     "clineval.benchmarks.declaration",
     "clineval.benchmarks.kit",
+    "clineval.benchmarks.judged",
+    "clineval.benchmarks.judged_flow",
+    "clineval.benchmarks.judged_task",
 )
 REGISTRY = "clineval.benchmarks.registry"
 # Known exceptions, each with its reason; any other import across the lines fails.

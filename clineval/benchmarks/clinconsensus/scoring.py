@@ -27,15 +27,24 @@ import numpy as np
 from numpy.typing import NDArray
 
 from clineval.benchmarks.base import RunContext, TaskResult
-from clineval.benchmarks.clinconsensus.cases import RUBRICS_PER_CASE, Case, verdict_key
-from clineval.benchmarks.clinconsensus.common import ANSWER_KIND, TASK, Data, verdict_kind
+from clineval.benchmarks.clinconsensus.cases import RUBRICS_PER_CASE, Case
+from clineval.benchmarks.clinconsensus.common import TASK, Data
 from clineval.benchmarks.clinconsensus.metrics import (
     case_level_metrics,
     reverse_ecdf,
     rubric_accuracy,
     rubric_accuracy_interval,
 )
+from clineval.benchmarks.clinconsensus.predict import judged_items
+from clineval.benchmarks.judged import (
+    answer_text,
+    error_rate_failures,
+    stored_answers,
+    stored_verdicts,
+    verdict_matrix,
+)
 from clineval.judge.ensemble import aggregate, agreement_table, count_ties
+from clineval.judge.verdict import VerdictRecord, verdict_key
 from clineval.models.usage import load_price_table, summarize_usage
 
 SLICE_FIELDS = ("difficulty", "subject", "task", "user_role")
@@ -43,16 +52,6 @@ SLICE_FIELDS = ("difficulty", "subject", "task", "user_role")
 # every label it carries, so these groups overlap and their sizes add up to more than n_cases.
 LABEL_SLICE_FIELDS = ("subject_labels", "task_labels")
 log = logging.getLogger("clineval")
-
-
-def verdict_matrix(records: dict[str, Any], cases: tuple[Case, ...], n: int) -> NDArray[Any]:
-    out = np.full((len(cases), n), np.nan)
-    for i, case in enumerate(cases):
-        for j, rubric in enumerate(case.rubrics[:n]):
-            rec = records.get(verdict_key(case.case_id, rubric.criterion_id))
-            if rec is not None and rec.get("met") is not None:
-                out[i, j] = 1.0 if rec["met"] else 0.0
-    return out
 
 
 def summarize(
@@ -119,14 +118,15 @@ def _slices(cases: list[Case], s: NDArray[np.int64], n: int, ks: tuple[int, ...]
     return out
 
 
-def _usage(ctx: RunContext, records: list[dict[str, Any]]) -> dict[str, Any]:
+def _usage(ctx: RunContext, answers: list[Any], verdicts: list[VerdictRecord]) -> dict[str, Any]:
     """Tokens of this task's stored answers and verdicts ("calls" counts those records; a
     verdict's tokens include its retries)."""
     calls = [
-        (str(r.get("model") or r.get("judge")), r.get("usage"))
-        for r in records
+        (str(r.get("model")), r.get("usage"))
+        for r in answers
         if isinstance(r, dict) and r.get("usage") is not None
     ]
+    calls += [(str(v.judge), v.usage) for v in verdicts if v.usage is not None]
     return summarize_usage(calls, load_price_table(ctx.config.price_table))
 
 
@@ -134,14 +134,15 @@ def evaluate(ctx: RunContext, data: Data) -> TaskResult:
     config = ctx.config
     opts = data.options
     n, ks, cases = data.n_criteria, opts.ks, data.cases
-    answers = ctx.store.records(TASK, ANSWER_KIND)
-    stored = {label: ctx.store.records(TASK, verdict_kind(label)) for label in data.judges}
-    matrices = {label: verdict_matrix(stored[label], cases, n) for label in data.judges}
+    answers = stored_answers(ctx.store, TASK)
+    stored = stored_verdicts(ctx.store, TASK, data.judges)
+    items = judged_items(data)
+    matrices = {label: verdict_matrix(stored[label], items, n) for label in data.judges}
 
     # A case whose candidate call failed has nothing to judge: leave it out and fail the run.
     from_file = data.verdicts_path is not None
     answered = np.array(
-        [from_file or (answers.get(c.case_id) or {}).get("text") is not None for c in cases],
+        [from_file or answer_text(answers.get(c.case_id)) is not None for c in cases],
         dtype=bool,
     )
     kept = [c for c, ok in zip(cases, answered, strict=True) if ok]
@@ -175,7 +176,7 @@ def evaluate(ctx: RunContext, data: Data) -> TaskResult:
         "judge_is_candidate": data.judge_is_candidate,
         # read from the stored verdicts, not the --judge-prompt file (score needs no file)
         "judge_prompt": sorted(
-            {str(r["prompt"]) for recs in stored.values() for r in recs.values() if r.get("prompt")}
+            {r.prompt for recs in stored.values() for r in recs.values() if r.prompt}
         ),
         "candidate": None if from_file else ctx.model.label,
     }
@@ -191,8 +192,8 @@ def evaluate(ctx: RunContext, data: Data) -> TaskResult:
             {k: m[answered].ravel() for k, m in matrices.items()}
         )
     if not from_file:
-        records = list(answers.values()) + [r for recs in stored.values() for r in recs.values()]
-        metrics["usage"] = _usage(ctx, records)
+        judged = [r for recs in stored.values() for r in recs.values()]
+        metrics["usage"] = _usage(ctx, list(answers.values()), judged)
 
     # Sample rows cover every case, those without a candidate answer included (a browser of
     # the run must show them), with their primary verdict rows left empty.
@@ -204,16 +205,9 @@ def evaluate(ctx: RunContext, data: Data) -> TaskResult:
     errors = []
     if metrics["candidate_errors"]:
         errors.append(f"{metrics['candidate_errors']} case(s) got no candidate answer")
-    # The bound holds for the primary figures AND for each judge of a panel: a judge that
-    # fails often would otherwise quietly shrink the panel the aggregate rests on.
+    # The bound holds for the primary figures AND for each judge of a panel.
     bounded = {"": headline, **{f" of {k}": v for k, v in metrics.get("per_judge", {}).items()}}
-    for which, figures in bounded.items():
-        rate = figures["judge_error_rate"]
-        if rate > config.max_judge_error_rate:
-            errors.append(
-                f"judge error rate{which} {rate:.2%} ({figures['judge_errors']} criteria without"
-                f" a verdict) exceeds --max-judge-error-rate {config.max_judge_error_rate:.2%}"
-            )
+    errors += error_rate_failures(config.max_judge_error_rate, bounded)
     hint = judge_errors_hint(str(ctx.output_dir), headline, len(kept), unmet)
     if hint is not None:
         # results.json names no directory (a run directory may be copied or moved): RUN_DIR
@@ -244,7 +238,7 @@ def judge_errors_hint(
 def _samples(
     data: Data,
     cases: list[Case],
-    stored: dict[str, dict[str, Any]],
+    stored: dict[str, dict[str, VerdictRecord]],
     answers: dict[str, Any],
     primary: NDArray[np.float64],
     primary_label: str,
@@ -257,15 +251,15 @@ def _samples(
         for j, rubric in enumerate(case.rubrics[:n]):
             key = verdict_key(case.case_id, rubric.criterion_id)
             for label in data.judges:
-                rec = stored[label].get(key) or {}
+                rec = stored[label].get(key) or VerdictRecord(met=None)
                 verdicts.append(
                     {
                         "criterion_id": rubric.criterion_id,
                         "criterion": rubric.criterion,
-                        "met": rec.get("met"),
-                        "explanation": rec.get("explanation", ""),
+                        "met": rec.met,
+                        "explanation": rec.explanation,
                         "judge": label,
-                        **({"error": rec["error"]} if rec.get("error") else {}),
+                        **({"error": rec.error} if rec.error else {}),
                     }
                 )
             if len(data.judges) > 1:
