@@ -59,12 +59,7 @@ BENCHMARK_KIT = (
 )
 REGISTRY = "clineval.benchmarks.registry"
 # Known exceptions, each with its reason; any other import across the lines fails.
-EXCEPTIONS = {
-    # `clineval judge-agreement` reads ClinConsensus's stored verdicts; it moves into the
-    # judge layer once verdict records are keyed generically (not yet done).
-    ("clineval.judge_agreement", "clineval.benchmarks.clinconsensus.cases"),
-    ("clineval.judge_agreement", "clineval.benchmarks.clinconsensus.common"),
-}
+EXCEPTIONS: set[tuple[str, str]] = set()
 
 
 def _modules() -> list[tuple[str, Path]]:
