@@ -28,6 +28,30 @@ _HOME = {
     "predict_by_chat": "clineval.benchmarks.kit",
     "read_predictions": "clineval.benchmarks.kit",
     "select_samples": "clineval.benchmarks.kit",
+    # the judging kit (judged benchmarks: docs/architecture.md, "Where to add things")
+    "Criterion": "clineval.benchmarks.judged",
+    "JudgedItem": "clineval.benchmarks.judged",
+    "JudgePanel": "clineval.benchmarks.judged",
+    "Judging": "clineval.benchmarks.judged",
+    "ReplyBounds": "clineval.benchmarks.judged",
+    "answer_text": "clineval.benchmarks.judged",
+    "error_rate_failures": "clineval.benchmarks.judged",
+    "judge_options": "clineval.benchmarks.judged",
+    "stored_answers": "clineval.benchmarks.judged",
+    "stored_verdicts": "clineval.benchmarks.judged",
+    "verdict_matrix": "clineval.benchmarks.judged",
+    "plan_judged": "clineval.benchmarks.judged_flow",
+    "predict_judged": "clineval.benchmarks.judged_flow",
+    "JudgedData": "clineval.benchmarks.judged_task",
+    "JudgedTask": "clineval.benchmarks.judged_task",
+    "judged_metrics": "clineval.benchmarks.judged_task",
+    "score_statistics": "clineval.benchmarks.judged_task",
+    "JudgePrompt": "clineval.judge.prompt",
+    "VerdictRecord": "clineval.judge.verdict",
+    "verdict_key": "clineval.judge.verdict",
+    # what reading a benchmark's own files needs
+    "InputError": "clineval.errors",
+    "iter_json_objects": "clineval.jsonl",
 }
 __all__ = sorted(_HOME)
 

@@ -176,7 +176,10 @@ class _Flow:
             self.store.put_record(self.task, ANSWER_KIND, item.id, given)
             self.progress.advance(cached=True)
             return item.answer
-        assert self.candidate is not None, "opened when an item has no given answer"
+        if self.candidate is None:  # a predictions file without this item: no answer
+            self.progress.count("candidate_errors")
+            self.progress.advance()
+            return None
         request = candidate_request(self.ctx.config, item, self.judging.candidate_template)
         record: dict[str, Any] = {"model": self.candidate.label}
         try:
@@ -278,7 +281,7 @@ async def _predict(
         return {"done": total, "total": total, "all_stored": True}
     async with AsyncExitStack() as stack:
         candidate = None
-        if any(item.answer is None for item in items):
+        if ctx.backend.kind != "predictions" and any(item.answer is None for item in items):
             candidate = await stack.enter_async_context(
                 open_chat_model(ctx.model, ctx.runtime, "candidate")
             )
@@ -326,6 +329,8 @@ def plan_judged(
         answer = answer_text(answers.get(item.id))
         if answer is None and item.answer is not None:
             answer = item.answer
+        elif answer is None and ctx.backend.kind == "predictions":
+            continue  # a predictions file without this item: nothing to send
         elif answer is None:
             request = candidate_request(ctx.config, item, judging.candidate_template)
             stored = calls.add(task, "candidate", candidate, request)
