@@ -33,6 +33,7 @@ from clineval.benchmarks.kit import read_predictions, select_samples
 from clineval.errors import InputError
 from clineval.judge.ensemble import aggregate, agreement_table, count_ties
 from clineval.judge.prompt import JudgePrompt
+from clineval.judge.verdict import VerdictRow
 from clineval.plan import CallPlan
 from clineval.report.statistics import SampleStatistic, mean_statistic
 
@@ -209,20 +210,14 @@ class JudgedTask(Task[JudgedData]):
     def _row(
         self, item: JudgedItem, stored: Any, answers: dict[str, Any], score: float
     ) -> dict[str, Any]:
-        verdicts = []
-        for label, records in stored.items():
-            for criterion, key in zip(item.criteria, item.verdict_keys(), strict=True):
-                record = records.get(key)
-                verdicts.append(
-                    {
-                        "criterion_id": criterion.id,
-                        "criterion": criterion.text,
-                        "points": criterion.points,
-                        "judge": label,
-                        "met": None if record is None else record.met,
-                        **({"error": record.error} if record is not None and record.error else {}),
-                    }
-                )
+        verdicts = [
+            replace(
+                VerdictRow.of(criterion.id, criterion.text, label, records.get(key)),
+                points=criterion.points,
+            ).to_row()
+            for label, records in stored.items()
+            for criterion, key in zip(item.criteria, item.verdict_keys(), strict=True)
+        ]
         return {
             "id": item.id,
             "query": item.query,

@@ -143,3 +143,73 @@ def read_verdicts(records: dict[str, Any]) -> dict[str, VerdictRecord]:
         if record is not None:
             out[key] = record
     return out
+
+
+@dataclass(frozen=True)
+class VerdictRow:
+    """One verdict as a samples.jsonl row shows it (a sample row's "verdicts" list): written
+    by the judged tasks' evaluate steps and read by reports and exports, here only. A row
+    written by an older clineval may say "criteria_met" for "met"; anything that is not
+    true or false reads as no verdict."""
+
+    criterion_id: str
+    criterion: str
+    met: bool | None
+    explanation: str
+    judge: str
+    error: str | None = None
+    points: float | None = None  # the criterion's weight, when the benchmark gives one
+
+    @classmethod
+    def of(
+        cls, criterion_id: str, criterion: str, judge: str, record: VerdictRecord | None
+    ) -> VerdictRow:
+        """The row of one judge's stored record (None: nothing stored)."""
+        if record is None:
+            return cls(criterion_id, criterion, None, "", judge)
+        return cls(criterion_id, criterion, record.met, record.explanation, judge, record.error)
+
+    def to_row(self) -> dict[str, Any]:
+        return {
+            "criterion_id": self.criterion_id,
+            "criterion": self.criterion,
+            **({"points": self.points} if self.points is not None else {}),
+            "met": self.met,
+            "explanation": self.explanation,
+            "judge": self.judge,
+            **({"error": self.error} if self.error else {}),
+        }
+
+    @classmethod
+    def from_row(cls, value: Any, index: int = 0) -> VerdictRow | None:
+        """A row read back (None when it is not an object); a row without a criterion id
+        gets its position."""
+        if not isinstance(value, dict):
+            return None
+        met = value.get("met", value.get("criteria_met"))
+        points = value.get("points")
+        criterion_id = value.get("criterion_id")
+
+        def text(name: str) -> str:
+            field = value.get(name)
+            return "" if field is None else str(field)
+
+        return cls(
+            criterion_id=str(index) if criterion_id is None else str(criterion_id),
+            criterion=text("criterion"),
+            met=met if isinstance(met, bool) else None,
+            explanation=text("explanation"),
+            judge=text("judge"),
+            error=text("error") or None,
+            points=float(points)
+            if isinstance(points, int | float) and not isinstance(points, bool)
+            else None,
+        )
+
+
+def read_verdict_rows(row: Any) -> list[VerdictRow]:
+    """The verdict rows of one samples.jsonl row (none when it has no list of them)."""
+    values = row.get("verdicts") if isinstance(row, dict) else None
+    if not isinstance(values, list):
+        return []
+    return [v for i, value in enumerate(values) if (v := VerdictRow.from_row(value, i)) is not None]

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from clineval.benchmarks.declaration import MetricSchema
+from clineval.judge.verdict import read_verdict_rows
 from clineval.report import plots
 from clineval.report.rundata import RunData, finite_number
 from clineval.report.sections_common import SampleTable, base_section, filter_values, flatten
@@ -31,14 +32,8 @@ def n_criteria(metrics: dict[str, Any], samples: list[dict[str, Any]]) -> int:
         value = finite_number(metrics.get(key))
         if value is not None and value > 0:
             return int(value)
-    counts = [len({_crit_id(v, i) for i, v in enumerate(r.get("verdicts") or [])}) for r in samples]
+    counts = [len({v.criterion_id for v in read_verdict_rows(r)}) for r in samples]
     return max(counts) if counts and max(counts) > 0 else DEFAULT_N
-
-
-def _crit_id(verdict: Any, index: int) -> str:
-    if isinstance(verdict, dict) and verdict.get("criterion_id") is not None:
-        return str(verdict["criterion_id"])
-    return str(index)
 
 
 def s_of(row: dict[str, Any]) -> int | None:
@@ -46,9 +41,8 @@ def s_of(row: dict[str, Any]) -> int | None:
     value = finite_number(row.get("s"))
     if value is not None:
         return int(value)
-    verdicts = row.get("verdicts")
-    if isinstance(verdicts, list):
-        return sum(1 for v in verdicts if isinstance(v, dict) and v.get("met") is True)
+    if isinstance(row.get("verdicts"), list):
+        return sum(1 for v in read_verdict_rows(row) if v.met is True)
     return None
 
 
@@ -269,20 +263,15 @@ def _table(anchor: str, task_name: str, samples: list[dict[str, Any]]) -> Sample
     for row in samples:
         verdicts = []
         errors = 0
-        for i, v in enumerate(row.get("verdicts") or []):
-            if not isinstance(v, dict):
-                continue
-            met = v.get("met", v.get("criteria_met"))
-            met = met if isinstance(met, bool) else None
-            errors += met is None
-            judge = _text(v.get("judge"))
+        for v in read_verdict_rows(row):
+            errors += v.met is None
             verdicts.append(
                 [
-                    _crit_id(v, i),
-                    _text(v.get("criterion")),
-                    met,
-                    _text(v.get("explanation")),
-                    judges.setdefault(judge, len(judges)),
+                    v.criterion_id,
+                    v.criterion,
+                    v.met,
+                    v.explanation,
+                    judges.setdefault(v.judge, len(judges)),
                 ]
             )
         query = row.get("query")

@@ -44,7 +44,7 @@ from clineval.benchmarks.judged import (
     verdict_matrix,
 )
 from clineval.judge.ensemble import aggregate, agreement_table, count_ties
-from clineval.judge.verdict import VerdictRecord, verdict_key
+from clineval.judge.verdict import VerdictRecord, VerdictRow, verdict_key
 from clineval.models.usage import load_price_table, summarize_usage
 
 SLICE_FIELDS = ("difficulty", "subject", "task", "user_role")
@@ -251,28 +251,15 @@ def _samples(
         for j, rubric in enumerate(case.rubrics[:n]):
             key = verdict_key(case.case_id, rubric.criterion_id)
             for label in data.judges:
-                rec = stored[label].get(key) or VerdictRecord(met=None)
+                record = stored[label].get(key)
                 verdicts.append(
-                    {
-                        "criterion_id": rubric.criterion_id,
-                        "criterion": rubric.criterion,
-                        "met": rec.met,
-                        "explanation": rec.explanation,
-                        "judge": label,
-                        **({"error": rec.error} if rec.error else {}),
-                    }
+                    VerdictRow.of(rubric.criterion_id, rubric.criterion, label, record).to_row()
                 )
             if len(data.judges) > 1:
                 value = primary[i, j]
-                verdicts.append(
-                    {
-                        "criterion_id": rubric.criterion_id,
-                        "criterion": rubric.criterion,
-                        "met": None if np.isnan(value) else bool(value),
-                        "explanation": "",
-                        "judge": primary_label,
-                    }
-                )
+                met = None if np.isnan(value) else bool(value)
+                row = VerdictRow(rubric.criterion_id, rubric.criterion, met, "", primary_label)
+                verdicts.append(row.to_row())
         row = primary[i]
         answer = answers.get(case.case_id) or {}
         rows.append(
