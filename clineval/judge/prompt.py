@@ -14,6 +14,7 @@ block and speak as the instructions.
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -58,6 +59,16 @@ def verdict_token_bound(explanation_chars: int) -> int:
     return 3 * explanation_chars + 64
 
 
+def _keeps_verdict_field(schema: str) -> bool:
+    try:
+        value = json.loads(schema)
+    except ValueError:
+        return False
+    properties = value.get("properties") if isinstance(value, dict) else None
+    field = properties.get("criteria_met") if isinstance(properties, dict) else None
+    return isinstance(field, dict) and field.get("type") == "boolean"
+
+
 def _defuse(text: str) -> str:
     """Break any delimiter inside an inserted field so it cannot end the response block."""
     for marker in (RESPONSE_START, RESPONSE_END):
@@ -82,6 +93,15 @@ class JudgePrompt:
     # A benchmark's own verdict schema as JSON text (None: VERDICT_SCHEMA). It must keep the
     # boolean `criteria_met` (and may add fields): judge.parse reads that field.
     schema: str | None = None
+
+    def __post_init__(self) -> None:
+        # A benchmark author's mistake, caught where the prompt is made (at import of the
+        # benchmark's module), not as a judge_error on every criterion of a run.
+        if self.schema is not None and not _keeps_verdict_field(self.schema):
+            raise ValueError(
+                f"judge prompt {self.version}: its verdict schema must be a JSON object schema "
+                'with a boolean "criteria_met" property (the field the verdict is read from)'
+            )
 
     @cached_property
     def _pieces(self) -> tuple[str, ...]:
