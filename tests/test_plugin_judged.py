@@ -261,6 +261,15 @@ def test_batch_shards_and_a_two_judge_panel(site: Path, stub: StubServer, tmp_pa
     assert figures["score"] == pytest.approx((6 / 12 + 5 / 10 + 3 / 11) / 3)
     assert figures["agreement"]["mean_percent_agreement"] == 1.0
     assert set(figures["per_judge"]) == {"openai:j1", "openai:j2"}
+    # again: everything that can be stored is, so no model is even opened
+    asked = stub.stats()["requests"]
+    assert (
+        cli(site, *run_args(panel, "--model", "predictions:answers-a.jsonl", *judges)).returncode
+        == 1
+    )
+    manifest = json.loads((panel / "manifest.json").read_text())
+    assert manifest["tasks"][TASK]["progress"]["all_stored"] is True
+    assert stub.stats()["requests"] == asked and results(panel) == figures
 
 
 def test_the_python_api(site: Path, stub: StubServer, tmp_path: Path) -> None:

@@ -256,7 +256,10 @@ class _Flow:
 
 
 def all_stored(ctx: RunContext, judging: Judging, items: Sequence[JudgedItem]) -> bool:
-    """Every answer and verdict is stored: then no model is opened (no llama.cpp start-up)."""
+    """Every answer and verdict is stored: then no model is opened (no llama.cpp start-up).
+    An item a predictions file does not answer can never be, so it counts as done."""
+    if ctx.backend.kind == "predictions":
+        items = [item for item in items if item.answer is not None]
     answers = stored_answers(ctx.store, judging.task)
     if any(answer_text(answers.get(item.id)) is None for item in items):
         return False
