@@ -22,6 +22,7 @@ from clineval.benchmarks.judged import (
 from clineval.judge.prompt import JudgePrompt
 from clineval.judge.run import JudgeOutcome, judge_request
 from clineval.judge.verdict import (
+    AnswerRecord,
     VerdictRecord,
     VerdictRow,
     judge_of_kind,
@@ -58,6 +59,22 @@ def test_stored_records_keep_their_shape_both_ways() -> None:
     for stored in (JUDGED, IMPORTED):
         record = VerdictRecord.from_stored(stored)
         assert record is not None and record.to_stored() == stored
+
+
+def test_answer_records_keep_their_three_shapes() -> None:
+    usage = {"prompt_tokens": 3, "prompt_tokens_details": {"cached_tokens": 0}}
+    shapes = [
+        (AnswerRecord("openai:c", "text", None, True, usage, "stop"),
+         {"model": "openai:c", "text": "text", "error": None, "usage": usage,
+          "finish_reason": "stop"}),
+        (AnswerRecord("openai:c", None, "server: 500"),
+         {"model": "openai:c", "text": None, "error": "server: 500"}),
+        (AnswerRecord("predictions:a.jsonl", "given"),
+         {"model": "predictions:a.jsonl", "text": "given", "error": None}),
+    ]  # fmt: skip
+    for record, stored in shapes:
+        assert json.dumps(record.to_stored()) == json.dumps(stored)
+        assert AnswerRecord.from_stored(stored) == record
 
 
 def test_usable_value_and_foreign_records() -> None:

@@ -39,7 +39,9 @@ from clineval.judge.run import (
 )
 from clineval.judge.verdict import (
     ANSWER_KIND,
+    AnswerRecord,
     VerdictRecord,
+    read_answers,
     read_verdicts,
     verdict_key,
     verdict_kind,
@@ -147,13 +149,13 @@ class Judging:
     input_tokens: int | None = None  # hf: judges cut their templated input to this
 
 
-def stored_answers(store: RunStore, task: str) -> dict[str, Any]:
-    return store.records(task, ANSWER_KIND)
+def stored_answers(store: RunStore, task: str) -> dict[str, AnswerRecord]:
+    return read_answers(store.records(task, ANSWER_KIND))
 
 
-def answer_text(record: Any) -> str | None:
-    text = record.get("text") if isinstance(record, dict) else None
-    return text if isinstance(text, str) else None
+def answer_text(record: AnswerRecord | None) -> str | None:
+    """The answer's text (None: no answer, or none stored)."""
+    return None if record is None else record.text
 
 
 def stored_verdicts(

@@ -52,7 +52,13 @@ from clineval.judge.run import (
     judge_prefix_key,
     judge_request,
 )
-from clineval.judge.verdict import ANSWER_KIND, VerdictRecord, verdict_key, verdict_kind
+from clineval.judge.verdict import (
+    ANSWER_KIND,
+    AnswerRecord,
+    VerdictRecord,
+    verdict_key,
+    verdict_kind,
+)
 from clineval.models.llamacpp_server import default_max_tokens
 from clineval.models.llm_base import ChatError, ChatModel, ChatRequest
 from clineval.plan import UNBOUNDED_REPLY_TOKENS, CallPlan
@@ -145,7 +151,7 @@ class _Flow:
         self.judges = judges
         self.progress = progress
         self.store = ctx.store
-        self.answers: dict[str, Any] = stored_answers(self.store, self.task)
+        self.answers = stored_answers(self.store, self.task)
         self.verdicts = stored_verdicts(self.store, self.task, list(judges))
         self.ladders = {label: self._ladder(label) for label in judges}
         self.writer = BufferedRecords(self.store, self.task)
@@ -172,8 +178,8 @@ class _Flow:
             self.progress.advance(cached=True)
             return stored
         if item.answer is not None:
-            given = {"model": self.ctx.model.label, "text": item.answer, "error": None}
-            self.store.put_record(self.task, ANSWER_KIND, item.id, given)
+            given = AnswerRecord(self.ctx.model.label, item.answer)
+            self.store.put_record(self.task, ANSWER_KIND, item.id, given.to_stored())
             self.progress.advance(cached=True)
             return item.answer
         if self.candidate is None:  # a predictions file without this item: no answer
@@ -181,19 +187,17 @@ class _Flow:
             self.progress.advance()
             return None
         request = candidate_request(self.ctx.config, item, self.judging.candidate_template)
-        record: dict[str, Any] = {"model": self.candidate.label}
+        label = self.candidate.label
         try:
             reply = await self.candidate.chat(request)
         except ChatError as exc:
-            record.update(text=None, error=str(exc))
-            self.store.put_record(self.task, ANSWER_KIND, item.id, record)
+            failed = AnswerRecord(label, None, str(exc))
+            self.store.put_record(self.task, ANSWER_KIND, item.id, failed.to_stored())
             self.progress.count("candidate_errors")
             self.progress.advance()
             return None
-        record.update(
-            text=reply.text, error=None, usage=reply.usage, finish_reason=reply.finish_reason
-        )
-        self.store.put_record(self.task, ANSWER_KIND, item.id, record)
+        record = AnswerRecord(label, reply.text, None, True, reply.usage, reply.finish_reason)
+        self.store.put_record(self.task, ANSWER_KIND, item.id, record.to_stored())
         self.progress.advance(cached=reply.cached)
         return reply.text
 

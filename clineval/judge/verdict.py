@@ -1,9 +1,10 @@
-"""The stored verdict of one (judge, sample, criterion): the one module that writes and reads it.
+"""A judged task's records: the one module that writes and reads them.
 
 A judged task keeps, in its run store, one record of kind `verdict:LABEL` per (sample,
-criterion) and judge, keyed by `verdict_key(sample_id, criterion_id)`, and one record of kind
-`answer` per sample (the candidate's reply). Every other module reads verdicts through
-`VerdictRecord.from_stored`, so the stored dict's fields are named here only.
+criterion) and judge, keyed by `verdict_key(sample_id, criterion_id)` (`VerdictRecord`), and
+one record of kind `answer` per sample, the candidate's reply (`AnswerRecord`); its sample rows
+in samples.jsonl list verdicts as `VerdictRow`s. Every other module goes through these types,
+so the stored dicts' fields are named here only.
 
 Two shapes are stored: a judge's (`VerdictRecord.judged`: how the verdict was read, the calls
 it took, the response format, token usage, the judge and the prompt version it was made under)
@@ -213,3 +214,47 @@ def read_verdict_rows(row: Any) -> list[VerdictRow]:
     if not isinstance(values, list):
         return []
     return [v for i, value in enumerate(values) if (v := VerdictRow.from_row(value, i)) is not None]
+
+
+@dataclass(frozen=True)
+class AnswerRecord:
+    """The candidate's answer to one sample (kind `answer`): made by a call (with its usage
+    and finish reason), failed (text None, the error), or given by a predictions file."""
+
+    model: str
+    text: str | None
+    error: str | None = None
+    called: bool = False  # made by a chat call: its usage and finish reason are kept
+    usage: dict[str, Any] | None = None  # as the reply reported it (nested details included)
+    finish_reason: str | None = None
+
+    def to_stored(self) -> dict[str, Any]:
+        base: dict[str, Any] = {"model": self.model, "text": self.text, "error": self.error}
+        if not self.called:
+            return base
+        return {**base, "usage": self.usage, "finish_reason": self.finish_reason}
+
+    @classmethod
+    def from_stored(cls, value: Any) -> AnswerRecord | None:
+        if not isinstance(value, dict):
+            return None
+        text, error, usage = value.get("text"), value.get("error"), value.get("usage")
+        finish = value.get("finish_reason")
+        return cls(
+            model=str(value.get("model")),
+            text=text if isinstance(text, str) else None,
+            error=error if isinstance(error, str) else None,
+            called="usage" in value,
+            usage=usage if isinstance(usage, dict) else None,
+            finish_reason=finish if isinstance(finish, str) else None,
+        )
+
+
+def read_answers(records: dict[str, Any]) -> dict[str, AnswerRecord]:
+    """The stored answers of a task (RunStore.records of kind `answer`), typed."""
+    out: dict[str, AnswerRecord] = {}
+    for key, value in records.items():
+        record = AnswerRecord.from_stored(value)
+        if record is not None:
+            out[key] = record
+    return out

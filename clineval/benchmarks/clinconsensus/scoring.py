@@ -44,7 +44,7 @@ from clineval.benchmarks.judged import (
     verdict_matrix,
 )
 from clineval.judge.ensemble import aggregate, agreement_table, count_ties
-from clineval.judge.verdict import VerdictRecord, VerdictRow, verdict_key
+from clineval.judge.verdict import AnswerRecord, VerdictRecord, VerdictRow, verdict_key
 from clineval.models.usage import load_price_table, summarize_usage
 
 SLICE_FIELDS = ("difficulty", "subject", "task", "user_role")
@@ -118,14 +118,12 @@ def _slices(cases: list[Case], s: NDArray[np.int64], n: int, ks: tuple[int, ...]
     return out
 
 
-def _usage(ctx: RunContext, answers: list[Any], verdicts: list[VerdictRecord]) -> dict[str, Any]:
+def _usage(
+    ctx: RunContext, answers: list[AnswerRecord], verdicts: list[VerdictRecord]
+) -> dict[str, Any]:
     """Tokens of this task's stored answers and verdicts ("calls" counts those records; a
     verdict's tokens include its retries)."""
-    calls = [
-        (str(r.get("model")), r.get("usage"))
-        for r in answers
-        if isinstance(r, dict) and r.get("usage") is not None
-    ]
+    calls = [(r.model, r.usage) for r in answers if r.usage is not None]
     calls += [(str(v.judge), v.usage) for v in verdicts if v.usage is not None]
     return summarize_usage(calls, load_price_table(ctx.config.price_table))
 
@@ -239,7 +237,7 @@ def _samples(
     data: Data,
     cases: list[Case],
     stored: dict[str, dict[str, VerdictRecord]],
-    answers: dict[str, Any],
+    answers: dict[str, AnswerRecord],
     primary: NDArray[np.float64],
     primary_label: str,
     complete: NDArray[np.bool_],
@@ -261,7 +259,7 @@ def _samples(
                 row = VerdictRow(rubric.criterion_id, rubric.criterion, met, "", primary_label)
                 verdicts.append(row.to_row())
         row = primary[i]
-        answer = answers.get(case.case_id) or {}
+        answer = answers.get(case.case_id)
         rows.append(
             {
                 "id": case.case_id,
@@ -273,12 +271,12 @@ def _samples(
                 "subject_labels": list(case.subject_labels),
                 "task_labels": list(case.task_labels),
                 "query": case.query,
-                "answer": answer.get("text"),
+                "answer": answer_text(answer),
                 "s": int(np.nansum(row)),
                 "judged": int((~np.isnan(row)).sum()),
                 "complete": bool(complete[i]),
                 "verdicts": verdicts,
-                **({"candidate_error": answer["error"]} if answer.get("error") else {}),
+                **({"candidate_error": answer.error} if answer and answer.error else {}),
             }
         )
     return rows
