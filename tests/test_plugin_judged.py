@@ -287,3 +287,19 @@ def test_the_python_api(site: Path, stub: StubServer, tmp_path: Path) -> None:
     metrics = failed.value.result[TASK]
     assert metrics.family == TASK and metrics.primary_metric == "score"
     assert metrics.primary == pytest.approx((6 / 12 + 5 / 10 + 3 / 11) / 3)
+
+
+def test_bad_input_is_one_line_and_writes_nothing(site: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    alone = cli(site, *run_args(out, "--model", "predictions:answers-a.jsonl"))
+    assert alone.returncode == 2
+    assert alone.stderr.strip().splitlines() == [
+        "error: --model predictions:... gives the answers: name the judges (--judge)"
+    ]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "fixture-01", "answer": "x"}\n{"id": "nope", "answer": "y"}\n')
+    judged = ["--judge", "openai:j@http://127.0.0.1:9/v1"]
+    done = cli(site, *run_args(out, "--model", f"predictions:{bad}", *judged))
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [f"error: {bad}:2: unknown id 'nope' (not a sample)"]
+    assert not out.exists() or {p.name for p in out.iterdir()} <= {".lock"}
