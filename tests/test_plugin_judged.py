@@ -15,6 +15,7 @@ import csv
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -158,11 +159,17 @@ def test_run_score_report_compare_export_agreement(
     errs = tmp_path / "errs"
     argv = ["--model", "predictions:answers-a.jsonl", "--judge", f"openai:j1@{stub.base_url}"]
     argv += ["--option", f"{TASK}.judge_retries=0", "--concurrency", "1"]
+    argv += ["--option", f"{TASK}.judge_explanation_chars=40"]
     failed = cli(site, *run_args(errs, *argv))
     assert failed.returncode == 1  # fixture-04 has no answer, and 4 of 11 verdicts are missing
     assert "1 item(s) got no candidate answer" in failed.stderr
     assert "judge error rate 36.36% (4 criteria without a verdict)" in failed.stderr
     assert stub.stats()["requests"] == 11
+    with sqlite3.connect(errs / STORE_FILENAME) as db:
+        sent = [json.loads(r) for (r,) in db.execute("SELECT request FROM calls")]
+    schemas = [r["response_format"]["json_schema"]["schema"] for r in sent]
+    assert len(schemas) == 11  # every judge call at the json_schema level, bounded
+    assert {s["properties"]["explanation"]["maxLength"] for s in schemas} == {40}
     complete = stored_met(errs, "openai:j1")
     assert 0 < len(complete) < 3  # one item at a time: the errors fall on the first judged
     assert results(errs)["score"] == pytest.approx(oracle(complete))

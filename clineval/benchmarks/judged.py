@@ -220,6 +220,15 @@ def judge_options(namespace: str, applies_to: str) -> OptionGroup:
                 None,
             ),
             Option(
+                "judge_explanation_chars",
+                integer(minimum=0),
+                "bound the verdict's explanation to N characters in the judge's JSON schema "
+                f"(default {LOCAL_EXPLANATION_CHARS} for a llamacpp: judge, unbounded "
+                "elsewhere; 0 = unbounded)",
+                None,
+                changes_requests=True,
+            ),
+            Option(
                 "aggregate",
                 choice(*AGGREGATES),
                 "rule that joins several judges",

@@ -118,8 +118,9 @@ class JudgedTask(Task[JudgedData]):
         items = self._answers(ctx, select_samples(ctx, list(self.items(ctx)), lambda i: i.id))
         panel = JudgePanel.from_config(ctx.config)
         cap = self._option(ctx, "judge_max_tokens")
+        chars = self._option(ctx, "judge_explanation_chars")
         bounds = {
-            label: ReplyBounds.of(spec, cap, None)
+            label: ReplyBounds.of(spec, cap, chars)
             for label, spec in zip(panel.labels, panel.specs, strict=True)
         }
         judging = Judging(
