@@ -239,7 +239,8 @@ def outside_violations(source: str) -> list[str]:
 
 
 def test_examples_use_only_the_public_surface() -> None:
-    files = sorted(EXAMPLES.glob("*/**/*.py"))
+    # (not the copies a pip install of an example leaves in its build/ folder)
+    files = sorted(p for p in EXAMPLES.glob("*/**/*.py") if "build" not in p.parts)
     assert files, "no example package found"
     found = {str(p.relative_to(EXAMPLES)): outside_violations(p.read_text()) for p in files}
     assert {path: bad for path, bad in found.items() if bad} == {}
