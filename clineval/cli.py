@@ -42,13 +42,23 @@ _state = {"debug": False}
 @app.callback()
 def _global(
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", help="Log lines instead of bars.")] = False,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet",
+            help="No progress bars or periodic progress lines: one line when each step starts"
+            " and one when it ends. Results, warnings and errors are printed as always.",
+        ),
+    ] = False,
 ) -> None:
-    from clineval.progress import set_quiet
+    from clineval.progress import interval_seconds, set_quiet
 
     _state["debug"] = debug
     set_quiet(quiet)
-    logging.basicConfig(level=logging.INFO if quiet else logging.WARNING, format="%(message)s")
+    interval_seconds()  # a bad $CLINEVAL_PROGRESS_INTERVAL: one error line before any work
+    # INFO: status changes of long waits (a batch's), one whole line each, with or without
+    # --quiet (quiet drops the periodic lines, not the events)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
 
 
 @app.command()
@@ -171,8 +181,7 @@ def run(
         print_plan(plan_tasks(config, output_dir))
         return
     results = run_tasks(config, output_dir, wait=wait)
-    print_results(results)
-    stdout.print(f"run directory: {output_dir}")
+    print_results(results, output_dir)
 
 
 @app.command()
@@ -214,7 +223,9 @@ def score(
         settings["max_judge_error_rate"] = max_judge_error_rate
     options = split_option_items(option or [])
     print_results(
-        score_run(run_dir, data_dir=data_dir, force=force, settings=settings, options=options)
+        score_run(run_dir, data_dir=data_dir, force=force, settings=settings, options=options),
+        run_dir,
+        command="score",
     )
 
 
@@ -251,7 +262,7 @@ def merge(
     """Join the run directories of --shard I/N runs into one result."""
     from clineval.merge import merge_runs
 
-    print_results(merge_runs(run_dirs, output_dir))
+    print_results(merge_runs(run_dirs, output_dir), output_dir, command="merge")
 
 
 @app.command("export")

@@ -295,6 +295,9 @@ def test_judge_errors_name_the_flag_and_score_recounts_them_without_a_model(
     assert f"clineval score {out} --judge-errors-as-unmet" in err
     assert res["judge_errors_hint"].startswith("4 of 4 case(s) hold a judge error")
     assert "clineval score RUN_DIR --judge-errors-as-unmet" in res["judge_errors_hint"]
+    # a verdicts file has no judge: no call to retry, the file is what can fill the gaps
+    assert "retry the failed judge calls" not in err + res["judge_errors_hint"]
+    assert "missing verdicts in the verdicts file" in res["judge_errors_hint"]
 
     argv = ["score", str(out), "--judge-errors-as-unmet", "--max-judge-error-rate", "0.5"]
     assert main([*argv, "--option", "clinconsensus.k=3"]) == 0

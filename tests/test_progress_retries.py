@@ -78,7 +78,9 @@ def test_quiet_log_and_manifest_show_the_same_retries(tmp_path: Path, stub: Stub
     assert stub.stats()["by_behaviour"] == {"status": FAILURES, "ok": 3}  # 1 answer, 2 verdicts
     manifest = json.loads((out / "manifest.json").read_text("utf-8"))
     assert manifest["llm_calls"]["totals"]["retries"] == FAILURES
-    summaries = re.findall(r"^clinconsensus: 3/3 .*$", done.stderr, flags=re.MULTILINE)
+    summaries = re.findall(
+        r"^\d\d:\d\d:\d\d clinconsensus: done at 3/3 .*$", done.stderr, flags=re.MULTILINE
+    )
     assert len(summaries) == 1, done.stderr
     assert f"retries {FAILURES} " in summaries[0]
     assert manifest["tasks"]["clinconsensus"]["progress"]["retries"] == FAILURES

@@ -318,7 +318,9 @@ async def _predict(ctx: RunContext, data: Data, prompt: JudgePrompt) -> dict[str
             judges[label] = await stack.enter_async_context(
                 open_chat_model(spec, ctx.runtime, "judge")
             )
-        with task_progress(TASK, total, ctx.runtime.calls) as progress:
+        # judge errors show from the start when there are judges (a run without one has none)
+        counters = ("judge_errors",) if judges else ()
+        with task_progress(TASK, total, ctx.runtime.calls, counters=counters) as progress:
             flow = _Flow(ctx, data, prompt, candidate, judges, progress)
             try:
                 await asyncio.gather(*(flow.case(c) for c in data.cases))

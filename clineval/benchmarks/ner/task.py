@@ -36,7 +36,7 @@ from clineval.benchmarks.ner.records import DATASET_TYPES, NerDocument, Prepared
 from clineval.errors import InputError
 from clineval.models.backends import ModelKind
 from clineval.plan import CallPlan
-from clineval.progress import make_progress
+from clineval.progress import Step, step
 from clineval.shard import select_shard
 
 PREDICTION = PREDICTION_KIND  # store record kind
@@ -67,10 +67,9 @@ def _model_tokenizer(ctx: RunContext) -> bool:
 
 @contextmanager
 def _bar(description: str, total: int | None) -> Iterator[Callable[[], None]]:
-    """A plain progress bar (items, not model calls); quiet under --quiet."""
-    with make_progress() as progress:
-        task_id = progress.add_task(description, total=total, status="")
-        yield lambda: progress.advance(task_id)
+    """The progress of a step over documents (no model calls)."""
+    with step(description, total, unit="documents") as current:
+        yield current.advance
 
 
 def verify_files(root: Path, dataset: str, splits: Iterable[str]) -> None:
@@ -368,10 +367,9 @@ def _train_missing_crfs(ctx: RunContext, dataset: str) -> None:
     jobs = [CrfJob(d, str(ctx.data_root), TRAIN_SPLITS, config) for d in missing]
     chosen = NER_OPTIONS.value(ctx.config.options, "crf_workers")
     workers = default_workers() if chosen is None else int(chosen)
-    total = config.max_iterations * len(jobs)
-    label = f"CRF training ({', '.join(missing)}; L-BFGS iterations)"
-    with _bar(label, total) as advance:
-        for trained in train_many(jobs, workers, advance):
+    with _CrfDisplay() as display:
+        for trained in train_many(jobs, workers, display.on_event):
+            display.finished(trained.job.dataset)
             name = f"ner:{trained.job.dataset}"
             ctx.store.put_artifact(
                 config.artifact_name(trained.job.dataset, TRAIN_SPLITS),
@@ -382,3 +380,38 @@ def _train_missing_crfs(ctx: RunContext, dataset: str) -> None:
             ctx.note(name, "crf_train_seconds", trained.seconds)
             ctx.note(name, "crf_train_documents", trained.documents)
             ctx.note(name, "crf_train_workers", min(max(workers, 1), len(jobs)))
+
+
+class _CrfDisplay:
+    """One progress row per CRF being trained, its part named (reading, feature generation,
+    L-BFGS): a training that sat at 0 iterations for a minute said nothing of its features."""
+
+    def __init__(self) -> None:
+        self._steps: dict[str, Step] = {}
+
+    def __enter__(self) -> _CrfDisplay:
+        return self
+
+    def on_event(self, event: tuple[str, str, int, int | None]) -> None:
+        from clineval.benchmarks.ner.crf import PART_UNITS
+
+        dataset, part, done, total = event
+        description = f"ner:{dataset} CRF {part}"
+        unit = PART_UNITS.get(part, "splits")
+        current = self._steps.get(dataset)
+        if current is None:
+            current = self._steps[dataset] = Step(description, total, unit=unit)
+            current.open()
+        elif current.description != description:
+            current.phase(description, total, unit)
+        if done > current.done:
+            current.advance(done - current.done)
+
+    def finished(self, dataset: str) -> None:
+        current = self._steps.pop(dataset, None)
+        if current is not None:
+            current.close("done")
+
+    def __exit__(self, *exc: object) -> None:
+        for dataset in list(self._steps):
+            self._steps.pop(dataset).close("stopped")

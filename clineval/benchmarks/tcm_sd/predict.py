@@ -27,7 +27,7 @@ from clineval.benchmarks.tcm_sd.samples import (
 from clineval.data.checksums import sha256_file
 from clineval.errors import InputError
 from clineval.models.backends import ModelKind
-from clineval.progress import task_progress, track
+from clineval.progress import step, track
 from clineval.store import stable_hash
 
 BATCH = 512
@@ -49,7 +49,7 @@ def predict_in_batches(
 ) -> None:
     """Run `predict` over `todo` batch by batch, storing each batch as soon as it is done."""
     chunks = list(_batches(todo, batch))
-    for chunk in track(chunks, total=len(chunks), description=f"{description} (batches)"):
+    for chunk in track(chunks, len(chunks), f"{description} predict", unit="batches"):
         preds = predict([r for _, r in chunk])
         ctx.store.put_records(
             TASK, KIND, ((k, {"pred": p}) for (k, _), p in zip(chunk, preds, strict=True))
@@ -72,9 +72,9 @@ def _predict_tfidf(ctx: RunContext, data: TcmData, todo: Todo) -> None:
         ctx.note(TASK, "tfidf_model", {"artifact": name, "trained_now": False})
     else:
         texts = [record_text(r, fields) for r in data.train]
-        with task_progress(f"tcm-sd tfidf training on {len(texts):,} records", 1) as progress:
+        with step(f"tcm-sd tf-idf training on {len(texts):,} records", 1, unit="model") as done:
             model = TfidfBaseline().fit(texts, [str(r.label) for r in data.train])
-            progress.advance()
+            done.advance()
         ctx.store.put_artifact(name, model.to_bytes(), {"n_train": len(texts), "fields": fields})
         ctx.note(TASK, "tfidf_model", {"artifact": name, "trained_now": True})
     predict_in_batches(
