@@ -104,9 +104,9 @@ def _line(text: str) -> None:
 
 def _two_figures(value: float) -> str:
     """Two significant figures (no exponent), whole numbers from 10 up: 0.57, 3.4, 37, 120."""
-    if value >= 10:
+    if value >= 9.95:  # what rounds to 10.0 has two figures as 10
         return f"{value:,.0f}"
-    if value >= 1:
+    if value >= 0.995:
         return f"{value:.1f}"
     return f"{value:.2g}"
 

@@ -62,7 +62,9 @@ def test_a_step_shows_only_the_counters_it_can_have(capsys: pytest.CaptureFixtur
     assert "cache hits 3 · retries 0 · judge errors 1 · judge reasks 2" in end
 
 
-@pytest.mark.parametrize("per_second", [1 / 59, 1 / 3601, 0.004, 0.3, 1.0, 2.345, 47.0, 1e-6])
+@pytest.mark.parametrize(
+    "per_second", [1 / 59, 1 / 3601, 0.004, 0.3, 0.998, 1.0, 2.345, 9.96, 47.0, 12345.0, 1e-6]
+)
 def test_rates_never_round_to_zero(per_second: float) -> None:
     """An LLM finishing an item a minute once read "0.0 calls/s". The text's number, read back
     in its unit, is the rate to two significant figures (the oracle: plain arithmetic)."""
@@ -70,6 +72,8 @@ def test_rates_never_round_to_zero(per_second: float) -> None:
     number, unit = re.fullmatch(r"([\d.,]+) calls/(s|min|h)", text).groups()  # type: ignore[union-attr]
     value = float(number.replace(",", ""))
     assert value > 0
+    digits = number.replace(",", "").replace(".", "").lstrip("0")
+    assert len(digits) == 2 or (value >= 100 and "." not in number)  # two figures, no more
     back = value / {"s": 1, "min": 60, "h": 3600}[unit]
     assert back == pytest.approx(per_second, rel=0.05)
 
