@@ -58,6 +58,8 @@ INTERVAL_ENV = "CLINEVAL_PROGRESS_INTERVAL"
 # A log line every 20 s: a 7-minute step writes ~20 lines, and a stalled one is seen within
 # half a minute.
 DEFAULT_INTERVAL_S = 20.0
+# A bar's figures are updated at most this often (perf/bench_run_summary.py).
+_BAR_EVERY_S = 0.1
 # Read from the run's call counters (RunCallState), never bumped by a task.
 DERIVED = ("retries",)
 
@@ -212,6 +214,7 @@ class Step:
         self._last_advance = self._started
         self._done_at_last_line = 0
         self._last_line_at = self._started
+        self._last_bar = 0.0
         self._task_id: TaskID | None = None
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
@@ -274,7 +277,7 @@ class Step:
         return counts
 
     # -- derived figures ----------------------------------------------------------------------
-    def elapsed(self) -> float:
+    def elapsed(self) -> float:  # seconds since the step (or its part) began
         return time.monotonic() - self._started
 
     def rate(self) -> float:
@@ -318,6 +321,10 @@ class Step:
     # -- display ------------------------------------------------------------------------------
     def _refresh(self) -> None:
         if self._task_id is not None:
+            now = time.monotonic()
+            if now - self._last_bar < _BAR_EVERY_S and self.done != self.total:
+                return  # rich redraws 10 times a second: more updates cost, show nothing
+            self._last_bar = now
             _bars.update(
                 self._task_id,
                 completed=self.done,
@@ -382,8 +389,7 @@ class Step:
         self._end_line(how)
 
 
-# The name tasks' type hints use.
-TaskProgress = Step
+TaskProgress = Step  # the name tasks' type hints use
 
 
 @contextmanager

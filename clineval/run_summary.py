@@ -92,10 +92,6 @@ def summarize(
     """The summary of `results` (task -> metrics, as results.json holds them). With `run_dir`
     its samples give the intervals the tasks did not store, and the next commands name it."""
     run: RunData | None = None
-    if run_dir is not None and (run_dir / SAMPLES).exists():
-        run = read_run_files(run_dir, with_samples=True)
-    if seed is None:
-        seed = int((run.manifest.get("seed") if run is not None else None) or 0)
     tables: dict[str, Table] = {}
     notes: list[str] = []
     for task, metrics in results.items():
@@ -103,10 +99,18 @@ def summarize(
         family = bench.family if bench is not None else task
         keys = bench.metrics.headline_keys if bench is not None else ()
         cards, _ = headline(metrics, keys)
-        if run is not None and any(card.ci is None for card in cards):
-            from clineval.report.task_stats import statistics_for  # numpy: only if needed
+        if run_dir is not None and any(card.ci is None for card in cards):
+            # The samples are read only when a task stored no interval (27,000 verdict rows
+            # of a ClinConsensus run take seconds to read, for intervals it stored).
+            if run is None and (run_dir / SAMPLES).exists():
+                run = read_run_files(run_dir, with_samples=True)
+            if run is not None:
+                from clineval.report.task_stats import statistics_for  # numpy: only if needed
 
-            fill_intervals(cards, statistics_for(task, metrics, run.samples.get(task, [])), seed)
+                if seed is None:
+                    seed = int(run.manifest.get("seed") or 0)
+                stats = statistics_for(task, metrics, run.samples.get(task, []))
+                fill_intervals(cards, stats, seed)
         table = tables.setdefault(family, Table(family, []))
         for card in cards:
             if card.key not in table.columns:
