@@ -180,8 +180,25 @@ def run(
     if dry_run:
         print_plan(plan_tasks(config, output_dir))
         return
-    results = run_tasks(config, output_dir, wait=wait)
+    with _results_shown_on_failure(output_dir, "run"):
+        results = run_tasks(config, output_dir, wait=wait)
     print_results(results, output_dir)
+
+
+@contextlib.contextmanager
+def _results_shown_on_failure(run_dir: Path, command: str) -> Iterator[None]:
+    """A task failed a bound after its results were written (exit 1): the end of the run is
+    printed as on success, then the error line says what failed."""
+    from clineval.run_record import read_run_files
+    from clineval.runner import TaskFailures
+
+    try:
+        yield
+    except TaskFailures:
+        with contextlib.suppress(InputError, OSError):
+            results = read_run_files(run_dir, with_samples=False).results
+            print_results(results, run_dir, command=command)
+        raise
 
 
 @app.command()
@@ -222,11 +239,11 @@ def score(
     if max_judge_error_rate is not None:
         settings["max_judge_error_rate"] = max_judge_error_rate
     options = split_option_items(option or [])
-    print_results(
-        score_run(run_dir, data_dir=data_dir, force=force, settings=settings, options=options),
-        run_dir,
-        command="score",
-    )
+    with _results_shown_on_failure(run_dir, "score"):
+        results = score_run(
+            run_dir, data_dir=data_dir, force=force, settings=settings, options=options
+        )
+    print_results(results, run_dir, command="score")
 
 
 @app.command()

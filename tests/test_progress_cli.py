@@ -258,3 +258,33 @@ def test_the_crf_suite_names_its_parts_in_a_log(data_root: Path, tmp_path: Path)
     assert f"{results['ner:ncbi']['token_macro_f1']:.4f} [" in rows[0]
     table = stdout_text.split("[95% interval]")[0].splitlines()
     assert len(table) == 4 and max(len(line) for line in table) <= 100  # header, rule, 2 rows
+
+
+def test_a_self_judged_run_says_so_at_its_end(stub: StubServer, tmp_path: Path) -> None:
+    """The candidate judging its own answers is said beside the numbers; with another judge
+    it is not. The ClinConsensus fixture (flagged fixture) and the stub stand in."""
+    stub.reset()
+    base = [
+        sys.executable, "-m", "clineval", "--quiet", "run", "clinconsensus",
+        "--model", f"openai:cand@{stub.base_url}", "--option", "clinconsensus.cases=fixture",
+        "--option", "clinconsensus.max_criteria=2", "--limit", "2",
+    ]  # fmt: skip
+    outputs = {}
+    for name, extra in (("self", []), ("other", ["--judge", f"openai:judge@{stub.base_url}"])):
+        out = tmp_path / name
+        done = subprocess.run(
+            [*base, *extra, "--output-dir", str(out)],
+            capture_output=True,
+            text=True,
+            env=_env(COLUMNS="100"),
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        outputs[name] = done.stdout
+    assert re.search(r"^clinconsensus \(fixture\)\s+0\.\d{4} \[", outputs["self"], re.M)
+    assert (
+        "clinconsensus: self-judged: the judge was the candidate model (openai:cand)"
+        in outputs["self"]
+    )
+    assert "self-judged" not in outputs["other"]
+    assert "clinconsensus: fixture data" in outputs["other"]
