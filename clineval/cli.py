@@ -46,8 +46,8 @@ def _global(
         bool,
         typer.Option(
             "--quiet",
-            help="No progress bars or periodic progress lines: one line when each step starts"
-            " and one when it ends. Results, warnings and errors are printed as always.",
+            help="No progress bars or periodic progress lines: one line when each step is"
+            " done. Results, warnings and errors are printed as always.",
         ),
     ] = False,
 ) -> None:

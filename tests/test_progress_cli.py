@@ -247,6 +247,8 @@ def test_the_crf_suite_names_its_parts_in_a_log(data_root: Path, tmp_path: Path)
     assert code == 0, err[-2000:]
     texts = [line[9:] for line in err.splitlines() if STAMP.match(line)]
     assert len(texts) == len(err.splitlines())
+    assert texts[0] == "CRF training (bc5cdr, ncbi): started (2 models)"
+    assert any(t.startswith("CRF training (bc5cdr, ncbi): done at 2/2 models") for t in texts)
     for corpus in ("ncbi", "bc5cdr"):
         for part in ("feature generation", "feature generation (crfsuite)", "training (L-BFGS)"):
             assert f"ner:{corpus} CRF {part}: started" in "\n".join(texts)

@@ -367,9 +367,15 @@ def _train_missing_crfs(ctx: RunContext, dataset: str) -> None:
     jobs = [CrfJob(d, str(ctx.data_root), TRAIN_SPLITS, config) for d in missing]
     chosen = NER_OPTIONS.value(ctx.config.options, "crf_workers")
     workers = default_workers() if chosen is None else int(chosen)
-    with _CrfDisplay() as display:
+    # One step over the models (it starts before the worker processes, whose start-up took
+    # half a minute on a busy machine), and a row per model with its named parts.
+    with (
+        step(f"CRF training ({', '.join(missing)})", len(jobs), unit="models") as overall,
+        _CrfDisplay() as display,
+    ):
         for trained in train_many(jobs, workers, display.on_event):
             display.finished(trained.job.dataset)
+            overall.advance()
             name = f"ner:{trained.job.dataset}"
             ctx.store.put_artifact(
                 config.artifact_name(trained.job.dataset, TRAIN_SPLITS),
