@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import random
 
 import pytest
+from rich.console import Console
 
 from clineval.benchmarks.ner.bio import word_offsets
 from clineval.benchmarks.ner.crf import (
@@ -135,3 +137,39 @@ def test_parallel_training_equals_in_process_training(
         assert alone.model == results[job.dataset].model
         assert alone.documents == results[job.dataset].documents == 100
         assert alone.meta()["config"]["max_iterations"] == 3
+
+
+def test_the_crf_display_names_each_part(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A training once sat at "0/240" for a minute with nothing saying what it did: each
+    corpus' row names its part, on a terminal (bars) and in a log (a line per part)."""
+    from clineval import progress
+    from clineval.benchmarks.ner.task import _CrfDisplay
+
+    events = [
+        ("ncbi", READING, 0, 1),
+        ("ncbi", READING, 1, 1),
+        ("ncbi", FEATURES, 0, 593),
+        ("ncbi", FEATURES, 593, 593),
+        ("ncbi", FEATURES_CRFSUITE, 100, 100),
+        *[("ncbi", LBFGS, i, 60) for i in range(61)],
+    ]
+    screen = io.StringIO()
+    terminal = Console(file=screen, force_terminal=True, width=120)
+    with monkeypatch.context() as patched:
+        patched.setattr(progress, "console", terminal)
+        with _CrfDisplay() as display:
+            for event in events:
+                display.on_event(event)
+            display.finished("ncbi")
+    assert "ner:ncbi CRF training (L-BFGS)" in screen.getvalue()
+    assert "60/60" in screen.getvalue()
+
+    with _CrfDisplay() as display:  # stderr captured: a log's lines
+        for event in events[:4]:
+            display.on_event(event)
+    lines = [line[9:] for line in capsys.readouterr().err.splitlines()]
+    assert lines[0] == "ner:ncbi CRF reading the training split: started (1 splits)"
+    assert lines[2] == "ner:ncbi CRF feature generation: started (593 documents)"
+    assert lines[-1].startswith("ner:ncbi CRF feature generation: stopped at 593/593 documents")
