@@ -46,19 +46,23 @@ def _global(
         bool,
         typer.Option(
             "--quiet",
-            help="No progress bars or periodic progress lines: one line when each step is"
-            " done. Results, warnings and errors are printed as always.",
+            help="No progress (bars, progress lines, status lines): only warnings, errors and"
+            " the results.",
         ),
     ] = False,
 ) -> None:
-    from clineval.progress import interval_seconds, set_quiet
+    from clineval.progress import current_stderr, interval_seconds, set_quiet
 
     _state["debug"] = debug
     set_quiet(quiet)
     interval_seconds()  # a bad $CLINEVAL_PROGRESS_INTERVAL: one error line before any work
-    # INFO: status changes of long waits (a batch's), one whole line each, with or without
-    # --quiet (quiet drops the periodic lines, not the events)
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    # INFO: status lines of long waits (a batch's) are progress too, so --quiet drops them.
+    # Written to stderr as it is at each line: a terminal's bars then keep them above.
+    logging.basicConfig(
+        level=logging.WARNING if quiet else logging.INFO,
+        format="%(message)s",
+        stream=current_stderr,
+    )
 
 
 @app.command()

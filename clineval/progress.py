@@ -9,8 +9,8 @@ One module, three displays, chosen once per step:
   cut to 80 columns; and a line only when an item finishes leaves a log silent for minutes
   while a model thinks or a CRF trains. The line at an interval says so when nothing finished
   since the last one (a heartbeat), so a silent log means a stopped process.
-- quiet (--quiet): one line when a step is done (what it did, in how long, its counters),
-  nothing while it runs and nothing for a step an error stopped (the error is the one line).
+- quiet (--quiet): nothing (as `pip -q`, inspect's `--display none`): warnings, errors and
+  the results stay, and the manifest records every step's counters.
 
 Entry points:
 - `step(description, total, unit)`: one long step (training, predicting documents); `phase`
@@ -23,6 +23,9 @@ Entry points:
 
 Retries are not counted here: they are read from the run's call counters, the retries made
 since the display opened. One counter, so the progress line and the manifest cannot disagree.
+
+Long module: one `Step` serves the three displays (its figures, its lines and their ticker,
+its row of the shared bars); split apart, each piece would reach into the others' state.
 """
 
 from __future__ import annotations
@@ -92,6 +95,20 @@ def interval_seconds() -> float:
     if not math.isfinite(value) or value <= 0:
         raise InputError(f"${INTERVAL_ENV}={raw!r}: expected a number of seconds above 0")
     return value
+
+
+class _CurrentStderr:
+    """sys.stderr as it is at each write, for the logging handler: rich's live display swaps
+    it while bars show (a line written to the original would cut through the bars)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
+current_stderr = _CurrentStderr()
 
 
 def _line(text: str) -> None:
@@ -340,7 +357,7 @@ class Step:
         _line(f"{self.description}: started{size}")
 
     def _end_line(self, how: str) -> None:
-        if self._display == "bars" or (self._display == "quiet" and how != "done"):
+        if self._display != "lines":
             return
         status = self.status()
         _line(

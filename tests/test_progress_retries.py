@@ -42,7 +42,7 @@ def test_progress_reads_retries_from_the_call_counters() -> None:
         tp.count("retries")  # a second count of the same thing is refused
 
 
-def test_quiet_log_and_manifest_show_the_same_retries(tmp_path: Path, stub: StubServer) -> None:
+def test_the_log_and_manifest_show_the_same_retries(tmp_path: Path, stub: StubServer) -> None:
     stub.reset()
     stub.script([{"do": "status", "status": 503}] * FAILURES)
     out = tmp_path / "run"
@@ -50,7 +50,6 @@ def test_quiet_log_and_manifest_show_the_same_retries(tmp_path: Path, stub: Stub
         sys.executable,
         "-m",
         "clineval",
-        "--quiet",
         "run",
         "clinconsensus",
         "--model",
