@@ -47,7 +47,8 @@ def _global(
         typer.Option(
             "--quiet",
             help="No progress (bars, progress lines, status lines): only warnings, errors and"
-            " the results.",
+            " the results. (Without it, stderr in a file gets a progress line every"
+            " $CLINEVAL_PROGRESS_INTERVAL seconds, default 20.)",
         ),
     ] = False,
 ) -> None:

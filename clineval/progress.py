@@ -59,7 +59,8 @@ Mode = Literal["bars", "lines", "quiet"]
 
 INTERVAL_ENV = "CLINEVAL_PROGRESS_INTERVAL"
 # A log line every 20 s: a 7-minute step writes ~20 lines, and a stalled one is seen within
-# half a minute.
+# half a minute. (`clineval --help`, --quiet, names it: the CLI does not import this module
+# before a command runs.)
 DEFAULT_INTERVAL_S = 20.0
 # A bar's figures are updated at most this often (perf/bench_run_summary.py).
 _BAR_EVERY_S = 0.1
