@@ -83,7 +83,7 @@ def build_sections(run: RunData, compress_over: int = COMPRESS_OVER) -> list[dic
     sections = []
     seed = int(run.manifest.get("seed") or 0)
     tasks = list(run.results)
-    for task in track(tasks, total=len(tasks), description="report sections"):
+    for task in track(tasks, len(tasks), "report sections", unit="tasks"):
         bench = benchmark_of(task)
         if bench is not None and bench.report_section is not None:
             section = bench.report_section(run, task)
