@@ -66,9 +66,11 @@ def _model_tokenizer(ctx: RunContext) -> bool:
 
 
 @contextmanager
-def _bar(description: str, total: int | None) -> Iterator[Callable[[], None]]:
-    """The progress of a step over documents (no model calls)."""
-    with step(description, total, unit="documents") as current:
+def _bar(
+    description: str, total: int | None, unit: str = "documents"
+) -> Iterator[Callable[[], None]]:
+    """The progress of a step (no model calls): over documents, or loading a model."""
+    with step(description, total, unit=unit) as current:
         yield current.advance
 
 
@@ -248,7 +250,10 @@ class NerTask(Task[NerData]):
 
         if not todo:
             return
-        tagger = HfTagger.load(ctx.model.name, self.types, ctx.config.options.get(LABEL_MAP_OPTION))
+        with _bar(f"{self.name} {ctx.model.label}: loading the model", 1, "model") as loaded:
+            label_map = ctx.config.options.get(LABEL_MAP_OPTION)
+            tagger = HfTagger.load(ctx.model.name, self.types, label_map)
+            loaded()
         ctx.note(self.name, "hf_label_map", tagger.label_map_note())
         keep_tokens = _model_tokenizer(ctx)
         batch: list[tuple[str, dict[str, Any]]] = []
@@ -270,7 +275,9 @@ class NerTask(Task[NerData]):
 
         if not todo:
             return
-        tagger = load_span_tagger(ctx, self.name, self.types)
+        with _bar(f"{self.name} {ctx.model.label}: loading the model", 1, "model") as loaded:
+            tagger = load_span_tagger(ctx, self.name, self.types)
+            loaded()
         with _bar(f"{self.name} GLiNER predict", len(todo)) as advance:
             predict_span_tagger(tagger, todo, lambda rows: self._put(ctx, rows), advance)
 

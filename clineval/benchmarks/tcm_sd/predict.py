@@ -131,7 +131,9 @@ def _predict_hf(ctx: RunContext, data: TcmData, todo: Todo) -> None:
 
     batch: int = option(ctx, "batch")
     max_length: int = option(ctx, "max_length")
-    model = HFSyndromeClassifier(Path(ctx.model.name), data.labels, max_length=max_length)
+    with step(f"tcm-sd {ctx.model.label}: loading the model", 1, unit="model") as loading:
+        model = HFSyndromeClassifier(Path(ctx.model.name), data.labels, max_length=max_length)
+        loading.advance()
     ctx.note(TASK, "hf_model", model.describe())
     predict_in_batches(ctx, todo, model.predict, "tcm-sd hf", batch=batch)
 
