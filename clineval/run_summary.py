@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clineval.benchmarks.registry import benchmark_of
+from clineval.benchmarks.registry import benchmark_of, metric_schema
 from clineval.report.rundata import RunData
 from clineval.report.sections_common import NOTE_KEYS, Metric, fill_intervals, headline
 from clineval.run_record import read_run_files
-from clineval.rundir import SAMPLES
+from clineval.rundir import MANIFEST, SAMPLES
 
 
 @dataclass(frozen=True)
@@ -92,13 +92,20 @@ def summarize(
     """The summary of `results` (task -> metrics, as results.json holds them). With `run_dir`
     its samples give the intervals the tasks did not store, and the next commands name it."""
     run: RunData | None = None
+    record: dict[str, Any] = {}  # manifest.json["tasks"]: a task's metrics as its run recorded
+    if run_dir is not None and (run_dir / MANIFEST).exists():
+        record = read_run_files(run_dir, with_samples=False).manifest.get("tasks") or {}
     tables: dict[str, Table] = {}
     notes: list[str] = []
     for task, metrics in results.items():
         bench = benchmark_of(task)
-        family = bench.family if bench is not None else task
-        keys = bench.metrics.headline_keys if bench is not None else ()
-        cards, _ = headline(metrics, keys)
+        entry = record.get(task)
+        task_record: dict[str, Any] = entry if isinstance(entry, dict) else {}
+        schema = metric_schema(task, task_record)
+        family = bench.family if bench is not None else str(task_record.get("family") or task)
+        keys = schema.headline_keys if schema is not None else ()
+        digits = schema.digits() if schema is not None else None
+        cards, _ = headline(metrics, keys, digits)
         if run_dir is not None and any(card.ci is None for card in cards):
             # The samples are read only when a task stored no interval (27,000 verdict rows
             # of a ClinConsensus run take seconds to read, for intervals it stored).
@@ -110,7 +117,7 @@ def summarize(
                 if seed is None:
                     seed = int(run.manifest.get("seed") or 0)
                 stats = statistics_for(task, metrics, run.samples.get(task, []))
-                fill_intervals(cards, stats, seed)
+                fill_intervals(cards, stats, seed, digits)
         table = tables.setdefault(family, Table(family, []))
         for card in cards:
             if card.key not in table.columns:
