@@ -147,6 +147,7 @@ def test_the_crf_display_names_each_part(
     from clineval import progress
     from clineval.benchmarks.ner.task import _CrfDisplay
 
+    monkeypatch.setattr(progress, "_quiet", False)  # an in-process `--quiet` run may precede
     events = [
         ("ncbi", READING, 0, 1),
         ("ncbi", READING, 1, 1),
