@@ -6,15 +6,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich import box
-from rich.console import Console
 from rich.measure import Measurement
 from rich.table import Table
+
+from clineval.console import make_console
 
 if TYPE_CHECKING:
     from clineval.run_summary import Summary
     from clineval.run_summary import Table as SummaryTable
 
-stdout = Console()
+stdout = make_console()
 
 _UNBOUNDED = 100_000  # columns: room enough to measure a table's natural width
 

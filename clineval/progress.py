@@ -39,7 +39,6 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from rich.console import Console
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -49,6 +48,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
+from clineval.console import make_console
 from clineval.errors import InputError
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ _BAR_EVERY_S = 0.1
 DERIVED = ("retries",)
 
 _quiet = False
-console = Console(stderr=True)
+console = make_console(stderr=True)
 _print_lock = threading.Lock()
 
 

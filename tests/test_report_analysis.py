@@ -26,6 +26,8 @@ from clineval.report.html import write_report
 from clineval.report.sections_common import short_model_label
 from clineval.rundir import MANIFEST, RESULTS, SAMPLES, write_json, write_jsonl
 
+REFERENCES = Path(__file__).parent.parent / "examples" / "references" / "ncer-gliner-large.json"
+
 # One document, every kind of error once (offsets end-exclusive):
 #   gold (0,7 condition) = pred exact; gold (12,19 drug) vs pred (12,17 drug): boundary;
 #   gold (24,31 condition) vs pred (24,31 drug): type error; pred (36,40 condition): false
@@ -106,10 +108,11 @@ def test_ner_error_tables_examples_sorting_download(driver: Any, tmp_path: Path)
         rows.append({"id": f"doc-{i}", "text": TEXT, "gold": [], "pred": [[0, 7, "condition"]]})
     metrics = {
         "token_macro_f1": 0.5,
+        "span_partial_f1": 0.625,
         "per_type": {"condition": {"f1": 0.5}, "drug": {"f1": 0.5}},
     }
     run = _run(tmp_path / "ner", "ner:bc5cdr", metrics, rows)
-    report = write_report(run, run / "report.html")
+    report = write_report(run, run / "report.html", reference_files=[REFERENCES])
     open_report(driver, report)
     assert_nothing_ran(driver)
     anchor = "task-ner-bc5cdr"
@@ -184,6 +187,13 @@ def test_ner_error_tables_examples_sorting_download(driver: Any, tmp_path: Path)
         "50",
         "spirin",
     )
+    # the published figure from the reference file stands under the run's own, labelled
+    partial = driver.find_element(
+        By.CSS_SELECTOR, f'#{anchor} .card[data-metric="span_partial_f1"]'
+    )
+    assert "GLiNER large v2.5 (NCER leaderboard): 0.8023 (NCER benchmark" in partial.text
+    overview = driver.find_element(By.CSS_SELECTOR, "#overview tr.reference")
+    assert overview.text.startswith("ner:bc5cdr · GLiNER large v2.5") and "0.8023" in overview.text
     # the header names the model by its file, not its whole path
     assert driver.find_element(By.ID, "run-model").text == "llamacpp:SmolLM2-135M"
     assert_nothing_ran(driver)
@@ -310,3 +320,44 @@ def test_compare_page_plots_differences_and_cost(driver: Any, tmp_path: Path) ->
     assert len(cost.find_elements(By.CSS_SELECTOR, "circle")) == 2
     assert "Holm" in driver.find_element(By.ID, "best-note").text
     shot(driver, "compare-analysis.png")
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("[]", 'expected {"references"'),
+        ('{"references": [{"label": "", "results": {}}]}', "references[0].label"),
+        ('{"references": [{"label": "x", "results": {"t": {"m": "0.5"}}}]}', "finite number"),
+        ('{"references": [{"label": "x", "results": {"t": {"m": NaN}}}]}', "references"),
+        ("{", "reference"),
+    ],
+)
+def test_a_bad_reference_file_is_one_line(tmp_path: Path, content: str, expected: str) -> None:
+    import subprocess
+    import sys
+
+    rows = [{"id": "doc-1", "text": TEXT, "gold": GOLD, "pred": PRED}]
+    run = _run(tmp_path / "ner", "ner:ncbi", {"token_macro_f1": 0.5}, rows)
+    bad = tmp_path / "refs.json"
+    bad.write_text(content, encoding="utf-8")
+    out = tmp_path / "report.html"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "clineval",
+            "report",
+            str(run),
+            "-o",
+            str(out),
+            "--reference",
+            str(bad),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {bad}") and expected in lines[0]
+    assert not out.exists()  # nothing written
