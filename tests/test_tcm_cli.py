@@ -261,7 +261,8 @@ def test_answer_mapping_mrc_maps_as_the_authors_script_does(
         f"{gold[11]}证候",
     ]
     path = _write_preds(
-        tmp_path / "p.jsonl", [{"id": r["user_id"], "label": a} for r, a in zip(rows, answers)]
+        tmp_path / "p.jsonl",
+        [{"id": r["user_id"], "label": a} for r, a in zip(rows, answers, strict=True)],
     )
     out = tmp_path / "mrc"
     argv = ["--model", f"predictions:{path}", "--limit", "12", "--option", "tcm.answer_mapping=mrc"]
@@ -279,7 +280,9 @@ def test_answer_mapping_mrc_maps_as_the_authors_script_does(
         "mapped_contained": len(answers) - exact - to_zero,
         "mapped_label_0": to_zero,
     }
-    assert results["accuracy"] == sum(e == g for e, g in zip(expected, gold)) / len(rows)
+    assert results["accuracy"] == sum(e == g for e, g in zip(expected, gold, strict=True)) / len(
+        rows
+    )
 
 
 def test_missing_official_splits_is_a_clear_input_error(
