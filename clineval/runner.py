@@ -15,7 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from clineval.benchmarks.base import RunContext, Task, TaskResult
-from clineval.benchmarks.registry import benchmark_of, get_task, option_groups
+from clineval.benchmarks.registry import (
+    benchmark_of,
+    get_task,
+    naming_fetch_commands,
+    option_groups,
+)
 from clineval.config import RunConfig
 from clineval.datapaths import resolve_data_root
 from clineval.errors import InputError
@@ -273,6 +278,7 @@ def _phase_seconds(started: float, ends: dict[str, float]) -> dict[str, float]:
 _WAIT_HINT = "pass --wait to wait for it, "
 
 
+@naming_fetch_commands()  # a missing corpus: say which fetch gets it
 def run(config: RunConfig, output_dir: Path, *, wait: bool = False) -> dict[str, Any]:
     """Run (or resume) every task of the config into output_dir, holding its lock: another
     process using it is an InputError at once, or, with `wait`, is waited for."""
@@ -315,6 +321,7 @@ def _forget_if_nothing_stored(output_dir: Path) -> None:
         (output_dir / name).unlink(missing_ok=True)
 
 
+@naming_fetch_commands()  # a missing corpus: say which fetch gets it
 def plan(config: RunConfig, output_dir: Path) -> dict[str, Any]:
     """The model calls `run` would make (clineval run --dry-run): counted, estimated, priced.
 
@@ -393,6 +400,7 @@ def scoring_config(
     return RunConfig.checked(**data)
 
 
+@naming_fetch_commands()  # a missing corpus: say which fetch gets it
 def score(
     output_dir: Path,
     data_dir: str | None = None,

@@ -103,6 +103,15 @@ class DataSource:
     notice: str | None = None  # shown once the files are fetched (license terms)
     # what to do when the official address cannot be reached (offline machines)
     offline_hint: str | None = None
+    # data files, by the paths tasks name them with (`Task.data_status`), that the `unpinned`
+    # step makes available: a task missing one is told to run this fetch
+    provides: tuple[str, ...] = ()
+
+    def supplies(self, relative: str) -> bool:
+        """Whether fetching this source from its official address gets the data file
+        `relative` (a file only a mirror has does not count)."""
+        pinned = any(f.relative == relative and f.url is not None for f in self.files)
+        return pinned or relative in self.provides
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,8 @@ task belongs to (for its metric schema, report section, statistics), the declare
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 from importlib import metadata
 from pathlib import Path
@@ -15,6 +17,7 @@ from typing import Any
 
 from clineval.benchmarks.base import Task
 from clineval.benchmarks.declaration import Benchmark, DataSource, Exporter, Synthesizer
+from clineval.datapaths import MissingDataFile
 from clineval.errors import InputError
 from clineval.options import OptionGroup
 
@@ -141,6 +144,27 @@ def active_namespaces(tasks: list[str]) -> set[str]:
 def data_sources() -> dict[str, DataSource]:
     """`clineval data fetch NAME`: every benchmark's corpora by name."""
     return {source.name: source for bench in _all() for source in bench.data_sources}
+
+
+def fetch_command(relative: str) -> str | None:
+    """The command that puts the data file at `relative` into the fetch cache, if one does."""
+    for name, source in data_sources().items():
+        if source.supplies(relative):
+            return f"clineval data fetch {name}"
+    return None
+
+
+@contextmanager
+def naming_fetch_commands() -> Iterator[None]:
+    """A data file missing in the data root and the fetch cache becomes an error that names
+    the command fetching its corpus (a task knows its files, the registry their sources)."""
+    try:
+        yield
+    except MissingDataFile as exc:
+        command = fetch_command(exc.relative)
+        if command is None:
+            raise
+        raise exc.with_hint(f"run '{command}'") from None
 
 
 def benchmarks_with_skills() -> list[Path]:

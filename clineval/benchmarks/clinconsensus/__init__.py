@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from clineval.benchmarks.clinconsensus.cases import OFFICIAL_RELATIVE_PATH
 from clineval.benchmarks.clinconsensus.common import CLINCONSENSUS_OPTIONS, TASK
 from clineval.benchmarks.clinconsensus.fetch import PROMPT_RELATIVE, PROMPT_URL
 from clineval.benchmarks.declaration import Benchmark, DataSource, MetricSchema, MetricSpec
@@ -97,6 +98,7 @@ BENCHMARK = Benchmark(
             _fetch_step,
             offline_hint="clinconsensus_low.jsonl in DATA_DIR/clinconsensus/ "
             "(or pass --cases FILE)",
+            provides=(OFFICIAL_RELATIVE_PATH,),
         ),
     ),
     exporters={"clinconsensus-judgements": _export_judgements},

@@ -25,7 +25,7 @@ from clineval.benchmarks.ner.crf import CrfConfig, train_crf
 @dataclass(frozen=True)
 class CrfJob:
     dataset: str
-    data_root: str
+    data_root: str | None  # None: the fetch cache alone (clineval.datapaths)
     splits: tuple[str, ...]
     config: CrfConfig
 
