@@ -47,6 +47,7 @@ from clineval.benchmarks.clinconsensus.cases import (
 from clineval.benchmarks.clinconsensus.metrics import DEFAULT_KS
 from clineval.config import RunConfig
 from clineval.data.cache import default_cache_dir
+from clineval.datapaths import data_file
 from clineval.errors import InputError
 from clineval.judge.ensemble import AGGREGATES
 from clineval.judge.prompt import JudgePrompt, verdict_token_bound
@@ -269,12 +270,9 @@ def resolve_cases_path(config: RunConfig, options: Options, data_root: Path | No
 
 def official_cases_path(data_root: Path | None) -> Path | None:
     """The official cases file: under the data root, else in the data cache, where
-    `clineval data fetch clinconsensus` puts it ($CLINEVAL_CACHE_DIR or the default)."""
-    roots = [] if data_root is None else [data_root]
-    for root in [*roots, default_cache_dir()]:
-        if (root / OFFICIAL_RELATIVE_PATH).is_file():
-            return root / OFFICIAL_RELATIVE_PATH
-    return None
+    `clineval data fetch clinconsensus` puts it ($CLINEVAL_CACHE_DIR or the default): the
+    rule of every data file (clineval.datapaths)."""
+    return data_file(data_root, OFFICIAL_RELATIVE_PATH)
 
 
 def _verdicts_source(config: RunConfig) -> Path | None:
