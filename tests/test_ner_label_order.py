@@ -186,10 +186,16 @@ def test_hash_seed_refused_without_ncer_chunking(tmp_path: Path) -> None:
         tagger_settings(_ctx(tmp_path, {"ner.hash_seed": "3"}), DATASET_TYPES["chia"])
 
 
-@pytest.mark.parametrize("value", ["-1", "4294967296", "x"])
-def test_hash_seed_bounds_are_pythonhashseeds(tmp_path: Path, value: str) -> None:
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [("-1", "must be >= 0"), ("4294967296", "must be <= 4294967295"), ("x", "not an integer")],
+)
+def test_hash_seed_bounds_are_pythonhashseeds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str, problem: str
+) -> None:
     from clineval.cli import main
 
-    argv = ["run", "ner:chia", "--model", "baseline:crf", "-o", str(tmp_path / "r")]
+    argv = ["run", "ner:chia", "--model", "gliner:model", "-o", str(tmp_path / "r")]
     assert main([*argv, "--option", "ner.chunking=ncer", "--option", f"ner.hash_seed={value}"]) == 2
+    assert capsys.readouterr().err == f"error: --option ner.hash_seed={value!r}: {problem}\n"
     assert not (tmp_path / "r").exists()
