@@ -82,7 +82,8 @@ NER_OPTIONS = OptionGroup(
             "labels",
             label_prompts,
             "gliner: the label text the model is prompted with, per type: "
-            "type:text,type:text,... (several texts per type allowed; default: the type name)",
+            "type:text,type:text,... (several texts per type allowed; default: the type name; "
+            "with ner.chunking=ncer their order is the order NCER's label set is built in)",
             None,
         ),
         Option(
