@@ -90,7 +90,12 @@ class MissingDataFile(InputError):
         else:
             where = f"data file not found, nor in the fetch cache {cache}"
             path = Path(root) / relative
+        self.hint = hint
         super().__init__(where if hint is None else f"{where}; {hint}", path=path)
+
+    def __reduce__(self) -> tuple[type[MissingDataFile], tuple[str, Path | str | None, str | None]]:
+        # rebuilt from its own arguments when it crosses a process boundary (a CRF worker)
+        return (MissingDataFile, (self.relative, self.root, self.hint))
 
     def with_hint(self, hint: str) -> MissingDataFile:
         """The same error, telling what to do."""

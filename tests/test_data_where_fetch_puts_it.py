@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import shutil
 import subprocess
 import sys
@@ -169,6 +170,10 @@ def test_each_file_comes_from_the_data_root_else_the_cache(
     with pytest.raises(MissingDataFile) as caught:
         require_file(root, dev)
     assert caught.value.relative == dev and caught.value.path == str(root / dev)
+    # it crosses a process boundary whole (the CRF trains in worker processes)
+    copied = pickle.loads(pickle.dumps(caught.value.with_hint("run 'x'")))
+    assert isinstance(copied, MissingDataFile) and copied.relative == dev
+    assert copied.one_line() == caught.value.with_hint("run 'x'").one_line()
     # the same documents whichever directory a split is read from
     from_root = load_ner_split("ncbi", "test", root).documents
     from_cache = load_ner_split("ncbi", "test", None).documents
