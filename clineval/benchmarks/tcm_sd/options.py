@@ -35,7 +35,7 @@ TCM_OPTIONS = OptionGroup(
             choice("invalid", "mrc"),
             "an answer that is not one of the labels: invalid (counted), or mrc, the authors' "
             "run_tcm_mrc.py rule (the first label, in vocabulary order, contained in the "
-            "answer, else the first label)",
+            "answer, else the first label: an empty answer, an MRC model's no-answer, too)",
             "invalid",
         ),
         Option("batch", integer(minimum=1), "records per hf classifier batch", "32"),
