@@ -144,7 +144,7 @@ def test_predictions_file_is_validated(
         for line in (fixture_root / "tcm-sd" / "test.synthetic.json").read_text().splitlines()
     ]
     a, b = test_ids[:2]
-    cases = {
+    cases: dict[str, tuple[list[Any], str]] = {
         "bad json": ([{"id": a, "label": "气虚血瘀证"}, "{oops"], ":2: invalid JSON"),
         "unknown id": ([{"id": "nope", "label": "气虚血瘀证"}], ":1: unknown id 'nope'"),
         "duplicate": (
