@@ -31,7 +31,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # 3 the kit benchmarks build on: the task protocol, the call plan, the report's and the
     #   export's building blocks
     ("clineval.benchmarks.base", "clineval.benchmarks.declaration", "clineval.benchmarks.kit",
-     "clineval.plan",
+     "clineval.benchmarks.judged", "clineval.benchmarks.judged_flow",
+     "clineval.benchmarks.judged_task", "clineval.plan",
      "clineval.report.rundata", "clineval.report.plots", "clineval.report.sections_common",
      "clineval.report.statistics", "clineval.report.jsonembed", "clineval.export.run_files"),
     # 4 the benchmark packages
@@ -39,7 +40,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # 5 what knows every benchmark through the registry
     ("clineval.benchmarks.registry", "clineval.report", "clineval.export",
      "clineval.skills_install", "clineval.run_checks", "clineval.run_inputs",
-     "clineval.run_result", "clineval.comparison", "clineval.judge_agreement"),
+     "clineval.run_result", "clineval.comparison", "clineval.judge_agreement",
+     "clineval.run_summary"),
     # 6 running
     ("clineval.runner", "clineval.merge"),
     # 7 front ends
@@ -52,15 +54,13 @@ BENCHMARK_KIT = (
     "clineval.benchmarks.base",
     "clineval.benchmarks.declaration",
     "clineval.benchmarks.kit",
+    "clineval.benchmarks.judged",
+    "clineval.benchmarks.judged_flow",
+    "clineval.benchmarks.judged_task",
 )
 REGISTRY = "clineval.benchmarks.registry"
 # Known exceptions, each with its reason; any other import across the lines fails.
-EXCEPTIONS = {
-    # `clineval judge-agreement` reads ClinConsensus's stored verdicts; it moves into the
-    # judge layer once verdict records are keyed generically (not yet done).
-    ("clineval.judge_agreement", "clineval.benchmarks.clinconsensus.cases"),
-    ("clineval.judge_agreement", "clineval.benchmarks.clinconsensus.common"),
-}
+EXCEPTIONS: set[tuple[str, str]] = set()
 
 
 def _modules() -> list[tuple[str, Path]]:
