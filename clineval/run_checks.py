@@ -57,16 +57,17 @@ def _check_openai_settings(config: RunConfig) -> None:
     """--base-url and --batch are for openai: models: given for a run without one, they would
     be ignored silently (a llamacpp: model serves itself, in process). A check of a new
     command, not of RunConfig: a manifest recorded before it still scores and merges."""
+    from clineval.models.registry import backend_info
     from clineval.models.spec import ModelSpec
 
     model = ModelSpec.parse(config.model)
-    if config.base_urls and model.backend != "openai":
+    if config.base_urls and not backend_info(model).takes_base_url:
         raise InputError(
             f"--base-url applies to openai: models only, and --model {model.label} is a "
             f"{model.backend}: model"
         )
     specs = [ModelSpec.parse(m) for m in (config.model, *config.judges)]
-    if config.batch_mode and not any(spec.backend == "openai" for spec in specs):
+    if config.batch_mode and not any(backend_info(spec).has_batch for spec in specs):
         given = {
             "--batch": config.batch,
             "--batch-file-out": config.batch_file_out is not None,
