@@ -190,6 +190,10 @@ class Benchmark:
     # given to `score` (or set for `run`) when no task of the run reads it is refused, as an
     # unknown option is, since it would be ignored silently
     scoring_settings: tuple[str, ...] = ()
+    # run settings (RunConfig fields such as judges, judge_prompt) its tasks read and other
+    # benchmarks' tasks do not: one given to `run` when no task of the run reads it is
+    # refused, as an unknown option is (a judged benchmark: JUDGED_RUN_SETTINGS)
+    run_settings: tuple[str, ...] = ()
     # folder holding the benchmark's Agent Skill pages (one sub-folder per skill)
     skills_dir: Path | None = None
 

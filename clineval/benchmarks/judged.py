@@ -83,6 +83,10 @@ LOCAL_JUDGE_MAX_TOKENS = 256
 # The scoring settings every judged benchmark reads (`Benchmark.scoring_settings`): how judge
 # errors are scored and the bound on their rate.
 JUDGED_SCORING_SETTINGS = ("judge_errors_as_unmet", "max_judge_error_rate")
+# The run settings every judged benchmark reads (`Benchmark.run_settings`): the judge panel
+# (--judge, --judge-base-url) and the judge wording (--judge-prompt). A run with no judged
+# task refuses them rather than ignore them.
+JUDGED_RUN_SETTINGS = ("judges", "judge_base_urls", "judge_prompt")
 # The longest explanation bound: its token cap (verdict_token_bound) stays within MAX_TOKENS.
 MAX_EXPLANATION_CHARS = 100_000
 
