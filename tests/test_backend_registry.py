@@ -7,7 +7,13 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from clineval.models.registry import BACKEND_TABLE, BACKENDS, ModelKind, backend_named
+from clineval.models.registry import (
+    BACKEND_TABLE,
+    BACKENDS,
+    ModelKind,
+    backend_named,
+    resolve_reference,
+)
 from clineval.models.spec import ModelSpec
 from clineval.options import _BACKENDS as OPTION_BACKENDS
 
@@ -91,6 +97,8 @@ def test_every_backend_is_registered_once_and_parses() -> None:
         with_url = ModelSpec.parse(f"{info.name}:x@http://127.0.0.1:1/v1")
         # only a backend that takes base URLs reads "@URL" as one; others keep it in the name
         assert bool(with_url.base_urls) is info.takes_base_url
-        if info.file_check is not None:
-            module, _, attr = info.file_check.partition(":")
-            assert callable(getattr(__import__(module, fromlist=[attr]), attr))
+        for reference in (info.file_check, info.opener):
+            if reference is not None:
+                assert callable(resolve_reference(reference)), reference
+        # a backend opens a chat model exactly when it can be one
+        assert (info.opener is not None) is (ModelKind.CHAT in info.kinds)

@@ -6,10 +6,12 @@ for it): it asks `backend_info(spec)` a question (`.takes_base_url`, `.has_batch
 plus one `BackendInfo` in `BACKEND_TABLE`, and every check, plan and judge bound that asks a
 capability treats it by what it declares.
 
-The file check is a "module:function" string, imported only when a spec of that backend is
-checked (a check may need torch's or gliner's install state, never at startup). It is called
-as `function(spec, task_names)`: `task_names` lists the tasks there are, for a backend whose
-spec may name tasks (`predictions:TASK=FILE,...`); it raises InputError naming the file.
+The file check and the chat opener are "module:function" strings, imported only when a spec
+of that backend is checked or opened (a check may need torch's or gliner's install state, never
+at startup). The check is called as `function(spec, task_names)`: `task_names` lists the tasks
+there are, for a backend whose spec may name tasks (`predictions:TASK=FILE,...`); it raises
+InputError naming the file. The opener (a chat backend's) takes a `clineval.models.llm.Opening`
+and returns an async context manager of its `ChatModel`.
 """
 
 from __future__ import annotations
@@ -57,6 +59,9 @@ class BackendInfo:
     # it applies its checkpoint's chat template itself, so its input can be cut after the
     # template (a server templates the input out of reach)
     templates_own_input: bool = False
+    # "module:function" opening its chat model (clineval.models.llm.Opening -> an async
+    # context manager of a ChatModel); None: it has no chat kind
+    opener: str | None = None
     # an in-process server with a fixed number of slots (calls beyond them wait) on local
     # hardware, where a small model that loops writes its whole token cap slowly
     local_slots: bool = False
@@ -69,17 +74,29 @@ class BackendInfo:
     def check_files(self, spec: ModelSpec, task_names: Callable[[], Sequence[str]]) -> None:
         if self.file_check is None:
             return
-        module, _, attr = self.file_check.partition(":")
-        check = cast(FileCheck, getattr(importlib.import_module(module), attr))
+        check = cast(FileCheck, resolve_reference(self.file_check))
         check(spec, task_names)
 
 
+def resolve_reference(reference: str) -> object:
+    """The object a "module:attribute" string names (imported now, not at startup)."""
+    module, _, attr = reference.partition(":")
+    return cast(object, getattr(importlib.import_module(module), attr))
+
+
 BACKEND_TABLE: tuple[BackendInfo, ...] = (
-    BackendInfo("openai", (ModelKind.CHAT,), takes_base_url=True, has_batch=True),
+    BackendInfo(
+        "openai",
+        (ModelKind.CHAT,),
+        opener="clineval.models.llm:open_openai",
+        takes_base_url=True,
+        has_batch=True,
+    ),
     BackendInfo(
         "llamacpp",
         (ModelKind.CHAT,),
         file_check="clineval.models.llamacpp_server:check_spec_files",
+        opener="clineval.models.llm:open_llamacpp",
         keeps_schema_as_grammar=True,
         local_slots=True,
     ),
@@ -87,6 +104,7 @@ BACKEND_TABLE: tuple[BackendInfo, ...] = (
         "hf",
         (ModelKind.CHAT, ModelKind.CHECKPOINT),
         file_check="clineval.models.hf_checkpoint:check_spec_files",
+        opener="clineval.models.llm:open_hf",
         ignores_response_format=True,
         templates_own_input=True,
     ),
