@@ -49,14 +49,13 @@ def check_scoring_settings(tasks: list[str], given: list[str]) -> None:
 
 
 def check_run_settings(config: RunConfig) -> None:
-    """The run settings some benchmark owns (a `run_settings` of an installed benchmark:
-    --judge, --cases, ...) that `config` sets are read by a task of the run, else InputError
-    naming the flag, as for an unknown option: given to a run of NER, --judge would be
-    ignored."""
-    from clineval.benchmarks.registry import benchmarks
+    """The settings a benchmark may own (OWNABLE_RUN_SETTINGS: --judge, --cases, ...) that
+    `config` sets are declared by a task of the run (`Benchmark.run_settings`), else
+    InputError naming the flag, as for an unknown option: given to a run of NER, --judge
+    would be ignored."""
+    from clineval.benchmarks.declaration import OWNABLE_RUN_SETTINGS
 
-    owned = dict.fromkeys(name for bench in benchmarks() for name in bench.run_settings)
-    given = [name for name in owned if getattr(config, name, None)]
+    given = [name for name in OWNABLE_RUN_SETTINGS if getattr(config, name)]
     _check_read_by_tasks(config.tasks, given, lambda bench: bench.run_settings)
 
 

@@ -92,3 +92,19 @@ def test_a_judged_run_still_takes_the_judge(tmp_path: Path, stub: StubServer) ->
     # with a task that does not judge beside it, the judged task still reads --judge
     mixed = _clineval("run", "ner:ncbi", *judged, "-o", "mixed", "--dry-run", cwd=tmp_path)
     assert mixed.returncode == 0, mixed.stderr
+
+
+def test_a_benchmark_cannot_own_a_setting_every_run_reads() -> None:
+    """A declaration owning `model` would make every run without it refuse --model."""
+    from clineval.benchmarks import Benchmark
+
+    clinconsensus = next(b for b in benchmarks() if b.family == "clinconsensus")
+    with pytest.raises(ValueError, match=r"run_settings \['model'\]"):
+        Benchmark(
+            family="fixture-owner",
+            title="fixture",
+            tasks=("fixture-owner",),
+            make_task=clinconsensus.make_task,
+            metrics=clinconsensus.metrics,
+            run_settings=("judges", "model"),
+        )
