@@ -270,10 +270,11 @@ def _note_predictions_file(ctx: RunContext, task: str) -> None:
     says which bytes were scored. Only when predicting: a re-score reads the store, not the
     file, whose bytes may have changed since."""
     from clineval.models.predictions_files import predictions_file, predictions_note
+    from clineval.models.registry import backend_info
 
     # (a task that reads a file named by a flag of its own, such as ClinConsensus's
     # --verdicts, notes that file itself)
-    if ctx.model.backend == "predictions":
+    if backend_info(ctx.model).replays_predictions:
         ctx.note(task, "predictions_file", predictions_note(predictions_file(ctx.model, task)))
 
 
@@ -370,12 +371,13 @@ def _parallel_calls(config: RunConfig) -> dict[str, int]:
     """Model label -> calls served at once: --concurrency, and for the in-process llama.cpp
     server no more than its slots (clineval waits for a free one)."""
     from clineval.models.llamacpp_server import LlamaCppSettings
+    from clineval.models.registry import backend_info
 
     slots = LlamaCppSettings.from_options(config.options).n_parallel
     out = {}
     for text in (config.model, *config.judges):
         spec = ModelSpec.parse(text)
-        local = spec.backend == "llamacpp"
+        local = backend_info(spec).local_slots
         out[spec.label] = min(config.concurrency, slots) if local else config.concurrency
     return out
 

@@ -59,6 +59,7 @@ from clineval.errors import InputError
 from clineval.judge.ensemble import AGGREGATES
 from clineval.judge.prompt import JudgePrompt, verdict_token_bound
 from clineval.judge.run import DEFAULT_JUDGE_MAX_TOKENS, DEFAULT_PARSE_RETRIES
+from clineval.models.registry import backend_info
 from clineval.models.spec import ModelSpec
 from clineval.options import MAX_TOKENS, Option, OptionGroup, choice, integer, integer_list
 
@@ -238,7 +239,7 @@ def _verdicts_source(config: RunConfig) -> Path | None:
     from clineval.models.predictions_files import predictions_file
 
     spec = ModelSpec.parse(config.model)
-    from_model = predictions_file(spec, TASK) if spec.backend == "predictions" else None
+    from_model = predictions_file(spec, TASK) if backend_info(spec).replays_predictions else None
     from_flag = Path(config.verdicts).expanduser() if config.verdicts else None
     if from_model and from_flag and from_model.resolve() != from_flag.resolve():
         raise InputError(
@@ -278,7 +279,7 @@ def load_data(ctx: RunContext) -> Data:
     else:
         panel = JudgePanel.from_config(config)
         specs, judges = panel.specs, panel.labels
-        not_local = [s.label for s in specs if s.backend != "hf"]
+        not_local = [s.label for s in specs if not backend_info(s).templates_own_input]
         if options.judge_input_tokens is not None and not_local:
             # A chat server templates the input itself: its input cannot be cut after the
             # template, where the authors cut theirs, so nothing is cut rather than something.
