@@ -113,6 +113,15 @@ def run(
         list[str] | None,
         typer.Option("--batch-file-in", help="Batch output file (vllm run-batch) to import."),
     ] = None,
+    reuse: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--reuse",
+            metavar="DIR",
+            help="Answer identical model calls from this earlier run directory's store "
+            "(read only; repeatable): a new judge pays only for the judge calls.",
+        ),
+    ] = None,
     dry_run: Annotated[
         bool,
         typer.Option(
@@ -165,6 +174,7 @@ def run(
         batch_models=batch_model or [],
         batch_file_out=batch_file_out,
         batch_file_in=batch_file_in or [],
+        reuse=reuse or [],
         options=split_option_items(option or []),
     )
     if dry_run:

@@ -79,7 +79,9 @@ def print_plan(summary: dict[str, Any]) -> None:
         else "unknown (give --price-table for every model)"
     )
     stdout.print(
-        f"total: {summary['to_send']:,} calls to send, {summary['stored']:,} already stored; "
+        f"total: {summary['to_send']:,} calls to send, {summary['stored']:,} already stored"
+        + (f", {reused:,} answered by --reuse directories" if (reused := summary["reused"]) else "")
+        + "; "
         f"~{summary['prompt_tokens']:,} prompt tokens"
         + (
             f" (~{summary['shared_prefix_tokens']:,} of them in shared prefixes, which a "

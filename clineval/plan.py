@@ -76,6 +76,7 @@ class PlannedCalls:
     model: str  # model label (no URL, no key)
     to_send: int = 0  # first attempts the run still has to make
     stored: int = 0  # answered by the run store: free
+    reused: int = 0  # answered by a --reuse directory: free too (not counted in stored)
     prompt_tokens: int = 0  # estimated, of the calls to send
     max_completion_tokens: int = 0  # ceiling: max_tokens of each call to send
     bounded_prompts: int = 0  # of the calls to send: prompt estimated with an upper bound
@@ -134,6 +135,10 @@ class CallPlan:
         if is_usable_stored_call(stored):
             row.stored += 1
             return stored
+        reused = self._store.reused_call(key)
+        if reused is not None and is_usable_stored_call(reused[1]):
+            row.reused += 1
+            return reused[1]
         row.to_send += 1
         self._templates.setdefault((task, role, model), set()).add(request.template_version)
         row.prompt_tokens += request_tokens(request)
@@ -243,6 +248,7 @@ def plan_summary(
         "rows": out,
         "to_send": sum(r.to_send for r in rows),
         "stored": sum(r.stored for r in rows),
+        "reused": sum(r.reused for r in rows),
         "prompt_tokens": sum(r.prompt_tokens for r in rows),
         "shared_prefix_tokens": sum(r.shared_prefix_tokens for r in rows),
         "max_completion_tokens": sum(r.max_completion_tokens for r in rows),

@@ -29,6 +29,15 @@ def check_run_config(config: RunConfig) -> None:
     check_run_inputs(config)
 
 
+def check_reuse_dirs(config: RunConfig, output_dir: Path | None = None) -> None:
+    """Each --reuse directory holds a run store that reads (opened read-only, then closed)
+    and is not `output_dir` itself."""
+    from clineval.store_reuse import ReusedCalls
+
+    if config.reuse:
+        ReusedCalls(config.reuse, output_dir).close()
+
+
 def _check_model_fits_tasks(config: RunConfig) -> None:
     """Each task's benchmark declares the model capabilities it can use: a run of a task with
     a model it cannot use would fail only once that task predicts, after its run directory

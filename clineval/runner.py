@@ -20,7 +20,7 @@ from clineval.config import RunConfig
 from clineval.datapaths import resolve_data_root
 from clineval.errors import InputError
 from clineval.models.spec import ModelSpec
-from clineval.run_checks import check_output_dir, check_run_config
+from clineval.run_checks import check_output_dir, check_reuse_dirs, check_run_config
 from clineval.run_record import (
     Manifest,
     iter_samples,
@@ -147,9 +147,13 @@ def _adopt_result_files(store: RunStore, output_dir: Path, manifest: Manifest) -
 def _note_llm_calls(manifest: Manifest, ctx: RunContext) -> None:
     """Model-call counters of this invocation and token usage / cost of all stored calls."""
     from clineval.models.usage import run_usage
+    from clineval.store_reuse import reused_summary
 
     if ctx.store.count_calls():
         manifest.llm_usage = run_usage(ctx.store, ctx.config.price_table)
+        reused = reused_summary(ctx.store.call_usage())
+        if reused:
+            manifest.reused = reused
     if ctx.runtime.calls.stats:
         manifest.llm_calls = {
             "totals": ctx.runtime.calls.totals(),
@@ -173,6 +177,22 @@ def _existing_store(output_dir: Path) -> Iterator[RunStore]:
         yield store
 
 
+@contextmanager
+def _reused(config: RunConfig, output_dir: Path, store: RunStore) -> Iterator[None]:
+    """The --reuse directories' stores, read-only, answering `store`'s misses while open."""
+    if not config.reuse:
+        yield
+        return
+    from clineval.store_reuse import ReusedCalls
+
+    with ReusedCalls(config.reuse, output_dir) as reused:
+        store.reuse = reused
+        try:
+            yield
+        finally:
+            store.reuse = None
+
+
 def _load_tasks(ctx: RunContext) -> list[tuple[str, Task, Any, float]]:
     """(name, task, data, seconds) of every task: all inputs are read and validated here,
     before a run writes anything, so bad input leaves the run directory as it was."""
@@ -194,7 +214,7 @@ def _execute(
         loaded = _load_tasks(ctx)
     # Everything is validated: from here on the run directory is written.
     failures: list[str] = []
-    with RunStore.in_dir(output_dir) as store:
+    with RunStore.in_dir(output_dir) as store, _reused(config, output_dir, store):
         ctx.use_store(store)
         _adopt_result_files(store, output_dir, manifest)
         # A run records at once that it is running; a re-score leaves the manifest alone
@@ -278,6 +298,7 @@ def run(config: RunConfig, output_dir: Path, *, wait: bool = False) -> dict[str,
     process using it is an InputError at once, or, with `wait`, is waited for."""
     check_output_dir(output_dir)
     check_run_config(config)  # before the lock: a refused command creates nothing
+    check_reuse_dirs(config, output_dir)
     with run_dir_lock(output_dir, create=True, wait=wait, wait_hint=_WAIT_HINT):
         previous = _check_resume_compatible(output_dir, config)
         manifest = new_manifest(public_config(config))
@@ -327,9 +348,10 @@ def plan(config: RunConfig, output_dir: Path) -> dict[str, Any]:
 
     check_output_dir(output_dir)
     check_run_config(config)
+    check_reuse_dirs(config, output_dir)
     prices = load_price_table(config.price_table)
     _check_resume_compatible(output_dir, config)
-    with _existing_store(output_dir) as store:
+    with _existing_store(output_dir) as store, _reused(config, output_dir, store):
         ctx = _make_context(config, output_dir, store)
         calls = CallPlan(store, config.options)
         for name in config.tasks:

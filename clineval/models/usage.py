@@ -16,6 +16,9 @@ Cached prompt tokens are part of `prompt_tokens` (as OpenAI-compatible servers c
 a call whose server reports no cached count is counted as none cached, and
 `calls_reporting_cache` says how many calls did report one.
 
+A call answered by an earlier run directory (`--reuse`, its usage marks `reused_from`) was
+paid for by that run: it is counted in `reused_calls`, not in this run's tokens or cost.
+
 Run totals are summed from the run store, not from in-memory counters, so a resumed or merged
 run reports the usage of every stored call exactly once.
 """
@@ -30,6 +33,7 @@ from typing import Any
 
 from clineval.errors import InputError
 from clineval.jsonio import read_json_file
+from clineval.store_reuse import REUSED_FROM
 
 
 @dataclass(frozen=True)
@@ -233,8 +237,13 @@ def summarize_usage(
                 "calls_without_usage": 0,
                 "calls_reporting_cache": 0,
                 "batch_calls": 0,
+                "reused_calls": 0,
             },
         )
+        if usage and usage.get(REUSED_FROM):
+            # answered by an earlier run's stored call (--reuse): paid for there, not here
+            row["reused_calls"] += 1
+            continue
         row["calls"] += 1
         if not usage:
             row["calls_without_usage"] += 1
@@ -284,6 +293,7 @@ def summarize_usage(
         "cached_share": cached_share(cached_total, prompt_total),
         "completion_tokens": sum(r["completion_tokens"] for r in per_model.values()),
         "batch_calls": sum(r["batch_calls"] for r in per_model.values()),
+        "reused_calls": sum(r["reused_calls"] for r in per_model.values()),
         "estimated_cost_list": None
         if total_cost is None
         else round(
