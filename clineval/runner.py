@@ -299,6 +299,8 @@ def run(config: RunConfig, output_dir: Path, *, wait: bool = False) -> dict[str,
     check_output_dir(output_dir)
     check_run_config(config)  # before the lock: a refused command creates nothing
     check_reuse_dirs(config, output_dir)
+    for line in _batch_price_warnings(config):
+        log.warning("%s", line)
     with run_dir_lock(output_dir, create=True, wait=wait, wait_hint=_WAIT_HINT):
         previous = _check_resume_compatible(output_dir, config)
         manifest = new_manifest(public_config(config))
@@ -361,6 +363,9 @@ def plan(config: RunConfig, output_dir: Path) -> dict[str, Any]:
     labels = {row.model for row in calls.rows()}
     batched = {label: ctx.runtime.batched(ModelSpec.parse(label)) for label in labels}
     summary = plan_summary(calls.rows(), prices, batched)
+    summary["warnings"] = _batch_price_warnings(config)
+    for line in summary["warnings"]:
+        log.warning("%s", line)
     if config.batch_mode:
         from clineval.models.options import LLM_OPTIONS
         from clineval.plan import batch_rounds
@@ -368,6 +373,16 @@ def plan(config: RunConfig, output_dir: Path) -> dict[str, Any]:
         max_lines = LLM_OPTIONS.value(config.options, "batch_max_lines")
         summary["batch_rounds"] = batch_rounds(calls.rows(), batched, max_lines)
     return summary
+
+
+def _batch_price_warnings(config: RunConfig) -> list[str]:
+    """The price table's batched models without a batch rate (usage.batch_price_warnings)."""
+    from clineval.models.usage import batch_price_warnings, load_price_table
+
+    if config.price_table is None or not config.batch_mode:
+        return []
+    labels = [ModelSpec.parse(s).label for s in (config.model, *config.judges) if config.batched(s)]
+    return batch_price_warnings(load_price_table(config.price_table), labels, config.price_table)
 
 
 def _parallel_calls(config: RunConfig) -> dict[str, int]:

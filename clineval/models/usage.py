@@ -50,7 +50,15 @@ class Price:
 
     @property
     def has_batch_price(self) -> bool:
-        return self.batch_discount is not None or self.batch_input_per_1m is not None
+        return any(
+            value is not None
+            for value in (
+                self.batch_discount,
+                self.batch_input_per_1m,
+                self.batch_output_per_1m,
+                self.batch_cached_input_per_1m,
+            )
+        )
 
     def batch(self) -> Price:
         """The prices of a call made through a batch."""
@@ -153,6 +161,24 @@ def find_price(table: Mapping[str, Price], model_label: str) -> Price | None:
         return table[model_label]
     _, _, name = model_label.partition(":")
     return table.get(name)
+
+
+def batch_price_warnings(
+    table: Mapping[str, Price], batched_labels: Iterable[str], path: str | Path | None
+) -> list[str]:
+    """One line per batched model whose price-table entry has no batch rate: its batch calls
+    will be priced (and --dry-run prices them) at list prices, which a Batch API does not
+    charge; said before the run, so that the table can be mended first."""
+    out = []
+    for label in dict.fromkeys(batched_labels):
+        price = find_price(table, label)
+        if price is not None and not price.has_batch_price:
+            out.append(
+                f"warning: {path}: {label} has no batch price, so its batch calls are priced at"
+                ' list prices; add "batch_discount" (0.5: half price) or "batch_input_per_1m" /'
+                ' "batch_output_per_1m" to its entry'
+            )
+    return out
 
 
 def usage_tokens(usage: Mapping[str, Any] | None) -> tuple[int, int]:
