@@ -31,6 +31,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # 3 the kit benchmarks build on: the task protocol, the call plan, the report's and the
     #   export's building blocks
     ("clineval.benchmarks.base", "clineval.benchmarks.declaration", "clineval.benchmarks.kit",
+     "clineval.benchmarks.results_view",
      "clineval.plan",
      "clineval.report.rundata", "clineval.report.plots", "clineval.report.sections_common",
      "clineval.report.statistics", "clineval.report.jsonembed", "clineval.export.run_files"),
@@ -52,6 +53,7 @@ BENCHMARK_KIT = (
     "clineval.benchmarks.base",
     "clineval.benchmarks.declaration",
     "clineval.benchmarks.kit",
+    "clineval.benchmarks.results_view",
 )
 REGISTRY = "clineval.benchmarks.registry"
 # Known exceptions, each with its reason; any other import across the lines fails.

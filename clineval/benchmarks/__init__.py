@@ -16,6 +16,8 @@ _HOME = {
     "DataSource": "clineval.benchmarks.declaration",
     "MetricSchema": "clineval.benchmarks.declaration",
     "MetricSpec": "clineval.benchmarks.declaration",
+    "MetricsView": "clineval.benchmarks.results_view",
+    "attribute_key": "clineval.benchmarks.results_view",
     "DataFileStatus": "clineval.benchmarks.base",
     "RunContext": "clineval.benchmarks.base",
     "Task": "clineval.benchmarks.base",

@@ -14,6 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 from clineval.benchmarks.clinconsensus.common import CLINCONSENSUS_OPTIONS, TASK
 from clineval.benchmarks.clinconsensus.fetch import PROMPT_RELATIVE, PROMPT_URL
+from clineval.benchmarks.clinconsensus.results_view import (
+    ClinConsensusMetricsView as ClinConsensusMetricsView,
+)
+from clineval.benchmarks.clinconsensus.results_view import long_rows
 from clineval.benchmarks.declaration import Benchmark, DataSource, MetricSchema, MetricSpec
 from clineval.data.fetch import Source
 
@@ -102,4 +106,5 @@ BENCHMARK = Benchmark(
     exporters={"clinconsensus-judgements": _export_judgements},
     check_settings=_check_settings,
     skills_dir=Path(__file__).parent / "skills",
+    long_rows=long_rows,
 )
