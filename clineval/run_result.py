@@ -41,7 +41,10 @@ def _interval(metrics: Mapping[str, Any], key: str) -> tuple[float, float] | Non
 
 
 def _shown(value: float | int) -> str:
-    return f"{value:.4g}" if isinstance(value, float) else f"{value:,}"
+    """A figure as the headline shows it: shares (0-1) to 4 decimals, percentages to 2."""
+    if isinstance(value, float):
+        return f"{value:.4f}" if abs(value) < 10 else f"{value:.2f}"
+    return f"{value:,}"
 
 
 @dataclass(frozen=True)

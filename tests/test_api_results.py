@@ -102,7 +102,9 @@ def test_a_view_types_the_metrics_and_a_wrong_view_is_refused(
 
 
 def _shown(value: float | int) -> str:
-    return f"{value:.4g}" if isinstance(value, float) else f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:.4f}" if abs(value) < 10 else f"{value:.2f}"
+    return f"{value:,}"
 
 
 def test_printing_a_result_shows_its_headline_numbers(

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 from llm_stub_server import StubServer
 
+import clineval
 from clineval.benchmarks.clinconsensus.cases import fixture_path
 from clineval.cli import main
 from clineval.config import RunConfig
@@ -147,6 +148,18 @@ def test_dry_run_counts_reused_calls_as_free(run_a: Path, stub: StubServer, tmp_
     assert summary["reused"] == CASES
     # with the answers known, the judge prompts are counted from them, not from a bound
     assert rows["judge"]["to_send"] == CASES * CRITERIA and rows["judge"]["bounded_prompts"] == 0
+    # the Python API takes the directories as paths, one or several
+    api = clineval.dry_run(
+        "clinconsensus",
+        output_dir=tmp_path / "b",
+        model=f"openai:stub-candidate@{stub.base_url}",
+        judges=f"openai:stub-judge-2@{stub.base_url}",
+        cases=FIXTURE,
+        limit=CASES,
+        options={"clinconsensus.max_criteria": CRITERIA},
+        reuse=run_a,
+    )
+    assert api["reused"] == CASES
     assert _snapshot(run_a) == before
     assert not (tmp_path / "b").exists()
 
