@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 import urllib.parse
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,7 @@ class ReusedSource:
         if not os.path.isfile(store):
             raise _refuse(directory, f"not a run directory (no {STORE_NAME}): nothing to reuse")
         live = os.path.exists(f"{store}-wal")
+        self._lock = threading.Lock()  # one connection, shared by the run's threads
         try:
             self._conn = sqlite3.connect(
                 _uri(store, immutable=not live), uri=True, check_same_thread=False
@@ -70,9 +72,10 @@ class ReusedSource:
     def get(self, key: str) -> dict[str, Any] | None:
         """{"response": ..., "usage": ...} of the stored call `key`, or None."""
         try:
-            row = self._conn.execute(
-                "SELECT response, usage FROM calls WHERE key = ?", (key,)
-            ).fetchone()
+            with self._lock:
+                row = self._conn.execute(
+                    "SELECT response, usage FROM calls WHERE key = ?", (key,)
+                ).fetchone()
         except sqlite3.DatabaseError as exc:
             raise _refuse(self.shown, f"cannot read its run store: {exc}") from None
         if row is None:
@@ -80,7 +83,8 @@ class ReusedSource:
         return {"response": loads_fast(row[0]), "usage": loads_fast(row[1]) if row[1] else None}
 
     def close(self) -> None:
-        self._conn.close()
+        with self._lock:
+            self._conn.close()
 
 
 class ReusedCalls:

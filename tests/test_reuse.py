@@ -127,6 +127,22 @@ def test_a_judge_study_asks_only_the_new_judge(
         away.rename(run_a)
 
 
+def test_a_batch_judge_study_submits_only_the_judge_lines(
+    stub: StubServer, run_a: Path, tmp_path: Path
+) -> None:
+    """With --batch the answers come from A as well: one batch, of J2's judge lines only."""
+    out = tmp_path / "run-b-batch"
+    stub.reset()
+    fast = ["--option", "llm.batch_poll_s=0.01", "--option", "llm.batch_poll_max_s=0.05"]
+    argv = _argv(stub, out, "stub-judge-2", "--reuse", str(run_a), "--batch", *fast)
+    assert main(["--quiet", *argv]) == 0
+    stats = stub.stats()
+    assert stats["requests"] == 0 and stats["batches"] == 1
+    assert sorted(stats["batch_lines_by_key"].values()) == [1] * (CASES * CRITERIA)
+    reused = json.loads((out / "manifest.json").read_text())["reused"]
+    assert [r["calls"] for r in reused] == [CASES]
+
+
 def test_dry_run_counts_reused_calls_as_free(run_a: Path, stub: StubServer, tmp_path: Path) -> None:
     def config(*reuse: str) -> RunConfig:
         return RunConfig.checked(
