@@ -96,7 +96,10 @@ class ReusedCalls:
             for directory in directories:
                 source = ReusedSource(directory)
                 self.sources.append(source)
-                if own_dir is not None and source.path == Path(os.path.abspath(own_dir)):
+                # by the real path: a symlink to the output directory is the same directory
+                if own_dir is not None and os.path.realpath(source.path) == os.path.realpath(
+                    own_dir
+                ):
                     raise _refuse(
                         directory,
                         "is this run's own --output-dir (its stored calls are reused already)",

@@ -306,6 +306,10 @@ def test_reusing_the_output_dir_itself_is_refused(
     before = _snapshot(run_a)
     assert main(_argv_no_server(run_a, "--reuse", str(run_a))) == 2
     assert "this run's own --output-dir" in _one_error_line(capsys.readouterr().err)
+    link = run_a.with_name("link-to-a")
+    link.symlink_to(run_a)
+    assert main(_argv_no_server(run_a, "--reuse", str(link))) == 2
+    assert "this run's own --output-dir" in _one_error_line(capsys.readouterr().err)
     assert _snapshot(run_a) == before
 
 
