@@ -1,8 +1,11 @@
 """A run directory as Python objects: typed per-task metrics (from results.json), the
-manifest, per-sample records on demand, and pandas DataFrames when pandas is installed.
+manifest, per-sample records on demand (also in long form, as each benchmark explodes them),
+their headline figures when printed or shown in a notebook, and pandas DataFrames when pandas
+is installed.
 
-Part of the Python API (clineval.api); light to import: only the standard library and
-clineval.errors at the top, the run-directory reader inside the functions.
+Part of the Python API (clineval.api); light to import: only the standard library,
+clineval.errors and the metric views (clineval.benchmarks.results_view) at the top, the
+run-directory reader inside the functions.
 """
 
 from __future__ import annotations
