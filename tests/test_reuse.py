@@ -108,6 +108,10 @@ def test_a_judge_study_asks_only_the_new_judge(
     assert usage["openai:stub-candidate"]["prompt_tokens"] == 0
     assert usage["openai:stub-judge-2"]["calls"] == CASES * CRITERIA
     assert manifest["llm_calls"]["by_model"]["openai:stub-candidate (candidate)"]["reused"] == CASES
+    # the report's usage table shows them in their own column
+    assert main(["report", str(out), "-o", str(tmp_path / "report.html")]) == 0
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "<th>reused calls</th>" in page
     # B's answers are A's answers, copied into B's store
     with RunStore.in_dir(run_a) as a, RunStore.in_dir(out) as b:
         a_answers = {c["key"]: c["response"]["text"] for c in a.iter_calls()}
