@@ -28,6 +28,29 @@ VIEWS = {"ner:ncbi": NerMetricsView, "tcm-sd": TcmSdMetricsView}
 VIEWS["clinconsensus"] = ClinConsensusMetricsView
 
 
+def test_every_built_in_benchmark_exports_one_view() -> None:
+    import importlib
+    import inspect
+
+    from clineval.benchmarks.registry import benchmarks
+
+    found = {}
+    for bench in benchmarks():
+        package = importlib.import_module(bench.make_task.__module__)
+        if not package.__name__.startswith("clineval.benchmarks."):
+            continue  # a plugin may offer none
+        views = [
+            value
+            for value in vars(package).values()
+            if inspect.isclass(value)
+            and issubclass(value, MetricsView)
+            and value is not MetricsView
+        ]
+        assert len(views) == 1, (bench.family, views)
+        found[bench.tasks[0]] = views[0]
+    assert found == VIEWS
+
+
 @pytest.mark.parametrize("task", sorted(VIEWS))
 def test_each_view_is_its_benchmarks_schema_by_the_rule(task: str) -> None:
     bench = benchmark_of(task)
