@@ -11,6 +11,11 @@ not a `-wal` / `-shm` file beside it, and they may sit on a read-only disk:
 - a store with a `-wal` file (a run still writing it, or one that was killed) is opened
   `mode=ro`, which reads the WAL's committed calls beside a live writer.
 
+The check is made once, when the run opens the directory: a run that starts writing into a
+directory that another run is reusing (opened immutable) could change pages under the
+reader, which SQLite would report as damage (one `error:` line naming the flag); so resume a
+run only when no other run reuses it, which the docs say.
+
 The run copies every call it reuses into its own store (with a `reused_from` mark in the
 call's usage), so it is whole without the directories it reused from: it resumes, re-scores
 and reports on its own, and its manifest counts what came from where.
