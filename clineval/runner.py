@@ -178,14 +178,14 @@ def _existing_store(output_dir: Path) -> Iterator[RunStore]:
 
 
 @contextmanager
-def _reused(config: RunConfig, output_dir: Path, store: RunStore) -> Iterator[None]:
+def _reused(directories: list[str], output_dir: Path, store: RunStore) -> Iterator[None]:
     """The --reuse directories' stores, read-only, answering `store`'s misses while open."""
-    if not config.reuse:
+    if not directories:
         yield
         return
     from clineval.store_reuse import ReusedCalls
 
-    with ReusedCalls(config.reuse, output_dir) as reused:
+    with ReusedCalls(directories, output_dir) as reused:
         store.reuse = reused
         try:
             yield
@@ -214,7 +214,10 @@ def _execute(
         loaded = _load_tasks(ctx)
     # Everything is validated: from here on the run directory is written.
     failures: list[str] = []
-    with RunStore.in_dir(output_dir) as store, _reused(config, output_dir, store):
+    # the --reuse directories answer model calls: a re-score makes none, and must work
+    # after they are gone (the calls it reused are in this store)
+    reuse = config.reuse if predict else []
+    with RunStore.in_dir(output_dir) as store, _reused(reuse, output_dir, store):
         ctx.use_store(store)
         _adopt_result_files(store, output_dir, manifest)
         # A run records at once that it is running; a re-score leaves the manifest alone
@@ -353,7 +356,7 @@ def plan(config: RunConfig, output_dir: Path) -> dict[str, Any]:
     check_reuse_dirs(config, output_dir)
     prices = load_price_table(config.price_table)
     _check_resume_compatible(output_dir, config)
-    with _existing_store(output_dir) as store, _reused(config, output_dir, store):
+    with _existing_store(output_dir) as store, _reused(config.reuse, output_dir, store):
         ctx = _make_context(config, output_dir, store)
         calls = CallPlan(store, config.options)
         for name in config.tasks:

@@ -119,10 +119,12 @@ def test_a_judge_study_asks_only_the_new_judge(
     assert len(b_candidate) == CASES
     assert all(a_answers[c["key"]] == c["response"]["text"] for c in b_candidate)
 
-    # B is whole without A: a rerun asks nothing, and `score` re-scores from B alone
+    # B is whole without A: `score` re-scores from B alone (B's manifest still names A), and
+    # a rerun asks nothing
     away = run_a.with_name("run-a-away")
     run_a.rename(away)
     try:
+        assert main(["--quiet", "score", str(out)]) == 0
         stub.reset()
         assert main(["--quiet", *_argv(stub, out, "stub-judge-2")]) == 0
         assert stub.stats()["requests"] == 0
