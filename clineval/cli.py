@@ -26,7 +26,7 @@ from rich.table import Table
 from clineval.cli_groups import data_app, skills_app
 from clineval.cli_output import print_plan, print_results, stdout
 from clineval.errors import BatchFilesWritten, InputError
-from clineval.secrets import redact
+from clineval.secrets import MaskedStream, redact, register_environment
 
 app = typer.Typer(
     add_completion=False,
@@ -232,11 +232,19 @@ def score(
 def report(
     run_dir: Path,
     output: Annotated[Path | None, typer.Option("-o", "--output")] = None,
+    reference: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--reference",
+            help="JSON file of published figures to show beside the run's own (repeatable); "
+            "format in docs/command-line.md",
+        ),
+    ] = None,
 ) -> None:
     """Write a self-contained HTML report of a run."""
     from clineval.report.html import write_report
 
-    path = write_report(run_dir, output or run_dir / "report.html")
+    path = write_report(run_dir, output or run_dir / "report.html", reference_files=reference)
     stdout.print(f"report: {path}")
 
 
@@ -304,7 +312,13 @@ def list_tasks(
     ] = False,
 ) -> None:
     """List tasks, their data status and metrics (or, with --options, every option key)."""
-    from clineval.benchmarks.registry import benchmark_of, get_task, option_groups, task_names
+    from clineval.benchmarks.registry import (
+        PluginError,
+        benchmark_of,
+        get_task,
+        option_groups,
+        task_names,
+    )
     from clineval.datapaths import resolve_data_root
 
     if show_options:
@@ -325,8 +339,12 @@ def list_tasks(
     for col in ("task", "description", "data", "metrics"):
         table.add_column(col)
     for name in task_names():
-        task = get_task(name)
-        statuses = task.data_status(root)
+        try:  # a plugin whose task cannot be made costs its row, not the listing
+            task = get_task(name)
+            statuses = task.data_status(root)
+        except PluginError as exc:
+            print(f"warning: {redact(exc.one_line())}; skipped", file=sys.stderr)
+            continue
         bad = [s for s in statuses if s.status != "ok"]
         data = "ok" if not bad else "; ".join(f"{s.relative_path}: {s.status}" for s in bad)
         bench = benchmark_of(name)
@@ -423,11 +441,25 @@ def _stopped(terminated: bool, args: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     _state["terminated"] = False
+    with _masked_console():
+        try:
+            with _sigterm_as_interrupt():
+                return _main(args)
+        except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (Terminated)
+            return _stopped(terminated=_state["terminated"], args=args)
+
+
+@contextlib.contextmanager
+def _masked_console() -> Iterator[None]:
+    """stdout and stderr through secrets.MaskedStream while the command runs: whatever prints
+    a line (rich, logging, print) prints no credential the run knows."""
+    register_environment()  # the environment's keys, known before anything is printed
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = MaskedStream(saved[0]), MaskedStream(saved[1])  # type: ignore[assignment]
     try:
-        with _sigterm_as_interrupt():
-            return _main(args)
-    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (Terminated)
-        return _stopped(terminated=_state["terminated"], args=args)
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
 
 
 def _main(args: list[str]) -> int:

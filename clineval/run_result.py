@@ -21,6 +21,9 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from clineval.benchmarks.results_view import MetricsView, attribute_key, view_attributes
 from clineval.errors import InputError, checked_arguments
 
+if TYPE_CHECKING:
+    from clineval.benchmarks.declaration import MetricSpec
+
 PathLike = str | os.PathLike[str]
 ViewT = TypeVar("ViewT", bound=MetricsView)
 
@@ -76,6 +79,17 @@ class TaskMetrics:
     def higher_is_better(self) -> bool:
         """The primary metric's direction."""
         return self.declared.get("higher_is_better") is not False
+
+    @property
+    def specs(self) -> tuple[MetricSpec, ...]:
+        """Every declared metric (key, description, direction, headline and count flags),
+        primary first: the installed benchmark's, else the run record's; empty for a task
+        nothing declares."""
+        return tuple(self.declared.get("specs", ()))
+
+    def spec(self, key: str) -> MetricSpec | None:
+        """The declared spec of metric `key` (None when nothing declares it)."""
+        return next((m for m in self.specs if m.key == key), None)
 
     @property
     def primary(self) -> float | None:
@@ -155,17 +169,23 @@ NerMetrics = TcmSdMetrics = ClinConsensusMetrics = TaskMetrics
 def declared_metrics(task: str, notes: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """What the task's benchmark declares of its metrics; for a task no installed benchmark
     declares, what the run record wrote (`manifest.json["tasks"][task]`)."""
-    from clineval.benchmarks.registry import benchmark_of
+    from clineval.benchmarks.registry import benchmark_of, metric_schema
 
     bench = benchmark_of(task)
+    schema = metric_schema(task, notes)
+    specs = schema.metrics if schema is not None else ()
     if bench is None:
         notes = notes or {}
         return {
             "family": notes.get("family"),
             "primary_metric": notes.get("primary_metric"),
             "higher_is_better": notes.get("higher_is_better"),
-            "metric_keys": (),
-            "tables": (),
+            "metric_keys": tuple(m.key for m in specs),
+            # a count has no interval; the headline figures are what print(result) shows
+            "count_keys": tuple(m.key for m in specs if m.count),
+            "headline_keys": tuple(m.key for m in specs if m.headline),
+            "tables": schema.tables if schema is not None else (),
+            "specs": specs,
         }
     return {
         **bench.record(),
@@ -173,6 +193,7 @@ def declared_metrics(task: str, notes: Mapping[str, Any] | None = None) -> dict[
         "count_keys": tuple(m.key for m in bench.metrics.metrics if m.count),
         "headline_keys": bench.metrics.headline_keys,
         "tables": bench.metrics.tables,
+        "specs": specs,
         "long_rows": bench.long_rows,
     }
 

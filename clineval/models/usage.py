@@ -50,6 +50,7 @@ class Price:
 
     @property
     def has_batch_price(self) -> bool:
+        """Whether any batch rate is given (any one of them changes what a batch call costs)."""
         return any(
             value is not None
             for value in (
