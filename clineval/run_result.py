@@ -46,10 +46,10 @@ def _interval(metrics: Mapping[str, Any], key: str) -> tuple[float, float] | Non
     return None
 
 
-def _shown(value: float | int) -> str:
-    """A figure as the headline shows it: shares (0-1) to 4 decimals, percentages to 2."""
+def _shown(value: float | int, digits: int) -> str:
+    """A figure as the headline shows it: a count whole, others with `digits` decimals."""
     if isinstance(value, float):
-        return f"{value:.4f}" if abs(value) < 10 else f"{value:.2f}"
+        return f"{value:.{digits}f}"
     return f"{value:,}"
 
 
@@ -151,8 +151,13 @@ class TaskMetrics:
             keys = list(scalars)
         return [(k, scalars[k], _interval(self.values, k)) for k in keys if k in scalars]
 
+    def shown(self, key: str, value: float | int) -> str:
+        """`value` of metric `key` as printed: with the decimals the metric declares."""
+        spec = self.spec(key)
+        return _shown(value, 4 if spec is None else spec.digits)
+
     def __repr__(self) -> str:
-        shown = ", ".join(f"{attribute_key(k)}={_shown(v)}" for k, v, _ in self.headline())
+        shown = ", ".join(f"{attribute_key(k)}={self.shown(k, v)}" for k, v, _ in self.headline())
         return f"TaskMetrics({self.task!r}{', ' if shown else ''}{shown})"
 
     def __getitem__(self, key: str) -> Any:
@@ -276,7 +281,7 @@ class RunResult:
     def __repr__(self) -> str:
         parts = []
         for task, m in self.metrics.items():
-            figures = " ".join(f"{k}={_shown(v)}" for k, v, _ in m.headline()[:1])
+            figures = " ".join(f"{k}={m.shown(k, v)}" for k, v, _ in m.headline()[:1])
             parts.append(f"{task} {figures}".strip() + (" (fixture)" if m.fixture else ""))
         return f"<RunResult {self.path}: {'; '.join(parts) or 'no results'}>"
 
@@ -290,9 +295,13 @@ class RunResult:
             rows = m.headline()
             width = max((len(k) for k, _, _ in rows), default=0)
             for key, value, interval in rows:
-                ci = "" if interval is None else f"  [{_shown(interval[0])}, {_shown(interval[1])}]"
+                ci = (
+                    ""
+                    if interval is None
+                    else f"  [{m.shown(key, interval[0])}, {m.shown(key, interval[1])}]"
+                )
                 mark = "  <- primary" if key == m.primary_metric else ""
-                lines.append(f"  {key:<{width}}  {_shown(value)}{ci}{mark}")
+                lines.append(f"  {key:<{width}}  {m.shown(key, value)}{ci}{mark}")
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
@@ -307,8 +316,12 @@ class RunResult:
                     f'<td rowspan="{len(headline)}"><b>{esc(task)}</b>{note}</td>' if i == 0 else ""
                 )
                 name = f"<b>{esc(key)}</b>" if key == m.primary_metric else esc(key)
-                ci = "" if interval is None else f"{_shown(interval[0])} – {_shown(interval[1])}"
-                shown = _shown(value) if key != "-" else ""
+                ci = (
+                    ""
+                    if interval is None
+                    else f"{m.shown(key, interval[0])} – {m.shown(key, interval[1])}"
+                )
+                shown = m.shown(key, value) if key != "-" else ""
                 rows.append(f"<tr>{cells}<td>{name}</td><td>{shown}</td><td>{ci}</td></tr>")
         return (
             f"<div><p>run directory: <code>{esc(str(self.path))}</code></p>"

@@ -124,10 +124,8 @@ def test_a_view_types_the_metrics_and_a_wrong_view_is_refused(
         MetricsView()
 
 
-def _shown(value: float | int) -> str:
-    if isinstance(value, float):
-        return f"{value:.4f}" if abs(value) < 10 else f"{value:.2f}"
-    return f"{value:,}"
+def _shown(value: float | int, digits: int = 4) -> str:
+    return f"{value:.{digits}f}" if isinstance(value, float) else f"{value:,}"
 
 
 def test_printing_a_result_shows_its_headline_numbers(
@@ -136,19 +134,25 @@ def test_printing_a_result_shows_its_headline_numbers(
     result = judged[0]
     raw = result.results["clinconsensus"]
     headline = [k for k in ("cacs@7", "cacs@10", "rubric_accuracy", "pass@7") if k in raw]
-    assert f"cacs@7={_shown(raw['cacs@7'])}" in repr(result)
+    digits = {k: spec.digits for k in headline if (spec := result["clinconsensus"].spec(k))}
+    assert digits["cacs@7"] == 2  # a percentage, as the benchmark declares it
+
+    def shown(key: str, value: float) -> str:
+        return _shown(value, digits[key])
+
+    assert f"cacs@7={shown('cacs@7', raw['cacs@7'])}" in repr(result)
     assert "(fixture)" in repr(result)
     text = str(result)
     assert "FIXTURE DATA" in text
     for key in headline:
-        assert f"{_shown(raw[key])}" in text and key in text
+        assert shown(key, raw[key]) in text and key in text
     low, high = raw["cacs@7_ci95"]
-    assert f"[{_shown(low)}, {_shown(high)}]  <- primary" in text
-    assert f"cacs_at_7={_shown(raw['cacs@7'])}" in repr(result["clinconsensus"])
+    assert f"[{shown('cacs@7', low)}, {shown('cacs@7', high)}]  <- primary" in text
+    assert f"cacs_at_7={shown('cacs@7', raw['cacs@7'])}" in repr(result["clinconsensus"])
     page = result._repr_html_()
     assert "a&lt;b&gt;&amp;c" in page and "a<b>" not in page
-    assert f"<b>cacs@7</b></td><td>{_shown(raw['cacs@7'])}</td>" in page
-    assert f"{_shown(low)} – {_shown(high)}" in page
+    assert f"<b>cacs@7</b></td><td>{shown('cacs@7', raw['cacs@7'])}</td>" in page
+    assert f"{shown('cacs@7', low)} – {shown('cacs@7', high)}" in page
 
 
 def test_the_long_form_of_a_judged_task_is_one_row_per_case_and_criterion(
