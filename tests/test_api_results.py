@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -269,6 +270,16 @@ def test_a_development_install_is_seen_by_mypy(tmp_path: Path) -> None:
     follow: the same script then cannot find clineval at all."""
     settings = _makefile_editable_settings()
     assert settings == {"editable_mode": "compat"}
+    # setuptools builds in the checkout (build/, *.egg-info): what was not there is removed
+    leftovers = [p for p in (REPO / "build", REPO / "clineval.egg-info") if not p.exists()]
+    try:
+        _check_mypy_sees_the_install(tmp_path, settings)
+    finally:
+        for path in leftovers:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _check_mypy_sees_the_install(tmp_path: Path, settings: dict[str, str]) -> None:
     script = tmp_path / "elsewhere" / "typed.py"
     script.parent.mkdir()
 
