@@ -64,7 +64,7 @@ def print_plan(summary: dict[str, Any]) -> None:
         table.add_row(
             f"{row['task']} {row['role']}\n{row['model']}",
             f"{row['to_send']:,}",
-            f"{row['stored']:,}",
+            f"{row['stored']:,}" + (f"\n+{row['reused']:,} reused" if row.get("reused") else ""),
             f"{row['prompt_tokens']:,}"
             + (f"\n{shared:,} shared" if (shared := row["shared_prefix_tokens"]) else ""),
             ceiling + (f"\n+{unbounded:,} unbounded" if unbounded else ""),

@@ -149,7 +149,9 @@ def test_a_batch_judge_study_submits_only_the_judge_lines(
     assert [r["calls"] for r in reused] == [CASES]
 
 
-def test_dry_run_counts_reused_calls_as_free(run_a: Path, stub: StubServer, tmp_path: Path) -> None:
+def test_dry_run_counts_reused_calls_as_free(
+    run_a: Path, stub: StubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     def config(*reuse: str) -> RunConfig:
         return RunConfig.checked(
             tasks=["clinconsensus"],
@@ -182,6 +184,12 @@ def test_dry_run_counts_reused_calls_as_free(run_a: Path, stub: StubServer, tmp_
         reuse=run_a,
     )
     assert api["reused"] == CASES
+    # as the command prints it
+    argv = _argv(stub, tmp_path / "b", "stub-judge-2", "--reuse", str(run_a), "--dry-run")
+    assert main(argv) == 0
+    printed = " ".join(capsys.readouterr().out.split())  # the console wraps long lines
+    assert f"0 already stored, {CASES} answered by --reuse directories" in printed
+    assert f"+{CASES} reused" in printed
     assert _snapshot(run_a) == before
     assert not (tmp_path / "b").exists()
 
