@@ -67,6 +67,20 @@ def test_each_view_is_its_benchmarks_schema_by_the_rule(task: str) -> None:
     assert view_attributes(VIEWS[task]) == expected
 
 
+def test_the_plugin_template_view_follows_its_schema(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The plugin template's view, by the same rule (imported from its folder)."""
+    monkeypatch.syspath_prepend(str(REPO / "examples" / "plugin-benchmark"))
+    import clineval_example_mcq as mcq
+
+    expected = {
+        **{attribute_key(s.key): "int | None" if s.count else "float | None" for s in
+           mcq.METRICS.metrics},
+        **{attribute_key(s.key) + "_ci": "tuple[float, float] | None" for s in
+           mcq.METRICS.metrics if not s.count},
+    }  # fmt: skip
+    assert view_attributes(mcq.McqMetricsView) == expected
+
+
 def _verdicts(path: Path) -> tuple[Path, dict[tuple[str, str], bool | None]]:
     """Verdicts for every criterion of every SYNTHETIC fixture case (some met, some not, one
     null), and the same as {(case, criterion): met}: the oracle of the long rows."""
