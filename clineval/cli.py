@@ -23,7 +23,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from clineval.cli_groups import data_app, skills_app
+from clineval.cli_groups import data_app, path_text, path_value, skills_app
 from clineval.cli_output import print_plan, print_results, stdout
 from clineval.errors import BatchFilesWritten, InputError
 from clineval.secrets import MaskedStream, redact, register_environment
@@ -54,7 +54,7 @@ def _global(
 @app.command()
 def run(
     tasks: Annotated[list[str], typer.Argument(help="Task names, see `clineval tasks`.")],
-    output_dir: Annotated[Path, typer.Option("--output-dir", "-o")],
+    output_dir: Annotated[Path, typer.Option("--output-dir", "-o", parser=path_value)],
     model: Annotated[
         str | None,
         typer.Option(
@@ -63,7 +63,7 @@ def run(
             help="backend:name[@base_url] (not needed with --verdicts: the file is the model)",
         ),
     ] = None,
-    data_dir: Annotated[str | None, typer.Option("--data-dir")] = None,
+    data_dir: Annotated[str | None, typer.Option("--data-dir", parser=path_text)] = None,
     limit: Annotated[int | None, typer.Option("--limit", help="First N samples only.")] = None,
     seed: Annotated[int, typer.Option("--seed")] = 0,
     base_url: Annotated[list[str] | None, typer.Option("--base-url")] = None,
@@ -76,9 +76,9 @@ def run(
         ),
     ] = None,
     concurrency: Annotated[int, typer.Option("--concurrency")] = 16,
-    cases: Annotated[str | None, typer.Option("--cases")] = None,
-    verdicts: Annotated[str | None, typer.Option("--verdicts")] = None,
-    judge_prompt: Annotated[str | None, typer.Option("--judge-prompt")] = None,
+    cases: Annotated[str | None, typer.Option("--cases", parser=path_text)] = None,
+    verdicts: Annotated[str | None, typer.Option("--verdicts", parser=path_text)] = None,
+    judge_prompt: Annotated[str | None, typer.Option("--judge-prompt", parser=path_text)] = None,
     judge_errors_as_unmet: Annotated[bool, typer.Option("--judge-errors-as-unmet")] = False,
     max_judge_error_rate: Annotated[float, typer.Option("--max-judge-error-rate")] = 0.02,
     shard: Annotated[
@@ -93,7 +93,7 @@ def run(
     max_tokens: Annotated[int | None, typer.Option("--max-tokens")] = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds per call.")] = 120.0,
     max_retries: Annotated[int, typer.Option("--max-retries")] = 5,
-    price_table: Annotated[str | None, typer.Option("--price-table")] = None,
+    price_table: Annotated[str | None, typer.Option("--price-table", parser=path_text)] = None,
     option: Annotated[
         list[str] | None, typer.Option("--option", help="Task option KEY=VALUE.")
     ] = None,
@@ -107,11 +107,17 @@ def run(
     ] = None,
     batch_file_out: Annotated[
         str | None,
-        typer.Option("--batch-file-out", help="Write batch request files here and stop."),
+        typer.Option(
+            "--batch-file-out", help="Write batch request files here and stop.", parser=path_text
+        ),
     ] = None,
     batch_file_in: Annotated[
         list[str] | None,
-        typer.Option("--batch-file-in", help="Batch output file (vllm run-batch) to import."),
+        typer.Option(
+            "--batch-file-in",
+            help="Batch output file (vllm run-batch) to import.",
+            parser=path_text,
+        ),
     ] = None,
     reuse: Annotated[
         list[str] | None,
@@ -187,8 +193,8 @@ def run(
 
 @app.command()
 def score(
-    run_dir: Path,
-    data_dir: Annotated[str | None, typer.Option("--data-dir")] = None,
+    run_dir: Annotated[Path, typer.Argument(parser=path_value)],
+    data_dir: Annotated[str | None, typer.Option("--data-dir", parser=path_text)] = None,
     force: Annotated[
         bool,
         typer.Option(
@@ -230,14 +236,15 @@ def score(
 
 @app.command()
 def report(
-    run_dir: Path,
-    output: Annotated[Path | None, typer.Option("-o", "--output")] = None,
+    run_dir: Annotated[Path, typer.Argument(parser=path_value)],
+    output: Annotated[Path | None, typer.Option("-o", "--output", parser=path_value)] = None,
     reference: Annotated[
         list[Path] | None,
         typer.Option(
             "--reference",
             help="JSON file of published figures to show beside the run's own (repeatable); "
             "format in docs/command-line.md",
+            parser=path_value,
         ),
     ] = None,
 ) -> None:
@@ -250,9 +257,9 @@ def report(
 
 @app.command()
 def compare(
-    run_dirs: list[Path],
+    run_dirs: Annotated[list[Path], typer.Argument(parser=path_value)],
     fmt: Annotated[str, typer.Option("--format", help="table|markdown|csv|html")] = "table",
-    output: Annotated[Path | None, typer.Option("-o", "--output")] = None,
+    output: Annotated[Path | None, typer.Option("-o", "--output", parser=path_value)] = None,
     seed: Annotated[int, typer.Option("--seed")] = 0,
 ) -> None:
     """A leaderboard across runs, with paired bootstrap tests on shared samples."""
@@ -263,8 +270,8 @@ def compare(
 
 @app.command()
 def merge(
-    run_dirs: list[Path],
-    output_dir: Annotated[Path, typer.Option("--output-dir", "-o")],
+    run_dirs: Annotated[list[Path], typer.Argument(parser=path_value)],
+    output_dir: Annotated[Path, typer.Option("--output-dir", "-o", parser=path_value)],
 ) -> None:
     """Join the run directories of --shard I/N runs into one result."""
     from clineval.merge import merge_runs
@@ -274,15 +281,18 @@ def merge(
 
 @app.command("export")
 def export(
-    run_dir: Path,
+    run_dir: Annotated[Path, typer.Argument(parser=path_value)],
     fmt: Annotated[str, typer.Option("--format", help="clinconsensus-judgements | samples-csv")],
-    output: Annotated[Path, typer.Option("-o", "--output-dir", help="Directory to write into.")],
+    output: Annotated[
+        Path, typer.Option("-o", "--output-dir", help="Directory to write into.", parser=path_value)
+    ],
     name: Annotated[
         str | None,
         typer.Option("--name", help="Model name of <name>_judge.json (default: the candidate)."),
     ] = None,
     cases: Annotated[
-        str | None, typer.Option("--cases", help="The run's cases file, if it has moved.")
+        str | None,
+        typer.Option("--cases", help="The run's cases file, if it has moved.", parser=path_text),
     ] = None,
 ) -> None:
     """Write a run's outputs in another tool's format (e.g. the official ClinConsensus
@@ -295,8 +305,10 @@ def export(
 
 @app.command("judge-agreement")
 def judge_agreement(
-    run_dir: Path,
-    labels: Annotated[Path, typer.Option("--labels", help="JSONL of human verdicts.")],
+    run_dir: Annotated[Path, typer.Argument(parser=path_value)],
+    labels: Annotated[
+        Path, typer.Option("--labels", help="JSONL of human verdicts.", parser=path_value)
+    ],
 ) -> None:
     """Compare a run's stored judge verdicts with human labels."""
     from clineval.judge_agreement import judge_agreement_report
@@ -306,7 +318,7 @@ def judge_agreement(
 
 @app.command("tasks")
 def list_tasks(
-    data_dir: Annotated[str | None, typer.Option("--data-dir")] = None,
+    data_dir: Annotated[str | None, typer.Option("--data-dir", parser=path_text)] = None,
     show_options: Annotated[
         bool, typer.Option("--options", help="List every --option KEY with its default.")
     ] = False,
@@ -326,11 +338,12 @@ def list_tasks(
             options = Table(show_header=True, title=f"--option KEY=VALUE of {group.applies_to}")
             # a key is copied as a whole into --option: never folded over two lines
             options.add_column("key", no_wrap=True)
-            for col in ("default", "what it sets"):
+            for col in ("default", "models", "what it sets"):
                 options.add_column(col, overflow="fold")
             for option in group.options:
                 default = "-" if option.default is None else option.default
-                options.add_row(group.key(option), default, option.help)
+                models = group.models_text(option)
+                options.add_row(group.key(option), default, models, option.help)
             stdout.print(options)
         return
 

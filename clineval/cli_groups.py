@@ -10,7 +10,22 @@ import typer
 from rich.table import Table
 
 from clineval.cli_output import stdout
-from clineval.errors import InputError
+from clineval.errors import EMPTY_PATH, InputError
+
+
+def path_text(text: str) -> str:
+    """The parser of every path flag and argument: its value as given, refused when empty.
+    typer would turn "" into Path("."), the working directory, so the check is on the text
+    before that (click then names the flag, under any of its spellings)."""
+    if not text.strip():
+        raise typer.BadParameter(EMPTY_PATH)
+    return text
+
+
+def path_value(text: str) -> Path:
+    """`path_text` as a Path, for the flags typed Path."""
+    return Path(path_text(text))
+
 
 data_app = typer.Typer(
     no_args_is_help=True, help="Data files: verify checksums, fetch, synthesize."
@@ -22,10 +37,12 @@ skills_app = typer.Typer(
 
 @data_app.command("verify")
 def data_verify(
-    data_dir: Annotated[str | None, typer.Option("--data-dir")] = None,
+    data_dir: Annotated[str | None, typer.Option("--data-dir", parser=path_text)] = None,
     cache_dir: Annotated[
         str | None,
-        typer.Option("--cache-dir", help="Check this cache of `clineval data fetch`."),
+        typer.Option(
+            "--cache-dir", help="Check this cache of `clineval data fetch`.", parser=path_text
+        ),
     ] = None,
 ) -> None:
     """Check every known data file's sha256 against the manifest shipped in the package.
@@ -41,7 +58,7 @@ def data_verify(
 @data_app.command("fetch")
 def data_fetch(
     name: str,
-    cache_dir: Annotated[Path | None, typer.Option("--cache-dir")] = None,
+    cache_dir: Annotated[Path | None, typer.Option("--cache-dir", parser=path_value)] = None,
     base_url: Annotated[
         str | None, typer.Option("--base-url", help="Mirror to fetch from instead.")
     ] = None,
@@ -66,9 +83,9 @@ def data_fetch(
 @data_app.command("synth")
 def data_synth(
     task: str,
-    out: Annotated[Path, typer.Option("--out")],
+    out: Annotated[Path, typer.Option("--out", parser=path_value)],
     seed: Annotated[int, typer.Option("--seed")] = 0,
-    data_dir: Annotated[str | None, typer.Option("--data-dir")] = None,
+    data_dir: Annotated[str | None, typer.Option("--data-dir", parser=path_text)] = None,
     scale: Annotated[
         float, typer.Option("--scale", help="Size relative to the official splits, (0, 1].")
     ] = 1.0,
@@ -101,7 +118,10 @@ def skills_list() -> None:
 @skills_app.command("install")
 def skills_install(
     target: Annotated[
-        Path, typer.Option("--target", help="The agent's skills folder, e.g. .claude/skills.")
+        Path,
+        typer.Option(
+            "--target", help="The agent's skills folder, e.g. .claude/skills.", parser=path_value
+        ),
     ],
     names: Annotated[
         list[str] | None, typer.Argument(help="Skills to install (default: all).")

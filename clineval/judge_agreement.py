@@ -19,6 +19,7 @@ balanced F1 (HealthBench's headline figure for a grader). Written to RUN_DIR/jud
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,7 @@ from clineval.errors import InputError
 from clineval.jsonl import iter_json_objects
 from clineval.judge.ensemble import aggregate, cohen_kappa
 from clineval.run_record import read_manifest
-from clineval.rundir import MANIFEST, write_json
+from clineval.rundir import MANIFEST, CannotWrite, write_json
 from clineval.store import STORE_FILENAME, RunStore
 
 OUTPUT = "judge_agreement.json"
@@ -154,7 +155,7 @@ def judge_agreement(run_dir: Path, labels_path: Path) -> dict[str, Any]:
     keys = [k for k, _, _ in labels.rows]
     human = np.array([1.0 if met else 0.0 for _, met, _ in labels.rows])
     judges = judge_labels(config)
-    with RunStore(run_dir / STORE_FILENAME) as store:
+    with RunStore(run_dir / STORE_FILENAME, read_only=True) as store:
         verdicts = {label: _stored(store, label, keys) for label in judges}
     per_judge = {label: compare(human, v) for label, v in verdicts.items()}
     if all(r["n_pairs"] == 0 for r in per_judge.values()):
@@ -173,7 +174,10 @@ def judge_agreement(run_dir: Path, labels_path: Path) -> dict[str, Any]:
         rule = Options.from_config(config.options).aggregate
         combined = aggregate(np.stack(list(verdicts.values())), rule)
         result["aggregate"] = {"rule": rule, **compare(human, combined)}
-    write_json(run_dir / OUTPUT, result)
+    try:
+        write_json(run_dir / OUTPUT, result)
+    except CannotWrite as exc:  # a read-only run directory: the figures are printed anyway
+        result["not_written"] = exc.one_line()
     return result
 
 
@@ -204,5 +208,8 @@ def judge_agreement_report(run_dir: Path, labels_path: Path, console: Console) -
             f"{len(duplicates)} duplicate label line(s) counted once: line {shown}{more}",
             markup=False,
         )
-    console.print(f"written: {Path(run_dir) / OUTPUT}")
+    if "not_written" in result:
+        print(f"note: {OUTPUT} not written: {result['not_written']}", file=sys.stderr)
+    else:
+        console.print(f"written: {Path(run_dir) / OUTPUT}")
     return result

@@ -154,9 +154,13 @@ def build_sections(
             card.references = reference_lines(
                 references or [], task, card.key, _formatter(section.get("digits"))
             )
-        for block in section["blocks"]:
+        for n, block in enumerate(section["blocks"]):
             if "svg" in block:
                 block["svg"] = Markup(block["svg"])  # from plots.py, text escaped there
+            if block["kind"] == "download":  # always compressed: only the script reads it
+                block["element_id"] = f"{section['anchor']}-download-{n}"
+                block["encoding"], payload = script_payload(block.pop("data"), 0)
+                block["payload"] = Markup(payload)  # inert: base64 (see jsonembed)
         table = section["table"]
         encoding, payload = (
             ("json", "") if table is None else script_payload(table.spec(), compress_over)

@@ -121,6 +121,7 @@ BENCHMARK = Benchmark(
     ),
     exporters={"clinconsensus-judgements": _export_judgements},
     check_settings=_check_settings,
+    scoring_settings=("judge_errors_as_unmet", "max_judge_error_rate"),
     skills_dir=Path(__file__).parent / "skills",
     long_rows=long_rows,
 )

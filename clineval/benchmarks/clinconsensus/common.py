@@ -53,7 +53,7 @@ from clineval.judge.ensemble import AGGREGATES
 from clineval.judge.prompt import JudgePrompt, verdict_token_bound
 from clineval.judge.run import DEFAULT_JUDGE_MAX_TOKENS, DEFAULT_PARSE_RETRIES
 from clineval.models.spec import ModelSpec
-from clineval.options import Option, OptionGroup, choice, integer, integer_list
+from clineval.options import MAX_TOKENS, Option, OptionGroup, choice, integer, integer_list
 
 TASK = "clinconsensus"
 ANSWER_KIND = "answer"
@@ -70,6 +70,8 @@ def verdict_kind(judge_label: str) -> str:
 # bounds the explanation, and the token cap leaves room for all of it; unbounded, 256 tokens.
 LOCAL_EXPLANATION_CHARS = 200
 LOCAL_JUDGE_MAX_TOKENS = 256
+# The longest explanation bound: its token cap (verdict_token_bound) stays within MAX_TOKENS.
+MAX_EXPLANATION_CHARS = 100_000
 
 
 CLINCONSENSUS_OPTIONS = OptionGroup(
@@ -79,19 +81,19 @@ CLINCONSENSUS_OPTIONS = OptionGroup(
         Option("cases", choice("fixture"), "use the fixture cases shipped with clineval", None),
         Option(
             "max_criteria",
-            integer(minimum=1),
+            integer(minimum=1, maximum=10_000),
             "judge only the first N criteria of each case (smoke runs)",
             str(RUBRICS_PER_CASE),
         ),
         Option(
             "judge_retries",
-            integer(minimum=0),
+            integer(minimum=0, maximum=100),
             "re-asks after an unparseable judge reply",
             str(DEFAULT_PARSE_RETRIES),
         ),
         Option(
             "judge_max_tokens",
-            integer(minimum=1),
+            integer(minimum=1, maximum=MAX_TOKENS),
             # unset (None) is a default of its own: judge_cap() decides per judge
             f"max_tokens of a judge call (default {DEFAULT_JUDGE_MAX_TOKENS}; "
             f"{verdict_token_bound(LOCAL_EXPLANATION_CHARS)} for a llamacpp: judge)",
@@ -99,7 +101,8 @@ CLINCONSENSUS_OPTIONS = OptionGroup(
         ),
         Option(
             "judge_explanation_chars",
-            integer(minimum=0),
+            # a JSON schema's maxLength, turned into a grammar and a token cap (3 a character)
+            integer(minimum=0, maximum=MAX_EXPLANATION_CHARS),
             # unset (None): explanation_bound() decides per judge
             "bound the verdict's explanation to N characters in the judge's JSON schema "
             f"(default {LOCAL_EXPLANATION_CHARS} for a llamacpp: judge, unbounded elsewhere; "
@@ -116,21 +119,21 @@ CLINCONSENSUS_OPTIONS = OptionGroup(
         ),
         Option(
             "k",
-            integer_list(minimum=1),
+            integer_list(minimum=1, maximum=10_000),
             "extra k values for CACS@k and pass@k",
             None,
             scoring_only=True,
         ),
         Option(
             "bootstrap",
-            integer(minimum=0),
+            integer(minimum=0, maximum=1_000_000),
             "bootstrap resamples (0 = none)",
             "1000",
             scoring_only=True,
         ),
         Option(
             "judge_input_tokens",
-            integer(minimum=1),
+            integer(minimum=1, maximum=MAX_TOKENS),
             "hf: judges: keep the first N tokens of the templated judge input (the authors' "
             "run_local_judge.py: 5120); default: the whole input",
             None,

@@ -19,7 +19,6 @@ answer failed.
 
 from __future__ import annotations
 
-import logging
 from collections import defaultdict
 from typing import Any
 
@@ -42,7 +41,6 @@ SLICE_FIELDS = ("difficulty", "subject", "task", "user_role")
 # The official slices (the authors' script groups by each subject label): a case counts in
 # every label it carries, so these groups overlap and their sizes add up to more than n_cases.
 LABEL_SLICE_FIELDS = ("subject_labels", "task_labels")
-log = logging.getLogger("clineval")
 
 
 def verdict_matrix(records: dict[str, Any], cases: tuple[Case, ...], n: int) -> NDArray[Any]:
@@ -201,7 +199,8 @@ def evaluate(ctx: RunContext, data: Data) -> TaskResult:
     full_complete = np.zeros(len(cases), dtype=bool)
     full_complete[answered] = complete
     samples = _samples(data, list(cases), stored, answers, full, primary_label, full_complete)
-    errors = []
+    errors: list[str] = []
+    warnings: list[str] = []
     if metrics["candidate_errors"]:
         errors.append(f"{metrics['candidate_errors']} case(s) got no candidate answer")
     # The bound holds for the primary figures AND for each judge of a panel: a judge that
@@ -221,8 +220,8 @@ def evaluate(ctx: RunContext, data: Data) -> TaskResult:
         if errors:
             errors.append(hint)
         else:  # under the bound the run succeeds, but the empty figures still need a reason
-            log.warning("warning: clinconsensus: %s", hint)
-    return TaskResult(metrics=metrics, samples=samples, errors=errors)
+            warnings.append(hint)
+    return TaskResult(metrics=metrics, samples=samples, errors=errors, warnings=warnings)
 
 
 def judge_errors_hint(
