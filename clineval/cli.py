@@ -309,11 +309,15 @@ def judge_agreement(
     labels: Annotated[
         Path, typer.Option("--labels", help="JSONL of human verdicts.", parser=path_value)
     ],
+    task: Annotated[
+        str | None,
+        typer.Option("--task", help="The judged task, when the run holds several."),
+    ] = None,
 ) -> None:
-    """Compare a run's stored judge verdicts with human labels."""
+    """Compare a run's stored judge verdicts with human labels (any judged task)."""
     from clineval.judge_agreement import judge_agreement_report
 
-    judge_agreement_report(run_dir, labels, console=stdout)
+    judge_agreement_report(run_dir, labels, console=stdout, task=task)
 
 
 @app.command("tasks")

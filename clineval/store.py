@@ -354,6 +354,15 @@ class RunStore:
         return [r[0] for r in rows]
 
     @guarded
+    def record_kinds(self, task: str) -> list[str]:
+        """The kinds of record one task has stored (e.g. a judged task's `verdict:LABEL`)."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT DISTINCT kind FROM records WHERE task = ? ORDER BY kind", (task,)
+            ).fetchall()
+        return [str(r[0]) for r in rows]
+
+    @guarded
     def record_counts(self) -> dict[str, int]:
         """How many per-sample records each task has stored: what its results are computed
         from (a run directory's results are never replaced by ones computed from fewer)."""

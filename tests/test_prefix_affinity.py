@@ -15,7 +15,7 @@ from llm_stub_server import StubServer
 
 from clineval.benchmarks.base import RunContext
 from clineval.benchmarks.clinconsensus.cases import fixture_path
-from clineval.benchmarks.clinconsensus.predict import judging_window
+from clineval.benchmarks.judged_flow import judging_window
 from clineval.cli import main
 from clineval.config import RunConfig
 from clineval.judge.run import judge_prefix_key, judge_request
