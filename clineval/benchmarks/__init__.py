@@ -30,6 +30,7 @@ _HOME = {
     # the typed view of a benchmark's metrics in the Python API (RunResult.metrics_as)
     "MetricsView": "clineval.benchmarks.results_view",
     "attribute_key": "clineval.benchmarks.results_view",
+    "exploding": "clineval.benchmarks.results_view",
     # the task protocol
     "DataFileStatus": "clineval.benchmarks.base",
     "RunContext": "clineval.benchmarks.base",
@@ -257,6 +258,9 @@ if TYPE_CHECKING:  # what type checkers and editors see of the lazy names below
     )
     from clineval.benchmarks.results_view import (
         attribute_key as attribute_key,
+    )
+    from clineval.benchmarks.results_view import (
+        exploding as exploding,
     )
     from clineval.data.fetch import (
         Source as Source,

@@ -20,8 +20,12 @@ metric is an error of the type checker, not a None at run time.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
+
+# One samples.jsonl row as the rows of a long-form frame (clineval.benchmarks.declaration
+# names the same type for a declaration's `long_rows`).
+LongRows = Callable[[dict[str, Any]], list[dict[str, Any]]]
 
 
 def attribute_key(name: str) -> str:
@@ -66,3 +70,18 @@ def view_attributes(view: type[MetricsView]) -> dict[str, Any]:
         if issubclass(klass, MetricsView) and klass is not MetricsView:
             out.update(inspect.get_annotations(klass))
     return out
+
+
+def exploding(
+    field: str, keep: tuple[str, ...]
+) -> Callable[[dict[str, Any]], list[dict[str, Any]]]:
+    """A declaration's `long_rows` for samples that hold their scored items as a list of
+    objects in `field` (a judged item's `verdicts`): one row per object, after the sample's
+    `keep` fields."""
+
+    def rows(sample: dict[str, Any]) -> list[dict[str, Any]]:
+        head = {name: sample.get(name) for name in keep}
+        items = sample.get(field)
+        return [{**head, **item} for item in items or [] if isinstance(item, dict)]
+
+    return rows

@@ -4,14 +4,11 @@ and judge."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from clineval.benchmarks.results_view import MetricsView
+from clineval.benchmarks.results_view import MetricsView, exploding
 
 # The case's fields repeated on each of its criterion rows (its query and answer are long:
 # they stay in the one-row-per-case frame).
 _CASE_FIELDS = ("id", "difficulty", "subject", "case_task", "user_role")
-_VERDICT_FIELDS = ("criterion_id", "criterion", "judge", "met", "explanation", "error")
 
 
 class ClinConsensusMetricsView(MetricsView):
@@ -36,12 +33,6 @@ class ClinConsensusMetricsView(MetricsView):
     pass_at_10_ci: tuple[float, float] | None
 
 
-def long_rows(sample: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per verdict of a case's samples.jsonl row (criterion x judge; a panel's own
-    aggregate verdict is a row of its own), with the case's slice fields."""
-    case = {name: sample.get(name) for name in _CASE_FIELDS}
-    return [
-        {**case, **{name: verdict.get(name) for name in _VERDICT_FIELDS}}
-        for verdict in sample.get("verdicts") or []
-        if isinstance(verdict, dict)
-    ]
+# One row per verdict (criterion x judge; a panel's own aggregate verdict is a row of its
+# own), after the case's slice fields.
+long_rows = exploding("verdicts", _CASE_FIELDS)

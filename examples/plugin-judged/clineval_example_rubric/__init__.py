@@ -20,6 +20,7 @@ from typing import Any
 from clineval.benchmarks import (
     Benchmark,
     Task,
+    exploding,
     judge_options,
     judged_metrics,
     score_statistics,
@@ -44,4 +45,6 @@ BENCHMARK = Benchmark(
     options=(OPTIONS,),
     capabilities=frozenset({"chat", "predictions"}),
     statistics=score_statistics,
+    # RunResult.long_frame: one row per verdict (criterion x judge) of an item
+    long_rows=exploding("verdicts", ("id", "score")),
 )
