@@ -278,6 +278,8 @@ def test_plugin_declared_table_and_every_field(driver: Any, tmp_path: Path) -> N
         registry.unregister("synthetic-codes")
     open_report(driver, report)
     anchor = "task-synthetic-codes"
+    loss = driver.find_element(By.CSS_SELECTOR, f'#{anchor} .card[data-metric="hamming_loss"]')
+    assert loss.text.startswith("hamming_loss (lower is better)\n0.2500")
     table = _table(driver, anchor, "per_code")
     assert table == [
         ["per_code", "f1", "support"],

@@ -79,6 +79,9 @@ class JudgedItem:
 # leaves room for all of it (unbounded: LOCAL_JUDGE_MAX_TOKENS).
 LOCAL_EXPLANATION_CHARS = 200
 LOCAL_JUDGE_MAX_TOKENS = 256
+# The scoring settings every judged benchmark reads (`Benchmark.scoring_settings`): how judge
+# errors are scored and the bound on their rate.
+JUDGED_SCORING_SETTINGS = ("judge_errors_as_unmet", "max_judge_error_rate")
 # The longest explanation bound: its token cap (verdict_token_bound) stays within MAX_TOKENS.
 MAX_EXPLANATION_CHARS = 100_000
 

@@ -14,13 +14,13 @@ block and speak as the instructions.
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from clineval.errors import InputError
+from clineval.jsonio import parse_json
 
 RESPONSE_START = "<<<CANDIDATE_RESPONSE>>>"
 RESPONSE_END = "<<<END_CANDIDATE_RESPONSE>>>"
@@ -61,7 +61,7 @@ def verdict_token_bound(explanation_chars: int) -> int:
 
 def _keeps_verdict_field(schema: str) -> bool:
     try:
-        value = json.loads(schema)
+        value = parse_json(schema, source="judge schema")
     except ValueError:
         return False
     properties = value.get("properties") if isinstance(value, dict) else None

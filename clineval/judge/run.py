@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from clineval.jsonio import parse_json
 from clineval.judge.parse import parse_verdict
 from clineval.judge.prompt import VERDICT_SCHEMA, JudgePrompt, verdict_schema
 from clineval.judge.verdict import VerdictRecord
@@ -63,7 +63,7 @@ def response_format(
 
 @functools.lru_cache(maxsize=16)
 def _declared_schema_format(schema: str) -> dict[str, Any]:
-    return _schema_format(json.loads(schema))
+    return _schema_format(parse_json(schema, source="judge schema"))
 
 
 @functools.lru_cache(maxsize=16)

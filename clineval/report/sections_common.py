@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from clineval.benchmarks.declaration import MetricSchema
 from clineval.report.rundata import RunData, finite_number, interval_of, is_fixture_task
 from clineval.secrets import redact
 
@@ -31,6 +32,7 @@ class Metric:
     raw: float
     ci_note: str = ""  # set when the report, not the task, computed the interval
     note: str = ""  # what the figure is computed on, when that is not every sample
+    lower_is_better: bool = False
     references: list[str] = field(default_factory=list)  # published figures, labelled
 
 
@@ -321,16 +323,16 @@ def short_model_label(spec: str) -> str:
 
 
 def base_section(
-    run: RunData,
-    task: str,
-    family: str,
-    headline_keys: tuple[str, ...] = (),
-    digits: dict[str, int] | None = None,
+    run: RunData, task: str, family: str, schema: MetricSchema | None = None
 ) -> dict[str, Any]:
     """The part of a task's section every benchmark shares: cards of its declared headline
-    metrics (the rest under "all metrics") with their declared decimals, fixture flag, notes."""
+    metrics (the rest under "all metrics") with their declared decimals, lower-is-better
+    figures marked, fixture flag, notes. Without a schema: the first few scalars."""
     metrics = run.results.get(task, {})
-    cards, rest = headline(metrics, headline_keys, digits)
+    digits = schema.digits() if schema is not None else {}
+    cards, rest = headline(metrics, schema.headline_keys if schema is not None else (), digits)
+    for card in (*cards, *rest):
+        card.lower_is_better = schema is not None and not schema.higher_is_better(card.key)
     return {
         "task": task,
         "anchor": "task-" + "".join(c if c.isalnum() else "-" for c in task),

@@ -23,6 +23,7 @@ from clineval.benchmarks.clinconsensus.results_view import (
 )
 from clineval.benchmarks.clinconsensus.results_view import long_rows
 from clineval.benchmarks.declaration import Benchmark, DataSource, MetricSchema, MetricSpec
+from clineval.benchmarks.judged import JUDGED_SCORING_SETTINGS
 from clineval.data.fetch import Source
 
 if TYPE_CHECKING:
@@ -121,7 +122,7 @@ BENCHMARK = Benchmark(
     ),
     exporters={"clinconsensus-judgements": _export_judgements},
     check_settings=_check_settings,
-    scoring_settings=("judge_errors_as_unmet", "max_judge_error_rate"),
+    scoring_settings=JUDGED_SCORING_SETTINGS,
     skills_dir=Path(__file__).parent / "skills",
     long_rows=long_rows,
 )

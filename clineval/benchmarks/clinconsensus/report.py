@@ -120,7 +120,7 @@ def slices_of(
 def build(run: RunData, task: str, schema: MetricSchema) -> dict[str, Any]:
     metrics = run.results.get(task, {})
     samples = run.samples.get(task, [])
-    section = base_section(run, task, "clinconsensus", schema.headline_keys, schema.digits())
+    section = base_section(run, task, "clinconsensus", schema)
     blocks: list[dict[str, Any]] = section["blocks"]
     n = n_criteria(metrics, samples)
     ks = [k for k in thresholds(metrics) if 1 <= k <= n]

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from clineval.benchmarks import (
+    JUDGED_SCORING_SETTINGS,
     Benchmark,
     Task,
     exploding,
@@ -45,6 +46,8 @@ BENCHMARK = Benchmark(
     options=(OPTIONS,),
     capabilities=frozenset({"chat", "predictions"}),
     statistics=score_statistics,
+    # --judge-errors-as-unmet and --max-judge-error-rate apply to this task
+    scoring_settings=JUDGED_SCORING_SETTINGS,
     # RunResult.long_frame: one row per verdict (criterion x judge) of an item
     long_rows=exploding("verdicts", ("id", "score")),
 )
