@@ -42,13 +42,28 @@ _state = {"debug": False}
 @app.callback()
 def _global(
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", help="Log lines instead of bars.")] = False,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet",
+            help="No progress (bars, progress lines, status lines): only warnings, errors and"
+            " the results. (Without it, stderr in a file gets a progress line every"
+            " $CLINEVAL_PROGRESS_INTERVAL seconds, default 20.)",
+        ),
+    ] = False,
 ) -> None:
-    from clineval.progress import set_quiet
+    from clineval.progress import current_stderr, interval_seconds, set_quiet
 
     _state["debug"] = debug
     set_quiet(quiet)
-    logging.basicConfig(level=logging.INFO if quiet else logging.WARNING, format="%(message)s")
+    interval_seconds()  # a bad $CLINEVAL_PROGRESS_INTERVAL: one error line before any work
+    # INFO: status lines of long waits (a batch's) are progress too, so --quiet drops them.
+    # Written to stderr as it is at each line: a terminal's bars then keep them above.
+    logging.basicConfig(
+        level=logging.WARNING if quiet else logging.INFO,
+        format="%(message)s",
+        stream=current_stderr,
+    )
 
 
 @app.command()
@@ -186,9 +201,25 @@ def run(
     if dry_run:
         print_plan(plan_tasks(config, output_dir))
         return
-    results = run_tasks(config, output_dir, wait=wait)
-    print_results(results)
-    stdout.print(f"run directory: {output_dir}")
+    with _results_shown_on_failure(output_dir, "run"):
+        results = run_tasks(config, output_dir, wait=wait)
+    print_results(results, output_dir)
+
+
+@contextlib.contextmanager
+def _results_shown_on_failure(run_dir: Path, command: str) -> Iterator[None]:
+    """A task failed a bound after its results were written (exit 1): the end of the run is
+    printed as on success, then the error line says what failed."""
+    from clineval.run_record import read_run_files
+    from clineval.runner import TaskFailures
+
+    try:
+        yield
+    except TaskFailures:
+        with contextlib.suppress(InputError, OSError):
+            results = read_run_files(run_dir, with_samples=False).results
+            print_results(results, run_dir, command=command)
+        raise
 
 
 @app.command()
@@ -229,9 +260,11 @@ def score(
     if max_judge_error_rate is not None:
         settings["max_judge_error_rate"] = max_judge_error_rate
     options = split_option_items(option or [])
-    print_results(
-        score_run(run_dir, data_dir=data_dir, force=force, settings=settings, options=options)
-    )
+    with _results_shown_on_failure(run_dir, "score"):
+        results = score_run(
+            run_dir, data_dir=data_dir, force=force, settings=settings, options=options
+        )
+    print_results(results, run_dir, command="score")
 
 
 @app.command()
@@ -276,7 +309,7 @@ def merge(
     """Join the run directories of --shard I/N runs into one result."""
     from clineval.merge import merge_runs
 
-    print_results(merge_runs(run_dirs, output_dir))
+    print_results(merge_runs(run_dirs, output_dir), output_dir, command="merge")
 
 
 @app.command("export")
