@@ -18,7 +18,7 @@ import threading
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -27,6 +27,9 @@ from clineval.cli_groups import data_app, path_text, path_value, skills_app
 from clineval.cli_output import print_plan, print_results, stdout
 from clineval.errors import BatchFilesWritten, InputError
 from clineval.secrets import MaskedStream, redact, register_environment
+
+if TYPE_CHECKING:
+    from clineval.benchmarks.base import DataFileStatus
 
 app = typer.Typer(
     add_completion=False,
@@ -368,7 +371,7 @@ def list_tasks(
         option_groups,
         task_names,
     )
-    from clineval.datapaths import resolve_data_root
+    from clineval.datapaths import default_cache_dir, resolve_data_root
 
     if show_options:
         for group in option_groups():
@@ -395,13 +398,37 @@ def list_tasks(
         except PluginError as exc:
             print(f"warning: {redact(exc.one_line())}; skipped", file=sys.stderr)
             continue
-        bad = [s for s in statuses if s.status != "ok"]
-        data = "ok" if not bad else "; ".join(f"{s.relative_path}: {s.status}" for s in bad)
+        data = _data_cell(statuses)
         bench = benchmark_of(name)
         metrics = ", ".join(bench.metrics.ranked_keys) if bench is not None else ""
         table.add_row(name, task.description, data, metrics)
     stdout.print(table)
-    stdout.print(f"data root: {root}")
+    # where the files are looked for: the data root, then the fetch cache (clineval.datapaths)
+    where = "none (--data-dir, $CLINEVAL_DATA_DIR)" if root is None else str(root)
+    stdout.print(f"data root: {where}", soft_wrap=True)
+    stdout.print(f"fetch cache: {default_cache_dir()}", soft_wrap=True)
+
+
+def _data_cell(statuses: list[DataFileStatus]) -> str:
+    """A task's data in one cell: "ok", the files that are not, and for missing files the
+    command that fetches them (where a corpus has one)."""
+    from clineval.benchmarks.registry import fetch_command
+
+    bad = [s for s in statuses if s.status != "ok"]
+    if not bad:
+        return "ok"
+    parts: list[str] = []
+    missing: dict[str, int] = {}
+    for status in bad:
+        command = fetch_command(status.relative_path) if status.status == "missing" else None
+        if command is None:
+            parts.append(f"{status.relative_path}: {status.status}")
+        else:
+            missing[command] = missing.get(command, 0) + 1
+    for command, count in missing.items():
+        files = "1 file" if count == 1 else f"{count} files"
+        parts.append(f"{files} missing: run '{command}'")
+    return "; ".join(parts)
 
 
 INTERRUPTED = 130  # the shell's code for a process stopped by SIGINT

@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from clineval.errors import InputError
+from clineval.models.registry import BACKENDS, backend_named
 
-BACKENDS = ("openai", "llamacpp", "hf", "gliner", "baseline", "predictions")
+__all__ = ["BACKENDS", "ModelSpec", "check_base_url"]
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,7 @@ class ModelSpec:
         if backend not in BACKENDS:
             raise InputError(f"unknown model backend {backend!r} in {text!r} (known: {BACKENDS})")
         name, urls = rest, tuple(extra_base_urls)
-        if backend == "openai":
+        if backend_named(backend).takes_base_url:
             at = rest.lower().rfind("@http")  # HTTP:// too: else the URL would become the name
             if at > 0:
                 name, urls = rest[:at], (rest[at + 1 :], *extra_base_urls)

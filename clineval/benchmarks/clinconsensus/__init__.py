@@ -16,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from clineval.benchmarks.clinconsensus.cases import OFFICIAL_RELATIVE_PATH
 from clineval.benchmarks.clinconsensus.common import CLINCONSENSUS_OPTIONS, TASK
 from clineval.benchmarks.clinconsensus.fetch import PROMPT_RELATIVE, PROMPT_URL
 from clineval.benchmarks.clinconsensus.results_view import (
@@ -23,7 +24,7 @@ from clineval.benchmarks.clinconsensus.results_view import (
 )
 from clineval.benchmarks.clinconsensus.results_view import long_rows
 from clineval.benchmarks.declaration import Benchmark, DataSource, MetricSchema, MetricSpec
-from clineval.benchmarks.judged import JUDGED_SCORING_SETTINGS
+from clineval.benchmarks.judged import JUDGED_RUN_SETTINGS, JUDGED_SCORING_SETTINGS
 from clineval.data.fetch import Source
 
 if TYPE_CHECKING:
@@ -118,11 +119,14 @@ BENCHMARK = Benchmark(
             _fetch_step,
             offline_hint="clinconsensus_low.jsonl in DATA_DIR/clinconsensus/ "
             "(or pass --cases FILE)",
+            provides=(OFFICIAL_RELATIVE_PATH,),
         ),
     ),
     exporters={"clinconsensus-judgements": _export_judgements},
     check_settings=_check_settings,
     scoring_settings=JUDGED_SCORING_SETTINGS,
+    # the judge panel and wording, and the flags of its own: the cases and a verdicts file
+    run_settings=(*JUDGED_RUN_SETTINGS, "cases", "verdicts"),
     skills_dir=Path(__file__).parent / "skills",
     long_rows=long_rows,
 )
