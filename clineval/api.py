@@ -77,6 +77,7 @@ class RunSettings(TypedDict, total=False):
     batch_models: str | Sequence[str]
     batch_file_out: PathLike | None
     batch_file_in: str | Sequence[str]
+    reuse: PathLike | Sequence[PathLike]
     # {"KEY": "VALUE"} (numbers as the command line would take them) or ["KEY=VALUE"]
     options: Mapping[str, str | int | float] | Sequence[str] | str
 
@@ -145,6 +146,12 @@ def _config(tasks: str | Sequence[str], model: str | None, settings: dict[str, A
     for name in ("base_urls", "judges", "judge_base_urls", "batch_models", "batch_file_in"):
         if name in settings:
             settings[name] = _as_list(settings[name])
+    if "reuse" in settings:  # run directories: one or several, paths or strings
+        reuse = settings["reuse"]
+        reuse = _as_list(os.fspath(reuse) if isinstance(reuse, os.PathLike) else reuse)
+        if isinstance(reuse, list):
+            reuse = [os.fspath(r) if isinstance(r, os.PathLike) else r for r in reuse]
+        settings["reuse"] = reuse
     if "options" in settings:
         settings["options"] = _option_items(settings["options"])
     # strict: a Python caller's True is not a limit of 1, nor "3" a seed

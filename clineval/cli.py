@@ -137,6 +137,15 @@ def run(
             parser=path_text,
         ),
     ] = None,
+    reuse: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--reuse",
+            metavar="DIR",
+            help="Answer identical model calls from this earlier run directory's store "
+            "(read only; repeatable): a new judge pays only for the judge calls.",
+        ),
+    ] = None,
     dry_run: Annotated[
         bool,
         typer.Option(
@@ -189,6 +198,7 @@ def run(
         batch_models=batch_model or [],
         batch_file_out=batch_file_out,
         batch_file_in=batch_file_in or [],
+        reuse=reuse or [],
         options=split_option_items(option or []),
     )
     if dry_run:

@@ -115,8 +115,14 @@ def _duration(seconds: float) -> str:
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
+def _most(cost: float | None) -> str:
+    """The high end of a cost range: none when a call has no max_tokens."""
+    return "unbounded" if cost is None else _money(cost)
+
+
 def print_plan(summary: dict[str, Any]) -> None:
     """The table of `clineval run --dry-run`."""
+    from clineval import plan
     from clineval.plan import UNBOUNDED_REPLY_TOKENS
 
     table = Table(title="model calls this run would make (dry run: none made)")
@@ -129,11 +135,11 @@ def print_plan(summary: dict[str, Any]) -> None:
         table.add_row(
             f"{row['task']} {row['role']}\n{row['model']}",
             f"{row['to_send']:,}",
-            f"{row['stored']:,}",
+            f"{row['stored']:,}" + (f"\n+{row['reused']:,} reused" if row.get("reused") else ""),
             f"{row['prompt_tokens']:,}"
             + (f"\n{shared:,} shared" if (shared := row["shared_prefix_tokens"]) else ""),
             ceiling + (f"\n+{unbounded:,} unbounded" if unbounded else ""),
-            f"{_money(row['cost_low'])} ..\n{_money(row['cost_high'])}"
+            f"{_money(row['cost_low'])} ..\n{_most(row['cost_high'])}"
             if row["cost_low"] is not None
             else "-",
         )
@@ -145,12 +151,14 @@ def print_plan(summary: dict[str, Any]) -> None:
         )
         return
     total_cost = (
-        f"{_money(summary['cost_low'])} .. {_money(summary['cost_high'])}"
+        f"{_money(summary['cost_low'])} .. {_most(summary['cost_high'])}"
         if summary["cost_low"] is not None
         else "unknown (give --price-table for every model)"
     )
     stdout.print(
-        f"total: {summary['to_send']:,} calls to send, {summary['stored']:,} already stored; "
+        f"total: {summary['to_send']:,} calls to send, {summary['stored']:,} already stored"
+        + (f", {reused:,} answered by --reuse directories" if (reused := summary["reused"]) else "")
+        + "; "
         f"~{summary['prompt_tokens']:,} prompt tokens"
         + (
             f" (~{summary['shared_prefix_tokens']:,} of them in shared prefixes, which a "
@@ -193,3 +201,14 @@ def print_plan(summary: dict[str, Any]) -> None:
         + "; retries are not counted",
         style="dim",
     )
+    if summary["cost_low"] is not None:
+        stdout.print(
+            "cost range: low = the fewest tokens a prompt can take (1 per "
+            f"{plan.LOW_ASCII_CHARS_PER_TOKEN} ASCII characters, "
+            f"{plan.LOW_OTHER_TOKENS_PER_5_CHARS} per 5 others), answers not made yet empty, "
+            "shared prompt starts at the cached price, 1 output token a call; high = the most "
+            f"(1 per {plan.HIGH_ASCII_CHARS_PER_TOKEN} ASCII characters, 1 per byte of others, "
+            f"{plan.HIGH_FRAMING_TOKENS} a message), no prompt cache, every call's max_tokens "
+            "(unbounded without one); batched models at batch rates",
+            style="dim",
+        )

@@ -36,6 +36,7 @@ class ModelCallStats:
 
     requests: int = 0  # chat() calls
     cache_hits: int = 0  # answered from the run store without HTTP
+    reused: int = 0  # of cache_hits: answered by a --reuse directory (copied into the store)
     http_attempts: int = 0  # HTTP requests sent (first tries + retries)
     retries: int = 0
     errors: Counter[str] = field(default_factory=Counter)  # ChatError kind -> count
@@ -46,6 +47,7 @@ class ModelCallStats:
         return {
             "requests": self.requests,
             "cache_hits": self.cache_hits,
+            "reused": self.reused,
             "http_attempts": self.http_attempts,
             "retries": self.retries,
             "errors": dict(self.errors),
@@ -127,6 +129,7 @@ class RunCallState:
         for s in self.stats.values():
             total.requests += s.requests
             total.cache_hits += s.cache_hits
+            total.reused += s.reused
             total.http_attempts += s.http_attempts
             total.retries += s.retries
             total.errors.update(s.errors)

@@ -84,6 +84,9 @@ class RunConfig(BaseModel):
     batch_models: list[str] = Field(default_factory=list)
     batch_file_out: str | None = None
     batch_file_in: list[str] = Field(default_factory=list)
+    # Earlier run directories whose stored model calls answer identical requests (read only;
+    # clineval.store_reuse). Not part of the resume identity: a call's key is its identity.
+    reuse: list[str] = Field(default_factory=list)
     # Task and model-layer knobs by full key ({"ner.tokenizer": "model"}); every key is declared
     # by its layer (clineval.options) and checked against those declarations before a run.
     options: dict[str, str] = Field(default_factory=dict)

@@ -14,8 +14,20 @@ the candidate's max_tokens in place of the answer: an upper bound. Retries are n
 Shared prefixes: calls with the same prefix key (ChatRequest.prefix_key: a ClinConsensus
 case's judge calls) repeat the start of their prompt; `shared_prefix_tokens` counts, for every
 such call after the first, the estimated tokens it shares with the key's first call: what a
-server's prompt cache could skip. The low end of the cost range prices them at
-`cached_input_per_1m` (when the price table gives it), the high end as uncached input.
+server's prompt cache could skip.
+
+The cost range is a range: its ends assume the least and the most a run can be charged, not
+the estimate above.
+- low: the fewest tokens a prompt can take (`token_bounds`), an answer not made yet as
+  empty, every call's start that it shares with the first call of its prefix key or with the
+  model's first call served from a prompt cache (at `cached_input_per_1m`), one completion
+  token a call (a stored answer is never empty);
+- high: the most tokens a prompt can take, an answer not made yet at its max_tokens, no
+  prompt cache, every call writing its whole max_tokens; none (unbounded) when a call has no
+  max_tokens.
+Both at the rates the run is priced at: batch rates for batched models (clineval.models.usage;
+a batched model whose price has no batch rate is priced at list, and `batch_price_warnings`
+says so).
 """
 
 from __future__ import annotations
@@ -28,7 +40,7 @@ from typing import Any
 from clineval.models.chat_store import is_usable_stored_call
 from clineval.models.extra_body import extra_body_for, with_extra_body
 from clineval.models.llm_base import ChatRequest, request_key
-from clineval.models.usage import PriceTable, find_price
+from clineval.models.usage import Price, PriceTable, find_price
 from clineval.store import RunStore
 
 # CJK ideographs (basic + extension A + compatibility), kana, hangul and CJK punctuation /
@@ -47,6 +59,38 @@ def estimate_tokens(text: str) -> int:
     wide = len(_WIDE.findall(text))
     narrow = len(text) - wide
     return wide + (narrow + 3) // 4
+
+
+# How few and how many tokens a text can take, without its tokenizer. Fewest: one per 6 ASCII
+# characters and 2 per 5 other characters, below what tokenizers with large vocabularies pack
+# into a token of English or Chinese. Most: one per 2 ASCII characters (text of digits and
+# punctuation) and one per UTF-8 byte of the others (a byte-level tokenizer never needs more
+# than a token per byte). Chat framing: 0 to 8 tokens a message.
+LOW_ASCII_CHARS_PER_TOKEN = 6
+LOW_OTHER_TOKENS_PER_5_CHARS = 2
+HIGH_ASCII_CHARS_PER_TOKEN = 2
+HIGH_FRAMING_TOKENS = 8
+
+
+def token_bounds(text: str) -> tuple[int, int]:
+    """(fewest, most) tokens `text` can take (see above). Counted by encoding, in C: a
+    plan sees every judge prompt of a run."""
+    ascii_chars = len(text.encode("ascii", "ignore"))
+    other_chars = len(text) - ascii_chars
+    other_bytes = len(text.encode("utf-8", "surrogatepass")) - ascii_chars
+    low = ascii_chars // LOW_ASCII_CHARS_PER_TOKEN + other_chars * LOW_OTHER_TOKENS_PER_5_CHARS // 5
+    high = -(-ascii_chars // HIGH_ASCII_CHARS_PER_TOKEN) + other_bytes
+    return low, high
+
+
+def request_token_bounds(request: ChatRequest) -> tuple[int, int]:
+    """(fewest, most) prompt tokens of a chat request, framing included."""
+    low = high = 0
+    for _, content in request.messages:
+        message_low, message_high = token_bounds(content)
+        low += message_low
+        high += message_high + HIGH_FRAMING_TOKENS
+    return low, high
 
 
 def common_prefix_length(a: str, b: str) -> int:
@@ -84,6 +128,12 @@ class PlannedCalls:
     # Estimated wall seconds of the calls to send (None: no stored call to time them by)
     est_seconds: float | None = None
     timed_from: int = 0  # stored calls of this model and prompt template the estimate used
+    reused: int = 0  # answered by a --reuse directory: free too (not counted in stored)
+    # the bounds of the cost range (module doc): fewest and most prompt tokens of the calls
+    # to send, and of the fewest the tokens a prompt cache could serve
+    prompt_tokens_low: int = 0
+    prompt_tokens_high: int = 0
+    cacheable_tokens_low: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -100,20 +150,57 @@ class CallPlan:
         self._prefixes: dict[tuple[str, str], str] = {}
         # row key -> the prompt templates of its calls to send (to time them by stored calls)
         self._templates: dict[tuple[str, str, str], set[str]] = {}
+        # model -> the prompt text of its first call to send (the low end's prompt cache)
+        self._firsts: dict[str, str] = {}
 
-    def _shared_tokens(self, model: str, request: ChatRequest, unknown_tokens: int = 0) -> int:
-        """Estimated prompt tokens this call shares with the first call of its prefix key
-        (0 for that first call and for calls without a key). `unknown_tokens` of a bounded
-        prompt stand inside the shared part (the answer comes before the criterion)."""
-        if request.prefix_key is None:
-            return 0
+    def _shared_tokens(
+        self, model: str, request: ChatRequest, unknown_tokens: int = 0
+    ) -> tuple[int, int]:
+        """(estimated prompt tokens this call shares with the first call of its prefix key
+        (0 for that first call and for calls without a key), the fewest tokens of it a prompt
+        cache could serve (`_cacheable_low`)). `unknown_tokens` of a bounded prompt stand
+        inside the shared part (the answer comes before the criterion)."""
         text = "\n".join(content for _, content in request.messages)
-        key = (model, request.prefix_key)
-        first = self._prefixes.get(key)
+        key_shared = 0
+        if request.prefix_key is not None:
+            key = (model, request.prefix_key)
+            first = self._prefixes.get(key)
+            if first is None:
+                self._prefixes[key] = text
+            else:
+                key_shared = common_prefix_length(first, text)
+        cacheable = self._cacheable_low(model, text, key_shared)
+        if not key_shared:
+            return 0, cacheable
+        return estimate_tokens(text[:key_shared]) + unknown_tokens, cacheable
+
+    def _cacheable_low(self, model: str, text: str, key_shared: int) -> int:
+        """The fewest tokens of the part of `text` a prompt cache could serve: its start shared
+        with its key's first call or with the model's first call (0 for the model's first)."""
+        first = self._firsts.get(model)
         if first is None:
-            self._prefixes[key] = text
+            self._firsts[model] = text
             return 0
-        return estimate_tokens(text[: common_prefix_length(first, text)]) + unknown_tokens
+        shared = max(key_shared, common_prefix_length(first, text))
+        return token_bounds(text[:shared])[0]
+
+    def _count(
+        self, task: str, role: str, model: str, request: ChatRequest, unknown_tokens: int
+    ) -> None:
+        """One call to send, into its row: the estimate and the cost range's bounds."""
+        row = self._row(task, role, model)
+        row.to_send += 1
+        self._templates.setdefault((task, role, model), set()).add(request.template_version)
+        row.prompt_tokens += request_tokens(request) + unknown_tokens
+        shared, cacheable = self._shared_tokens(model, request, unknown_tokens)
+        row.shared_prefix_tokens += shared
+        low, high = request_token_bounds(request)
+        row.prompt_tokens_low += low  # an answer not made yet may be empty
+        row.prompt_tokens_high += high + unknown_tokens
+        row.cacheable_tokens_low += min(cacheable, low)
+        row.max_completion_tokens += request.max_tokens or 0
+        if request.max_tokens is None:
+            row.unbounded_replies += 1
 
     def _row(self, task: str, role: str, model: str) -> PlannedCalls:
         key = (task, role, model)
@@ -134,28 +221,19 @@ class CallPlan:
         if is_usable_stored_call(stored):
             row.stored += 1
             return stored
-        row.to_send += 1
-        self._templates.setdefault((task, role, model), set()).add(request.template_version)
-        row.prompt_tokens += request_tokens(request)
-        row.shared_prefix_tokens += self._shared_tokens(model, request)
-        row.max_completion_tokens += request.max_tokens or 0
-        if request.max_tokens is None:
-            row.unbounded_replies += 1
+        reused = self._store.reused_call(key)
+        if reused is not None and is_usable_stored_call(reused[1]):
+            row.reused += 1
+            return reused[1]
+        self._count(task, role, model, request, 0)
         return None
 
     def add_bounded(
         self, task: str, role: str, model: str, request: ChatRequest, unknown_tokens: int
     ) -> None:
         """A request whose prompt will also hold `unknown_tokens` tokens not known yet."""
-        row = self._row(task, role, model)
-        row.to_send += 1
-        self._templates.setdefault((task, role, model), set()).add(request.template_version)
-        row.bounded_prompts += 1
-        row.prompt_tokens += request_tokens(request) + unknown_tokens
-        row.shared_prefix_tokens += self._shared_tokens(model, request, unknown_tokens)
-        row.max_completion_tokens += request.max_tokens or 0
-        if request.max_tokens is None:
-            row.unbounded_replies += 1
+        self._row(task, role, model).bounded_prompts += 1
+        self._count(task, role, model, request, unknown_tokens)
 
     def add_stored(self, task: str, role: str, model: str, n: int) -> None:
         """Calls whose results the task already keeps (e.g. stored verdicts): no request."""
@@ -221,7 +299,8 @@ def plan_summary(
     """Rows as dicts with a cost range where a price is known (at batch rates for the models
     in `batched`), and the totals."""
     out = []
-    total_low = total_high = 0.0
+    total_low = 0.0
+    total_high: float | None = 0.0
     priced_all = True
     for row in rows:
         item = row.as_dict()
@@ -232,17 +311,19 @@ def plan_summary(
             item["cost_low"] = item["cost_high"] = None
             priced_all = priced_all and row.to_send == 0
         else:
-            # low: prompts only, shared prefixes served from a prompt cache; high: no cache
-            # hits and every call writes its whole max_tokens
-            item["cost_low"] = price.cost(row.prompt_tokens, 0, row.shared_prefix_tokens)
-            item["cost_high"] = price.cost(row.prompt_tokens, row.max_completion_tokens)
-            total_low += item["cost_low"]
-            total_high += item["cost_high"]
+            low, high = cost_bounds(row, price)
+            item["cost_low"], item["cost_high"] = low, high
+            total_low += low
+            if high is None or total_high is None:
+                total_high = None
+            else:
+                total_high += high
         out.append(item)
     return {
         "rows": out,
         "to_send": sum(r.to_send for r in rows),
         "stored": sum(r.stored for r in rows),
+        "reused": sum(r.reused for r in rows),
         "prompt_tokens": sum(r.prompt_tokens for r in rows),
         "shared_prefix_tokens": sum(r.shared_prefix_tokens for r in rows),
         "max_completion_tokens": sum(r.max_completion_tokens for r in rows),
@@ -255,3 +336,12 @@ def plan_summary(
         "cost_low": total_low if priced_all else None,
         "cost_high": total_high if priced_all else None,
     }
+
+
+def cost_bounds(row: PlannedCalls, price: Price) -> tuple[float, float | None]:
+    """(least, most) the calls to send of `row` can cost at `price` (module doc); the most is
+    None when a call has no max_tokens."""
+    low = price.cost(row.prompt_tokens_low, row.to_send, row.cacheable_tokens_low)
+    if row.unbounded_replies:
+        return low, None
+    return low, price.cost(row.prompt_tokens_high, row.max_completion_tokens)

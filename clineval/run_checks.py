@@ -42,6 +42,15 @@ def check_run_config(config: RunConfig) -> None:
         check_output_dir(Path(config.batch_file_out), "--batch-file-out")
 
 
+def check_reuse_dirs(config: RunConfig, output_dir: Path | None = None) -> None:
+    """Each --reuse directory holds a run store that reads (opened read-only, then closed)
+    and is not `output_dir` itself."""
+    from clineval.store_reuse import ReusedCalls
+
+    if config.reuse:
+        ReusedCalls(config.reuse, output_dir).close()
+
+
 def check_scoring_settings(tasks: list[str], given: list[str]) -> None:
     """Each of the scoring settings `given` (RunConfig fields) is read by a task of the run
     (its benchmark's `scoring_settings`), else InputError naming the flag and the tasks."""

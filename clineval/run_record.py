@@ -137,6 +137,9 @@ class Manifest(_Record):
     # Loose on purpose: the model layer adds counters here as it grows.
     llm_usage: dict[str, Any] | None = None
     llm_calls: dict[str, Any] | None = None
+    # --reuse: per earlier run directory, the stored calls of this run that came from it
+    # ({"path", "calls", "by_model"}), counted from the store (so across resumes too)
+    reused: list[dict[str, Any]] | None = None
     merged_from: list[MergedShard] | None = None
     missing_shards: list[str] | None = None
     merge_rows_copied: dict[str, int] | None = None

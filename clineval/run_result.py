@@ -1,25 +1,31 @@
 """A run directory as Python objects: typed per-task metrics (from results.json), the
-manifest, per-sample records on demand, and pandas DataFrames when pandas is installed.
+manifest, per-sample records on demand (also in long form, as each benchmark explodes them),
+their headline figures when printed or shown in a notebook, and pandas DataFrames when pandas
+is installed.
 
-Part of the Python API (clineval.api); light to import: only the standard library and
-clineval.errors at the top, the run-directory reader inside the functions.
+Part of the Python API (clineval.api); light to import: only the standard library,
+clineval.errors and the metric views (clineval.benchmarks.results_view) at the top, the
+run-directory reader inside the functions.
 """
 
 from __future__ import annotations
 
+import html
 import importlib
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from clineval.benchmarks.results_view import MetricsView, attribute_key, view_attributes
 from clineval.errors import InputError, checked_arguments
 
 if TYPE_CHECKING:
     from clineval.benchmarks.declaration import MetricSpec
 
 PathLike = str | os.PathLike[str]
+ViewT = TypeVar("ViewT", bound=MetricsView)
 
 
 def _number(metrics: Mapping[str, Any], key: str) -> float | None:
@@ -30,17 +36,21 @@ def _number(metrics: Mapping[str, Any], key: str) -> float | None:
 
 
 def _interval(metrics: Mapping[str, Any], key: str) -> tuple[float, float] | None:
-    value = metrics.get(key)
-    if isinstance(value, list | tuple) and len(value) == 2:
-        low, high = value
-        if all(isinstance(v, int | float) and not isinstance(v, bool) for v in (low, high)):
-            return float(low), float(high)
+    """The interval a results entry stores for metric `key` (as `KEY_ci`, or `KEY_ci95`)."""
+    for name in (f"{key}_ci", f"{key}_ci95"):
+        value = metrics.get(name)
+        if isinstance(value, list | tuple) and len(value) == 2:
+            low, high = value
+            if all(isinstance(v, int | float) and not isinstance(v, bool) for v in (low, high)):
+                return float(low), float(high)
     return None
 
 
-def attribute_key(name: str) -> str:
-    """A Python attribute name for a results.json key: `cacs@7` is `cacs_at_7`."""
-    return name.replace("@", "_at_")
+def _shown(value: float | int, digits: int) -> str:
+    """A figure as the headline shows it: a count whole, others with `digits` decimals."""
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return f"{value:,}"
 
 
 @dataclass(frozen=True)
@@ -100,21 +110,55 @@ class TaskMetrics:
             if isinstance(value, int | float) and not isinstance(value, bool)
         }
 
-    def __getattr__(self, name: str) -> Any:
-        # Reached only for names that are not fields or properties: a declared metric (an
-        # int stays an int) or its stored interval.
+    if not TYPE_CHECKING:  # a type checker sees the metrics through a benchmark's view
+
+        def __getattr__(self, name: str) -> Any:
+            # Reached only for names that are not fields or properties: a declared metric
+            # (an int stays an int) or its stored interval.
+            for key in self.declared.get("metric_keys", ()):
+                if attribute_key(key) == name:
+                    value = self.values.get(key)
+                    if isinstance(value, int) and not isinstance(value, bool):
+                        return value
+                    return _number(self.values, key)
+                if attribute_key(key) + "_ci" == name:
+                    return _interval(self.values, key)
+            if name in self.declared.get("tables", ()):
+                table = self.values.get(name)
+                return dict(table) if isinstance(table, Mapping) else {}
+            raise AttributeError(f"the metrics of {self.task!r} have no {name!r}")
+
+    def metric_attributes(self) -> list[str]:
+        """The attribute names of the task's declared metrics, their intervals and tables."""
+        names: list[str] = []
         for key in self.declared.get("metric_keys", ()):
-            if attribute_key(key) == name:
-                value = self.values.get(key)
-                if isinstance(value, int) and not isinstance(value, bool):
-                    return value
-                return _number(self.values, key)
-            if attribute_key(key) + "_ci" == name:
-                return _interval(self.values, f"{key}_ci")
-        if name in self.declared.get("tables", ()):
-            table = self.values.get(name)
-            return dict(table) if isinstance(table, Mapping) else {}
-        raise AttributeError(f"the metrics of {self.task!r} have no {name!r}")
+            names.append(attribute_key(key))
+            if key not in self.declared.get("count_keys", ()):
+                names.append(attribute_key(key) + "_ci")
+        return names + list(self.declared.get("tables", ()))
+
+    def __dir__(self) -> list[str]:
+        return sorted({*super().__dir__(), *self.metric_attributes()})
+
+    def headline(self) -> list[tuple[str, float | int, tuple[float, float] | None]]:
+        """(metric, value, interval or None) of the headline figures the run wrote, the
+        primary first; for a task nothing declares, its primary metric (or every number)."""
+        keys = list(self.declared.get("headline_keys", ()))
+        if self.primary_metric is not None:
+            keys = [self.primary_metric, *(k for k in keys if k != self.primary_metric)]
+        scalars = self.scalars()
+        if not keys:
+            keys = list(scalars)
+        return [(k, scalars[k], _interval(self.values, k)) for k in keys if k in scalars]
+
+    def shown(self, key: str, value: float | int) -> str:
+        """`value` of metric `key` as printed: with the decimals the metric declares."""
+        spec = self.spec(key)
+        return _shown(value, 4 if spec is None else spec.digits)
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{attribute_key(k)}={self.shown(k, v)}" for k, v, _ in self.headline())
+        return f"TaskMetrics({self.task!r}{', ' if shown else ''}{shown})"
 
     def __getitem__(self, key: str) -> Any:
         return self.values[key]
@@ -142,14 +186,20 @@ def declared_metrics(task: str, notes: Mapping[str, Any] | None = None) -> dict[
             "primary_metric": notes.get("primary_metric"),
             "higher_is_better": notes.get("higher_is_better"),
             "metric_keys": tuple(m.key for m in specs),
+            # a count has no interval; the headline figures are what print(result) shows
+            "count_keys": tuple(m.key for m in specs if m.count),
+            "headline_keys": tuple(m.key for m in specs if m.headline),
             "tables": schema.tables if schema is not None else (),
             "specs": specs,
         }
     return {
         **bench.record(),
         "metric_keys": tuple(m.key for m in bench.metrics.metrics),
+        "count_keys": tuple(m.key for m in bench.metrics.metrics if m.count),
+        "headline_keys": bench.metrics.headline_keys,
         "tables": bench.metrics.tables,
         "specs": specs,
+        "long_rows": bench.long_rows,
     }
 
 
@@ -206,20 +256,111 @@ class RunResult:
     def __getitem__(self, task: str) -> TaskMetrics:
         return self.metrics[task]
 
+    def metrics_as(self, task: str, view: type[ViewT]) -> ViewT:
+        """The metrics of `task` typed as a benchmark's view for type checkers
+        (`clineval.benchmarks.ner.NerMetricsView`, ...): a misspelt metric is then the type
+        checker's error. InputError when the task is not in the run or its benchmark does
+        not declare every metric the view names."""
+        metrics = self._task(task)
+        if not (isinstance(view, type) and issubclass(view, MetricsView)):
+            raise InputError(f"RunResult.metrics_as: {view!r} is not a metrics view")
+        missing = sorted(set(view_attributes(view)) - set(metrics.metric_attributes()))
+        if missing:
+            raise InputError(
+                f"{getattr(view, '__name__', view)} does not fit the metrics of {task!r} "
+                f"(family {metrics.family}): it names {', '.join(missing[:5])}, which the task "
+                "does not declare"
+            )
+        return cast(ViewT, metrics)
+
+    def _task(self, task: str) -> TaskMetrics:
+        if task not in self.metrics:
+            raise InputError(f"no task {task!r} in this run (tasks: {', '.join(self.metrics)})")
+        return self.metrics[task]
+
+    def __repr__(self) -> str:
+        parts = []
+        for task, m in self.metrics.items():
+            figures = " ".join(f"{k}={m.shown(k, v)}" for k, v, _ in m.headline()[:1])
+            parts.append(f"{task} {figures}".strip() + (" (fixture)" if m.fixture else ""))
+        return f"<RunResult {self.path}: {'; '.join(parts) or 'no results'}>"
+
+    def __str__(self) -> str:
+        """The headline figures of every task with their intervals."""
+        lines = [f"run directory: {self.path}"]
+        for task, m in self.metrics.items():
+            lines.append(
+                f"{task} ({m.family})" + ("  FIXTURE DATA: not a benchmark result" * m.fixture)
+            )
+            rows = m.headline()
+            width = max((len(k) for k, _, _ in rows), default=0)
+            for key, value, interval in rows:
+                ci = (
+                    ""
+                    if interval is None
+                    else f"  [{m.shown(key, interval[0])}, {m.shown(key, interval[1])}]"
+                )
+                mark = "  <- primary" if key == m.primary_metric else ""
+                lines.append(f"  {key:<{width}}  {m.shown(key, value)}{ci}{mark}")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        """The headline figures as an HTML table (Jupyter shows it for a cell's value)."""
+        esc = html.escape
+        rows = []
+        for task, m in self.metrics.items():
+            headline = m.headline() or [("-", 0, None)]
+            note = " <em>(fixture data: not a benchmark result)</em>" if m.fixture else ""
+            for i, (key, value, interval) in enumerate(headline):
+                cells = (
+                    f'<td rowspan="{len(headline)}"><b>{esc(task)}</b>{note}</td>' if i == 0 else ""
+                )
+                name = f"<b>{esc(key)}</b>" if key == m.primary_metric else esc(key)
+                ci = (
+                    ""
+                    if interval is None
+                    else f"{m.shown(key, interval[0])} – {m.shown(key, interval[1])}"
+                )
+                shown = m.shown(key, value) if key != "-" else ""
+                rows.append(f"<tr>{cells}<td>{name}</td><td>{shown}</td><td>{ci}</td></tr>")
+        return (
+            f"<div><p>run directory: <code>{esc(str(self.path))}</code></p>"
+            "<table><thead><tr><th>task</th><th>metric</th><th>value</th><th>interval</th>"
+            f"</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
+        )
+
     def samples(self, task: str | None = None) -> list[dict[str, Any]]:
         """samples.jsonl as dicts (each with its "task"), of one task or all; read on each
         call, so a long NER run costs memory only when asked."""
         from clineval.report.rundata import load_run
 
         by_task = load_run(self.path, with_samples=True).samples
-        if task is not None and task not in self.metrics:
-            raise InputError(f"no task {task!r} in this run (tasks: {', '.join(self.metrics)})")
+        if task is not None:
+            self._task(task)
         chosen = [task] if task is not None else list(by_task)
         return [{**row, "task": name} for name in chosen for row in by_task.get(name, [])]
 
     def to_dataframe(self, task: str | None = None) -> Any:
         """The per-sample records as a pandas DataFrame (pandas must be installed)."""
         return pandas_module().DataFrame(self.samples(task))
+
+    def long_rows(self, task: str | None = None) -> list[dict[str, Any]]:
+        """The samples in long form, each row with its "task": as the task's benchmark
+        explodes a sample (NER one row per span, ClinConsensus one per case, criterion and
+        judge), or one row per sample where it declares nothing."""
+        out: list[dict[str, Any]] = []
+        for row in self.samples(task):
+            name = row.pop("task")
+            explode: Callable[[dict[str, Any]], list[dict[str, Any]]] | None = None
+            if name in self.metrics:
+                explode = self.metrics[name].declared.get("long_rows")
+            for item in explode(row) if explode is not None else [row]:
+                out.append({"task": name, **item})
+        return out
+
+    def long_frame(self, task: str | None = None) -> Any:
+        """`long_rows` as a pandas DataFrame (pandas must be installed)."""
+        return pandas_module().DataFrame(self.long_rows(task))
 
     def metrics_dataframe(self) -> Any:
         """One row per task, its top-level numeric figures as columns (pandas needed)."""

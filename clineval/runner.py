@@ -27,6 +27,7 @@ from clineval.errors import InputError
 from clineval.models.spec import ModelSpec
 from clineval.run_checks import (
     check_output_dir,
+    check_reuse_dirs,
     check_run_config,
     check_scoring_settings,
     run_models,
@@ -157,9 +158,13 @@ def _adopt_result_files(store: RunStore, output_dir: Path, manifest: Manifest) -
 def _note_llm_calls(manifest: Manifest, ctx: RunContext) -> None:
     """Model-call counters of this invocation and token usage / cost of all stored calls."""
     from clineval.models.usage import run_usage
+    from clineval.store_reuse import reused_summary
 
     if ctx.store.count_calls():
         manifest.llm_usage = run_usage(ctx.store, ctx.config.price_table)
+        reused = reused_summary(ctx.store.call_usage())
+        if reused:
+            manifest.reused = reused
     if ctx.runtime.calls.stats:
         manifest.llm_calls = {
             "totals": ctx.runtime.calls.totals(),
@@ -181,6 +186,22 @@ def _existing_store(output_dir: Path) -> Iterator[RunStore]:
         RunStore(Path(empty) / STORE_FILENAME) as store,
     ):
         yield store
+
+
+@contextmanager
+def _reused(directories: list[str], output_dir: Path, store: RunStore) -> Iterator[None]:
+    """The --reuse directories' stores, read-only, answering `store`'s misses while open."""
+    if not directories:
+        yield
+        return
+    from clineval.store_reuse import ReusedCalls
+
+    with ReusedCalls(directories, output_dir) as reused:
+        store.reuse = reused
+        try:
+            yield
+        finally:
+            store.reuse = None
 
 
 def _load_tasks(ctx: RunContext) -> list[tuple[str, Task, Any, float]]:
@@ -207,7 +228,10 @@ def _execute(
     # Said once every file is written: a write that fails ends the command with its error
     # alone, not after advice about results that were never written.
     warnings: list[str] = []
-    with RunStore.in_dir(output_dir) as store:
+    # the --reuse directories answer model calls: a re-score makes none, and must work
+    # after they are gone (the calls it reused are in this store)
+    reuse = config.reuse if predict else []
+    with RunStore.in_dir(output_dir) as store, _reused(reuse, output_dir, store):
         ctx.use_store(store)
         _adopt_result_files(store, output_dir, manifest)
         # A run records at once that it is running; a re-score leaves the manifest alone
@@ -296,6 +320,9 @@ def run(config: RunConfig, output_dir: Path, *, wait: bool = False) -> dict[str,
     process using it is an InputError at once, or, with `wait`, is waited for."""
     check_output_dir(output_dir)
     check_run_config(config)  # before the lock: a refused command creates nothing
+    check_reuse_dirs(config, output_dir)
+    for line in _batch_price_warnings(config):
+        log.warning("%s", line)
     with run_dir_lock(output_dir, create=True, wait=wait, wait_hint=_WAIT_HINT):
         previous = _check_resume_compatible(output_dir, config)
         manifest = new_manifest(public_config(config))
@@ -346,9 +373,10 @@ def plan(config: RunConfig, output_dir: Path) -> dict[str, Any]:
 
     check_output_dir(output_dir)
     check_run_config(config)
+    check_reuse_dirs(config, output_dir)
     prices = load_price_table(config.price_table)
     _check_resume_compatible(output_dir, config)
-    with _existing_store(output_dir) as store:
+    with _existing_store(output_dir) as store, _reused(config.reuse, output_dir, store):
         ctx = _make_context(config, output_dir, store)
         calls = CallPlan(store, config.options)
         for name in config.tasks:
@@ -358,6 +386,9 @@ def plan(config: RunConfig, output_dir: Path) -> dict[str, Any]:
     labels = {row.model for row in calls.rows()}
     batched = {label: ctx.runtime.batched(ModelSpec.parse(label)) for label in labels}
     summary = plan_summary(calls.rows(), prices, batched)
+    summary["warnings"] = _batch_price_warnings(config)
+    for line in summary["warnings"]:
+        log.warning("%s", line)
     if config.batch_mode:
         from clineval.models.options import LLM_OPTIONS
         from clineval.plan import batch_rounds
@@ -365,6 +396,16 @@ def plan(config: RunConfig, output_dir: Path) -> dict[str, Any]:
         max_lines = LLM_OPTIONS.value(config.options, "batch_max_lines")
         summary["batch_rounds"] = batch_rounds(calls.rows(), batched, max_lines)
     return summary
+
+
+def _batch_price_warnings(config: RunConfig) -> list[str]:
+    """The price table's batched models without a batch rate (usage.batch_price_warnings)."""
+    from clineval.models.usage import batch_price_warnings, load_price_table
+
+    if config.price_table is None or not config.batch_mode:
+        return []
+    labels = [ModelSpec.parse(s).label for s in (config.model, *config.judges) if config.batched(s)]
+    return batch_price_warnings(load_price_table(config.price_table), labels, config.price_table)
 
 
 def _parallel_calls(config: RunConfig) -> dict[str, int]:

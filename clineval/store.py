@@ -36,6 +36,7 @@ from clineval.store_json import (
     loads_fast,
     stable_hash,
 )
+from clineval.store_reuse import ReusedCalls
 
 # Re-exported: callers import the store's hashing and damage checks from here.
 __all__ = [
@@ -108,6 +109,9 @@ class RunStore:
         self._calls_lock = threading.Lock()
         self._calls_conn: sqlite3.Connection | None = None
         self._closed = False
+        # Earlier run directories whose calls answer this run's requests (--reuse); the run
+        # owns and closes them.
+        self.reuse: ReusedCalls | None = None
 
     @guarded
     def _open(self) -> sqlite3.Connection:
@@ -221,6 +225,11 @@ class RunStore:
         if row is None:
             return None
         return {"response": loads_fast(row[0]), "usage": loads_fast(row[1]) if row[1] else None}
+
+    def reused_call(self, key: str) -> tuple[str, dict[str, Any]] | None:
+        """(source directory, stored call) of `key` in a --reuse directory, or None. The
+        caller copies a call it uses into this store (with its source marked)."""
+        return None if self.reuse is None else self.reuse.find(key)
 
     @guarded
     def put_call(

@@ -109,6 +109,7 @@ class StubState:
         self.script: list[dict[str, Any]] = []
         self.requests = 0
         self.by_key: Counter[str] = Counter()
+        self.by_model: Counter[str] = Counter()  # chat requests per body "model"
         self.by_behaviour: Counter[str] = Counter()
         self.authorization: Counter[str] = Counter()  # which Authorization headers were seen
         self.in_flight = 0
@@ -286,6 +287,7 @@ class StubProtocol(asyncio.Protocol):
                 {
                     "requests": state.requests,
                     "by_key": dict(state.by_key),
+                    "by_model": dict(state.by_model),
                     "by_behaviour": dict(state.by_behaviour),
                     "authorization": dict(state.authorization),
                     "script_left": len(state.script),
@@ -305,6 +307,7 @@ class StubProtocol(asyncio.Protocol):
             state.script = []
             state.requests = 0
             state.by_key.clear()
+            state.by_model.clear()
             state.by_behaviour.clear()
             state.authorization.clear()
             state.max_in_flight = 0
@@ -482,6 +485,7 @@ class StubProtocol(asyncio.Protocol):
         do = behaviour.get("do", "ok")
         state.requests += 1
         state.by_key[key] += 1
+        state.by_model[str(body.get("model"))] += 1
         state.by_behaviour[do] += 1
         state.authorization[headers.get("authorization", "")] += 1
         state.fields.update(body.keys())

@@ -22,8 +22,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("clineval.errors", "clineval.version", "clineval.jsonio", "clineval.jsonl",
      "clineval.secrets", "clineval.retry", "clineval.concurrency", "clineval.progress",
      "clineval.shard", "clineval.datapaths", "clineval.store", "clineval.store_json",
-     "clineval.store_damage", "clineval.rundir", "clineval.rundir_lock", "clineval.run_record",
-     "clineval.options", "clineval.console"),
+     "clineval.store_damage", "clineval.store_reuse", "clineval.rundir",
+     "clineval.rundir_lock", "clineval.run_record", "clineval.options", "clineval.console"),
     # 1 generic data handling and metric helpers
     ("clineval.data", "clineval.metrics"),
     # 2 models, their settings, judging
@@ -31,8 +31,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # 3 the kit benchmarks build on: the task protocol, the call plan, the report's and the
     #   export's building blocks
     ("clineval.benchmarks.base", "clineval.benchmarks.declaration", "clineval.benchmarks.kit",
-     "clineval.benchmarks.judged", "clineval.benchmarks.judged_flow",
-     "clineval.benchmarks.judged_task", "clineval.plan",
+     "clineval.benchmarks.results_view", "clineval.benchmarks.judged",
+     "clineval.benchmarks.judged_flow", "clineval.benchmarks.judged_task", "clineval.plan",
      "clineval.report.rundata", "clineval.report.plots", "clineval.report.sections_common",
      "clineval.report.statistics", "clineval.report.jsonembed", "clineval.export.run_files"),
     # 4 the benchmark packages
@@ -54,6 +54,7 @@ BENCHMARK_KIT = (
     "clineval.benchmarks.base",
     "clineval.benchmarks.declaration",
     "clineval.benchmarks.kit",
+    "clineval.benchmarks.results_view",
     "clineval.benchmarks.judged",
     "clineval.benchmarks.judged_flow",
     "clineval.benchmarks.judged_task",

@@ -7,6 +7,7 @@ replies, so a batch run and a synchronous run must give equal results."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import sqlite3
@@ -231,6 +232,48 @@ def test_batch_cost_at_batch_prices_beside_the_list_price(tmp_path: Path, stub: 
     assert cand["batch_calls"] == N_CASES and judge["batch_calls"] == N_CASES * N_CRITERIA
     assert cand["estimated_cost"] == pytest.approx(cand["estimated_cost_list"] / 2, abs=1e-6)
     assert judge["estimated_cost"] == pytest.approx(judge["estimated_cost_list"] / 4, abs=1e-6)
+
+
+def test_a_batched_model_without_a_batch_price_warns_on_the_run_and_the_dry_run(
+    tmp_path: Path, stub: StubServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Priced at list, a batch run's cost is what the Batch API would not charge: said before
+    the run (and by --dry-run), naming the price table and the model."""
+    prices = tmp_path / "prices.json"
+    prices.write_text(
+        json.dumps(
+            {
+                "cand": {"input_per_1m": 2.0, "output_per_1m": 8.0, "batch_discount": 0.5},
+                "judge": {"input_per_1m": 1.0, "output_per_1m": 4.0},
+            }
+        )
+    )
+    expected = f"warning: {prices}: openai:judge has no batch price"
+    argv = _argv(stub, tmp_path / "planned", "--batch", "--price-table", str(prices))
+    dry = subprocess.run(
+        [sys.executable, "-m", "clineval", *argv, "--dry-run"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+        timeout=120,
+    )
+    assert dry.returncode == 0, dry.stderr
+    assert [line for line in dry.stderr.splitlines() if "batch price" in line] == [
+        expected + ', so its batch calls are priced at list prices; add "batch_discount" '
+        '(0.5: half price) or "batch_input_per_1m" / "batch_output_per_1m" to its entry'
+    ]
+    caplog.set_level(logging.WARNING, logger="clineval")
+    out = tmp_path / "run"
+    assert _run(stub, out, "--batch", *FAST_POLL, "--price-table", str(prices)) == 0
+    warned = [r.getMessage() for r in caplog.records if "batch price" in r.getMessage()]
+    assert len(warned) == 1 and warned[0].startswith(expected)
+    usage = json.loads((out / "manifest.json").read_text())["llm_usage"]["models"]
+    assert usage["openai:judge"]["batch_priced"] is False
+    assert usage["openai:cand"]["batch_priced"] is True
+    # synchronous, the same table is right: nothing to warn of
+    caplog.clear()
+    assert _run(stub, tmp_path / "sync", "--price-table", str(prices)) == 0
+    assert not [r for r in caplog.records if "batch price" in r.getMessage()]
 
 
 @pytest.mark.parametrize(

@@ -183,10 +183,12 @@ def test_shared_prefix_tokens_are_the_common_start_of_a_keys_prompts(tmp_path: P
     # call share nothing they could reuse
     assert row.shared_prefix_tokens == estimate_tokens(common) == 190 + (len(common) - 190 + 3) // 4
     priced = plan_summary([row], {"openai:j": Price(2.0, 8.0, 0.5)})["rows"][0]
+    # the low end serves the shared starts from a prompt cache: the fewest tokens of them
+    assert row.cacheable_tokens_low > 0
     assert priced["cost_low"] == pytest.approx(
-        Price(2.0, 8.0, 0.5).cost(row.prompt_tokens, 0, row.shared_prefix_tokens)
+        Price(2.0, 8.0, 0.5).cost(row.prompt_tokens_low, row.to_send, row.cacheable_tokens_low)
     )
-    assert priced["cost_low"] < Price(2.0, 8.0).cost(row.prompt_tokens, 0)
+    assert priced["cost_low"] < Price(2.0, 8.0).cost(row.prompt_tokens_low, row.to_send)
 
 
 @pytest.mark.llm

@@ -21,7 +21,15 @@ from clineval.cli import main
 from clineval.config import RunConfig
 from clineval.models.llm_base import ChatRequest, request_key
 from clineval.models.usage import Price
-from clineval.plan import CallPlan, PlannedCalls, estimate_tokens, plan_summary, request_tokens
+from clineval.plan import (
+    CallPlan,
+    PlannedCalls,
+    estimate_tokens,
+    plan_summary,
+    request_token_bounds,
+    request_tokens,
+    token_bounds,
+)
 from clineval.runner import plan
 from clineval.store import RunStore
 
@@ -67,15 +75,95 @@ def test_plan_summary_prices_by_hand() -> None:
         PlannedCalls("t", "candidate", "openai:a", 10, 0, 1_000_000, 200_000),
         PlannedCalls("t", "judge", "openai:b", 0, 5, 0, 0),
     ]
+    rows[0].prompt_tokens_low, rows[0].prompt_tokens_high = 500_000, 2_000_000
     summary = plan_summary(rows, {"a": Price(input_per_1m=2.0, output_per_1m=8.0)})
     first = summary["rows"][0]
-    assert first["cost_low"] == pytest.approx(2.0)
-    assert first["cost_high"] == pytest.approx(2.0 + 1.6)
+    # low: the fewest prompt tokens and one output token a call; high: the most, and max_tokens
+    assert first["cost_low"] == pytest.approx((500_000 * 2.0 + 10 * 8.0) / 1e6)
+    assert first["cost_high"] == pytest.approx(4.0 + 1.6)
     # b has no price but nothing to send: the total is still known
-    assert summary["cost_low"] == pytest.approx(2.0) and summary["cost_high"] == pytest.approx(3.6)
+    assert summary["cost_low"] == pytest.approx(first["cost_low"])
+    assert summary["cost_high"] == pytest.approx(5.6)
     assert (summary["to_send"], summary["stored"]) == (10, 5)
     rows[1].to_send = 1
     assert plan_summary(rows, {"a": Price(2.0, 8.0)})["cost_high"] is None
+
+
+def test_token_bounds_by_hand() -> None:
+    assert token_bounds("") == (0, 0)
+    # 12 ASCII characters: at least 1 token per 6, at most 1 per 2
+    assert token_bounds("abcdefghijkl") == (2, 6)
+    assert token_bounds("abcdefghijklm") == (2, 7)  # the most rounds up
+    # 3 CJK characters of 3 UTF-8 bytes: at least 2 tokens per 5 characters, at most a byte each
+    assert token_bounds("高血压") == (1, 9)
+    # " abc" ASCII (0 .. 2) and 高血压， (4 characters, 12 bytes: 1 .. 12)
+    assert token_bounds("高血压 abc，") == (1, 14)
+    request = ChatRequest(messages=(("system", "abcdefghijkl"), ("user", "高血压")))
+    assert request_token_bounds(request) == (2 + 1, (6 + 8) + (9 + 8))  # framing: 0 .. 8
+    low, high = token_bounds("胸痛三天 chest pain for three days")
+    assert low < estimate_tokens("胸痛三天 chest pain for three days") < high
+
+
+def _by_hand_plan(tmp_path: Path) -> PlannedCalls:
+    """Three calls of one judge, worked out by hand in the tests below:
+    r1 = 600 x "a" + 6 x "X" (prefix key k), r2 = 600 x "a" + 6 x "Y" (key k), r3 = 60 x "b"
+    (no key), each max_tokens 10."""
+    shared = "a" * 600
+    requests = [
+        ChatRequest(messages=(("user", shared + "X" * 6),), prefix_key="k", max_tokens=10),
+        ChatRequest(messages=(("user", shared + "Y" * 6),), prefix_key="k", max_tokens=10),
+        ChatRequest(messages=(("user", "b" * 60),), max_tokens=10),
+    ]
+    with RunStore.in_dir(tmp_path) as store:
+        calls = CallPlan(store)
+        for request in requests:
+            calls.add("t", "judge", "openai:j", request)
+        (row,) = calls.rows()
+    return row
+
+
+def test_cost_range_by_hand(tmp_path: Path) -> None:
+    row = _by_hand_plan(tmp_path)
+    # fewest: r1, r2 606 // 6 = 101 each, r3 60 // 6 = 10; r2's 600 shared "a"s (100 tokens)
+    # a prompt cache could serve; r1 is the model's first call, r3 shares nothing with it
+    assert (row.prompt_tokens_low, row.cacheable_tokens_low) == (212, 100)
+    # most: 606 / 2 = 303 + 8 framing for r1 and r2, 60 / 2 + 8 = 38 for r3
+    assert row.prompt_tokens_high == 2 * 311 + 38
+    price = Price(input_per_1m=2.0, output_per_1m=8.0, cached_input_per_1m=0.5)
+    priced = plan_summary([row], {"j": price})
+    # low: 112 uncached x 2 + 100 cached x 0.5 + 3 output tokens x 8, per million
+    assert priced["cost_low"] == pytest.approx((112 * 2.0 + 100 * 0.5 + 3 * 8.0) / 1e6)
+    # high: 660 prompt tokens x 2 + 3 x 10 output tokens x 8, per million
+    assert priced["cost_high"] == pytest.approx((660 * 2.0 + 30 * 8.0) / 1e6)
+    # batched at half price: both ends halve
+    half = Price(2.0, 8.0, 0.5, batch_discount=0.5)
+    batched = plan_summary([row], {"j": half}, {"openai:j": True})
+    assert batched["cost_low"] == pytest.approx(priced["cost_low"] / 2)
+    assert batched["cost_high"] == pytest.approx(priced["cost_high"] / 2)
+    assert plan_summary([row], {"j": half})["cost_low"] == pytest.approx(priced["cost_low"])
+
+
+def test_cost_range_of_answers_not_made_yet_and_unbounded_replies(tmp_path: Path) -> None:
+    with RunStore.in_dir(tmp_path) as store:
+        calls = CallPlan(store)
+        # a judge prompt whose answer (up to 50 tokens) does not exist yet
+        calls.add_bounded(
+            "t",
+            "judge",
+            "openai:j",
+            ChatRequest(messages=(("user", "c" * 12),), max_tokens=10),
+            unknown_tokens=50,
+        )
+        (judge,) = calls.rows()
+        # the answer counts as empty at the low end and at its 50 tokens at the high end
+        assert (judge.prompt_tokens_low, judge.prompt_tokens_high) == (2, 6 + 8 + 50)
+        price = {"j": Price(1.0, 1.0)}
+        assert plan_summary([judge], price)["cost_high"] == pytest.approx((64 + 10) / 1e6)
+        calls.add("t", "judge", "openai:j", ChatRequest(messages=(("user", "d"),)))
+    # a reply without max_tokens has no most
+    summary = plan_summary(calls.rows(), price)
+    assert summary["rows"][0]["cost_high"] is None and summary["cost_high"] is None
+    assert summary["cost_low"] == pytest.approx((2 + 0 + 2) / 1e6)
 
 
 @pytest.fixture(scope="module")
@@ -173,3 +261,48 @@ def test_resume_check_and_non_chat_models(tmp_path: Path, stub: StubServer) -> N
     assert summary["rows"] == [] and summary["to_send"] == 0
     assert not fresh.exists()
     assert math.isclose(summary["prompt_tokens"], 0)
+
+
+@pytest.mark.llm
+@pytest.mark.slow
+def test_the_cost_range_holds_the_cost_of_a_real_run(tmp_path: Path, gguf: Path) -> None:
+    """The oracle is a real tokenizer: SmolLM2's, in the llama.cpp server that counts every
+    prompt and reply (and the prompt tokens it served from its cache). The dry run's range,
+    made before anything exists, holds the run's prompt tokens and its cost."""
+    import json
+
+    label = f"llamacpp:{gguf}"
+    prices = tmp_path / "prices.json"
+    price = {"input_per_1m": 1.0, "output_per_1m": 4.0, "cached_input_per_1m": 0.1}
+    prices.write_text(json.dumps({label: price}))
+    options = {
+        "clinconsensus.max_criteria": "3",
+        "clinconsensus.judge_max_tokens": "16",
+        "clinconsensus.judge_retries": "0",
+        "llamacpp.n_parallel": "1",
+    }
+    settings: dict[str, Any] = {
+        "tasks": ["clinconsensus"],
+        "model": label,
+        "cases": FIXTURE,
+        "limit": 2,
+        "max_tokens": 24,
+        "concurrency": 1,
+        "max_judge_error_rate": 1.0,
+        "price_table": str(prices),
+        "options": options,
+    }
+    out = tmp_path / "run"
+    summary = plan(RunConfig.checked(**settings), out)
+    argv = ["run", "clinconsensus", "--model", label, "--cases", FIXTURE, "--limit", "2"]
+    argv += ["--max-tokens", "24", "--concurrency", "1", "--max-judge-error-rate", "1"]
+    argv += ["--price-table", str(prices), "--output-dir", str(out)]
+    for item in options.items():
+        argv += ["--option", "=".join(item)]
+    assert main(argv) in (0, 1)
+    usage = json.loads((out / "manifest.json").read_text())["llm_usage"]
+    assert usage["calls"] == summary["to_send"] == 2 * (1 + 3)
+    low = sum(r["prompt_tokens_low"] for r in summary["rows"])
+    high = sum(r["prompt_tokens_high"] for r in summary["rows"])
+    assert low <= usage["prompt_tokens"] <= high
+    assert summary["cost_low"] <= usage["estimated_cost"] <= summary["cost_high"]

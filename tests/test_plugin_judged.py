@@ -294,6 +294,15 @@ def test_the_python_api(site: Path, stub: StubServer, tmp_path: Path) -> None:
     metrics = failed.value.result[TASK]
     assert metrics.family == TASK and metrics.primary_metric == "score"
     assert metrics.primary == pytest.approx((6 / 12 + 5 / 10 + 3 / 11) / 3)
+    # the long form the template declares: one row per verdict, with its item's id and score
+    result = failed.value.result
+    rows = result.long_rows(TASK)
+    samples = result.samples(TASK)
+    assert len(rows) == sum(len(s["verdicts"]) for s in samples) > len(samples)
+    assert {(r["id"], r["criterion_id"], r["judge"]) for r in rows} == {
+        (s["id"], v["criterion_id"], v["judge"]) for s in samples for v in s["verdicts"]
+    }
+    assert all(set(r) >= {"id", "score", "met", "task"} for r in rows)
 
 
 def test_bad_input_is_one_line_and_writes_nothing(site: Path, tmp_path: Path) -> None:

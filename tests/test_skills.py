@@ -297,6 +297,46 @@ def test_pages_cite_the_papers_the_readme_cites_and_the_tcm_licence() -> None:
     assert "CC BY-NC-SA 4.0" in _body("tcm-sd-eval") and "non-commercial" in _body("tcm-sd-eval")
 
 
+def _choices(option: Any) -> list[str]:
+    """The values a choice option accepts, as its parser names them when it refuses one."""
+    try:
+        option.parse("\x00not a value")
+    except ValueError as exc:
+        found = re.match(r"must be one of (.*)", str(exc))
+        if found:
+            return found.group(1).split(", ")
+    return []
+
+
+def _option_pages() -> list[tuple[Path, Any]]:
+    """(skill page, option group): each benchmark's groups on its own page, the model layer's
+    on the clineval page."""
+    from clineval.benchmarks.registry import benchmarks
+    from clineval.models.options import MODEL_OPTION_GROUPS
+
+    out = [(skill_folder("clineval") / SKILL_FILE, g) for g in MODEL_OPTION_GROUPS]
+    for bench in benchmarks():
+        if bench.skills_dir is not None:
+            (page,) = sorted(bench.skills_dir.glob("*/SKILL.md"))
+            out += [(page, group) for group in bench.options]
+    return out
+
+
+def test_every_option_is_on_its_page_with_its_values_and_default() -> None:
+    """A page's options table has a row per key of its groups: with every value a choice
+    accepts and the default, so an agent never guesses what a key takes."""
+    for page, group in _option_pages():
+        rows = [line for line in page.read_text(encoding="utf-8").splitlines() if line[:2] == "| "]
+        for option in group.options:
+            key = group.key(option)
+            found = [r for r in rows if f"`{key}`" in r.split(" | ")[0]]
+            assert found, f"{page}: no row for {key}"
+            for value in _choices(option):
+                assert f"`{value}`" in found[0], f"{page}: {key} does not name {value!r}"
+            if option.default is not None:
+                assert option.default in found[0], f"{page}: {key} does not say its default"
+
+
 def documented_metrics(skill: str) -> tuple[set[str], str | None]:
     """Keys named in the first column of the page's results table, and the one marked
     **primary**."""
@@ -364,7 +404,8 @@ def _common_values(stub: StubServer, tmp_path: Path) -> dict[str, str]:
                 v.write(json.dumps({**key, "criteria_met": (i + j) % 3 != 0}) + "\n")
                 lab.write(json.dumps({**key, "criteria_met": (i * j) % 2 == 0}) + "\n")
     prices = tmp_path / "prices.json"
-    prices.write_text(json.dumps({"stub-model": {"input_per_1m": 0.5, "output_per_1m": 1.5}}))
+    price = {"input_per_1m": 0.5, "output_per_1m": 1.5, "batch_discount": 0.5}
+    prices.write_text(json.dumps({"stub-model": price}))
     prompt = tmp_path / "judge_prompt.txt"
     prompt.write_text(
         "问题：{query}\n回答：{response}\n标准：{criterion}\n"

@@ -24,8 +24,13 @@ _HOME = {
     "ReportSection": "clineval.benchmarks.declaration",
     "SampleStatistics": "clineval.benchmarks.declaration",
     "Synthesizer": "clineval.benchmarks.declaration",
+    "LongRows": "clineval.benchmarks.declaration",
     # the files `data fetch` downloads
     "Source": "clineval.data.fetch",
+    # the typed view of a benchmark's metrics in the Python API (RunResult.metrics_as)
+    "MetricsView": "clineval.benchmarks.results_view",
+    "attribute_key": "clineval.benchmarks.results_view",
+    "exploding": "clineval.benchmarks.results_view",
     # the task protocol
     "DataFileStatus": "clineval.benchmarks.base",
     "RunContext": "clineval.benchmarks.base",
@@ -152,6 +157,9 @@ if TYPE_CHECKING:  # what type checkers and editors see of the lazy names below
         Exporter as Exporter,
     )
     from clineval.benchmarks.declaration import (
+        LongRows as LongRows,
+    )
+    from clineval.benchmarks.declaration import (
         MetricSchema as MetricSchema,
     )
     from clineval.benchmarks.declaration import (
@@ -252,6 +260,15 @@ if TYPE_CHECKING:  # what type checkers and editors see of the lazy names below
     )
     from clineval.benchmarks.kit import (
         unstored as unstored,
+    )
+    from clineval.benchmarks.results_view import (
+        MetricsView as MetricsView,
+    )
+    from clineval.benchmarks.results_view import (
+        attribute_key as attribute_key,
+    )
+    from clineval.benchmarks.results_view import (
+        exploding as exploding,
     )
     from clineval.data.fetch import (
         Source as Source,

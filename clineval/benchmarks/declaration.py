@@ -152,6 +152,8 @@ SampleStatistics = Callable[[dict[str, Any], list[dict[str, Any]]], "dict[str, S
 ReportSection = Callable[["RunData", str], dict[str, Any]]
 # Files of a corpus that have no pinned hash, fetched after the pinned ones.
 FetchStep = Callable[[Path, "str | None", "RetryPolicy"], list[Path]]
+# One samples.jsonl row as the rows of a long-form frame (one per span, per criterion, ...).
+LongRows = Callable[[dict[str, Any]], list[dict[str, Any]]]
 # `clineval export --format NAME`: the paths written.
 Exporter = Callable[["RunFiles", Path, "ExportSettings"], list[Path]]
 # `clineval data synth NAME --out DIR [--seed S] [--data-dir D] [--scale X]`: the paths written.
@@ -210,6 +212,9 @@ class Benchmark:
     run_settings: tuple[str, ...] = ()
     # folder holding the benchmark's Agent Skill pages (one sub-folder per skill)
     skills_dir: Path | None = None
+    # how one sample row explodes into the rows of the long-form frame (the Python API's
+    # RunResult.long_frame); without it a sample is one row
+    long_rows: LongRows | None = None
 
     def __post_init__(self) -> None:
         if not self.tasks:

@@ -30,6 +30,7 @@ from clineval.concurrency import ModelCallStats, RunCallState
 from clineval.models.llm_base import ChatError, ChatRequest, ChatResponse, request_key
 from clineval.models.usage import usage_of
 from clineval.store import RunStore
+from clineval.store_reuse import REUSED_FROM
 
 _FINISH_REASON_SHOWN = 40  # a server's finish_reason is its text: quote a short piece only
 
@@ -147,6 +148,9 @@ class StoredChatModel(ABC):
         if is_usable_stored_call(stored):
             self.stats.cache_hits += 1
             return self._from_stored(stored, cached=True)
+        reused = self._store.reused_call(key)
+        if reused is not None and is_usable_stored_call(reused[1]):
+            return await self._reuse(key, request_json, *reused)
         pending = self._in_flight.get(key)
         if pending is not None:  # the same question is already on its way: share its answer
             self.stats.cache_hits += 1
@@ -182,6 +186,18 @@ class StoredChatModel(ABC):
             return response
         finally:
             self._in_flight.pop(key, None)
+
+    async def _reuse(
+        self, key: str, request_json: str, source: str, stored: Mapping[str, Any]
+    ) -> ChatResponse:
+        """A call answered by a --reuse directory: copied into this run's store, marked with
+        where it came from (the run stays whole without that directory; its cost was paid
+        there, clineval.models.usage leaves it out of this run's)."""
+        self.stats.cache_hits += 1
+        self.stats.reused += 1
+        usage = {**(stored.get("usage") or {}), REUSED_FROM: source}
+        await self._writer.put((key, self.label, request_json, stored["response"], usage))
+        return self._from_stored({"response": stored["response"], "usage": usage}, cached=True)
 
     async def _record(
         self, key: str, request_json: str, request: ChatRequest, data: dict[str, Any]

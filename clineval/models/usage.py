@@ -16,6 +16,9 @@ Cached prompt tokens are part of `prompt_tokens` (as OpenAI-compatible servers c
 a call whose server reports no cached count is counted as none cached, and
 `calls_reporting_cache` says how many calls did report one.
 
+A call answered by an earlier run directory (`--reuse`, its usage marks `reused_from`) was
+paid for by that run: it is counted in `reused_calls`, not in this run's tokens or cost.
+
 Run totals are summed from the run store, not from in-memory counters, so a resumed or merged
 run reports the usage of every stored call exactly once.
 """
@@ -30,6 +33,7 @@ from typing import Any
 
 from clineval.errors import InputError
 from clineval.jsonio import read_json_file
+from clineval.store_reuse import REUSED_FROM
 
 
 @dataclass(frozen=True)
@@ -160,6 +164,24 @@ def find_price(table: Mapping[str, Price], model_label: str) -> Price | None:
     return table.get(name)
 
 
+def batch_price_warnings(
+    table: Mapping[str, Price], batched_labels: Iterable[str], path: str | Path | None
+) -> list[str]:
+    """One line per batched model whose price-table entry has no batch rate: its batch calls
+    will be priced (and --dry-run prices them) at list prices, which a Batch API does not
+    charge; said before the run, so that the table can be mended first."""
+    out = []
+    for label in dict.fromkeys(batched_labels):
+        price = find_price(table, label)
+        if price is not None and not price.has_batch_price:
+            out.append(
+                f"warning: {path}: {label} has no batch price, so its batch calls are priced at"
+                ' list prices; add "batch_discount" (0.5: half price) or "batch_input_per_1m" /'
+                ' "batch_output_per_1m" to its entry'
+            )
+    return out
+
+
 def usage_tokens(usage: Mapping[str, Any] | None) -> tuple[int, int]:
     """(prompt_tokens, completion_tokens) of one call's usage dict; missing -> 0."""
     if not usage:
@@ -242,8 +264,13 @@ def summarize_usage(
                 "calls_without_usage": 0,
                 "calls_reporting_cache": 0,
                 "batch_calls": 0,
+                "reused_calls": 0,
             },
         )
+        if usage and usage.get(REUSED_FROM):
+            # answered by an earlier run's stored call (--reuse): paid for there, not here
+            row["reused_calls"] += 1
+            continue
         row["calls"] += 1
         if not usage:
             row["calls_without_usage"] += 1
@@ -293,6 +320,7 @@ def summarize_usage(
         "cached_share": cached_share(cached_total, prompt_total),
         "completion_tokens": sum(r["completion_tokens"] for r in per_model.values()),
         "batch_calls": sum(r["batch_calls"] for r in per_model.values()),
+        "reused_calls": sum(r["reused_calls"] for r in per_model.values()),
         "estimated_cost_list": None
         if total_cost is None
         else round(

@@ -227,6 +227,7 @@ USAGE_COLUMNS = (
     "cached share",
     "completion tokens",
     "batch calls",
+    "reused calls",
     "estimated cost",
     "at list prices",
 )
@@ -254,6 +255,8 @@ def usage_rows(usage: Any) -> list[list[str]]:
             # calls made through a batch (--batch), priced at batch rates in the cost; the
             # last column is what they would have cost at list prices
             shown(r.get("batch_calls"), ","),
+            # answered by an earlier run directory (--reuse): not in this run's tokens or cost
+            shown(r.get("reused_calls"), ","),
             shown(r.get("estimated_cost"), ",.4f"),
             shown(r.get("estimated_cost_list", r.get("estimated_cost")), ",.4f"),
         ]

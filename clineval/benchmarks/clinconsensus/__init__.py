@@ -19,6 +19,10 @@ from typing import TYPE_CHECKING, Any
 from clineval.benchmarks.clinconsensus.cases import OFFICIAL_RELATIVE_PATH
 from clineval.benchmarks.clinconsensus.common import CLINCONSENSUS_OPTIONS, TASK
 from clineval.benchmarks.clinconsensus.fetch import PROMPT_RELATIVE, PROMPT_URL
+from clineval.benchmarks.clinconsensus.results_view import (
+    ClinConsensusMetricsView as ClinConsensusMetricsView,
+)
+from clineval.benchmarks.clinconsensus.results_view import long_rows
 from clineval.benchmarks.declaration import Benchmark, DataSource, MetricSchema, MetricSpec
 from clineval.benchmarks.judged import JUDGED_RUN_SETTINGS, JUDGED_SCORING_SETTINGS
 from clineval.data.fetch import Source
@@ -124,4 +128,5 @@ BENCHMARK = Benchmark(
     # the judge panel and wording, and the flags of its own: the cases and a verdicts file
     run_settings=(*JUDGED_RUN_SETTINGS, "cases", "verdicts"),
     skills_dir=Path(__file__).parent / "skills",
+    long_rows=long_rows,
 )

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 from clineval.benchmarks.declaration import Benchmark, DataSource, MetricSchema, MetricSpec
 from clineval.benchmarks.ner.options import NER_OPTIONS
 from clineval.benchmarks.ner.records import DATASET_TYPES
+from clineval.benchmarks.ner.results_view import NerMetricsView as NerMetricsView
+from clineval.benchmarks.ner.results_view import long_rows
 
 if TYPE_CHECKING:
     from clineval.benchmarks.base import Task
@@ -85,4 +87,5 @@ BENCHMARK = Benchmark(
     report_section=_section,
     data_sources=_sources(),
     skills_dir=Path(__file__).parent / "skills",
+    long_rows=long_rows,
 )

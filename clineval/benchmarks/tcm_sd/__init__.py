@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from clineval.benchmarks.declaration import Benchmark, DataSource
 from clineval.benchmarks.tcm_sd.fetch import LICENSE_NOTICE
 from clineval.benchmarks.tcm_sd.options import TCM_OPTIONS
+from clineval.benchmarks.tcm_sd.results_view import TcmSdMetricsView as TcmSdMetricsView
 from clineval.benchmarks.tcm_sd.schema import METRICS
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from clineval.benchmarks import Benchmark, MetricSchema, MetricSpec
+from clineval.benchmarks import Benchmark, MetricSchema, MetricSpec, MetricsView
 
 if TYPE_CHECKING:
     from clineval.benchmarks import Task
@@ -31,6 +31,18 @@ METRICS = MetricSchema(
         MetricSpec("n_missing", "questions the model gave no answer to", False, False, True),
     )
 )  # fmt: skip
+
+
+class McqMetricsView(MetricsView):
+    """The metrics as a type checker sees them (one attribute per metric, `_ci` for each that
+    is not a count): `RunResult.metrics_as("example-mcq", McqMetricsView).accuracy`."""
+
+    accuracy: float | None
+    invalid_rate: float | None
+    n: int | None
+    n_missing: int | None
+    accuracy_ci: tuple[float, float] | None
+    invalid_rate_ci: tuple[float, float] | None
 
 
 def _task(name: str) -> Task[Any]:

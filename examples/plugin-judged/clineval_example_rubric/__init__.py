@@ -22,6 +22,7 @@ from clineval.benchmarks import (
     JUDGED_SCORING_SETTINGS,
     Benchmark,
     Task,
+    exploding,
     judge_options,
     judged_metrics,
     score_statistics,
@@ -50,4 +51,6 @@ BENCHMARK = Benchmark(
     scoring_settings=JUDGED_SCORING_SETTINGS,
     # --judge, --judge-base-url and --judge-prompt apply to this task
     run_settings=JUDGED_RUN_SETTINGS,
+    # RunResult.long_frame: one row per verdict (criterion x judge) of an item
+    long_rows=exploding("verdicts", ("id", "score")),
 )
