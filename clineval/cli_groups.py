@@ -20,9 +20,24 @@ skills_app = typer.Typer(
 )
 
 
+def output_dir_of(canonical: Path | None, old: Path | None, old_flag: str, command: str) -> Path:
+    """The directory of `--output-dir` / `-o`, or of its older spelling `old_flag`, which still
+    works but is no longer shown: one of the two, exactly."""
+    if canonical is not None and old is not None:
+        raise InputError(f"{command}: give --output-dir or {old_flag} (its old spelling), not both")
+    found = canonical if canonical is not None else old
+    if found is None:
+        raise InputError(
+            f"{command}: missing option '--output-dir' / '-o' (see '{command} --help')"
+        )
+    return found
+
+
 @data_app.command("verify")
 def data_verify(
-    data_dir: Annotated[str | None, typer.Option("--data-dir")] = None,
+    data_dir: Annotated[
+        str | None, typer.Option("--data-dir", metavar="DIR", help="Data root to check.")
+    ] = None,
     cache_dir: Annotated[
         str | None,
         typer.Option("--cache-dir", help="Check this cache of `clineval data fetch`."),
@@ -40,10 +55,23 @@ def data_verify(
 
 @data_app.command("fetch")
 def data_fetch(
-    name: str,
-    cache_dir: Annotated[Path | None, typer.Option("--cache-dir")] = None,
+    name: Annotated[
+        str,
+        typer.Argument(
+            metavar="NAME", help="Corpus name (the error of an unknown one lists them)."
+        ),
+    ],
+    cache_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--cache-dir",
+            metavar="DIR",
+            help="Cache to fetch into (default: $CLINEVAL_CACHE_DIR or ~/.cache/clineval/data).",
+        ),
+    ] = None,
     base_url: Annotated[
-        str | None, typer.Option("--base-url", help="Mirror to fetch from instead.")
+        str | None,
+        typer.Option("--base-url", metavar="URL", help="Mirror to fetch from instead."),
     ] = None,
 ) -> None:
     """Download a corpus from its official public address into a cache, checking sha256.
@@ -65,22 +93,34 @@ def data_fetch(
 
 @data_app.command("synth")
 def data_synth(
-    task: str,
-    out: Annotated[Path, typer.Option("--out")],
-    seed: Annotated[int, typer.Option("--seed")] = 0,
-    data_dir: Annotated[str | None, typer.Option("--data-dir")] = None,
+    task: Annotated[str, typer.Argument(metavar="TASK", help="Task to synthesize (tcm-sd).")],
+    output_dir: Annotated[
+        Path | None,
+        typer.Option("--output-dir", "-o", metavar="DIR", help="Directory to write into."),
+    ] = None,
+    out: Annotated[Path | None, typer.Option("--out", hidden=True)] = None,
+    seed: Annotated[int, typer.Option("--seed", metavar="N", help="Seed of the generator.")] = 0,
+    data_dir: Annotated[
+        str | None,
+        typer.Option(
+            "--data-dir", metavar="DIR", help="Data root with the label and knowledge files."
+        ),
+    ] = None,
     scale: Annotated[
-        float, typer.Option("--scale", help="Size relative to the official splits, (0, 1].")
+        float,
+        typer.Option("--scale", metavar="S", help="Size relative to the official splits, (0, 1]."),
     ] = 1.0,
 ) -> None:
     """Write a synthetic (fixture) dataset in a benchmark's official format."""
     from clineval.benchmarks.registry import synthesizers
 
+    target = output_dir_of(output_dir, out, "--out", "clineval data synth")
+
     available = synthesizers()
     if task not in available:
         known = ", ".join(available) or "none"
         raise InputError(f"no synthetic generator for {task!r} (available: {known})")
-    for path in available[task](out, seed, data_dir, scale):
+    for path in available[task](target, seed, data_dir, scale):
         stdout.print(f"wrote {path}")
 
 
@@ -95,17 +135,25 @@ def skills_list() -> None:
     for skill in list_skills():
         table.add_row(skill.name, skill.description)
     stdout.print(table)
-    stdout.print("install: clineval skills install [NAME...] --target DIR", markup=False)
+    stdout.print("install: clineval skills install [NAME...] --output-dir DIR", markup=False)
 
 
 @skills_app.command("install")
 def skills_install(
-    target: Annotated[
-        Path, typer.Option("--target", help="The agent's skills folder, e.g. .claude/skills.")
-    ],
     names: Annotated[
-        list[str] | None, typer.Argument(help="Skills to install (default: all).")
+        list[str] | None,
+        typer.Argument(metavar="NAME", help="Skills to install (default: all)."),
     ] = None,
+    output_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--output-dir",
+            "-o",
+            metavar="DIR",
+            help="The agent's skills folder, e.g. .claude/skills.",
+        ),
+    ] = None,
+    target: Annotated[Path | None, typer.Option("--target", hidden=True)] = None,
     force: Annotated[
         bool, typer.Option("--force", help="Replace an existing skill folder that differs.")
     ] = False,
@@ -113,5 +161,6 @@ def skills_install(
     """Copy skill folders into DIR/NAME; a different existing one is kept unless --force."""
     from clineval.skills_install import install
 
-    for done in install(names or [], target, force=force):
+    folder = output_dir_of(output_dir, target, "--target", "clineval skills install")
+    for done in install(names or [], folder, force=force):
         print(f"{done.status} {done.name}: {done.path}")

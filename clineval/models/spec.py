@@ -6,7 +6,17 @@ from dataclasses import dataclass, field
 
 from clineval.errors import InputError
 
-BACKENDS = ("openai", "llamacpp", "hf", "gliner", "baseline", "predictions")
+# The backends and what follows each one's colon: the one table (`clineval run --help` lists it).
+BACKEND_FORMS = {
+    "openai": "MODEL[@URL]: an OpenAI-compatible server (vLLM, SGLang, llama.cpp, hosted APIs)",
+    "llamacpp": "PATH.gguf: a local GGUF served in process by llama.cpp",
+    "hf": "PATH: a local Hugging Face checkpoint (a classifier, or a causal LM with a chat "
+    "template)",
+    "gliner": "PATH: a local GLiNER checkpoint (an NER span tagger)",
+    "baseline": "NAME: a built-in baseline of the task (crf for NER; tfidf, knowledge for TCM-SD)",
+    "predictions": "FILE or TASK=FILE,...: outputs made elsewhere, replayed and scored",
+}
+BACKENDS = tuple(BACKEND_FORMS)
 
 
 @dataclass(frozen=True)
