@@ -99,6 +99,13 @@ def _run_epilog() -> str:
     )
 
 
+def _complete_tasks(incomplete: str) -> list[str]:
+    # imported only when the shell asks: the registry loads every benchmark
+    from clineval.benchmarks.registry import task_names
+
+    return [name for name in task_names() if name.startswith(incomplete)]
+
+
 @app.command(epilog=_run_epilog())
 def run(
     ctx: typer.Context,
@@ -108,6 +115,7 @@ def run(
             metavar="TASK",
             help="Task names (see clineval tasks); or tasks in --config.",
             show_default=False,
+            autocompletion=_complete_tasks,
         ),
     ] = None,
     model: Annotated[

@@ -20,17 +20,40 @@ skills_app = typer.Typer(
 )
 
 
-def output_dir_of(canonical: Path | None, old: Path | None, old_flag: str, command: str) -> Path:
-    """The directory of `--output-dir` / `-o`, or of its older spelling `old_flag`, which still
-    works but is no longer shown: one of the two, exactly."""
+def _missing_output_dir(ctx: typer.Context, param: object, value: Path | None) -> Path | None:
+    """Callback of an old, hidden spelling of --output-dir (declared after it, so processed
+    after it): with neither given, click's own "Missing option" usage error, raised while
+    parsing as for any required option (so a parse-only check of a command line sees it)."""
+    if value is None and ctx.params.get("output_dir") is None and not ctx.resilient_parsing:
+        import typer.core
+
+        click = getattr(typer.core, "_click", None) or getattr(typer.core, "click")  # noqa: B009
+        canonical = next(p for p in ctx.command.params if p.name == "output_dir")
+        raise click.exceptions.MissingParameter(ctx=ctx, param=canonical)
+    return value
+
+
+def output_dir_of(canonical: Path | None, old: Path | None, old_flag: str) -> Path:
+    """The directory of `--output-dir` / `-o` or of its older spelling `old_flag`, which still
+    works but is no longer shown (one of the two, checked to be given by the callback)."""
     if canonical is not None and old is not None:
-        raise InputError(f"{command}: give --output-dir or {old_flag} (its old spelling), not both")
+        raise InputError(f"give --output-dir or {old_flag} (its old spelling), not both")
     found = canonical if canonical is not None else old
-    if found is None:
-        raise InputError(
-            f"{command}: missing option '--output-dir' / '-o' (see '{command} --help')"
-        )
+    assert found is not None  # _missing_output_dir refused the command line otherwise
     return found
+
+
+def _complete_corpora(incomplete: str) -> list[str]:
+    # imported only when the shell asks: the registry loads every benchmark
+    from clineval.benchmarks.registry import data_sources
+
+    return [name for name in data_sources() if name.startswith(incomplete)]
+
+
+def _complete_synthesizers(incomplete: str) -> list[str]:
+    from clineval.benchmarks.registry import synthesizers
+
+    return [name for name in synthesizers() if name.startswith(incomplete)]
 
 
 @data_app.command("verify")
@@ -58,7 +81,9 @@ def data_fetch(
     name: Annotated[
         str,
         typer.Argument(
-            metavar="NAME", help="Corpus name (the error of an unknown one lists them)."
+            metavar="NAME",
+            help="Corpus to fetch (an unknown name lists the known ones).",
+            autocompletion=_complete_corpora,
         ),
     ],
     cache_dir: Annotated[
@@ -93,12 +118,21 @@ def data_fetch(
 
 @data_app.command("synth")
 def data_synth(
-    task: Annotated[str, typer.Argument(metavar="TASK", help="Task to synthesize (tcm-sd).")],
+    task: Annotated[
+        str,
+        typer.Argument(
+            metavar="TASK",
+            help="Task to synthesize (tcm-sd).",
+            autocompletion=_complete_synthesizers,
+        ),
+    ],
     output_dir: Annotated[
         Path | None,
         typer.Option("--output-dir", "-o", metavar="DIR", help="Directory to write into."),
     ] = None,
-    out: Annotated[Path | None, typer.Option("--out", hidden=True)] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", hidden=True, callback=_missing_output_dir)
+    ] = None,
     seed: Annotated[int, typer.Option("--seed", metavar="N", help="Seed of the generator.")] = 0,
     data_dir: Annotated[
         str | None,
@@ -114,7 +148,7 @@ def data_synth(
     """Write a synthetic (fixture) dataset in a benchmark's official format."""
     from clineval.benchmarks.registry import synthesizers
 
-    target = output_dir_of(output_dir, out, "--out", "clineval data synth")
+    target = output_dir_of(output_dir, out, "--out")
 
     available = synthesizers()
     if task not in available:
@@ -153,7 +187,9 @@ def skills_install(
             help="The agent's skills folder, e.g. .claude/skills.",
         ),
     ] = None,
-    target: Annotated[Path | None, typer.Option("--target", hidden=True)] = None,
+    target: Annotated[
+        Path | None, typer.Option("--target", hidden=True, callback=_missing_output_dir)
+    ] = None,
     force: Annotated[
         bool, typer.Option("--force", help="Replace an existing skill folder that differs.")
     ] = False,
@@ -161,6 +197,6 @@ def skills_install(
     """Copy skill folders into DIR/NAME; a different existing one is kept unless --force."""
     from clineval.skills_install import install
 
-    folder = output_dir_of(output_dir, target, "--target", "clineval skills install")
+    folder = output_dir_of(output_dir, target, "--target")
     for done in install(names or [], folder, force=force):
         print(f"{done.status} {done.name}: {done.path}")

@@ -31,6 +31,7 @@ _FLAGS = {
     "base_urls": "--base-url",
     "judges": "--judge",
     "judge_base_urls": "--judge-base-url",
+    "batch_models": "--batch-model",
     "options": "--option",
     "tasks": "TASK",
 }

@@ -56,8 +56,8 @@ def read_run_file(path: Path) -> dict[str, Any]:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         message = str(exc)
-        found = re.search(r" \(at line (\d+), column \d+\)$", message)
-        line = int(found.group(1)) if found else None
+        found = re.search(r" \(at (line (\d+), column \d+|end of document)\)$", message)
+        line = int(found.group(2)) if found and found.group(2) else None
         message = message[: found.start()] if found else message
         raise InputError(f"not TOML: {message}", path=path, line=line) from None
     keys = file_keys()

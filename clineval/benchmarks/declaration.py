@@ -88,7 +88,7 @@ ReportSection = Callable[["RunData", str], dict[str, Any]]
 FetchStep = Callable[[Path, "str | None", "RetryPolicy"], list[Path]]
 # `clineval export --format NAME`: the paths written.
 Exporter = Callable[["RunFiles", Path, "ExportSettings"], list[Path]]
-# `clineval data synth NAME --out DIR [--seed S] [--data-dir D] [--scale X]`: the paths written.
+# `clineval data synth NAME -o DIR [--seed S] [--data-dir D] [--scale X]`: the paths written.
 Synthesizer = Callable[[Path, int, "str | None", float], list[Path]]
 
 
