@@ -4,8 +4,9 @@ One thin typer function per command (its flags, then one call into the layer tha
 work), and the one place that turns errors into exit codes. The `data` and `skills` groups are
 in clineval.cli_groups, what is printed in clineval.cli_output.
 
-Long module: `run` alone declares every run flag as a typer parameter (~120 lines of
-declarations, one per RunConfig field: tests/test_api.py holds them together).
+Long module: `run` alone declares every run flag as a typer parameter with its help, metavar
+and group (one per RunConfig field, plus the flags that are actions: tests/test_api.py holds
+them together, and together with the keys of a --config file).
 """
 
 from __future__ import annotations
@@ -405,7 +406,7 @@ def run(
                 "verdicts file) (see 'clineval run --help')"
             )
         model = f"predictions:{verdicts}"  # the verdicts file stands in for the model
-    config_ = RunConfig.checked(
+    run_config = RunConfig.checked(
         tasks=values["tasks"],
         model=model,
         data_dir=values["data_dir"],
@@ -435,14 +436,14 @@ def run(
     )
     with _json_stdout(as_json) as emit:
         if dry_run:
-            summary = plan_tasks(config_, out_dir)
+            summary = plan_tasks(run_config, out_dir)
             if emit is not None:
                 emit({"run_dir": str(out_dir), "dry_run": True, **summary})
             else:
                 print_plan(summary)
             return
         with _results_on_failure(emit, out_dir):
-            results = run_tasks(config_, out_dir, wait=wait)
+            results = run_tasks(run_config, out_dir, wait=wait)
         if emit is not None:
             emit(_results_payload(out_dir, results, None))
             return
@@ -513,7 +514,10 @@ def _results_on_failure(emit: Callable[[Any], None] | None, run_dir: Path) -> It
         raise
 
 
-@app.command()
+@app.command(
+    epilog="Examples:\n  clineval score runs/cc --judge-errors-as-unmet\n"
+    "  clineval score runs/cc --option clinconsensus.k=10 --json"
+)
 def score(
     run_dir: Annotated[Path, typer.Argument(metavar="RUN_DIR", help="A run directory.")],
     data_dir: Annotated[
@@ -577,7 +581,7 @@ def score(
         print_results(results)
 
 
-@app.command()
+@app.command(epilog="Example:\n  clineval report runs/tfidf -o tfidf.html")
 def report(
     run_dir: Annotated[Path, typer.Argument(metavar="RUN_DIR", help="A run directory.")],
     output: Annotated[
@@ -710,8 +714,12 @@ def judge_agreement(
     judge_agreement_report(run_dir, labels, console=stdout)
 
 
-@app.command("config")
-def run_config(
+@app.command(
+    "config",
+    epilog="Example:\n  clineval config runs/tfidf > run.toml\n"
+    "  clineval run --config run.toml -o runs/tfidf-again",
+)
+def config_command(
     run_dir: Annotated[Path, typer.Argument(metavar="RUN_DIR", help="A run directory.")],
     output: Annotated[
         Path | None,
@@ -734,7 +742,11 @@ def run_config(
         print(f"wrote {output}", file=sys.stderr)
 
 
-@app.command("tasks")
+@app.command(
+    "tasks",
+    epilog="Examples:\n  clineval tasks --data-dir data\n  clineval tasks --options\n"
+    "  clineval tasks --json | jq '.tasks[].task'",
+)
 def list_tasks(
     data_dir: Annotated[
         str | None, typer.Option("--data-dir", metavar="DIR", help="Data root to check.")

@@ -63,7 +63,9 @@ def data_verify(
     ] = None,
     cache_dir: Annotated[
         str | None,
-        typer.Option("--cache-dir", help="Check this cache of `clineval data fetch`."),
+        typer.Option(
+            "--cache-dir", metavar="DIR", help="Check this cache of `clineval data fetch`."
+        ),
     ] = None,
 ) -> None:
     """Check every known data file's sha256 against the manifest shipped in the package.

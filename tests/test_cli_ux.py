@@ -280,6 +280,19 @@ def test_json_on_stdout_of_tasks_run_score_compare(tcm_fixture: Path, tmp_path: 
         assert compared["pairs"] and compared["pairs"][0]["n_shared"] > 0
 
 
+def test_json_of_a_run_that_fails_a_bound_still_has_its_results(tmp_path: Path) -> None:
+    """Port 9 on loopback refuses every call: the run writes its results and exits 1; stdout
+    is still one JSON document, with status "failed" and the reason."""
+    run_dir = tmp_path / "run"
+    failed = json_stdout("run", "clinconsensus", "-m", "openai:m@http://127.0.0.1:9/v1",
+                         "--option", "clinconsensus.cases=fixture",
+                         "--option", "clinconsensus.max_criteria=1", "--limit", "1",
+                         "--max-retries", "0", "-o", str(run_dir), "--json", code=1)  # fmt: skip
+    on_disk = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
+    assert failed["status"] == "failed" and failed["error"]
+    assert failed["results"] == json.loads(json.dumps(on_disk).replace("NaN", "null"))
+
+
 def test_config_file_round_trip_and_flags_override(tcm_fixture: Path, tmp_path: Path) -> None:
     run_dir = tmp_path / "first"
     argv = ["run", "tcm-sd", "-m", "baseline:tfidf", "--data-dir", str(tcm_fixture)]
