@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import logging
+import os
 import signal
 import sys
 import threading
@@ -32,6 +33,9 @@ from clineval.jsonio import json_document as json_text
 from clineval.secrets import redact
 
 app = typer.Typer(
+    # completion options of our own (below): typer's guess the shell from the parent process
+    # and fail ("Shell  not supported") where there is none to guess from, as in CI or an agent
+    add_completion=False,
     no_args_is_help=True,
     help="Evaluate models on Clinical NER (NCER), TCM-SD and ClinConsensus.",
     epilog="Every command's options: clineval COMMAND --help. Task option keys: clineval tasks "
@@ -61,6 +65,23 @@ def _print_version(value: bool) -> None:
         raise typer.Exit()
 
 
+Shell = Literal["bash", "zsh", "fish", "powershell", "pwsh"]
+
+
+def _show_completion(ctx: typer.Context, param: typer.CallbackParam, value: str | None) -> None:
+    if value is not None and not ctx.resilient_parsing:
+        import typer.completion
+
+        typer.completion.show_callback(ctx, param, value)  # exits
+
+
+def _install_completion(ctx: typer.Context, param: typer.CallbackParam, value: str | None) -> None:
+    if value is not None and not ctx.resilient_parsing:
+        import typer.completion
+
+        typer.completion.install_callback(ctx, param, value)  # exits
+
+
 @app.callback()
 def _global(
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False,
@@ -75,6 +96,26 @@ def _global(
             help="Print the version and exit.",
         ),
     ] = False,
+    install_completion: Annotated[
+        Shell | None,
+        typer.Option(
+            "--install-completion",
+            metavar="SHELL",
+            is_eager=True,
+            callback=_install_completion,
+            help="Install tab completion for SHELL (bash, zsh, fish, powershell, pwsh).",
+        ),
+    ] = None,
+    show_completion: Annotated[
+        Shell | None,
+        typer.Option(
+            "--show-completion",
+            metavar="SHELL",
+            is_eager=True,
+            callback=_show_completion,
+            help="Print the completion script for SHELL, to install it by hand.",
+        ),
+    ] = None,
 ) -> None:
     from clineval.progress import set_quiet
 
@@ -875,6 +916,15 @@ def _click_module() -> Any:
     return vendored if vendored is not None else getattr(typer.core, "click")  # noqa: B009
 
 
+def _enable_completion() -> None:
+    """Register typer's completion of each shell: with add_completion=False typer does not,
+    and the shell's call (`_CLINEVAL_COMPLETE=complete_bash clineval`) needs it."""
+    if any(name.startswith("_CLINEVAL_COMPLETE") for name in os.environ):
+        from typer.completion import completion_init
+
+        completion_init()
+
+
 # Metavars of options that declare none, by the value's type (typer would print `<int>`).
 _TYPE_METAVARS = {"int": "N", "float": "NUMBER", "str": "TEXT", "Path": "PATH"}
 
@@ -975,6 +1025,7 @@ def _main(args: list[str]) -> int:
         # Without standalone mode click returns a `typer.Exit(code)` as the call's value.
         command = typer.main.get_command(app)
         _help_as_written(command)
+        _enable_completion()
         result = command.main(args=args, standalone_mode=False, prog_name="clineval")
         if result == INTERRUPTED:  # typer's answer to Ctrl-C (KeyboardInterrupt) or SIGTERM
             raise KeyboardInterrupt

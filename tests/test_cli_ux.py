@@ -173,15 +173,30 @@ def test_every_help_describes_every_option_as_written(terminal: bool) -> None:
 
 
 def test_shell_completion_script_and_answers() -> None:
-    script = cli("--show-completion", "bash", env={"SHELL": "/bin/bash"})
-    assert script.returncode == 0, script.stderr
-    assert "complete" in script.stdout and "_CLINEVAL_COMPLETE" in script.stdout
+    """The script for a shell named on the command line, with no shell to detect (a new
+    session, no $SHELL: as in CI or an agent's tool call), then the answers the shell gets."""
+    env = {k: v for k, v in os.environ.items() if k != "SHELL"}
+    env.update(PYTHONPATH=str(REPO), COLUMNS="100")
+    for shell, mark in (("bash", "complete -o"), ("zsh", "compdef"), ("fish", "complete --command clineval")):
+        script = subprocess.run(
+            [sys.executable, "-m", "clineval", "--show-completion", shell],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=REPO,
+            start_new_session=True,
+            stdin=subprocess.DEVNULL,
+        )
+        assert script.returncode == 0, script.stderr
+        assert "_CLINEVAL_COMPLETE" in script.stdout and mark in script.stdout, script.stdout
     env = {"_CLINEVAL_COMPLETE": "complete_bash", "COMP_WORDS": "clineval ru", "COMP_CWORD": "1"}
-    answer = cli(env=env)
-    assert answer.stdout.split() == ["run"], answer
+    assert cli(env=env).stdout.split() == ["run"]
     env = {"_CLINEVAL_COMPLETE": "complete_bash", "COMP_WORDS": "clineval compare --format m"}
-    answer = cli(env={**env, "COMP_CWORD": "3"})
-    assert answer.stdout.split() == ["markdown"], answer
+    assert cli(env={**env, "COMP_CWORD": "3"}).stdout.split() == ["markdown"]
+    env = {"_CLINEVAL_COMPLETE": "complete_bash", "COMP_WORDS": "clineval run tcm"}
+    assert cli(env={**env, "COMP_CWORD": "2"}).stdout.split() == ["tcm-sd"]
+    wrong = cli("--show-completion", "tcsh")
+    assert wrong.returncode == 2 and "'bash', 'zsh', 'fish'" in wrong.stderr
 
 
 # ---- choices ------------------------------------------------------------------------------------
