@@ -7,7 +7,7 @@ RUNS := runs
 # ClinConsensus fixture cases, the local llama.cpp model as candidate and judge (the demo)
 DEMO_CLINCONSENSUS = --option clinconsensus.cases=fixture --model "llamacpp:$$($(BIN)/python -c 'from clineval.models.llamacpp_server import smollm2_gguf_path as p; print(p())')" --limit 2 --option clinconsensus.max_criteria=3 --option clinconsensus.k=2 --max-tokens 96 --option clinconsensus.judge_max_tokens=160 --max-judge-error-rate 1 --output-dir $(RUNS)/demo-clinconsensus-fixture
 
-.PHONY: setup demo test test-fast lint format typecheck bench report clean install-check
+.PHONY: setup demo test test-fast lint format typecheck bench report screenshot clean install-check
 
 $(STAMP): pyproject.toml
 	@command -v $(PY) >/dev/null 2>&1 || { echo "need $(PY)"; exit 1; }
@@ -31,8 +31,8 @@ demo: $(STAMP)
 	$(BIN)/clineval report $(RUNS)/demo-tcm-sd-synthetic -o $(RUNS)/demo-tcm-sd-synthetic/report.html
 
 lint: $(STAMP)
-	$(BIN)/ruff check clineval tests perf examples
-	$(BIN)/ruff format --check clineval tests perf examples
+	$(BIN)/ruff check clineval tests perf examples tools
+	$(BIN)/ruff format --check clineval tests perf examples tools
 	$(BIN)/deptry clineval
 
 # `pip install .` alone (no extras, newest dependency versions) into a fresh venv, then the
@@ -41,8 +41,8 @@ install-check:
 	bash .ci/install_check
 
 format: $(STAMP)
-	$(BIN)/ruff format clineval tests perf examples
-	$(BIN)/ruff check --fix clineval tests perf examples
+	$(BIN)/ruff format clineval tests perf examples tools
+	$(BIN)/ruff check --fix clineval tests perf examples tools
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -60,6 +60,10 @@ bench: $(STAMP)
 report: RUN ?= $(RUNS)/demo-ner
 report: $(STAMP)
 	$(BIN)/clineval report $(RUN) -o $(RUN)/report.html
+
+# docs/report-screenshot.png from the NER demo run (runs it first when it is missing)
+screenshot: $(STAMP)
+	$(BIN)/python tools/report_screenshot.py
 
 clean:
 	rm -rf $(RUNS) .pytest_cache .mypy_cache .ruff_cache

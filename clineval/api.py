@@ -235,11 +235,15 @@ def score(
 
 
 @checked_arguments
-def write_report(run_dir: PathLike, output: PathLike | None = None) -> Path:
+def write_report(
+    run_dir: PathLike, output: PathLike | None = None, references: list[PathLike] | None = None
+) -> Path:
     """Write the run's self-contained HTML report (`clineval report`); default
-    RUN_DIR/report.html. Returns its path. (Not called `report`: that name is the
+    RUN_DIR/report.html, with the published figures of each `references` file (`--reference`)
+    beside the run's own. Returns its path. (Not called `report`: that name is the
     clineval.report package.)"""
     from clineval.report.html import write_report as write_html
 
     path = Path(run_dir)
-    return write_html(path, Path(output) if output is not None else path / "report.html")
+    out = Path(output) if output is not None else path / "report.html"
+    return write_html(path, out, reference_files=[Path(p) for p in references or []])

@@ -30,7 +30,7 @@ from clineval.cli_groups import data_app, skills_app
 from clineval.cli_output import print_plan, print_results, stdout
 from clineval.errors import BatchFilesWritten, InputError
 from clineval.jsonio import json_document as json_text
-from clineval.secrets import redact
+from clineval.secrets import MaskedStream, redact, register_environment
 
 app = typer.Typer(
     # completion options of our own (below): typer's guess the shell from the parent process
@@ -634,11 +634,20 @@ def report(
             help="HTML file to write (default: RUN_DIR/report.html).",
         ),
     ] = None,
+    reference: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--reference",
+            metavar="FILE",
+            help="JSON file of published figures to show beside the run's own (repeatable); "
+            "format in docs/command-line.md",
+        ),
+    ] = None,
 ) -> None:
     """Write a self-contained HTML report of a run."""
     from clineval.report.html import write_report
 
-    path = write_report(run_dir, output or run_dir / "report.html")
+    path = write_report(run_dir, output or run_dir / "report.html", reference_files=reference)
     stdout.print(f"report: {path}")
 
 
@@ -800,7 +809,13 @@ def list_tasks(
     ] = False,
 ) -> None:
     """List tasks, their data status and metrics (or, with --options, every option key)."""
-    from clineval.benchmarks.registry import benchmark_of, get_task, option_groups, task_names
+    from clineval.benchmarks.registry import (
+        PluginError,
+        benchmark_of,
+        get_task,
+        option_groups,
+        task_names,
+    )
     from clineval.datapaths import resolve_data_root
 
     if show_options:
@@ -838,16 +853,18 @@ def list_tasks(
     root = resolve_data_root(data_dir)
     rows: list[dict[str, Any]] = []
     for name in task_names():
-        task = get_task(name)
+        try:  # a plugin whose task cannot be made costs its row, not the listing
+            task = get_task(name)
+            statuses = task.data_status(root)
+        except PluginError as exc:
+            print(f"warning: {redact(exc.one_line())}; skipped", file=sys.stderr)
+            continue
         bench = benchmark_of(name)
         rows.append(
             {
                 "task": name,
                 "description": task.description,
-                "data": [
-                    {"path": str(s.relative_path), "status": s.status}
-                    for s in task.data_status(root)
-                ],
+                "data": [{"path": str(s.relative_path), "status": s.status} for s in statuses],
                 "metrics": list(bench.metrics.ranked_keys) if bench is not None else [],
             }
         )
@@ -1012,11 +1029,25 @@ def _stopped(terminated: bool, args: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     _state["terminated"] = False
+    with _masked_console():
+        try:
+            with _sigterm_as_interrupt():
+                return _main(args)
+        except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (Terminated)
+            return _stopped(terminated=_state["terminated"], args=args)
+
+
+@contextlib.contextmanager
+def _masked_console() -> Iterator[None]:
+    """stdout and stderr through secrets.MaskedStream while the command runs: whatever prints
+    a line (rich, logging, print) prints no credential the run knows."""
+    register_environment()  # the environment's keys, known before anything is printed
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = MaskedStream(saved[0]), MaskedStream(saved[1])  # type: ignore[assignment]
     try:
-        with _sigterm_as_interrupt():
-            return _main(args)
-    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (Terminated)
-        return _stopped(terminated=_state["terminated"], args=args)
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
 
 
 def _main(args: list[str]) -> int:

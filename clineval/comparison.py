@@ -21,6 +21,12 @@ class LeaderboardCell:
     value: float
     ci: tuple[float, float] | None
     fixture: bool
+    # the metric's direction (declared, or as the run record wrote it when the benchmark is
+    # not installed); `leader`: this run has the single top value; `best`: and the paired
+    # test separates it from every other run (Holm-corrected, level ALPHA of compare_model)
+    higher_is_better: bool = True
+    best: bool = False
+    leader: bool = False
 
 
 @dataclass(frozen=True)
@@ -36,6 +42,11 @@ class PairedTest:
     p_value: float | None
     n_shared: int | None
     note: str
+    # run A's and run B's figure on the shared samples, and the p-value after Holm's
+    # correction over the pairs of the same task and metric
+    a: float | None = None
+    b: float | None = None
+    p_holm: float | None = None
 
 
 @dataclass(frozen=True)
@@ -100,6 +111,9 @@ def compare(
             value=cell.value,
             ci=cell.ci,
             fixture=comp.fixture.get((i, task), False),
+            higher_is_better=comp.higher_is_better(task, metric),
+            best=comp.best(task, metric) == i,
+            leader=comp.leader(task, metric) == i,
         )
         for (i, task, metric), cell in comp.cells.items()
     ]
@@ -114,6 +128,9 @@ def compare(
             p_value=None if row.result is None else row.result.p_value,
             n_shared=None if row.result is None else row.result.n_shared,
             note=row.note,
+            a=None if row.result is None else row.result.a,
+            b=None if row.result is None else row.result.b,
+            p_holm=row.p_holm,
         )
         for row in comp.pairs
     ]

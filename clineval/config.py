@@ -41,6 +41,15 @@ def flag_of(field_name: str) -> str:
     return _FLAGS.get(field_name, "--" + field_name.replace("_", "-"))
 
 
+def check_path_value(value: str | None, flag: str) -> str | None:
+    """`value` unless it is an empty (or blank) path, which InputError refuses naming `flag`:
+    an empty path would mean the working directory, or no path at all where a truthiness test
+    reads it (an empty --batch-file-out made a live run). None (not given) passes."""
+    if value is not None and not value.strip():
+        raise InputError(f"{flag}: the path is empty")
+    return value
+
+
 class RunConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
@@ -85,6 +94,11 @@ class RunConfig(BaseModel):
                 value = resolve_auto(value, os.environ)
             parse_shard(value)
         return value
+
+    @field_validator("batch_file_out")
+    @classmethod
+    def _valid_batch_file_out(cls, value: str | None) -> str | None:
+        return check_path_value(value, "--batch-file-out")
 
     @field_validator("model")
     @classmethod

@@ -27,6 +27,8 @@ def check_run_config(config: RunConfig) -> None:
     if config.price_table is not None:
         load_price_table(config.price_table)
     check_run_inputs(config)
+    if config.batch_file_out is not None:  # a directory the run writes request files into
+        check_output_dir(Path(config.batch_file_out), "--batch-file-out")
 
 
 def _check_model_fits_tasks(config: RunConfig) -> None:

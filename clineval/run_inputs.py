@@ -77,7 +77,3 @@ def check_run_inputs(config: RunConfig) -> None:
             check(config)  # e.g. ClinConsensus: the file --judge-prompt names
     for name in config.batch_file_in:  # their lines are checked when the run opens its models
         check_readable_file(Path(name).expanduser(), "--batch-file-in file")
-    if config.batch_file_out is not None and Path(config.batch_file_out).is_file():
-        raise InputError(
-            "--batch-file-out: expected a directory, got a file", path=config.batch_file_out
-        )

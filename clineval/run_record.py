@@ -66,6 +66,19 @@ class _Record(BaseModel):
     model_config = ConfigDict(strict=True, extra="allow", validate_assignment=True)
 
 
+class MetricRecord(_Record):
+    """One declared metric as the run record keeps it (`MetricSpec.record`)."""
+
+    key: str
+    description: str = ""
+    higher_is_better: bool = True
+    headline: bool = True
+    count: bool = False
+    per_sample: str | None = None
+    digits: int | None = None
+    basis: str | None = None
+
+
 class TaskNotes(_Record):
     """manifest.json["tasks"][task]: the runner's figures for the task's last evaluation, plus
     whatever the task noted (data file hashes, dropped spans, LLM counters, ...) as extra keys.
@@ -81,6 +94,10 @@ class TaskNotes(_Record):
     family: str | None = None
     primary_metric: str | None = None
     higher_is_better: bool | None = None
+    # Every declared metric with its direction, headline and count flags (primary first) and
+    # the nested tables; absent from runs written before the record kept them.
+    metrics: list[MetricRecord] | None = None
+    tables: list[str] | None = None
 
 
 class MergedShard(_Record):

@@ -12,9 +12,12 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clineval.errors import InputError, checked_arguments
+
+if TYPE_CHECKING:
+    from clineval.benchmarks.declaration import MetricSpec
 
 PathLike = str | os.PathLike[str]
 
@@ -68,6 +71,17 @@ class TaskMetrics:
         return self.declared.get("higher_is_better") is not False
 
     @property
+    def specs(self) -> tuple[MetricSpec, ...]:
+        """Every declared metric (key, description, direction, headline and count flags),
+        primary first: the installed benchmark's, else the run record's; empty for a task
+        nothing declares."""
+        return tuple(self.declared.get("specs", ()))
+
+    def spec(self, key: str) -> MetricSpec | None:
+        """The declared spec of metric `key` (None when nothing declares it)."""
+        return next((m for m in self.specs if m.key == key), None)
+
+    @property
     def primary(self) -> float | None:
         name = self.primary_metric
         return None if name is None else _number(self.values, name)
@@ -116,22 +130,26 @@ NerMetrics = TcmSdMetrics = ClinConsensusMetrics = TaskMetrics
 def declared_metrics(task: str, notes: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """What the task's benchmark declares of its metrics; for a task no installed benchmark
     declares, what the run record wrote (`manifest.json["tasks"][task]`)."""
-    from clineval.benchmarks.registry import benchmark_of
+    from clineval.benchmarks.registry import benchmark_of, metric_schema
 
     bench = benchmark_of(task)
+    schema = metric_schema(task, notes)
+    specs = schema.metrics if schema is not None else ()
     if bench is None:
         notes = notes or {}
         return {
             "family": notes.get("family"),
             "primary_metric": notes.get("primary_metric"),
             "higher_is_better": notes.get("higher_is_better"),
-            "metric_keys": (),
-            "tables": (),
+            "metric_keys": tuple(m.key for m in specs),
+            "tables": schema.tables if schema is not None else (),
+            "specs": specs,
         }
     return {
         **bench.record(),
         "metric_keys": tuple(m.key for m in bench.metrics.metrics),
         "tables": bench.metrics.tables,
+        "specs": specs,
     }
 
 

@@ -5,10 +5,11 @@ names the files, writes them and reads JSON.
 Files are replaced atomically (write to a temporary file, then rename), so an interrupted run
 never leaves half a JSON file, and a rewrite never loses what an earlier task wrote.
 
-It is also where clineval writes files: `atomic_write_text` and `make_dir` (used by the run,
-report, export, merge and skills commands, the lock and the store) turn every OSError of a place
-that cannot be written (read-only file system, full disk, a path under a file, a symlink loop or
-to nothing, a name too long, /proc) into one `CannotWrite` line naming the path.
+It is also where clineval writes files: `atomic_write_text`, `atomic_write_lines` and
+`make_dir` (used by the run, report, export, merge and skills commands, batch request files,
+the lock and the store) turn every OSError of a place that cannot be written (read-only file
+system, full disk, a path under a file, a symlink loop or to nothing, a name too long, /proc)
+into one `CannotWrite` line naming the path.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any
 from clineval.errors import InputError
 from clineval.jsonio import read_json_file
 from clineval.jsonl import iter_json_objects
+from clineval.secrets import holds_known, mask_known, mask_known_value
 
 MANIFEST = "manifest.json"
 RESULTS = "results.json"
@@ -96,13 +98,28 @@ def atomic_write_text(path: Path, text: str, *, in_place_if_full: bool = False) 
     already has instead (a new file needs blocks there are none of). Not atomic, so only for
     the last word of a stopping run (its manifest's status), which is worth more than the
     small risk of a torn file: everything else is in the store.
+
+    Every credential the run knows is masked in `text` first (clineval.secrets.mask_known).
     """
+    # The one place files leave: no credential the run knows gets into one (clineval.secrets).
+    text = mask_known(text)
     make_dir(path.parent)
     try:
-        _replace(path, text)
+        _replace(path, (text,))
     except OSError as exc:
         if not (in_place_if_full and exc.errno in _NO_SPACE and _overwrite_in_place(path, text)):
             raise CannotWrite(path, exc.strerror or str(exc)) from None
+
+
+def atomic_write_lines(path: Path, lines: Iterable[str]) -> None:
+    """`atomic_write_text` for a file too large to hold twice (a batch request file of up to
+    200 MB): the lines are written one by one, each masked as `atomic_write_text` masks, and
+    the file appears whole or not at all (no temporary file is left when a write fails)."""
+    make_dir(path.parent)
+    try:
+        _replace(path, (mask_known(line) for line in lines))
+    except OSError as exc:
+        raise CannotWrite(path, exc.strerror or str(exc)) from None
 
 
 def new_file(folder: Path, prefix: str, suffix: str) -> tuple[int, str]:
@@ -119,12 +136,13 @@ def new_file(folder: Path, prefix: str, suffix: str) -> tuple[int, str]:
     raise FileExistsError(errno.EEXIST, "no unused temporary file name", str(folder))
 
 
-def _replace(path: Path, text: str) -> None:
+def _replace(path: Path, chunks: Iterable[str]) -> None:
     fd, tmp = new_file(path.parent, f".{path.name}.", ".tmp")
     try:
         # newline="": the text's own line ends, on every platform (a CRLF file stays CRLF)
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
+            for chunk in chunks:
+                fh.write(chunk)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -154,15 +172,22 @@ def _overwrite_in_place(path: Path, text: str) -> bool:
     return True
 
 
+def _json_text(obj: Any, indent: int | None = None) -> str:
+    """The JSON of `obj`, with any credential the run knows masked inside its strings (a form
+    that could also be part of a number is masked there only: clineval.secrets)."""
+    text = json.dumps(obj, ensure_ascii=False, indent=indent, default=str)
+    if holds_known(text):
+        text = json.dumps(mask_known_value(obj), ensure_ascii=False, indent=indent, default=str)
+    return text
+
+
 def write_json(path: Path, obj: Any, *, in_place_if_full: bool = False) -> None:
-    text = json.dumps(obj, ensure_ascii=False, indent=2, default=str) + "\n"
+    text = _json_text(obj, indent=2) + "\n"
     atomic_write_text(path, text, in_place_if_full=in_place_if_full)
 
 
 def write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> None:
-    atomic_write_text(
-        path, "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in rows)
-    )
+    atomic_write_text(path, "".join(_json_text(r) + "\n" for r in rows))
 
 
 def read_json(path: Path) -> Any:

@@ -12,11 +12,12 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from clineval.rundir import make_dir
+from clineval.secrets import holds_known, mask_known_value
 from clineval.store_damage import (
     StoreDamaged,
     check_intact,
@@ -76,6 +77,15 @@ CREATE TABLE IF NOT EXISTS artifacts (
     created REAL NOT NULL
 );
 """
+
+
+def _stored(text: str, value: Any, encode: Callable[[Any], str] = dumps) -> str:
+    """`text` (the JSON of `value`), or the JSON of `value` with every credential the run knows
+    masked when the text holds one (a server that quotes the request's Authorization header
+    back in an error, an output that repeats a key): the store is never a place for them."""
+    if not holds_known(text):
+        return text
+    return encode(mask_known_value(value))
 
 
 class RunStore:
@@ -147,7 +157,8 @@ class RunStore:
     def set_meta(self, key: str, value: Any) -> None:
         with self._lock:
             self._conn.execute(
-                "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, dumps(value))
+                "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+                (key, _stored(dumps(value), value)),
             )
 
     @guarded_read
@@ -200,9 +211,9 @@ class RunStore:
                 (
                     key,
                     model,
-                    dumps(request),
-                    dumps(response),
-                    None if usage is None else dumps(usage),
+                    _stored(dumps(request), request),
+                    _stored(dumps(response), response),
+                    None if usage is None else _stored(dumps(usage), usage),
                     time.time(),
                 ),
             )
@@ -219,7 +230,14 @@ class RunStore:
         """
         now = time.time()
         encoded = [
-            (key, model, rq, dumps_fast(rs), None if u is None else dumps_fast(u), now)
+            (
+                key,
+                model,
+                canonical_json(mask_known_value(loads_fast(rq))) if holds_known(rq) else rq,
+                _stored(dumps_fast(rs), rs, dumps_fast),
+                None if u is None else _stored(dumps_fast(u), u, dumps_fast),
+                now,
+            )
             for key, model, rq, rs, u in rows
         ]
         with self._calls_lock:
@@ -272,14 +290,14 @@ class RunStore:
             self._conn.execute(
                 "INSERT OR REPLACE INTO records(task, kind, key, value, created)"
                 " VALUES (?, ?, ?, ?, ?)",
-                (task, kind, key, dumps(value), time.time()),
+                (task, kind, key, _stored(dumps(value), value), time.time()),
             )
 
     @guarded
     def put_records(self, task: str, kind: str, items: Iterable[tuple[str, Any]]) -> None:
         """Many records in one transaction (fast for bulk outputs such as a whole test split)."""
         now = time.time()
-        rows = [(task, kind, k, dumps(v), now) for k, v in items]
+        rows = [(task, kind, k, _stored(dumps(v), v), now) for k, v in items]
         with self._lock, transaction(self._conn):
             self._conn.executemany(
                 "INSERT OR REPLACE INTO records(task, kind, key, value, created)"
@@ -347,7 +365,7 @@ class RunStore:
         with self._lock:
             self._conn.execute(
                 "INSERT OR REPLACE INTO artifacts(name, blob, meta, created) VALUES (?, ?, ?, ?)",
-                (name, blob, None if meta is None else dumps(meta), time.time()),
+                (name, blob, None if meta is None else _stored(dumps(meta), meta), time.time()),
             )
 
     @guarded

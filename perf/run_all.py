@@ -26,6 +26,7 @@ BENCHMARKS = (
     "perf.bench_prefix_affinity_llamacpp --server stub --replicas 4 --criteria 30 "
     "--concurrency 32 --runs 5",
     "perf.bench_batch",
+    "perf.bench_batch_memory",
     "perf.bench_llamacpp_defaults",
 )
 

@@ -21,6 +21,11 @@ or from Python with `StubServer` (starts that process, reads the URL, controls i
 Behaviours (a script is consumed one entry per chat request, then `default` applies):
   {"do": "ok", "latency": s, "content": str}   a chat.completion after `latency` seconds
   {"do": "status", "status": 429, "retry_after": "1", "body": str}   an HTTP error
+                                                (a server that quotes the request's
+                                                credentials back: in body, "{authorization}"
+                                                is its Authorization header, "{credentials}"
+                                                the header without its scheme word,
+                                                "{userpass}" a Basic header's user:password)
   {"do": "hang", "seconds": 30}                 no answer for that long (client times out)
   {"do": "truncated"}                           200 with a JSON body cut in the middle
   {"do": "short_body"}                          Content-Length larger than the body, then close
@@ -54,15 +59,24 @@ one entry per created batch):
   {"steps": 5}                                   polls spent in_progress before the end
   {"garbled": true}                              the output file ends with a non-JSON line
   {"status": "weird"}                            a status the Batch API does not name
+  {"forget": true}                               created, then unknown (404) to every look
+  {"lose_output": true}                          its output file id unknown (404) when read
+  {"cut_output_once": true}                      the first download of its output file stops
+                                                halfway (the connection drops)
+  {"extra_line": "stray" | "duplicate" | "duplicate_error"}   one more output line: a
+                                                custom_id not in the batch, the first line
+                                                again, or the first request in the error file
+A restart is `reset()`: every file and batch is forgotten (and the counts start again).
 stats() adds "batches" (created), "uploads", "batch_lines_by_key" (how often each request
-key came in a batch file: a resumed run must not send one twice) and "bytes_in" (request
-body bytes received on /v1/ routes).
+key came in a batch file: a resumed run must not send one twice), "bytes_in" (request
+body bytes received on /v1/ routes) and "cut_downloads" (downloads cut halfway).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import contextlib
 import hashlib
 import json
@@ -114,6 +128,8 @@ class StubState:
         self.batch_script: list[dict[str, Any]] = []
         self.batch_default: dict[str, Any] = {"end": "completed"}
         self.batch_lines_by_key: Counter[str] = Counter()
+        self.cut_once: set[str] = set()  # file ids whose next download is cut short
+        self.cut_downloads = 0
         self.uploads = 0
         self.batch_api_requests = 0
 
@@ -281,6 +297,7 @@ class StubProtocol(asyncio.Protocol):
                     "uploads": state.uploads,
                     "batch_api_requests": state.batch_api_requests,
                     "batch_lines_by_key": dict(state.batch_lines_by_key),
+                    "cut_downloads": state.cut_downloads,
                     "bytes_in": state.bytes_in,
                 }
             )
@@ -320,11 +337,26 @@ class StubProtocol(asyncio.Protocol):
             if parts[2] not in state.files:
                 self.json({"error": {"message": "no such file"}}, status=404)
                 return
-            self.write(200, state.files[parts[2]], "application/jsonl")
+            content = state.files[parts[2]]
+            if parts[2] in state.cut_once:  # half the body, then the connection drops
+                state.cut_once.discard(parts[2])
+                state.cut_downloads += 1
+                assert self.transport is not None
+                head = (
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/jsonl\r\n"
+                    f"Content-Length: {len(content)}\r\n\r\n"
+                )
+                self.transport.write(head.encode() + content[: len(content) // 2])
+                self.transport.close()
+                return
+            self.write(200, content, "application/jsonl")
         elif method == "POST" and parts == ["v1", "batches"]:
             spec = json.loads(body)
             file_id = spec.get("input_file_id")
-            if file_id not in state.files or spec.get("endpoint") != "/v1/chat/completions":
+            if file_id not in state.files:
+                self.json({"error": {"message": "no such file"}}, status=404)
+                return
+            if spec.get("endpoint") != "/v1/chat/completions":
                 self.json({"error": {"message": "bad batch request"}}, status=400)
                 return
             batch_id = f"batch_{len(state.batches) + 1}"
@@ -346,10 +378,11 @@ class StubProtocol(asyncio.Protocol):
             }
             self.json(state.batches[batch_id])
         elif method == "GET" and parts == ["v1", "batches"]:
-            self.json({"object": "list", "data": list(state.batches.values())})
+            known = [b for i, b in state.batches.items() if not state.batch_plans[i].get("forget")]
+            self.json({"object": "list", "data": known})
         elif method == "GET" and len(parts) == 3 and parts[1] == "batches":
             batch = state.batches.get(parts[2])
-            if batch is None:
+            if batch is None or state.batch_plans[parts[2]].get("forget"):
                 self.json({"error": {"message": "no such batch"}}, status=404)
                 return
             self.advance(batch)
@@ -411,13 +444,24 @@ class StubProtocol(asyncio.Protocol):
                     "error": None,
                 }
             )
+        extra = plan.get("extra_line")
+        if extra == "stray" and out:  # a custom_id that was not in the batch
+            out.append({**out[0], "custom_id": "stray-fixture-id"})
+        elif extra == "duplicate" and out:  # a second line for the first request
+            out.append(dict(out[0]))
+        elif extra == "duplicate_error" and out:  # the first request in the error file too
+            error_body = {"error": {"message": "stub line error"}}
+            errors.append({**out[0], "response": {"status_code": 500, "body": error_body}})
         for name, rows in (("output_file_id", out), ("error_file_id", errors)):
             if rows:
                 file_id = f"file-{len(state.files) + 1}"
                 text = "".join(json.dumps(r) + "\n" for r in rows)
                 if name == "output_file_id" and plan.get("garbled"):
                     text += "<html>proxy error</html>\n"  # a line that is not JSON
-                state.files[file_id] = text.encode()
+                if not (name == "output_file_id" and plan.get("lose_output")):
+                    state.files[file_id] = text.encode()
+                if name == "output_file_id" and plan.get("cut_output_once"):
+                    state.cut_once.add(file_id)
                 batch[name] = file_id
         batch["status"] = end
         batch["request_counts"] = {
@@ -468,6 +512,7 @@ class StubProtocol(asyncio.Protocol):
             if "retry_after" in behaviour:
                 extra = f"Retry-After: {behaviour['retry_after']}\r\n"
             text = behaviour.get("body", json.dumps({"error": {"message": "stub error"}}))
+            text = _quote_credentials(text, headers.get("authorization", ""))
             self.answer(int(behaviour["status"]), text.encode(), json_type, extra)
         elif do == "hang":
             loop.call_later(
@@ -488,6 +533,20 @@ class StubProtocol(asyncio.Protocol):
             self.transport.close()
         else:
             self.answer(400, f"unknown behaviour {do!r}".encode(), "text/plain")
+
+
+def _quote_credentials(text: str, authorization: str) -> str:
+    """`text` with the request's credentials in place of the placeholders in the module doc."""
+    _, _, credentials = authorization.partition(" ")
+    try:
+        userpass = base64.b64decode(credentials, validate=True).decode("utf-8")
+    except ValueError:  # binascii.Error and UnicodeDecodeError: not a Basic header
+        userpass = ""
+    return (
+        text.replace("{authorization}", authorization)
+        .replace("{credentials}", credentials)
+        .replace("{userpass}", userpass)
+    )
 
 
 def _multipart_file(content_type: str, body: bytes) -> bytes | None:

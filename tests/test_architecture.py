@@ -197,3 +197,89 @@ def test_long_modules_say_why(module: str, path: Path) -> None:
         return
     doc = ast.get_docstring(ast.parse(text)) or ""
     assert LONG_REASON in doc, f"{module}: {text.count(chr(10))} lines and no '{LONG_REASON}' note"
+
+
+# ---- the public authoring surface -------------------------------------------------------------
+
+PUBLIC = ("clineval", "clineval.benchmarks")
+EXAMPLES = PACKAGE.parent / "examples"
+
+
+def _public_names() -> set[str]:
+    """`clineval.benchmarks.__all__`, read from its `_HOME` table without importing it."""
+    tree = ast.parse((PACKAGE / "benchmarks" / "__init__.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == "_HOME":
+            assert isinstance(node.value, ast.Dict)
+            return {
+                k.value
+                for k in node.value.keys
+                if isinstance(k, ast.Constant) and isinstance(k.value, str)
+            }
+    raise AssertionError("clineval/benchmarks/__init__.py has no _HOME table")
+
+
+def outside_violations(source: str) -> list[str]:
+    """Imports of an outside package's module (a benchmark plugin) that reach past the public
+    surface: a clineval module other than `clineval` / `clineval.benchmarks`, or a name
+    `clineval.benchmarks` does not export."""
+    public = _public_names()
+    out: list[str] = []
+    for node in ast.walk(ast.parse(source)):  # TYPE_CHECKING imports count: types are API too
+        if isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            modules = [node.module or ""]
+            if node.module == BENCHMARKS:
+                out += [f"clineval.benchmarks has no {a.name}" for a in node.names
+                        if a.name not in public]  # fmt: skip
+        else:
+            continue
+        out += [m for m in modules if m.split(".")[0] == "clineval" and m not in PUBLIC]
+    return out
+
+
+def test_examples_use_only_the_public_surface() -> None:
+    files = sorted(EXAMPLES.glob("*/**/*.py"))
+    assert files, "no example package found"
+    found = {str(p.relative_to(EXAMPLES)): outside_violations(p.read_text()) for p in files}
+    assert {path: bad for path, bad in found.items() if bad} == {}
+
+
+def test_the_public_surface_rule_can_fail() -> None:
+    assert outside_violations("from clineval.errors import InputError") == ["clineval.errors"]
+    assert outside_violations("import clineval.models.llm_base") == ["clineval.models.llm_base"]
+    assert outside_violations("from clineval.benchmarks import NoSuchName") == [
+        "clineval.benchmarks has no NoSuchName"
+    ]
+    assert outside_violations("from clineval.benchmarks import Task\nimport clineval") == []
+    assert outside_violations("from clineval_example_mcq import TASK") == []
+
+
+def test_every_public_name_loads_and_is_typed() -> None:
+    import clineval.benchmarks as public
+
+    names = _public_names()
+    assert set(public.__all__) == names
+    for name in sorted(names):
+        assert getattr(public, name) is not None, name
+    # the TYPE_CHECKING block gives type checkers every lazy name, under its public spelling
+    tree = ast.parse((PACKAGE / "benchmarks" / "__init__.py").read_text())
+    typed = {
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module != "__future__"
+        for alias in node.names
+        if alias.asname == alias.name
+    }
+    assert typed == names
+
+
+@pytest.mark.parametrize(
+    "module", [m for m, p in MODULES.items() if p.name == "__init__.py" and m not in PUBLIC]
+)
+def test_internal_packages_say_so(module: str) -> None:
+    """Every package but the public ones says in its docstring that it is internal (what an
+    editor shows on hover, and what a reader of the source meets first)."""
+    doc = ast.get_docstring(ast.parse(MODULES[module].read_text())) or ""
+    assert "Internal: not part of clineval's public API" in doc, module

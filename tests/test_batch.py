@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from llm_stub_server import StubServer, completion, request_key
+from test_unwritable import PLACES
 
 from clineval.benchmarks.clinconsensus.cases import fixture_path
 from clineval.cli import main
@@ -152,8 +153,11 @@ def test_limits_split_a_round_and_dry_run_counts_batches_and_lines(
         ([{"end": "cancelled", "answered": 0.25}], 3),
         ([{"end": "failed"}], 3),  # nothing answered: all sent again
         ([{"end": "completed", "steps": 6}], 2),  # a long in_progress
+        ([{"end": "completed", "lose_output": True}], 3),  # its output file unknown: resent
+        # a download cut halfway is read again from the start: no line counted twice
+        ([{"end": "completed", "cut_output_once": True}], 2),
     ],
-    ids=["error-lines", "expired", "cancelled", "failed", "slow"],
+    ids=["error-lines", "expired", "cancelled", "failed", "slow", "output-lost", "output-cut"],
 )
 def test_partial_failures_are_sent_again_and_the_results_stay_equal(
     tmp_path: Path,
@@ -171,6 +175,7 @@ def test_partial_failures_are_sent_again_and_the_results_stay_equal(
     calls = json.loads((out / "manifest.json").read_text())["llm_calls"]["totals"]
     if script[-1].get("error_every"):
         assert calls["retries"] == N_CASES * N_CRITERIA // 3  # a failed attempt each
+    assert stats["cut_downloads"] == (1 if script[-1].get("cut_output_once") else 0)
 
 
 def test_resending_is_bounded_then_the_calls_are_errors(tmp_path: Path, stub: StubServer) -> None:
@@ -220,6 +225,37 @@ def test_batch_cost_at_batch_prices_beside_the_list_price(tmp_path: Path, stub: 
     assert cand["batch_calls"] == N_CASES and judge["batch_calls"] == N_CASES * N_CRITERIA
     assert cand["estimated_cost"] == pytest.approx(cand["estimated_cost_list"] / 2, abs=1e-6)
     assert judge["estimated_cost"] == pytest.approx(judge["estimated_cost_list"] / 4, abs=1e-6)
+
+
+@pytest.mark.parametrize(
+    "field", ["batch_output_per_1m", "batch_input_per_1m", "batch_cached_input_per_1m"]
+)
+def test_any_one_batch_rate_makes_batch_calls_batch_priced(tmp_path: Path, field: str) -> None:
+    """`batch_priced` was false (though the cost used the rate) when only the batch output
+    price was given. Each rate alone prices the batch calls; the rest stay at list prices."""
+    from clineval.models.usage import load_price_table, summarize_usage
+
+    prices = tmp_path / "prices.json"
+    list_prices = {"input_per_1m": 2.0, "output_per_1m": 8.0, "cached_input_per_1m": 1.0}
+    prices.write_text(json.dumps({"m": {**list_prices, field: 0.5}}))
+    usage = {
+        "prompt_tokens": 1_000_000,
+        "completion_tokens": 1_000_000,
+        "cached_tokens": 400_000,  # as the run store keeps it (usage.usage_of)
+        "batch": True,
+    }
+    row = summarize_usage([("openai:m", usage)], load_price_table(str(prices)))["models"][
+        "openai:m"
+    ]
+    rates = {
+        "input": 0.5 if field == "batch_input_per_1m" else 2.0,
+        "output": 0.5 if field == "batch_output_per_1m" else 8.0,
+        "cached": 0.5 if field == "batch_cached_input_per_1m" else 1.0,
+    }
+    expected = 0.6 * rates["input"] + 1.0 * rates["output"] + 0.4 * rates["cached"]
+    assert row["batch_priced"] is True
+    assert row["estimated_cost"] == pytest.approx(expected)
+    assert row["estimated_cost_list"] == pytest.approx(0.6 * 2.0 + 8.0 + 0.4 * 1.0)
 
 
 def test_the_api_key_reaches_the_server_and_nothing_else(
@@ -485,7 +521,22 @@ def test_another_task_goes_in_one_round_and_equals_its_synchronous_run(
     [
         ({"garbled": True}, "error: batch batch_2 output file line 61: not JSON: <html>"),
         ({"status": "weird"}, "error: batch API http://127.0.0.1:"),
+        # the rule of --batch-file-in files: a request of this output, one line each
+        (
+            {"extra_line": "stray"},
+            "error: batch batch_2 output file line 61: custom_id 'stray-fixture-id' is not a "
+            "request of batch batch_2",
+        ),
+        (
+            {"extra_line": "duplicate"},
+            "error: batch batch_2 output file line 61: custom_id ",
+        ),
+        (
+            {"extra_line": "duplicate_error"},
+            "error: batch batch_2 error file line 1: custom_id ",
+        ),
     ],
+    ids=["garbled", "weird-status", "stray-line", "duplicate-line", "duplicate-error-line"],
 )
 def test_a_reply_outside_the_batch_api_is_one_error_and_the_run_resumes(
     tmp_path: Path,
@@ -501,6 +552,10 @@ def test_a_reply_outside_the_batch_api_is_one_error_and_the_run_resumes(
     assert _run(stub, out, "--batch", *FAST_POLL) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(message), err
+    if "duplicate" in str(plan.get("extra_line")):
+        assert err[0].endswith(
+            "again (first at batch batch_2 output file line 1): one line per request"
+        ), err
     with RunStore.in_dir(out) as store:
         assert store.count_calls() == N_CASES  # the answers are kept
         judge = store.get_meta("batch:openai:judge")
@@ -512,6 +567,112 @@ def test_a_reply_outside_the_batch_api_is_one_error_and_the_run_resumes(
         _same_as_sync(out, sync_run)
     # the garbled output stays garbled at the server; nothing was submitted twice
     assert set(stub.stats()["batch_lines_by_key"].values()) == {1}
+
+
+# ---- a stored batch the server does not know --------------------------------------------------
+def _stopped_in_the_judge_round(stub: StubServer, out: Path) -> None:
+    """A run stopped (exit 2) with the answers stored and the judge batch's id kept."""
+    stub.batch_script([{"end": "completed"}, {"status": "weird"}])
+    assert _run(stub, out, "--batch", *FAST_POLL) == 2
+    with RunStore.in_dir(out) as store:
+        assert store.count_calls() == N_CASES
+        assert store.get_meta("batch:openai:judge")["1"]["batch_id"] == "batch_2"
+
+
+@pytest.mark.parametrize("stored", ["batch id", "file id only"])
+def test_a_restarted_server_that_lost_the_batch_gets_it_again_and_the_run_ends(
+    tmp_path: Path, stub: StubServer, sync_run: Path, stored: str
+) -> None:
+    """Every resume stopped on the same HTTP 404. Now the lost batch is a failed one: its
+    requests go out once more (one new batch, each line once) and the run finishes with the
+    synchronous run's results. "file id only": killed between the upload and the batch's
+    creation, the stored file is unknown too."""
+    out = tmp_path / "run"
+    _stopped_in_the_judge_round(stub, out)
+    if stored == "file id only":
+        with RunStore.in_dir(out) as store:
+            records = store.get_meta("batch:openai:judge")
+            records["1"]["batch_id"] = None
+            store.set_meta("batch:openai:judge", records)
+    stub.reset()  # a restart: every batch and file forgotten
+    assert _run(stub, out, "--batch", *FAST_POLL) == 0
+    stats = stub.stats()
+    assert stats["batches"] == 1 and stats["requests"] == 0
+    assert len(stats["batch_lines_by_key"]) == N_CASES * N_CRITERIA
+    assert set(stats["batch_lines_by_key"].values()) == {1}  # none sent twice
+    _same_as_sync(out, sync_run)
+    with RunStore.in_dir(out) as store:
+        judge = store.get_meta("batch:openai:judge")
+    assert judge["1"]["status"] == "unknown to the server" and judge["2"]["status"] == "completed"
+
+
+def test_another_base_url_that_never_knew_the_batch_finishes_the_run(
+    tmp_path: Path, stub: StubServer, sync_run: Path
+) -> None:
+    out = tmp_path / "run"
+    _stopped_in_the_judge_round(stub, out)
+    asked = stub.stats()["batch_api_requests"]
+    with StubServer() as other:
+        moved = [a.replace(stub.base_url, other.base_url) for a in _argv(stub, out)]
+        assert main([*moved, "--batch", *FAST_POLL]) == 0
+        stats = other.stats()
+    assert stats["batches"] == 1 and set(stats["batch_lines_by_key"].values()) == {1}
+    assert len(stats["batch_lines_by_key"]) == N_CASES * N_CRITERIA
+    assert stub.stats()["batch_api_requests"] == asked  # the old server was not asked again
+    _same_as_sync(out, sync_run)
+
+
+def test_batches_the_server_keeps_forgetting_are_resent_within_the_bound(
+    tmp_path: Path, stub: StubServer
+) -> None:
+    stub.batch_script([], default={"forget": True})
+    out = tmp_path / "run"
+    code = _run(stub, out, "--batch", *FAST_POLL, "--option", "llm.batch_resubmits=1")
+    assert code == 1  # the candidate errors fail the task
+    stats = stub.stats()
+    assert stats["batches"] == 2  # the first batch and one resubmission, no more
+    assert set(stats["batch_lines_by_key"].values()) == {2}
+    by_model = json.loads((out / "manifest.json").read_text())["llm_calls"]["by_model"]
+    assert by_model["openai:cand (candidate)"]["errors"] == {"server": N_CASES}
+
+
+def test_line_splitter_gives_the_lines_whatever_the_chunks() -> None:
+    """The streamed reader's lines equal a whole read's, for chunks of every size (a line
+    longer than a chunk, a line end split from its \\r, no final line end)."""
+    import random
+
+    from clineval.models.batch import LineSplitter
+
+    rng = random.Random(7)
+    data = (
+        b"".join(
+            rng.choice([b"x" * rng.randrange(0, 300), b'{"a": 1}', b""])
+            + rng.choice([b"\n", b"\r\n"])
+            for _ in range(200)
+        )
+        + b"tail without end"
+    )
+    expected = [line.removesuffix(b"\r") for line in data.split(b"\n")]
+    for size in (1, 2, 3, 7, 64, 1000, len(data)):
+        splitter = LineSplitter()
+        got = []
+        for start in range(0, len(data), size):
+            got += list(splitter.feed(data[start : start + size]))
+        got += list(splitter.end())
+        assert got == expected, size
+
+
+def test_output_files_are_streamed_in_small_chunks_with_the_same_results(
+    tmp_path: Path, stub: StubServer, sync_run: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The batch output files downloaded in chunks far smaller than a line: the same answers
+    as the synchronous run."""
+    from clineval.models import batch
+
+    monkeypatch.setattr(batch, "_CHUNK", 97)
+    out = tmp_path / "run"
+    assert _run(stub, out, "--batch", *FAST_POLL) == 0
+    _same_as_sync(out, sync_run)
 
 
 @pytest.mark.parametrize(
@@ -610,6 +771,127 @@ def test_bad_batch_flags_are_one_line_before_anything_is_written(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0], err
     assert not out.exists() and stub.stats()["requests"] == 0
+
+
+# ---- where --batch-file-out writes ------------------------------------------------------------
+def test_an_empty_batch_file_out_is_refused_naming_the_flag(
+    tmp_path: Path, stub: StubServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An empty path made a live synchronous run (the flag read as not given)."""
+    out = tmp_path / "run"
+    capsys.readouterr()
+    for empty in ("", "  "):
+        assert _run(stub, out, "--batch-file-out", empty) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err == ["error: --batch-file-out: the path is empty"], err
+    assert not out.exists() and stub.stats()["requests"] == 0
+
+
+@pytest.mark.parametrize("place", list(PLACES))
+def test_batch_file_out_in_an_unwritable_place_is_one_line(
+    place: str, tmp_path: Path, stub: StubServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each place tests/test_unwritable.py knows: one `error:` line naming the place, exit 2,
+    no temporary file; the places the run can see before it starts are refused before it
+    writes anything, the others (a /proc directory) stop it with its calls stored, and the
+    same command with a usable directory goes on."""
+    base = tmp_path / "places"
+    base.mkdir()
+    target = PLACES[place](base)
+    before = sorted(p.name for p in base.iterdir())
+    out = tmp_path / "run"
+    capsys.readouterr()
+    assert _run(stub, out, "--batch-file-out", str(target)) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: "), err
+    assert "--batch-file-out" in err[0] or "cannot write" in err[0], err
+    assert sorted(p.name for p in base.iterdir()) == before
+    assert stub.stats()["requests"] == 0
+    if (out / "manifest.json").exists():  # stopped while it ran: it says so, and resumes
+        status = json.loads((out / "manifest.json").read_text())["status"]
+        assert status.startswith("stopped: CannotWrite"), status
+    assert _run(stub, out, "--batch-file-out", str(tmp_path / "requests")) == 0
+    assert len((next((tmp_path / "requests").glob("*.jsonl"))).read_text().splitlines()) == N_CASES
+
+
+def test_a_full_disk_leaves_no_request_file_and_no_tmp(
+    tmp_path: Path,
+    stub: StubServer,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The request file's writes go to /dev/full (the kernel's ENOSPC for every write): the
+    run stops with one line naming the file, exit 2, and leaves no 0-byte temporary file;
+    with space again the same command writes the file."""
+    from clineval import rundir
+
+    real_new_file = rundir.new_file
+    requests = tmp_path / "requests"
+
+    def full_disk(folder: Path, prefix: str, suffix: str) -> tuple[int, str]:
+        fd, name = real_new_file(folder, prefix, suffix)
+        if Path(folder) == requests:
+            os.close(fd)
+            fd = os.open("/dev/full", os.O_WRONLY)
+        return fd, name
+
+    monkeypatch.setattr(rundir, "new_file", full_disk)
+    out = tmp_path / "run"
+    capsys.readouterr()
+    assert _run(stub, out, "--batch-file-out", str(requests)) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {requests}/clineval-"), err
+    assert err[0].endswith("cannot write: No space left on device"), err
+    assert list(requests.iterdir()) == []
+    monkeypatch.setattr(rundir, "new_file", real_new_file)
+    assert _run(stub, out, "--batch-file-out", str(requests)) == 0
+    assert [p.suffix for p in requests.iterdir()] == [".jsonl"]
+
+
+@pytest.fixture
+def small_mounts(tmp_path: Path) -> Iterator[dict[str, Path]]:
+    """A read-only file system and a nearly full one (tmpfs of 4 KiB), where this process
+    may mount them (root on Linux); else the test is skipped."""
+    mounts = {"read-only": tmp_path / "ro", "full": tmp_path / "full"}
+    made = []
+    try:
+        for name, options in (("read-only", "ro,size=4k"), ("full", "size=4k")):
+            mounts[name].mkdir()
+            done = subprocess.run(
+                ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(mounts[name])],
+                capture_output=True,
+                check=False,
+            )
+            if done.returncode:
+                pytest.skip("cannot mount a tmpfs here (needs root)")
+            made.append(mounts[name])
+        yield mounts
+    finally:
+        for path in made:
+            subprocess.run(["umount", str(path)], check=False)
+
+
+@pytest.mark.parametrize("kind", ["read-only", "full"])
+def test_batch_file_out_on_a_read_only_or_full_file_system(
+    tmp_path: Path,
+    stub: StubServer,
+    capsys: pytest.CaptureFixture[str],
+    small_mounts: dict[str, Path],
+    kind: str,
+) -> None:
+    """Real file systems: one line naming the path and the system's reason, exit 2, nothing
+    left on the file system, and the same command with room to write goes on."""
+    target = small_mounts[kind] / "requests"
+    out = tmp_path / "run"
+    capsys.readouterr()
+    assert _run(stub, out, "--batch-file-out", str(target)) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    reason = "Read-only file system" if kind == "read-only" else "No space left on device"
+    assert len(err) == 1 and err[0].startswith(f"error: {target}"), err
+    assert err[0].endswith(f"cannot write: {reason}"), err
+    leftovers = [p for p in small_mounts[kind].rglob("*") if p.is_file()]
+    assert leftovers == []
+    assert _run(stub, out, "--batch-file-out", str(tmp_path / "requests")) == 0
 
 
 def test_offline_retries_are_bounded_over_the_runs_of_a_round_trip(

@@ -177,7 +177,8 @@ def test_shell_completion_script_and_answers() -> None:
     session, no $SHELL: as in CI or an agent's tool call), then the answers the shell gets."""
     env = {k: v for k, v in os.environ.items() if k != "SHELL"}
     env.update(PYTHONPATH=str(REPO), COLUMNS="100")
-    for shell, mark in (("bash", "complete -o"), ("zsh", "compdef"), ("fish", "complete --command clineval")):
+    marks = {"bash": "complete -o", "zsh": "compdef", "fish": "complete --command clineval"}
+    for shell, mark in marks.items():
         script = subprocess.run(
             [sys.executable, "-m", "clineval", "--show-completion", shell],
             capture_output=True,

@@ -24,7 +24,7 @@ from clineval.cli import main
 from clineval.metrics.bootstrap import bootstrap_indices
 from clineval.report import statistics as st
 from clineval.report.compare import compare_runs
-from clineval.report.compare_model import build_comparison
+from clineval.report.compare_model import build_comparison, holm
 from clineval.report.compare_render import render_csv, render_markdown
 from clineval.rundir import write_json, write_jsonl
 
@@ -260,16 +260,44 @@ def test_compare_refuses_runs_with_different_gold(tmp_path: Path) -> None:
     assert comp.pairs and all(p.result is None and "gold" in p.note for p in comp.pairs)
 
 
-def test_compare_markdown_marks_best_and_fixture(two_runs: Any) -> None:
-    a, b, gold, pred_a, pred_b = two_runs
-    text = render_markdown(build_comparison([a, b], n_resamples=100))
-    best_acc = max(
-        (sum(g == p for g, p in zip(gold, pred, strict=True)) / len(gold), name)
-        for pred, name in ((pred_a, "fixture-run-a"), (pred_b, "fixture-run-b"))
-    )
-    row = next(line for line in text.splitlines() if line.startswith(f"| {best_acc[1]}"))
-    assert f"**{best_acc[0]:.4f} [" in row  # bold; its interval bootstrapped from the samples
-    assert "(fixture)" in text
+def test_holm_adjusted_p_values_by_hand() -> None:
+    # sorted 0.01, 0.03, 0.04 -> x3, x2, x1 = 0.03, 0.06, 0.04 -> monotone: 0.03, 0.06, 0.06
+    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert holm([0.5]) == [0.5]
+    assert holm([0.9, 0.8]) == pytest.approx([1.0, 1.0])  # capped at 1
+
+
+def _row(text: str, task: str, metric: str) -> str:
+    return next(line for line in text.splitlines() if line.startswith(f"| {task} | {metric}"))
+
+
+def test_compare_marks_best_only_where_the_test_separates(two_runs: Any, tmp_path: Path) -> None:
+    _, _, gold, _, _ = two_runs
+    # one answer apart out of 80: the leader is the all-correct run, the test cannot tell them
+    near = [g if k != 0 else "zzz" for k, g in enumerate(gold)]
+    a = _tcm_run(tmp_path / "fixture-all", gold, list(gold))
+    b = _tcm_run(tmp_path / "fixture-near", gold, near)
+    comp = build_comparison([a, b], n_resamples=200)
+    text = render_markdown(comp)
+    assert comp.leader("tcm-sd", "accuracy") == 0
+    pair = next(p for p in comp.pairs if p.metric == "accuracy")
+    assert pair.p_holm is not None and pair.p_holm >= 0.05
+    assert comp.best("tcm-sd", "accuracy") is None
+    assert "**" not in _row(text, "tcm-sd", "accuracy")
+    assert "(fixture)" in text and "Holm" in text
+    # a run right on all 80 samples against one right on half of them: separated, in bold
+    good = _tcm_run(tmp_path / "fixture-good", gold, list(gold))
+    half = [g if k % 2 else "zzz" for k, g in enumerate(gold)]
+    poor = _tcm_run(tmp_path / "fixture-poor", gold, half)
+    comp = build_comparison([poor, good], n_resamples=200)
+    assert comp.best("tcm-sd", "accuracy") == 1
+    row = _row(render_markdown(comp), "tcm-sd", "accuracy")
+    assert row.split(" | ")[3].startswith("**1.0000 [")  # the good run's column, bold
+    # a third run as good as the first: the leader is not separated from it, so no bold
+    also_good = [g if k != 0 else "zzz" for k, g in enumerate(gold)]  # 79 of 80
+    close = _tcm_run(tmp_path / "fixture-close", gold, also_good)
+    comp = build_comparison([poor, good, close], n_resamples=200)
+    assert comp.leader("tcm-sd", "accuracy") == 1 and comp.best("tcm-sd", "accuracy") is None
 
 
 def test_compare_cli_formats(two_runs: Any, tmp_path: Path, capsys) -> None:

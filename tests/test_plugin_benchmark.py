@@ -11,6 +11,7 @@ leaves one out (fixture-12); predictions-b.jsonl answers all 12, 7 right.
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import os
 import subprocess
@@ -70,7 +71,9 @@ def test_the_plugin_through_every_surface(site: Path, tmp_path: Path) -> None:
     a = results(run_a)
     assert a["accuracy"] == pytest.approx(9 / 12)
     assert a["invalid_rate"] == pytest.approx(2 / 12) and a["n_missing"] == 1 and a["n"] == 12
-    low, high = a["accuracy_ci"]  # type: ignore[misc]
+    ci = a["accuracy_ci"]
+    assert isinstance(ci, list)
+    low, high = ci
     assert 0 <= low <= 9 / 12 <= high <= 1 and a["fixture"] is True
     manifest = json.loads((run_a / "manifest.json").read_text())
     notes = manifest["tasks"]["example-mcq"]
@@ -116,8 +119,8 @@ def test_compare_ranks_by_the_declared_direction(site: Path, tmp_path: Path) -> 
         cli(site, "run", "example-mcq", "--model", f"predictions:predictions-{name}.jsonl",
             "--output-dir", str(tmp_path / name))  # fmt: skip
     comparison = build_comparison([tmp_path / "a", tmp_path / "b"])
-    assert comparison.best("example-mcq", "accuracy") == 0  # higher is better: run a
-    assert comparison.best("example-mcq", "invalid_rate") == 1  # lower is better: run b
+    assert comparison.leader("example-mcq", "accuracy") == 0  # higher is better: run a
+    assert comparison.leader("example-mcq", "invalid_rate") == 1  # lower is better: run b
     pair = [p for p in comparison.pairs if p.metric == "accuracy"]
     assert len(pair) == 1 and pair[0].result is not None
     assert pair[0].result.delta == pytest.approx(9 / 12 - 7 / 12)
@@ -164,3 +167,40 @@ def test_a_chat_model_and_its_dry_run(site: Path, tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr
     # B is the answer of fixture-01, -03, -08 and -11
     assert results(out)["accuracy"] == pytest.approx(4 / 12)
+
+
+def test_a_full_predictions_file_serves_limit_and_shards(site: Path, tmp_path: Path) -> None:
+    """predictions-b.jsonl answers all 12 questions: --limit and --shard take their part of it
+    (ids outside the part are questions of the dataset, not errors), and the shards merge
+    into the unsharded result."""
+    spec = "predictions:predictions-b.jsonl"
+    limited = cli(site, "run", "example-mcq", "--model", spec, "--limit", "5",
+                  "--output-dir", str(tmp_path / "limit"))  # fmt: skip
+    assert limited.returncode == 0, limited.stderr
+    # the first five questions: fixture-01..05, of which b gets 01, 03 and 04 right
+    assert results(tmp_path / "limit")["n"] == 5
+    assert results(tmp_path / "limit")["accuracy"] == pytest.approx(3 / 5)
+    shards = [tmp_path / f"shard{i}" for i in (1, 2)]
+    sizes = []
+    for i, out in enumerate(shards, start=1):
+        done = cli(site, "run", "example-mcq", "--model", spec, "--shard", f"{i}/2",
+                   "--output-dir", str(out))  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        sizes.append(results(out)["n"])
+    assert sum(sizes) == 12 and all(sizes)  # type: ignore[arg-type]
+    merged = cli(site, "merge", *map(str, shards), "-o", str(tmp_path / "merged"))
+    assert merged.returncode == 0, merged.stderr
+    assert results(tmp_path / "merged")["accuracy"] == pytest.approx(7 / 12)
+    assert results(tmp_path / "merged")["n"] == 12
+
+
+def test_one_predictions_file_per_task_and_its_sha256(site: Path, tmp_path: Path) -> None:
+    out = tmp_path / "per-task"
+    done = cli(site, "run", "example-mcq", "--model", "predictions:example-mcq=predictions-b.jsonl",
+               "--output-dir", str(out))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert results(out)["accuracy"] == pytest.approx(7 / 12)
+    notes = json.loads((out / "manifest.json").read_text())["tasks"]["example-mcq"]
+    expected = hashlib.sha256((EXAMPLE / "predictions-b.jsonl").read_bytes()).hexdigest()
+    assert notes["predictions_file"]["sha256"] == expected
+    assert notes["predictions_file"]["path"].endswith("predictions-b.jsonl")

@@ -92,4 +92,4 @@ def test_a_broken_plugin_is_one_warning_and_a_clashing_one_is_refused(
     text = "\n".join(lines)
     assert "'broken'" in text and "failed to load" in text
     assert "'wrongtype'" in text and "is not a Benchmark" in text
-    assert "benchmark 'clash' reuses the name(s) ['tcm-sd']" in text
+    assert "benchmark 'clash' of 'clashing' reuses the built-in name(s) 'tcm-sd'" in text

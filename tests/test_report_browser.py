@@ -31,6 +31,15 @@ from clineval.report.sections_common import format_value
 pytestmark = pytest.mark.browser
 
 
+def _digits(anchor: str, key: str) -> int | None:
+    """The decimals the task's metric declares (CACS: 2)."""
+    from clineval.benchmarks.registry import metric_schema
+
+    task = {"task-tcm-sd": "tcm-sd", "task-clinconsensus": "clinconsensus"}.get(anchor, "ner:ncbi")
+    schema = metric_schema(task)
+    return None if schema is None else schema.digits().get(key)
+
+
 @pytest.fixture(scope="module")
 def driver() -> Iterator[Any]:
     yield from browser_session()
@@ -61,7 +70,7 @@ def test_tcm_report(driver: Any, reports: dict[str, Path]) -> None:
     metrics = results_of(report)["tcm-sd"]
     anchor = "task-tcm-sd"
     for key in ("macro_f1", "accuracy", "invalid_rate"):
-        assert card(driver, anchor, key) == format_value(key, metrics[key])
+        assert card(driver, anchor, key) == format_value(key, metrics[key], _digits(anchor, key))
     assert driver.find_element(By.ID, "fixture-banner").is_displayed()
     assert driver.find_elements(By.CSS_SELECTOR, f"#{anchor} svg.plot")
     # The hostile label is shown as text in the confusion table (it is a gold label there).
@@ -103,7 +112,7 @@ def test_ner_report(driver: Any, reports: dict[str, Path]) -> None:
     metrics = results_of(report)["ner:ncbi"]
     anchor = "task-ner-ncbi"
     for key in ("token_macro_f1", "span_partial_f1", "span_exact_f1"):
-        assert card(driver, anchor, key) == format_value(key, metrics[key])
+        assert card(driver, anchor, key) == format_value(key, metrics[key], _digits(anchor, key))
     groups = driver.find_elements(By.CSS_SELECTOR, f"#{anchor} .error-group")
     assert [g.get_attribute("data-kind") for g in groups] == ["fp", "miss", "boundary", "type"]
     assert driver.find_elements(By.CSS_SELECTOR, f"#{anchor} .example mark")
@@ -130,7 +139,7 @@ def test_clinconsensus_case_browser(driver: Any, reports: dict[str, Path]) -> No
     data = driver.find_element(By.ID, f"{anchor}-samples")
     assert data.get_attribute("data-encoding") == "gzip-base64"  # decompressed by the page
     for key in ("cacs@7", "cacs@10", "rubric_accuracy"):
-        assert card(driver, anchor, key) == format_value(key, metrics[key])
+        assert card(driver, anchor, key) == format_value(key, metrics[key], _digits(anchor, key))
     ci = metrics["cacs@7_ci95"]
     ci_text = driver.find_element(By.CSS_SELECTOR, f'#{anchor} .card[data-metric="cacs@7"] .ci')
     assert ci_text.text == f"95% CI [{ci[0]:.2f}, {ci[1]:.2f}]"

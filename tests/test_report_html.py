@@ -125,7 +125,7 @@ def test_csp_allows_exactly_the_report_script(rendered: dict[str, str]) -> None:
 
 def test_sections_follow_the_data(rendered: dict[str, str]) -> None:
     html = rendered["tcm"]
-    assert "Per-class F1 (head vs tail)" in html and "Most confused pairs" in html
+    assert "Per-class F1" in html and "Most confused pairs" in html
     assert "Error examples in context" not in html and "Case browser" not in html
     ner = rendered["ner"]
     assert "Per-type precision / recall / F1" in ner and "Error examples in context" in ner
@@ -220,30 +220,43 @@ def test_report_is_deterministic_apart_from_the_timestamp(
     assert strip.sub("", a) == strip.sub("", b)
 
 
-def test_plots_escape_labels_and_draw_one_bar_per_class() -> None:
+def test_plots_escape_labels_and_scale_bars_and_cells() -> None:
     from clineval.report import plots
 
     labels = ["<script>alert(1)</script>", 'a" onmouseover="x', "脾虚证"]
-    svg = plots.per_class_f1(
-        labels, [0.5, 0.25, 1.0], [10, 5, 1], ["head", "middle", "tail"], "t<b>"
+    bars_svg = plots.horizontal_bars(
+        labels,
+        [0.5, 0.25, 1.0],
+        [10, 5, 1],
+        "t<b>",
+        "F1",
+        (0, 1),
+        intervals=[(0.4, 0.6), None, None],
     )
-    scan = _scan(svg)
-    assert [t for t, _ in scan.elements if t == "script"] == []
-    for _, attrs in scan.elements:
-        assert not [k for k in attrs if k.startswith("on")]
-    assert "&lt;script&gt;" in svg and "t&lt;b&gt;" in svg
-    bars = [
-        a
-        for t, a in scan.elements
-        if t == "rect"
-        and a.get("fill")
-        in (plots.GROUP_COLORS["head"], plots.GROUP_COLORS["middle"], plots.GROUP_COLORS["tail"])
-    ]
-    assert len(bars) >= 3
-    # Bar heights are proportional to F1 (plot area 190 px high).
-    heights = sorted(float(a["height"]) for a in bars if a.get("height") not in (None, "10"))
-    assert heights == pytest.approx([47.5, 95.0, 190.0])
-    curve = plots.reverse_ecdf([1.0, 0.5, 0.25, 0.0], [2], "c")
+    cells_svg = plots.heatmap(labels, labels, [[3, 1, 0], [0, 0, 0], [2, 0, 6]], "m<i>")
+    for svg in (bars_svg, cells_svg):
+        scan = _scan(svg)
+        assert [t for t, _ in scan.elements if t == "script"] == []
+        for _, attrs in scan.elements:
+            assert not [k for k in attrs if k.startswith("on")]
+        assert "&lt;script&gt;" in svg
+    assert "t&lt;b&gt;" in bars_svg and "m&lt;i&gt;" in cells_svg
+    scan = _scan(bars_svg)
+    bars = [a for t, a in scan.elements if t == "rect" and a.get("fill") == plots.SERIES_COLORS[0]]
+    # bar widths are proportional to the value (plot area 300 px wide)
+    assert [float(a["width"]) for a in bars] == pytest.approx([150.0, 75.0, 300.0])
+    whiskers = [a for t, a in scan.elements if t == "line" and a.get("class") == "interval"]
+    assert len(whiskers) == 1  # one interval given, one drawn
+    x1, x2 = float(whiskers[0]["x1"]), float(whiskers[0]["x2"])
+    assert x2 - x1 == pytest.approx(300 * 0.2)
+    assert "0.5 [0.4, 0.6] (n=10)" in bars_svg
+    # one cell per count; the empty ones are drawn blank and carry no number
+    cells = [a for t, a in _scan(cells_svg).elements if t == "rect"]
+    assert len(cells) == 9
+    assert sum(1 for a in cells if a.get("fill") == "#f7fafc") == 5
+    from clineval.benchmarks.clinconsensus.report_figures import reverse_ecdf_plot
+
+    curve = reverse_ecdf_plot([1.0, 0.5, 0.25, 0.0], [2], "c")
     assert "k=2: 0.25 of cases reach k" in curve
 
 

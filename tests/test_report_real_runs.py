@@ -33,6 +33,15 @@ from clineval.report.sections_common import format_value
 pytestmark = pytest.mark.browser
 
 
+def _digits(anchor: str, key: str) -> int | None:
+    """The decimals the task's metric declares (CACS: 2)."""
+    from clineval.benchmarks.registry import metric_schema
+
+    task = {"task-tcm-sd": "tcm-sd", "task-clinconsensus": "clinconsensus"}.get(anchor, "ner:ncbi")
+    schema = metric_schema(task)
+    return None if schema is None else schema.digits().get(key)
+
+
 @pytest.fixture(scope="module")
 def driver() -> Iterator[Any]:
     yield from browser_session()
@@ -85,7 +94,7 @@ def test_clinconsensus_fixture_run_from_verdicts(driver: Any, tmp_path: Path) ->
     open_report(driver, run / "report.html")
     anchor = "task-clinconsensus"
     for key in ("cacs@7", "cacs@10", "rubric_accuracy", "pass@7"):
-        assert card(driver, anchor, key) == format_value(key, metrics[key])
+        assert card(driver, anchor, key) == format_value(key, metrics[key], _digits(anchor, key))
     assert driver.find_element(By.ID, "fixture-banner").is_displayed()
     assert page_info(driver, anchor).startswith(f"{len(cases)} of {len(cases)} samples")
     # Every case's task category is shown (samples.jsonl's `task` field holds it).
@@ -138,7 +147,7 @@ def test_ner_ncbi_run_from_predictions(driver: Any, tmp_path: Path, data_root: P
     open_report(driver, run / "report.html")
     anchor = "task-ner-ncbi"
     for key in ("token_macro_f1", "span_partial_f1", "span_exact_f1"):
-        assert card(driver, anchor, key) == format_value(key, metrics[key])
+        assert card(driver, anchor, key) == format_value(key, metrics[key], _digits(anchor, key))
         ci = driver.find_element(By.CSS_SELECTOR, f'#{anchor} .card[data-metric="{key}"] .ci')
         assert ci.text.startswith("95% CI [")  # computed by the report from per-doc counts
     counts: dict[str, int] = {}
@@ -178,7 +187,7 @@ def test_tcm_synthetic_fixture_run(driver: Any, tmp_path: Path) -> None:
     open_report(driver, run / "report.html")
     anchor = "task-tcm-sd"
     for key in ("macro_f1", "accuracy"):
-        assert card(driver, anchor, key) == format_value(key, metrics[key])
+        assert card(driver, anchor, key) == format_value(key, metrics[key], _digits(anchor, key))
     plot = driver.find_element(By.CSS_SELECTOR, f"#{anchor} svg.plot")
     bars = plot.find_elements(By.CSS_SELECTOR, "rect > title")
     assert len(bars) == len(metrics["per_class"]) == 148

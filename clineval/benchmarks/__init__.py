@@ -1,35 +1,335 @@
-"""Benchmarks: one package per family (ner/, tcm_sd/, clinconsensus/), the registry, and what
-a benchmark is built from. A package outside clineval adds a benchmark by exporting a
-`Benchmark` under the entry-point group `clineval.benchmarks` (examples/plugin-benchmark/).
+"""The public authoring surface of clineval: every name a benchmark package needs, whether
+built in (clineval/benchmarks/<family>/) or installed separately and registered through the
+entry-point group `clineval.benchmarks` (examples/plugin-benchmark/).
 
-The names below are the API for benchmark authors; they load on first use so that importing a
-benchmark module does not import the model stack.
+This package root and `clineval` are clineval's public modules (docs/architecture.md, "Public
+API"). A benchmark package imports from here only: every other module, the submodules of this
+package included, is internal and may change between releases. The names load on first use,
+so that importing a benchmark's declaration does not import the model stack.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+# {public name: the internal module that defines it}
 _HOME = {
+    # what a benchmark declares
     "Benchmark": "clineval.benchmarks.declaration",
     "DataSource": "clineval.benchmarks.declaration",
     "MetricSchema": "clineval.benchmarks.declaration",
     "MetricSpec": "clineval.benchmarks.declaration",
+    "Exporter": "clineval.benchmarks.declaration",
+    "ReportSection": "clineval.benchmarks.declaration",
+    "SampleStatistics": "clineval.benchmarks.declaration",
+    "Synthesizer": "clineval.benchmarks.declaration",
+    # the files `data fetch` downloads
+    "Source": "clineval.data.fetch",
+    # the task protocol
     "DataFileStatus": "clineval.benchmarks.base",
     "RunContext": "clineval.benchmarks.base",
     "Task": "clineval.benchmarks.base",
     "TaskResult": "clineval.benchmarks.base",
+    # the kit: samples, predictions files, one chat call per sample, letters, accuracy
     "PREDICTION": "clineval.benchmarks.kit",
     "accuracy_with_interval": "clineval.benchmarks.kit",
     "parse_choice": "clineval.benchmarks.kit",
     "pending": "clineval.benchmarks.kit",
     "plan_by_chat": "clineval.benchmarks.kit",
     "predict_by_chat": "clineval.benchmarks.kit",
+    "predictions_path": "clineval.benchmarks.kit",
     "read_predictions": "clineval.benchmarks.kit",
     "select_samples": "clineval.benchmarks.kit",
+    "unstored": "clineval.benchmarks.kit",
+    # bad input: one line naming the file and line
+    "InputError": "clineval.errors",
+    # JSON Lines input with file:line errors
+    "iter_json_objects": "clineval.jsonl",
+    # chat models: requests, replies, errors, opening the run's model
+    "ChatError": "clineval.models.llm_base",
+    "ChatModel": "clineval.models.llm_base",
+    "ChatRequest": "clineval.models.llm_base",
+    "ChatResponse": "clineval.models.llm_base",
+    "open_chat_model": "clineval.models.llm",
+    # what kind of model the run has (ctx.backend.kind)
+    "ModelKind": "clineval.models.backends",
+    # the --dry-run plan
+    "UNBOUNDED_REPLY_TOKENS": "clineval.plan",
+    "CallPlan": "clineval.plan",
+    # --option KEY=VALUE: groups and value parsers
+    "Option": "clineval.options",
+    "OptionGroup": "clineval.options",
+    "boolean": "clineval.options",
+    "choice": "clineval.options",
+    "integer": "clineval.options",
+    "integer_list": "clineval.options",
+    "number": "clineval.options",
+    "text": "clineval.options",
+    # per-sample statistics (compare's paired test, report intervals)
+    "SampleStatistic": "clineval.report.statistics",
+    "bootstrap_interval": "clineval.report.statistics",
+    "counts_statistic": "clineval.report.statistics",
+    "macro_f1_statistic": "clineval.report.statistics",
+    "mean_statistic": "clineval.report.statistics",
+    "ratio_statistic": "clineval.report.statistics",
+    # bootstrap resampling
+    "DEFAULT_RESAMPLES": "clineval.metrics.bootstrap",
+    "bootstrap_indices": "clineval.metrics.bootstrap",
+    "percentile_interval": "clineval.metrics.bootstrap",
+    "stratified_bootstrap_indices": "clineval.metrics.bootstrap",
+    # report sections: the run's data and the blocks a section is built of
+    "RunData": "clineval.report.rundata",
+    "finite_number": "clineval.report.rundata",
+    "interval_of": "clineval.report.rundata",
+    "SampleTable": "clineval.report.sections_common",
+    "base_section": "clineval.report.sections_common",
+    "filter_values": "clineval.report.sections_common",
+    "flatten": "clineval.report.sections_common",
+    "format_value": "clineval.report.sections_common",
+    "yes_no": "clineval.report.sections_common",
+    "download_block": "clineval.report.sections_common",
+    "examples_block": "clineval.report.sections_common",
+    "fields_part": "clineval.report.sections_common",
+    "heading_part": "clineval.report.sections_common",
+    "rows_part": "clineval.report.sections_common",
+    "short_model_label": "clineval.report.sections_common",
+    "spans_part": "clineval.report.sections_common",
+    "table_block": "clineval.report.sections_common",
+    "text_part": "clineval.report.sections_common",
+    # charts a section draws (inline SVG, every text escaped)
+    "grouped_bars": "clineval.report.plots",
+    "heatmap": "clineval.report.plots",
+    "horizontal_bars": "clineval.report.plots",
+    "interval_dots": "clineval.report.plots",
+    "scatter": "clineval.report.plots",
+    # judging (a judged benchmark's kit) joins this table
 }
 __all__ = sorted(_HOME)
+
+if TYPE_CHECKING:  # what type checkers and editors see of the lazy names below
+    from clineval.benchmarks.base import (
+        DataFileStatus as DataFileStatus,
+    )
+    from clineval.benchmarks.base import (
+        RunContext as RunContext,
+    )
+    from clineval.benchmarks.base import (
+        Task as Task,
+    )
+    from clineval.benchmarks.base import (
+        TaskResult as TaskResult,
+    )
+    from clineval.benchmarks.declaration import (
+        Benchmark as Benchmark,
+    )
+    from clineval.benchmarks.declaration import (
+        DataSource as DataSource,
+    )
+    from clineval.benchmarks.declaration import (
+        Exporter as Exporter,
+    )
+    from clineval.benchmarks.declaration import (
+        MetricSchema as MetricSchema,
+    )
+    from clineval.benchmarks.declaration import (
+        MetricSpec as MetricSpec,
+    )
+    from clineval.benchmarks.declaration import (
+        ReportSection as ReportSection,
+    )
+    from clineval.benchmarks.declaration import (
+        SampleStatistics as SampleStatistics,
+    )
+    from clineval.benchmarks.declaration import (
+        Synthesizer as Synthesizer,
+    )
+    from clineval.benchmarks.kit import (
+        PREDICTION as PREDICTION,
+    )
+    from clineval.benchmarks.kit import (
+        accuracy_with_interval as accuracy_with_interval,
+    )
+    from clineval.benchmarks.kit import (
+        parse_choice as parse_choice,
+    )
+    from clineval.benchmarks.kit import (
+        pending as pending,
+    )
+    from clineval.benchmarks.kit import (
+        plan_by_chat as plan_by_chat,
+    )
+    from clineval.benchmarks.kit import (
+        predict_by_chat as predict_by_chat,
+    )
+    from clineval.benchmarks.kit import (
+        predictions_path as predictions_path,
+    )
+    from clineval.benchmarks.kit import (
+        read_predictions as read_predictions,
+    )
+    from clineval.benchmarks.kit import (
+        select_samples as select_samples,
+    )
+    from clineval.benchmarks.kit import (
+        unstored as unstored,
+    )
+    from clineval.data.fetch import (
+        Source as Source,
+    )
+    from clineval.errors import (
+        InputError as InputError,
+    )
+    from clineval.jsonl import (
+        iter_json_objects as iter_json_objects,
+    )
+    from clineval.metrics.bootstrap import (
+        DEFAULT_RESAMPLES as DEFAULT_RESAMPLES,
+    )
+    from clineval.metrics.bootstrap import (
+        bootstrap_indices as bootstrap_indices,
+    )
+    from clineval.metrics.bootstrap import (
+        percentile_interval as percentile_interval,
+    )
+    from clineval.metrics.bootstrap import (
+        stratified_bootstrap_indices as stratified_bootstrap_indices,
+    )
+    from clineval.models.backends import (
+        ModelKind as ModelKind,
+    )
+    from clineval.models.llm import (
+        open_chat_model as open_chat_model,
+    )
+    from clineval.models.llm_base import (
+        ChatError as ChatError,
+    )
+    from clineval.models.llm_base import (
+        ChatModel as ChatModel,
+    )
+    from clineval.models.llm_base import (
+        ChatRequest as ChatRequest,
+    )
+    from clineval.models.llm_base import (
+        ChatResponse as ChatResponse,
+    )
+    from clineval.options import (
+        Option as Option,
+    )
+    from clineval.options import (
+        OptionGroup as OptionGroup,
+    )
+    from clineval.options import (
+        boolean as boolean,
+    )
+    from clineval.options import (
+        choice as choice,
+    )
+    from clineval.options import (
+        integer as integer,
+    )
+    from clineval.options import (
+        integer_list as integer_list,
+    )
+    from clineval.options import (
+        number as number,
+    )
+    from clineval.options import (
+        text as text,
+    )
+    from clineval.plan import (
+        UNBOUNDED_REPLY_TOKENS as UNBOUNDED_REPLY_TOKENS,
+    )
+    from clineval.plan import (
+        CallPlan as CallPlan,
+    )
+    from clineval.report.plots import (
+        grouped_bars as grouped_bars,
+    )
+    from clineval.report.plots import (
+        heatmap as heatmap,
+    )
+    from clineval.report.plots import (
+        horizontal_bars as horizontal_bars,
+    )
+    from clineval.report.plots import (
+        interval_dots as interval_dots,
+    )
+    from clineval.report.plots import (
+        scatter as scatter,
+    )
+    from clineval.report.rundata import (
+        RunData as RunData,
+    )
+    from clineval.report.rundata import (
+        finite_number as finite_number,
+    )
+    from clineval.report.rundata import (
+        interval_of as interval_of,
+    )
+    from clineval.report.sections_common import (
+        SampleTable as SampleTable,
+    )
+    from clineval.report.sections_common import (
+        base_section as base_section,
+    )
+    from clineval.report.sections_common import (
+        download_block as download_block,
+    )
+    from clineval.report.sections_common import (
+        examples_block as examples_block,
+    )
+    from clineval.report.sections_common import (
+        fields_part as fields_part,
+    )
+    from clineval.report.sections_common import (
+        filter_values as filter_values,
+    )
+    from clineval.report.sections_common import (
+        flatten as flatten,
+    )
+    from clineval.report.sections_common import (
+        format_value as format_value,
+    )
+    from clineval.report.sections_common import (
+        heading_part as heading_part,
+    )
+    from clineval.report.sections_common import (
+        rows_part as rows_part,
+    )
+    from clineval.report.sections_common import (
+        short_model_label as short_model_label,
+    )
+    from clineval.report.sections_common import (
+        spans_part as spans_part,
+    )
+    from clineval.report.sections_common import (
+        table_block as table_block,
+    )
+    from clineval.report.sections_common import (
+        text_part as text_part,
+    )
+    from clineval.report.sections_common import (
+        yes_no as yes_no,
+    )
+    from clineval.report.statistics import (
+        SampleStatistic as SampleStatistic,
+    )
+    from clineval.report.statistics import (
+        bootstrap_interval as bootstrap_interval,
+    )
+    from clineval.report.statistics import (
+        counts_statistic as counts_statistic,
+    )
+    from clineval.report.statistics import (
+        macro_f1_statistic as macro_f1_statistic,
+    )
+    from clineval.report.statistics import (
+        mean_statistic as mean_statistic,
+    )
+    from clineval.report.statistics import (
+        ratio_statistic as ratio_statistic,
+    )
 
 
 def __getattr__(name: str) -> Any:

@@ -1,17 +1,19 @@
 """Helpers for the shapes most benchmarks share, so that a benchmark package holds only what is
-its own: the samples a run evaluates (`--limit`, then `--shard`), a predictions file keyed by
-sample id, one chat call per sample (stored as it arrives, planned for `--dry-run`), a
-multiple-choice letter parser, and accuracy with its bootstrap interval.
+its own: the samples a run evaluates (`--limit`, then `--shard`), the samples still without a
+stored output, a predictions file keyed by sample id (one for the run or one per task), one
+chat call per sample (stored as it arrives, planned for `--dry-run`), a multiple-choice letter
+parser, and accuracy with its bootstrap interval.
 
-The built-in benchmarks predate some of these and keep their own richer versions (TCM-SD's
-label parser knows the normalization table); a new benchmark starts here. The plugin template
-in examples/plugin-benchmark/ uses every one of them.
+The built-ins select their samples and their pending ones here; for the rest they keep richer
+versions of their own (TCM-SD's label parser knows the normalization table). A new benchmark
+starts here: the plugin template in examples/plugin-benchmark/ uses these helpers, reached
+through `clineval.benchmarks`.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -40,17 +42,30 @@ def select_samples(ctx: RunContext, samples: Sequence[T], sample_id: Callable[[T
     return select_shard(chosen, ctx.config.shard, key=sample_id)
 
 
+def predictions_path(ctx: RunContext, task: str) -> Path:
+    """The file `task` reads under `--model predictions:FILE` or, with one file per task,
+    `--model predictions:TASK=FILE,...` (the runner records its sha256 in the manifest)."""
+    from clineval.models.predictions_files import predictions_file
+
+    return predictions_file(ctx.model, task)
+
+
 def read_predictions(
     path: Path,
-    known_ids: set[str],
+    known_ids: Collection[str],
     field: str,
     check: Callable[[Any], str | None] | None = None,
+    selected: Collection[str] | None = None,
 ) -> dict[str, Any]:
     """`predictions:FILE`: JSON Lines `{"id": ..., FIELD: ...}`, one line per sample, checked
     strictly (a skipped line would change the score): a line without both keys, an id that
-    is not a sample of the task, an id given twice, or a value `check` refuses (it returns
-    the reason) is an InputError naming file and line. The value is kept as given; the
-    benchmark decides what counts as a valid answer."""
+    is not a sample of the dataset (`known_ids`: all of it, not only what this run
+    evaluates), an id given twice, or a value `check` refuses (it returns the reason) is an
+    InputError naming file and line. With `selected` (the ids `--limit` / `--shard` kept),
+    every line is still checked but only those ids are returned: a file made for the whole
+    dataset serves any part of it. The value is kept as given; the benchmark decides what
+    counts as a valid answer."""
+    known = known_ids if isinstance(known_ids, set | frozenset | dict) else set(known_ids)
     out: dict[str, Any] = {}
     first_line: dict[str, int] = {}
     for lineno, row in iter_json_objects(path, what="predictions file"):
@@ -62,20 +77,35 @@ def read_predictions(
         if check is not None and (problem := check(row[field])) is not None:
             raise InputError(problem, path=path, line=lineno)
         sample_id = str(raw_id)
-        if sample_id not in known_ids:
+        if sample_id not in known:
             raise InputError(f"unknown id {sample_id!r} (not a sample)", path=path, line=lineno)
-        if sample_id in out:
+        if sample_id in first_line:
             where = f"first on line {first_line[sample_id]}"
             raise InputError(f"id {sample_id!r} given twice ({where})", path=path, line=lineno)
-        out[sample_id] = row[field]
         first_line[sample_id] = lineno
+        out[sample_id] = row[field]
+    if selected is not None:
+        keep = selected if isinstance(selected, set | frozenset | dict) else set(selected)
+        out = {i: v for i, v in out.items() if i in keep}
     return out
+
+
+def unstored(
+    ctx: RunContext,
+    task: str,
+    samples: Sequence[T],
+    sample_id: Callable[[T], str],
+    kind: str = PREDICTION,
+) -> list[T]:
+    """The samples without a stored record of `kind` (what `predict` still has to compute),
+    in their order."""
+    stored = ctx.store.records(task, kind)
+    return [s for s in samples if sample_id(s) not in stored]
 
 
 def pending(ctx: RunContext, task: str, ids: Sequence[str]) -> list[str]:
     """The ids without a stored prediction (what `predict` still has to compute)."""
-    stored = ctx.store.records(task, PREDICTION)
-    return [i for i in ids if i not in stored]
+    return unstored(ctx, task, ids, str)
 
 
 # A reply's record, from its text: e.g. {"pred": "B", "raw_output": text}.

@@ -3,22 +3,45 @@ the entry-point group `clineval.benchmarks` (an entry point names a `Benchmark` 
 
 Generic code asks this module, never a family package: which tasks exist, which benchmark a
 task belongs to (for its metric schema, report section, statistics), the declared options.
+
+A plugin is outside code and cannot take a command down: its import runs in a thread with a
+bounded wait and its output swallowed; what it raises there is a warning; a name two plugins
+share is refused for both; an exception of its task, report section or statistics is one
+PluginError line naming the task and the distribution (docs/architecture.md, "A benchmark is
+a unit").
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
+import math
+import os
 import sys
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from functools import cache
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from clineval.benchmarks.base import Task
-from clineval.benchmarks.declaration import Benchmark, DataSource, Exporter, Synthesizer
+from clineval.benchmarks.base import DataFileStatus, RunContext, Task, TaskResult
+from clineval.benchmarks.declaration import (
+    Benchmark,
+    DataSource,
+    Exporter,
+    MetricSchema,
+    Synthesizer,
+)
 from clineval.errors import InputError
 from clineval.options import OptionGroup
 
+if TYPE_CHECKING:
+    from clineval.plan import CallPlan
+
 ENTRY_POINT_GROUP = "clineval.benchmarks"
+T = TypeVar("T")
 
 
 def _builtin() -> list[Benchmark]:
@@ -29,21 +52,86 @@ def _builtin() -> list[Benchmark]:
     return [NER, TCM_SD, CLINCONSENSUS]
 
 
-def _plugins() -> list[Benchmark]:
+# How long one plugin's import may take before it is skipped (seconds; the environment
+# variable overrides it). A plugin whose import hangs must not hang `tasks` or `run`; one that
+# imports a heavy stack at the top of its module may need more on a slow disk.
+IMPORT_TIMEOUT_VARIABLE = "CLINEVAL_PLUGIN_IMPORT_TIMEOUT"
+DEFAULT_IMPORT_TIMEOUT = 60.0
+
+
+class PluginError(InputError):
+    """A plugin's own code failed: its `make_task`, or its task's load, predict, evaluate or
+    plan raised. One line naming the task and the distribution it came from."""
+
+
+@dataclass(frozen=True)
+class _Found:
+    bench: Benchmark
+    distribution: str
+
+
+def _distribution(entry: metadata.EntryPoint) -> str:
+    dist = getattr(entry, "dist", None)
+    name = None if dist is None else dist.metadata["Name"]
+    return str(name) if name else f"the package of entry point {entry.name!r}"
+
+
+def _import_timeout() -> float:
+    raw = os.environ.get(IMPORT_TIMEOUT_VARIABLE, "")
+    try:
+        value = float(raw)
+    except ValueError:
+        return DEFAULT_IMPORT_TIMEOUT
+    return value if math.isfinite(value) and value > 0 else DEFAULT_IMPORT_TIMEOUT
+
+
+def _load_entry(entry: metadata.EntryPoint, timeout: float) -> tuple[str, Any]:
+    """("ok", value), ("raised", exception) or ("hung", None). The import runs in a daemon
+    thread, so that one which never returns is left behind (it cannot be stopped, and dies with
+    the process), and anything it raises (SystemExit and KeyboardInterrupt included) is caught
+    there, never in the command's thread. What it prints is swallowed: a command's output
+    (e.g. `compare --format csv`) stays its own."""
+    outcome: list[tuple[str, Any]] = []
+
+    def load() -> None:
+        try:
+            outcome.append(("ok", entry.load()))
+        except BaseException as exc:  # outside code: whatever it raises is a failed load
+            outcome.append(("raised", exc))
+
+    sink = io.StringIO()
+    worker = threading.Thread(target=load, name=f"clineval-plugin-{entry.name}", daemon=True)
+    with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+        worker.start()
+        worker.join(timeout)
+    return outcome[0] if outcome else ("hung", None)
+
+
+def _plugins() -> list[_Found]:
     """Benchmarks of installed packages. A plugin that fails to load is skipped with one
     warning line: a broken outside package must not take the built-in benchmarks down."""
-    found: list[Benchmark] = []
+    found: list[_Found] = []
+    timeout = _import_timeout()
     for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
-        try:
-            value = entry.load()
-        except Exception as exc:  # any error of outside code: report it, go on
-            _warn(f"benchmark plugin {entry.name!r} ({entry.value}) failed to load: {exc}")
+        dist = _distribution(entry)
+        what = f"benchmark plugin {entry.name!r} ({entry.value}) of {dist!r}"
+        status, value = _load_entry(entry, timeout)
+        if status == "hung":
+            _warn(f"{what} did not finish importing in {timeout:g} s ({IMPORT_TIMEOUT_VARIABLE})")
+            continue
+        if status == "raised":
+            _warn(f"{what} failed to load: {_describe(value)}")
             continue
         if not isinstance(value, Benchmark):
-            _warn(f"benchmark plugin {entry.name!r} ({entry.value}) is not a Benchmark")
+            _warn(f"{what} is not a Benchmark")
             continue
-        found.append(value)
+        found.append(_Found(value, dist))
     return found
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _warn(message: str) -> None:
@@ -54,23 +142,61 @@ def _warn(message: str) -> None:
     print(f"warning: {line}; skipped", file=sys.stderr)
 
 
+def _names(bench: Benchmark) -> set[str]:
+    # family and task names are checked apart (a family may share its one task's name)
+    return {f"family {bench.family}", *(f"task {t}" for t in bench.tasks)}
+
+
+def _shown(names: set[str]) -> str:
+    return ", ".join(repr(n) for n in sorted({n.split(" ", 1)[1] for n in names}))
+
+
+# The distribution each installed plugin's benchmark came from, by family (built-ins and
+# benchmarks registered at run time have none).
+_ORIGIN: dict[str, str] = {}
+
+
 @cache
 def benchmarks() -> tuple[Benchmark, ...]:
-    """Every registered benchmark, built-ins first. A later one that reuses a family or task
-    name is refused (the first keeps it)."""
-    chosen: list[Benchmark] = []
-    families: set[str] = set()
-    tasks: set[str] = set()
+    """Every registered benchmark, built-ins first. A plugin that reuses a built-in's family or
+    task name is refused; two plugins that share a name are both refused (which one won would
+    depend on the order packages happen to be found in)."""
     builtin = _builtin()
-    for bench in [*builtin, *_plugins()]:
-        clash = sorted(tasks.intersection(bench.tasks))
-        if bench.family in families or clash:
-            _warn(f"benchmark {bench.family!r} reuses the name(s) {clash or [bench.family]}")
+    taken: set[str] = set().union(*(_names(b) for b in builtin))
+    plugins = _plugins()
+    chosen: list[_Found] = []
+    for item in plugins:
+        clash = _names(item.bench) & taken
+        if clash:
+            _warn(
+                f"benchmark {item.bench.family!r} of {item.distribution!r} reuses the built-in "
+                f"name(s) {_shown(clash)}"
+            )
             continue
-        families.add(bench.family)
-        tasks.update(bench.tasks)
-        chosen.append(bench)
-    return tuple(chosen)
+        chosen.append(item)
+    refused: set[int] = set()
+    for i, a in enumerate(chosen):
+        for j in range(i + 1, len(chosen)):
+            b = chosen[j]
+            clash = _names(a.bench) & _names(b.bench)
+            if clash:
+                _warn(
+                    f"benchmarks {a.bench.family!r} of {a.distribution!r} and "
+                    f"{b.bench.family!r} of {b.distribution!r} both declare "
+                    f"{_shown(clash)} (neither is used)"
+                )
+                refused.update((i, j))
+    kept = [item for i, item in enumerate(chosen) if i not in refused]
+    _ORIGIN.clear()
+    _ORIGIN.update({item.bench.family: item.distribution for item in kept})
+    return (*builtin, *(item.bench for item in kept))
+
+
+def distribution_of(task: str) -> str | None:
+    """The installed distribution whose plugin declares `task` (None for a built-in task, one
+    registered at run time, or an unknown one)."""
+    bench = benchmark_of(task)
+    return None if bench is None else _ORIGIN.get(bench.family)
 
 
 _ADDED: list[Benchmark] = []
@@ -104,15 +230,103 @@ def benchmark_of(task: str) -> Benchmark | None:
     return next((b for b in _all() if task in b.tasks), None)
 
 
+def metric_schema(task: str, notes: Mapping[str, Any] | None = None) -> MetricSchema | None:
+    """The metrics of `task` as its installed benchmark declares them; for a task no installed
+    benchmark declares, as the run record `notes` (manifest.json["tasks"][task]) wrote them;
+    None for a run written before the record kept them."""
+    bench = benchmark_of(task)
+    if bench is not None:
+        return bench.metrics
+    recorded = (notes or {}).get("metrics")
+    if not isinstance(recorded, list) or not recorded:
+        return None
+    tables = (notes or {}).get("tables") or ()
+    return MetricSchema.from_record(
+        [m for m in recorded if isinstance(m, Mapping)],
+        [str(t) for t in tables if isinstance(t, str)],
+    )
+
+
 def get_benchmark(family: str) -> Benchmark | None:
     return next((b for b in _all() if b.family == family), None)
 
 
 def get_task(name: str) -> Task[Any]:
+    """The task `name`. A plugin's task comes wrapped: an exception its code raises (in
+    `make_task`, or in the task's methods) is a PluginError naming the task and the package."""
     bench = benchmark_of(name)
     if bench is None:
         raise InputError(f"unknown task {name!r} (known: {', '.join(task_names())})")
-    return bench.make_task(name)
+    dist = _ORIGIN.get(bench.family)
+    if dist is None:
+        return bench.make_task(name)
+    try:
+        task = bench.make_task(name)
+    except (Exception, SystemExit) as exc:  # a sys.exit in outside code is a failure too
+        raise _plugin_error(name, dist, "make_task", exc) from exc
+    return _PluginTask(task, dist)
+
+
+def _plugin_error(task: str, dist: str, step: str, exc: BaseException) -> PluginError:
+    return PluginError(f"task {task!r} (package {dist!r}) failed in {step}: {_describe(exc)}")
+
+
+def guarded(task: str, step: str, call: Callable[[], T]) -> T:
+    """`call()`, a step of `task`'s benchmark code (its report section, its statistics): for a
+    plugin, an exception of its own becomes one PluginError line naming task and package, and
+    what it prints goes to stderr."""
+    dist = distribution_of(task)
+    if dist is None:
+        return call()
+    return _plugin_step(task, dist, step, call)
+
+
+def _plugin_step(task: str, dist: str, step: str, call: Callable[[], T]) -> T:
+    # What the plugin prints goes to stderr: stdout is the command's (a CSV, a table).
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            return call()
+    except (Exception, SystemExit) as exc:
+        if _passes(exc):
+            raise
+        raise _plugin_error(task, dist, step, exc) from exc
+
+
+def _passes(exc: BaseException) -> bool:
+    """clineval's own exceptions keep their meaning through a plugin's task: bad input
+    (InputError, already one line), batch files written, a model call's error."""
+    return type(exc).__module__.split(".")[0] == "clineval"
+
+
+class _PluginTask(Task[Any]):
+    """A plugin's task, each step guarded: its own exceptions become one PluginError line
+    (instead of "internal error: RuntimeError" naming nothing)."""
+
+    def __init__(self, inner: Task[Any], dist: str) -> None:
+        self.inner = inner
+        self.dist = dist
+        self.name = inner.name
+        self.family = inner.family
+        self.description = inner.description
+        self.option_group = inner.option_group
+
+    def _guard(self, step: str, call: Callable[[], T]) -> T:
+        return _plugin_step(self.name, self.dist, step, call)
+
+    def data_status(self, data_root: Path | None) -> list[DataFileStatus]:
+        return self._guard("data_status", lambda: self.inner.data_status(data_root))
+
+    def load(self, ctx: RunContext) -> Any:
+        return self._guard("load", lambda: self.inner.load(ctx))
+
+    def predict(self, ctx: RunContext, data: Any) -> None:
+        self._guard("predict", lambda: self.inner.predict(ctx, data))
+
+    def evaluate(self, ctx: RunContext, data: Any) -> TaskResult:
+        return self._guard("evaluate", lambda: self.inner.evaluate(ctx, data))
+
+    def plan(self, ctx: RunContext, data: Any, calls: CallPlan) -> None:
+        self._guard("plan", lambda: self.inner.plan(ctx, data, calls))
 
 
 def option_groups() -> list[OptionGroup]:

@@ -7,6 +7,10 @@ leaves DIR as it was.
 
   samples-csv               DIR/<task>.samples.csv, one row per sample of each task, for a
                             spreadsheet (clineval.export.samples_csv)
+
+Internal: not part of clineval's public API (`clineval`, `clineval.benchmarks`;
+docs/architecture.md, "Public API"). A benchmark package imports what it needs from
+`clineval.benchmarks`.
 """
 
 from __future__ import annotations

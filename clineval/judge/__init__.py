@@ -1,1 +1,6 @@
-"""clineval.judge"""
+"""Judging with an LLM: prompts, verdict parsing, ensembles.
+
+Internal: not part of clineval's public API (`clineval`, `clineval.benchmarks`;
+docs/architecture.md, "Public API"). A benchmark package imports what it needs from
+`clineval.benchmarks`.
+"""

@@ -1,1 +1,6 @@
-"""clineval.metrics"""
+"""Generic metric helpers (bootstrap resampling).
+
+Internal: not part of clineval's public API (`clineval`, `clineval.benchmarks`;
+docs/architecture.md, "Public API"). A benchmark package imports what it needs from
+`clineval.benchmarks`.
+"""

@@ -25,8 +25,9 @@ its request counts. A finished batch's output and error files are read line by l
 is stored as a normal call; an error line is a failed attempt judged like the synchronous
 path's (clineval.models.http_errors.classify_http: 429 / 5xx / garbled / empty replies retried,
 other 4xx not), retried in the next batch within `--max-retries`, then the call's ChatError. A
-batch that failed, expired or was cancelled has the requests it did not answer sent again in a
-new batch, at most `resubmits` times, then they are call errors.
+batch that failed, expired or was cancelled, or that the server no longer knows (HTTP 404 for
+a stored batch or file: a restarted server, another --base-url), has the requests it did not
+answer sent again in a new batch, at most `resubmits` times, then they are call errors.
 
 Offline (`--batch-file-out DIR`): a round's lines are written to DIR (their keys noted in the
 run store) and the run stops with BatchFilesWritten (a one-line hint for `vllm run-batch`). A
@@ -46,15 +47,16 @@ Long module: the line format, the server client and the model that uses them cha
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 import re
 import secrets
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import orjson
 
@@ -71,17 +73,22 @@ from clineval.models.http_errors import (
 )
 from clineval.models.llm_base import ChatError, ChatRequest, request_key
 from clineval.retry import RetryPolicy
+from clineval.rundir import atomic_write_lines, make_dir
 from clineval.secrets import redact
 from clineval.store import RunStore
 
 log = logging.getLogger("clineval")
+T = TypeVar("T")
 
 ENDPOINT = "/v1/chat/completions"
 MAX_LINES = 50_000  # OpenAI's limits per batch input file
 MAX_BYTES = 200 * 1024 * 1024
 TERMINAL = frozenset({"completed", "failed", "expired", "cancelled"})
+# The end of a stored batch that the server does not know (HTTP 404): treated as failed.
+LOST = "unknown to the server"
 STATUSES = TERMINAL | {"validating", "in_progress", "finalizing", "cancelling"}
 SETTLE_S = 0.2  # a round closes when no call came for this long
+_CHUNK = 1 << 20  # bytes of an output file read at a time
 META_PREFIX = "batch:"  # run-store meta: one record per batch (or request file) of a model
 FILES_META = "batch_files"  # keys written to request files (--batch-file-out), by file name
 
@@ -180,38 +187,93 @@ def parse_output_line(raw: bytes, where: str) -> LineOutcome:
     raise InputError(f"{where}: neither a response object nor an error")
 
 
+class OutputLines:
+    """The lines of ONE output, checked by the one rule of both ways answers arrive (a
+    `--batch-file-in` file; the output and error files of one server batch): every line is a
+    well-formed output line (parse_output_line), its custom_id is a request of that output
+    (`known`: what this run directory wrote to request files, or the batch's own requests),
+    and no custom_id has two lines. InputError naming the line (`where`) otherwise."""
+
+    def __init__(self, known: Collection[str], not_known: str) -> None:
+        self._known = known
+        self._not_known = not_known  # what an unknown custom_id is not, for its message
+        self.outcomes: dict[str, LineOutcome] = {}
+        self._where: dict[str, str] = {}
+
+    def add(self, raw: bytes, where: str) -> None:
+        if not raw.strip():
+            return
+        outcome = parse_output_line(raw, where)
+        if outcome.key not in self._known:
+            raise InputError(f"{where}: custom_id {outcome.key[:80]!r} is not {self._not_known}")
+        first = self._where.get(outcome.key)
+        if first is not None:
+            raise InputError(
+                f"{where}: custom_id {outcome.key[:16]}... again (first at {first}): "
+                "one line per request"
+            )
+        self._where[outcome.key] = where
+        self.outcomes[outcome.key] = outcome
+
+    def join(self, other: OutputLines) -> None:
+        """`other`'s lines as part of this output (a batch's error file after its output
+        file): a custom_id in both is a second line for one request."""
+        for key, outcome in other.outcomes.items():
+            if key in self._where:
+                raise InputError(
+                    f"{other._where[key]}: custom_id {key[:16]}... again (first at "
+                    f"{self._where[key]}): one line per request"
+                )
+            self._where[key] = other._where[key]
+            self.outcomes[key] = outcome
+
+
+class LineSplitter:
+    """Lines (split at \\n, a trailing \\r dropped) of bytes that arrive in chunks of any
+    size: a file read or an HTTP body streamed, never held whole."""
+
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+
+    def feed(self, chunk: bytes) -> Iterator[bytes]:
+        scanned = len(self._buffer)  # the part already searched holds no line end
+        self._buffer += chunk
+        start = 0
+        while (end := self._buffer.find(b"\n", max(start, scanned))) >= 0:
+            yield bytes(self._buffer[start:end]).removesuffix(b"\r")
+            start = end + 1
+        del self._buffer[:start]
+
+    def end(self) -> Iterator[bytes]:
+        if self._buffer:
+            yield bytes(self._buffer).removesuffix(b"\r")
+            self._buffer.clear()
+
+
+def read_output_file(path: str | Path, known: Collection[str]) -> OutputLines:
+    """One `--batch-file-in` file, line by line (never read whole: a file of a large round
+    is hundreds of MB), by OutputLines' rule."""
+    lines = OutputLines(known, "a request this run directory wrote (--batch-file-out)")
+    try:
+        with open(path, "rb") as fh:
+            for number, raw in enumerate(fh, start=1):
+                lines.add(raw.rstrip(b"\r\n"), f"{path}:{number}")
+    except OSError as exc:
+        raise InputError(f"--batch-file-in {path}: {exc.strerror or exc}") from None
+    return lines
+
+
 def read_outputs(paths: Iterable[str | Path], known: set[str]) -> dict[str, LineOutcome]:
     """Every line of the output files `paths` (--batch-file-in), validated before any is
-    used: a known custom_id (one this run directory wrote to a request file), a well-formed
-    response, one line per request in a file. InputError `FILE:LINE: ...` at the first bad
-    line. A request written again after an error line (a retry) has a line in two files: an
-    answer wins over an error."""
+    used (OutputLines: a known custom_id, a well-formed response, one line per request in
+    a file). InputError `FILE:LINE: ...` at the first bad line. A request written again
+    after an error line (a retry) has a line in two files: an answer wins over an error."""
     outcomes: dict[str, LineOutcome] = {}
     for path in paths:
-        first_seen: dict[str, str] = {}
-        try:
-            data = Path(path).read_bytes()
-        except OSError as exc:
-            raise InputError(f"--batch-file-in {path}: {exc.strerror or exc}") from None
-        for number, raw in enumerate(data.splitlines(), start=1):
-            if not raw.strip():
-                continue
-            where = f"{path}:{number}"
-            outcome = parse_output_line(raw, where)
-            if outcome.key not in known:
-                raise InputError(
-                    f"{where}: custom_id {outcome.key[:80]!r} is not a request this run "
-                    "directory wrote (--batch-file-out)"
-                )
-            if outcome.key in first_seen:
-                raise InputError(
-                    f"{where}: custom_id {outcome.key[:16]}... again (first at "
-                    f"{first_seen[outcome.key]}): one line per request"
-                )
-            first_seen[outcome.key] = where
-            earlier = outcomes.get(outcome.key)
+        for key, outcome in read_output_file(path, known).outcomes.items():
+            earlier = outcomes.get(key)
             if earlier is None or earlier.completion is None:
-                outcomes[outcome.key] = outcome
+                outcomes[key] = outcome
     return outcomes
 
 
@@ -222,6 +284,11 @@ def written_keys(store: RunStore) -> set[str]:
 
 
 # ---- the server --------------------------------------------------------------------------------
+class BatchUnknown(InputError):
+    """The server does not know a batch or file the run stored (HTTP 404: restarted, purged,
+    or another server at --base-url). The model treats the batch as failed (_lost)."""
+
+
 class BatchClient:
     """/v1/files and /v1/batches of one OpenAI-compatible server, over aiohttp, each request
     with the run's bounded retry policy."""
@@ -251,18 +318,48 @@ class BatchClient:
     async def aclose(self) -> None:
         await self._session.close()
 
-    async def _call(self, method: str, path: str, **kwargs: Any) -> bytes:
+    async def _call(
+        self, method: str, path: str, *, unknown_if_404: bool = False, **kwargs: Any
+    ) -> bytes:
+        """The reply body of one request, retried by the policy; InputError when it fails.
+        `unknown_if_404`: a 404 is BatchUnknown (a batch or file the server does not know),
+        not an error of the run."""
+
+        async def whole(response: Any) -> bytes:
+            async with asyncio.timeout(self._timeout_s):
+                return bytes(await response.read())
+
+        return await self._request(method, path, whole, unknown_if_404, **kwargs)
+
+    async def _request(
+        self,
+        method: str,
+        path: str,
+        consume: Callable[[Any], Awaitable[T]],
+        unknown_if_404: bool,
+        **kwargs: Any,
+    ) -> T:
+        """What `consume` makes of a successful reply (it reads the body within its own
+        deadline), each attempt from the start, retried by the policy."""
         aiohttp = self._aiohttp
         retries = 0
         while True:
             self.requests += 1
             try:
-                async with asyncio.timeout(self._timeout_s):
-                    async with self._session.request(method, self._base + path, **kwargs) as r:
+                async with contextlib.AsyncExitStack() as stack:
+                    async with asyncio.timeout(self._timeout_s):  # until the reply's head
+                        r = await stack.enter_async_context(
+                            self._session.request(method, self._base + path, **kwargs)
+                        )
+                    status, retry_after = r.status, r.headers.get("Retry-After")
+                    if status < 300:
+                        return await consume(r)
+                    async with asyncio.timeout(self._timeout_s):
                         raw = await r.read()
-                        status, retry_after = r.status, r.headers.get("Retry-After")
-                if status < 300:
-                    return raw
+                if status == 404 and unknown_if_404:
+                    raise BatchUnknown(
+                        redact(f"batch API {self._host} {method} {path}: HTTP 404: {snippet(raw)}")
+                    )
                 classify_http(status, retry_after, raw)  # raises for every status >= 300
             except TimeoutError:
                 failure = AttemptFailed("timeout", f"no answer within {self._timeout_s:g} s", True)
@@ -277,8 +374,10 @@ class BatchClient:
             await asyncio.sleep(self._policy.delay(retries, failure.retry_after, self._rng))
             retries += 1
 
-    async def _json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
-        raw = await self._call(method, path, **kwargs)
+    async def _json(
+        self, method: str, path: str, *, unknown_if_404: bool = False, **kwargs: Any
+    ) -> dict[str, Any]:
+        raw = await self._call(method, path, unknown_if_404=unknown_if_404, **kwargs)
         try:
             obj = parse_json(raw)
         except JsonProblem:
@@ -312,18 +411,22 @@ class BatchClient:
             raise InputError(f"batch API {self._host} /files: no file id in the reply")
         return str(obj["id"])
 
-    async def create(self, file_id: str) -> dict[str, Any]:
+    async def create(self, file_id: str, *, stored: bool = False) -> dict[str, Any]:
+        """A batch of the uploaded file `file_id`. `stored`: the id comes from the run store
+        (an earlier process uploaded it), so a 404 is BatchUnknown: the server lost it."""
         body = {"input_file_id": file_id, "endpoint": ENDPOINT, "completion_window": "24h"}
         payload = orjson.dumps(body)
         self.bytes_sent += len(payload)
         headers = {"Content-Type": "application/json"}
-        return self._checked(
-            await self._json("POST", "/batches", data=payload, headers=headers), "/batches"
+        obj = await self._json(
+            "POST", "/batches", unknown_if_404=stored, data=payload, headers=headers
         )
+        return self._checked(obj, "/batches")
 
     async def get(self, batch_id: str) -> dict[str, Any]:
+        """The batch `batch_id`; BatchUnknown when the server does not know it (HTTP 404)."""
         path = f"/batches/{batch_id}"
-        return self._checked(await self._json("GET", path), path)
+        return self._checked(await self._json("GET", path, unknown_if_404=True), path)
 
     async def find_by_input(self, file_id: str) -> dict[str, Any] | None:
         """The batch created from `file_id`, if the server lists one (recent batches)."""
@@ -333,8 +436,27 @@ class BatchClient:
                 return self._checked(item, "/batches")
         return None
 
-    async def content(self, file_id: str) -> bytes:
-        return await self._call("GET", f"/files/{file_id}/content")
+    async def content_lines(
+        self, file_id: str, start: Callable[[], OutputLines], where: str
+    ) -> OutputLines:
+        """A file's lines, streamed into a fresh `start()` at each attempt (a retried
+        download starts over), `where` + " line N" naming each; never the file whole (an
+        output file may be hundreds of MB). BatchUnknown when the server does not know it."""
+
+        async def stream(response: Any) -> OutputLines:
+            lines, splitter = start(), LineSplitter()
+            number = 0
+            chunks = response.content.iter_chunked(_CHUNK)
+            while True:
+                async with asyncio.timeout(self._timeout_s):  # a deadline for each chunk
+                    chunk = await anext(chunks, None)
+                for raw in splitter.feed(chunk) if chunk is not None else splitter.end():
+                    number += 1
+                    lines.add(raw, f"{where} line {number}")
+                if chunk is None:
+                    return lines
+
+        return await self._request("GET", f"/files/{file_id}/content", stream, True)
 
 
 # ---- the model ---------------------------------------------------------------------------------
@@ -380,7 +502,6 @@ class BatchChatModel(StoredChatModel):
         self._pending: dict[str, _Pending] = {}
         self._flusher: asyncio.Task[None] | None = None
         self._last_call = 0.0
-        self._outputs: dict[str, dict[str, LineOutcome]] = {}  # batch id -> its lines
         self.lines_sent = 0
         self.batches_created = 0
 
@@ -521,8 +642,9 @@ class BatchChatModel(StoredChatModel):
         for key, number in covering.items():
             by_batch.setdefault(number, []).append(key)
         results = await asyncio.gather(*(self._finished(n) for n in by_batch))
+        records = self._records()
         for (number, keys), batch in zip(by_batch.items(), results, strict=True):
-            outputs = await self._lines_of(batch)
+            outputs = await self._lines_of(batch, frozenset(records[number]["keys"]))
             status = batch["status"]
             for key in keys:
                 item = todo[key]
@@ -536,7 +658,7 @@ class BatchChatModel(StoredChatModel):
                     assert outcome.failure is not None
                     if not self._failed(item, outcome.failure):
                         del todo[key]
-                else:  # the batch ended without this line (failed / expired / cancelled)
+                else:  # the batch ended without this line (failed / expired / cancelled / lost)
                     item.resent += 1
                     if item.resent > self._settings.resubmits:
                         failure = AttemptFailed(
@@ -547,13 +669,35 @@ class BatchChatModel(StoredChatModel):
 
     async def _finished(self, number: str) -> dict[str, Any]:
         """The batch of record `number`, polled until it ends (found by its input file when
-        the batch id was never stored)."""
-        assert self._client is not None
+        the batch id was never stored). A batch (or its stored input file) the server does not
+        know ends as LOST: like a failed batch, its requests go out again (_lost)."""
         record = self._records()[number]
+        try:
+            return await self._poll(number, record)
+        except BatchUnknown as exc:
+            return self._lost(number, record, str(exc))
+
+    def _lost(self, number: str, record: dict[str, Any], why: str) -> dict[str, Any]:
+        """A stored batch the server does not know, ended as a failed batch without output:
+        its unanswered requests are sent again within `resubmits` (_read_batches)."""
+        name = record.get("batch_id") or record.get("file_id")
+        log.warning(
+            "%s: the server does not know batch %s (%s); its %d request(s) go out again",
+            self.label,
+            name,
+            why,
+            len(record["keys"]),
+        )
+        record["status"] = LOST
+        self._save(number, record)
+        return {"id": name, "status": LOST}
+
+    async def _poll(self, number: str, record: dict[str, Any]) -> dict[str, Any]:
+        assert self._client is not None
         if record.get("batch_id") is None:
             batch = await self._client.find_by_input(record["file_id"])
             if batch is None:
-                batch = await self._client.create(record["file_id"])
+                batch = await self._client.create(record["file_id"], stored=True)
             record.update(batch_id=batch["id"], status=batch["status"])
             self._save(number, record)
         delays = poll_delays(self._settings.poll_s, self._settings.poll_max_s)
@@ -581,30 +725,37 @@ class BatchChatModel(StoredChatModel):
             self._save(number, record)
         return batch
 
-    async def _lines_of(self, batch: dict[str, Any]) -> dict[str, LineOutcome]:
+    async def _lines_of(
+        self, batch: dict[str, Any], keys: Collection[str]
+    ) -> dict[str, LineOutcome]:
+        """The lines of a finished batch's output and error files, streamed, by the rule of
+        OutputLines: each a request of the batch (`keys`, its record's), one line each."""
         assert self._client is not None
-        cached = self._outputs.get(batch["id"])
-        if cached is not None:
-            return cached
-        outcomes: dict[str, LineOutcome] = {}
+        if batch["status"] == LOST:  # no lines
+            return {}
+
+        def fresh() -> OutputLines:
+            return OutputLines(keys, f"a request of batch {batch['id']}")
+
+        found = fresh()
         for field_name in ("output_file_id", "error_file_id"):
             file_id = batch.get(field_name)
             if not isinstance(file_id, str) or not file_id:
                 continue
-            data = await self._client.content(file_id)
-            for number, raw in enumerate(data.splitlines(), start=1):
-                if raw.strip():
-                    where = f"batch {batch['id']} {field_name.split('_')[0]} file line {number}"
-                    outcome = parse_output_line(raw, where)
-                    outcomes.setdefault(outcome.key, outcome)
-        self._outputs[batch["id"]] = outcomes
-        return outcomes
+            where = f"batch {batch['id']} {field_name.split('_')[0]} file"
+            try:
+                lines = await self._client.content_lines(file_id, fresh, where)
+            except BatchUnknown as exc:  # its lines are lost: those requests go out again
+                log.warning("%s: %s; its requests go out again", self.label, exc)
+                continue
+            found.join(lines)
+        return found.outcomes
 
     # -- offline files -------------------------------------------------------------------------
     def _write_files(self, items: dict[str, _Pending]) -> None:
         directory = self._settings.file_out
         assert directory is not None
-        directory.mkdir(parents=True, exist_ok=True)
+        make_dir(directory)  # every file goes through the one writer (CannotWrite, exit 2)
         keys = list(items)
         lines = [request_line(k, self._body_of(items[k].request)) for k in keys]
         groups = split_lines(lines, self._settings.max_lines, self._settings.max_bytes)
@@ -614,9 +765,8 @@ class BatchChatModel(StoredChatModel):
         for group in groups:
             n = len(files) + 1
             path = directory / f"clineval-{_safe_name(self.label)}-{n:03d}.jsonl"
-            tmp = path.with_suffix(".jsonl.tmp")
-            tmp.write_bytes(b"".join(group))
-            tmp.replace(path)  # whole or absent: a killed run leaves no half file
+            # whole or absent: a killed run or a full disk leaves no half file and no tmp
+            atomic_write_lines(path, (line.decode("utf-8") for line in group))
             files[path.name] = keys[start : start + len(group)]
             start += len(group)
             self._store.set_meta(FILES_META, files)

@@ -62,6 +62,7 @@ from clineval.models.options import LLM_OPTIONS
 from clineval.models.server_capacity import warn_unservable_concurrency
 from clineval.models.spec import ModelSpec
 from clineval.retry import RetryPolicy, parse_retry_after
+from clineval.secrets import env_credential, register_url
 
 if TYPE_CHECKING:
     from clineval.config import RunConfig
@@ -95,6 +96,7 @@ def openai_base_urls(spec: ModelSpec) -> tuple[str, ...]:
     urls: tuple[str, ...] = tuple(spec.base_urls)
     if not urls and os.environ.get("OPENAI_BASE_URL"):
         urls = (os.environ["OPENAI_BASE_URL"],)
+        register_url(urls[0])  # its user:password, if any, masked like a flag's
     for url in urls:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -207,7 +209,7 @@ async def _open_backend(
         async with _batch_model(spec, runtime, role, retry or _retry_policy(config)) as model:
             yield model
     elif spec.backend == "openai":
-        api_key = os.environ.get("OPENAI_API_KEY") or None
+        api_key = env_credential("OPENAI_API_KEY")
         urls = openai_base_urls(spec)
         if api_key and any(urlsplit(u).username is not None for u in urls):
             # HTTP has one Authorization header: Basic (from the URL) or Bearer (the key).
@@ -272,9 +274,7 @@ async def _batch_model(
     if config.batch or config.batch_models:
         # One server takes a model's batches: the first of its base URLs.
         url = openai_base_urls(spec)[0]
-        client = BatchClient(
-            url, os.environ.get("OPENAI_API_KEY") or None, policy, config.timeout_s
-        )
+        client = BatchClient(url, env_credential("OPENAI_API_KEY"), policy, config.timeout_s)
     send_key = LLM_OPTIONS.value(opts, "prompt_cache_key")
     try:
         yield BatchChatModel(

@@ -53,8 +53,10 @@ def check_base_url(url: str, flag: str = "--base-url") -> str:
     """
     from urllib.parse import urlsplit
 
-    from clineval.secrets import redact
+    from clineval.secrets import redact, register_url
 
+    # Known from here on, in every form, to everything that stores or prints (secrets.py).
+    register_url(url)
     shown = redact(url)[:120]
     try:
         parts = urlsplit(url)

@@ -46,7 +46,16 @@ class Price:
 
     @property
     def has_batch_price(self) -> bool:
-        return self.batch_discount is not None or self.batch_input_per_1m is not None
+        """Whether any batch rate is given (any one of them changes what a batch call costs)."""
+        return any(
+            value is not None
+            for value in (
+                self.batch_discount,
+                self.batch_input_per_1m,
+                self.batch_output_per_1m,
+                self.batch_cached_input_per_1m,
+            )
+        )
 
     def batch(self) -> Price:
         """The prices of a call made through a batch."""

@@ -1,1 +1,6 @@
-"""clineval.report"""
+"""`clineval report` and `clineval compare`: the HTML report, its sections and plots.
+
+Internal: not part of clineval's public API (`clineval`, `clineval.benchmarks`;
+docs/architecture.md, "Public API"). A benchmark package imports what it needs from
+`clineval.benchmarks`.
+"""

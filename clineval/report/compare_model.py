@@ -12,11 +12,12 @@ p-value.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from clineval.benchmarks.registry import benchmark_of
+from clineval.benchmarks.declaration import MetricSchema
+from clineval.benchmarks.registry import benchmark_of, metric_schema
 from clineval.errors import InputError
 from clineval.metrics.bootstrap import DEFAULT_RESAMPLES
 from clineval.progress import track
@@ -36,6 +37,12 @@ from clineval.secrets import redact
 class Cell:
     value: float
     ci: tuple[float, float] | None
+    # the count the figure is computed on, where its metric declares one (`MetricSpec.basis`)
+    basis: int | None = None
+
+
+# The level a leaderboard marks a best value at, after Holm's correction for the pairs tested.
+ALPHA = 0.05
 
 
 @dataclass(frozen=True)
@@ -46,6 +53,21 @@ class PairRow:
     run_b: str
     result: st.PairedResult | None
     note: str = ""
+    # the p-value after Holm's step-down correction over the pairs tested in this column
+    p_holm: float | None = None
+
+
+def holm(p_values: list[float]) -> list[float]:
+    """Holm's step-down adjusted p-values, in the order given: the i-th smallest of m is
+    multiplied by (m - i + 1), made monotone, capped at 1."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    adjusted = [0.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p_values[i]))
+        adjusted[i] = running
+    return adjusted
 
 
 @dataclass
@@ -57,31 +79,105 @@ class Comparison:
     fixture: dict[tuple[int, str], bool]
     pairs: list[PairRow]
 
-    def best(self, task: str, key: str) -> int | None:
-        """The index of the run with the best `key` of `task`; None when there is no single
-        best (fewer than two runs scored it, or all scored the same)."""
+    def leader(self, task: str, key: str) -> int | None:
+        """The index of the run with the top `key` of `task` (by its declared direction);
+        None when there is no single one (fewer than two runs scored it, or a tie)."""
         scored = [
             (i, c.value) for i in range(len(self.runs)) if (c := self.cells.get((i, task, key)))
         ]
-        if len(scored) < 2 or len({v for _, v in scored}) == 1:
+        if len(scored) < 2:
             return None  # nothing to single out
-        pick = max if higher_is_better(task, key) else min
-        return pick(scored, key=lambda t: t[1])[0]
+        pick = max if self.higher_is_better(task, key) else min
+        top = pick(v for _, v in scored)
+        leaders = [i for i, v in scored if v == top]
+        return leaders[0] if len(leaders) == 1 else None
+
+    def best(self, task: str, key: str) -> int | None:
+        """The leader of `key`, only where the paired test separates it from EVERY other run
+        that scored the column: each of its pairs tested, the difference on the shared
+        samples in the leader's favour, and the Holm-adjusted p-value (over all pairs of the
+        column) below ALPHA. None otherwise: a leaderboard must not single out a run the test
+        cannot tell from another."""
+        lead = self.leader(task, key)
+        if lead is None:
+            return None
+        others = {i for (i, t, k) in self.cells if t == task and k == key and i != lead}
+        higher = self.higher_is_better(task, key)
+        separated: set[int] = set()
+        for row in self.pairs:
+            if row.task != task or row.metric != key or row.result is None:
+                continue
+            a, b = self.labels.index(row.run_a), self.labels.index(row.run_b)
+            if lead not in (a, b) or row.p_holm is None or row.p_holm >= ALPHA:
+                continue
+            favours_a = row.result.delta > 0 if higher else row.result.delta < 0
+            if favours_a == (lead == a):
+                separated.add(b if lead == a else a)
+        return lead if others and others <= separated else None
+
+    def digits(self, task: str, key: str) -> int | None:
+        """The decimals `key` is shown with, as its metric declares (None: the default)."""
+        schema = _schema(task, self.runs)
+        spec = schema.spec(key) if schema is not None else None
+        return None if spec is None else spec.digits
+
+    def higher_is_better(self, task: str, key: str) -> bool:
+        """The direction of `key`: as the task's benchmark declares it, or, when it is not
+        installed, as the runs' records wrote it (else higher)."""
+        return _direction(task, key, self.runs)
 
     def model(self, i: int) -> str:
         """Run `i`'s model spec, secrets redacted (a spec may carry a URL with a key)."""
         return redact(str(self.runs[i].manifest.get("config", {}).get("model", "?")))
+
+    def cost(self, i: int) -> float | None:
+        """Run `i`'s estimated cost of model calls in USD, when its manifest recorded one."""
+        usage = self.runs[i].manifest.get("llm_usage")
+        value = usage.get("estimated_cost") if isinstance(usage, dict) else None
+        return finite_number(value)
 
     def is_fixture_run(self, i: int) -> bool:
         """Whether any task of run `i` scored fixture/synthetic data."""
         return any(v for (j, _), v in self.fixture.items() if j == i)
 
 
+def _notes(run: RunData, task: str) -> dict[str, Any]:
+    notes = run.manifest.get("tasks", {}).get(task)
+    return notes if isinstance(notes, dict) else {}
+
+
+def _schema(task: str, runs: list[RunData]) -> MetricSchema | None:
+    """The task's metrics: its installed benchmark's, else the first run record's that holds
+    them (None: no benchmark, and records written before they kept the metrics)."""
+    if benchmark_of(task) is not None:
+        return metric_schema(task)
+    recorded = (metric_schema(task, _notes(run, task)) for run in runs)
+    return next((schema for schema in recorded if schema is not None), None)
+
+
+def _direction(task: str, key: str, runs: list[RunData]) -> bool:
+    schema = _schema(task, runs)
+    if schema is not None:
+        return schema.higher_is_better(key)
+    for run in runs:  # an older record: it kept the primary metric's direction only
+        notes = _notes(run, task)
+        if notes.get("primary_metric") == key and isinstance(notes.get("higher_is_better"), bool):
+            return bool(notes["higher_is_better"])
+    return True
+
+
 def higher_is_better(task: str, key: str) -> bool:
-    """The direction the task's benchmark declares for `key`; for a task no installed
-    benchmark declares, the direction its run record wrote (else higher)."""
-    bench = benchmark_of(task)
-    return True if bench is None else bench.metrics.higher_is_better(key)
+    """The direction the task's installed benchmark declares for `key` (else higher)."""
+    return _direction(task, key, [])
+
+
+def _basis(task: str, key: str, runs: list[RunData], metrics: dict[str, Any]) -> int | None:
+    schema = _schema(task, runs)
+    spec = schema.spec(key) if schema is not None else None
+    if spec is None or spec.basis is None:
+        return None
+    n = finite_number(metrics.get(spec.basis))
+    return None if n is None else int(n)
 
 
 def _labels(runs: list[RunData]) -> list[str]:
@@ -98,10 +194,10 @@ def _columns(runs: list[RunData]) -> list[tuple[str, str]]:
             tasks.setdefault(task, None)
     cols: list[tuple[str, str]] = []
     for task in tasks:
-        bench = benchmark_of(task)
+        schema = _schema(task, runs)
         present = [run.results.get(task, {}) for run in runs]
-        keys = list(bench.metrics.ranked_keys) if bench is not None else []
-        if not keys:  # a task no installed benchmark declares: its top-level numeric scalars
+        keys = list(schema.ranked_keys) if schema is not None else []
+        if not keys:  # nothing declares the task's metrics: its top-level numeric scalars
             keys = (
                 [
                     k
@@ -136,7 +232,9 @@ def build_comparison(
     columns = _columns(runs)
     tasks = list(dict.fromkeys(t for t, _ in columns))
     stats = {
-        (i, task): statistics_for(task, run.results[task], run.samples.get(task, []))
+        (i, task): statistics_for(
+            task, run.results[task], run.samples.get(task, []), _notes(run, task)
+        )
         for i, run in enumerate(runs)
         for task in run.results
         if task in tasks
@@ -154,7 +252,7 @@ def build_comparison(
                 stat = stats.get((i, task), {}).get(key)
                 if ci is None and stat is not None:  # as the report: bootstrap over samples
                     ci = st.bootstrap_interval(stat, n_resamples, seed)
-                cells[(i, task, key)] = Cell(value, ci)
+                cells[(i, task, key)] = Cell(value, ci, _basis(task, key, runs, metrics))
     pairs: list[PairRow] = []
     jobs = [
         (task, key, i, j)
@@ -175,4 +273,17 @@ def build_comparison(
         result = st.paired_bootstrap(sa, sb, n_resamples=n_resamples, seed=seed)
         note = "" if result is not None else "no shared samples"
         pairs.append(PairRow(task, key, labels[i], labels[j], result, note))
-    return Comparison(runs, labels, columns, cells, fixture, pairs)
+    return Comparison(runs, labels, columns, cells, fixture, _with_holm(pairs))
+
+
+def _with_holm(pairs: list[PairRow]) -> list[PairRow]:
+    """Each tested pair with its p-value corrected for the other pairs of its column."""
+    out = list(pairs)
+    for column in dict.fromkeys((p.task, p.metric) for p in pairs):
+        tested = [
+            k for k, p in enumerate(pairs) if (p.task, p.metric) == column and p.result is not None
+        ]
+        adjusted = holm([pairs[k].result.p_value for k in tested])  # type: ignore[union-attr]
+        for k, value in zip(tested, adjusted, strict=True):
+            out[k] = replace(pairs[k], p_holm=value)
+    return out

@@ -16,9 +16,15 @@ from rich.markup import escape
 from rich.measure import Measurement
 from rich.table import Table
 
-from clineval.report.compare_model import Cell, Comparison, PairRow
+from clineval.report import plots
+from clineval.report.compare_model import ALPHA, Cell, Comparison, PairRow
 from clineval.report.sections_common import format_value
 
+BEST_NOTE = (
+    f"Bold: the top value, separated from every other run by the paired bootstrap on shared "
+    f"samples (two-sided, p < {ALPHA} after Holm's correction over the pairs of that task and "
+    "metric). A top value the test does not separate is not marked."
+)
 INTERVAL_NOTE = (
     "Intervals are seeded bootstrap percentile intervals: the run's own where it stored one "
     "(TCM-SD Macro-F1 resamples within gold labels, so every label keeps its support), "
@@ -26,12 +32,15 @@ INTERVAL_NOTE = (
 )
 
 
-def _fmt_cell(key: str, cell: Cell | None, with_ci: bool = True) -> str:
+def _fmt_cell(key: str, cell: Cell | None, with_ci: bool = True, digits: int | None = None) -> str:
     if cell is None:
         return "–"
-    text = format_value(key, cell.value)
+    text = format_value(key, cell.value, digits)
     if with_ci and cell.ci is not None:
-        text += f" [{format_value(key, cell.ci[0])}, {format_value(key, cell.ci[1])}]"
+        low, high = (format_value(key, b, digits) for b in cell.ci)
+        text += f" [{low}, {high}]"
+    if cell.basis is not None:  # what the figure stands on, when that can be fewer samples
+        text += f" (n={cell.basis:,})"
     return text
 
 
@@ -39,24 +48,25 @@ def _run_label(comp: Comparison, i: int) -> str:
     return comp.labels[i] + (" (fixture)" if comp.is_fixture_run(i) else "")
 
 
-def _pair_text(row: PairRow) -> list[str]:
-    """[task, metric, run A, run B, shared, A, B, A - B, 95% CI, p, note] as text."""
+def _pair_text(row: PairRow, digits: int | None = None) -> list[str]:
+    """[task, metric, run A, run B, shared, A, B, A - B, 95% CI, p, p Holm, note] as text."""
     r = row.result
     if r is None:
-        return [row.task, row.metric, row.run_a, row.run_b, "", "", "", "", "", "", row.note]
+        return [row.task, row.metric, row.run_a, row.run_b, "", "", "", "", "", "", "", row.note]
     key = row.metric
-    low, high = format_value(key, r.ci[0]), format_value(key, r.ci[1])
+    low, high = format_value(key, r.ci[0], digits), format_value(key, r.ci[1], digits)
     return [
         row.task,
         row.metric,
         row.run_a,
         row.run_b,
         str(r.n_shared),
-        format_value(key, r.a),
-        format_value(key, r.b),
-        format_value(key, r.delta),
+        format_value(key, r.a, digits),
+        format_value(key, r.b, digits),
+        format_value(key, r.delta, digits),
         f"[{low}, {high}]",
         f"{r.p_value:.4f}",
+        "" if row.p_holm is None else f"{row.p_holm:.4f}",
         row.note,
     ]
 
@@ -72,6 +82,7 @@ PAIR_HEADER = [
     "A - B",
     "95% CI",
     "p",
+    "p (Holm)",
     "note",
 ]
 
@@ -95,7 +106,7 @@ def _wide_leaderboard(comp: Comparison) -> Table:
     for i in range(len(comp.runs)):
         cells = []
         for task, key in comp.columns:
-            text = _fmt_cell(key, comp.cells.get((i, task, key)))
+            text = _fmt_cell(key, comp.cells.get((i, task, key)), digits=comp.digits(task, key))
             cells.append(f"[bold]{text}[/bold]" if comp.best(task, key) == i else text)
         # Run names and model specs are user text: escaped, so "[" in them is not rich markup.
         table.add_row(escape(_run_label(comp, i)), escape(comp.model(i)), *cells)
@@ -114,9 +125,11 @@ def _long_leaderboard(comp: Comparison, runs: list[int], stacked: bool, title: s
         cells = []
         for i in runs:
             cell = comp.cells.get((i, task, key))
-            text = _fmt_cell(key, cell, with_ci=not stacked)
+            digits = comp.digits(task, key)
+            text = _fmt_cell(key, cell, with_ci=not stacked, digits=digits)
             if stacked and cell is not None and cell.ci is not None:
-                text += f"\n[{format_value(key, cell.ci[0])}, {format_value(key, cell.ci[1])}]"
+                low, high = (format_value(key, b, digits) for b in cell.ci)
+                text += f"\n[{low}, {high}]"
             text = escape(text)
             cells.append(f"[bold]{text}[/bold]" if comp.best(task, key) == i else text)
         table.add_row(escape(task), escape(key), *cells)
@@ -151,26 +164,31 @@ def _leaderboard_tables(comp: Comparison, console: Console) -> tuple[list[Table]
         per_table -= 1
 
 
-def _pairs_table(tested: list[PairRow], console: Console) -> Table:
+def _pairs_table(comp: Comparison, tested: list[PairRow], console: Console) -> Table:
     """The paired tests, one row each; when that does not fit, task / metric / runs share
     one column and each interval goes under its difference."""
     title = "paired bootstrap on shared samples (A - B)"
     wide = Table(title=title, show_header=True)
-    for name in ("task / metric", "A vs B", "n", "A", "B", "A - B", "95% CI", "p"):
+    for name in ("task / metric", "A vs B", "n", "A", "B", "A - B", "95% CI", "p", "p Holm"):
         wide.add_column(name, justify="left" if name in ("task / metric", "A vs B") else "right")
     for row in tested:
-        t = _pair_text(row)
-        wide.add_row(escape(f"{t[0]} {t[1]}"), escape(f"{t[2]} vs {t[3]}"), *t[4:10])
+        t = _pair_text(row, comp.digits(row.task, row.metric))
+        wide.add_row(escape(f"{t[0]} {t[1]}"), escape(f"{t[2]} vs {t[3]}"), *t[4:11])
     if _fits(console, wide):
         return wide
     narrow = Table(title=title, show_header=True)
     narrow.add_column("task / metric\nA vs B", overflow="fold")
-    for name in ("n", "A", "B", "A - B\n95% CI", "p"):
+    for name in ("n", "A", "B", "A - B\n95% CI", "p\nHolm"):
         narrow.add_column(name, justify="right", overflow="fold")
     for row in tested:
-        t = _pair_text(row)
+        t = _pair_text(row, comp.digits(row.task, row.metric))
         narrow.add_row(
-            escape(f"{t[0]}\n{t[1]}\n{t[2]} vs {t[3]}"), t[4], t[5], t[6], f"{t[7]}\n{t[8]}", t[9]
+            escape(f"{t[0]}\n{t[1]}\n{t[2]} vs {t[3]}"),
+            t[4],
+            t[5],
+            t[6],
+            f"{t[7]}\n{t[8]}",
+            f"{t[9]}\n{t[10]}",
         )
     return narrow
 
@@ -188,15 +206,39 @@ def render_table(comp: Comparison, console: Console) -> None:
         console.print(table)
     tested = [p for p in comp.pairs if p.result is not None]
     if tested:
-        console.print(_pairs_table(tested, console))
+        console.print(_pairs_table(comp, tested, console))
     for row in comp.pairs:
         if row.result is None:
             console.print(
                 f"not tested: {row.task} {row.metric} {row.run_a} vs {row.run_b}: {row.note}",
                 markup=False,
             )
+    console.print(BEST_NOTE, markup=False, highlight=False)
+    for line in cost_lines(comp):
+        console.print(line, markup=False, highlight=False)
     if any(comp.fixture.values()):
         console.print("(fixture): fixture/synthetic data, not a benchmark result")
+
+
+def cost_lines(comp: Comparison) -> list[str]:
+    """Score beside cost, for runs that recorded an estimated cost: each run's primary
+    figures and what its model calls cost."""
+    costs = [comp.cost(i) for i in range(len(comp.runs))]
+    if all(c is None for c in costs):
+        return []
+    primaries = list(dict.fromkeys(t for t, _ in comp.columns))
+    lines = ["score and cost (estimated, USD):"]
+    for i, cost in enumerate(costs):
+        figures = []
+        for task in primaries:
+            key = next(k for t, k in comp.columns if t == task)
+            cell = comp.cells.get((i, task, key))
+            if cell is not None:
+                shown = format_value(key, cell.value, comp.digits(task, key))
+                figures.append(f"{task} {key} {shown}")
+        spent = "no cost recorded" if cost is None else f"${cost:,.4f}"
+        lines.append(f"  {_run_label(comp, i)}: {spent}; " + ", ".join(figures))
+    return lines
 
 
 def _md_escape(text: str) -> str:
@@ -204,22 +246,32 @@ def _md_escape(text: str) -> str:
 
 
 def render_markdown(comp: Comparison) -> str:
-    head = ["run", "model"] + [f"{t} {k}" for t, k in comp.columns]
+    """The leaderboard in the long layout (one row per task and metric, a column per run),
+    which stays readable however many metrics a suite has; then the runs' models and the
+    paired tests."""
+    runs = range(len(comp.runs))
+    head = ["task", "metric", *(_run_label(comp, i) for i in runs)]
     lines = ["| " + " | ".join(map(_md_escape, head)) + " |", "|" + "---|" * len(head)]
-    for i in range(len(comp.runs)):
+    for task, key in comp.columns:
         cells = []
-        for task, key in comp.columns:
-            text = _fmt_cell(key, comp.cells.get((i, task, key)))
+        for i in runs:
+            text = _fmt_cell(key, comp.cells.get((i, task, key)), digits=comp.digits(task, key))
             cells.append(f"**{text}**" if comp.best(task, key) == i else text)
-        row = [_run_label(comp, i), comp.model(i), *cells]
-        lines.append("| " + " | ".join(_md_escape(c) for c in row) + " |")
+        arrow = "" if comp.higher_is_better(task, key) else " (lower is better)"
+        lines.append("| " + " | ".join(_md_escape(c) for c in [task, key + arrow, *cells]) + " |")
+    lines += ["", "| run | model |", "|---|---|"]
+    lines += [f"| {_md_escape(_run_label(comp, i))} | {_md_escape(comp.model(i))} |" for i in runs]
     if comp.pairs:
         lines += ["", "Paired bootstrap on shared samples (A - B):", ""]
         lines.append("| " + " | ".join(PAIR_HEADER) + " |")
         lines.append("|" + "---|" * len(PAIR_HEADER))
         for pair in comp.pairs:
-            lines.append("| " + " | ".join(_md_escape(c) for c in _pair_text(pair)) + " |")
-    lines += ["", INTERVAL_NOTE]
+            pair_cells = _pair_text(pair, comp.digits(pair.task, pair.metric))
+            lines.append("| " + " | ".join(_md_escape(c) for c in pair_cells) + " |")
+    lines += ["", BEST_NOTE, "", INTERVAL_NOTE]
+    costs = cost_lines(comp)
+    if costs:
+        lines += ["", *costs]
     if any(comp.fixture.values()):
         lines += ["", "(fixture): fixture/synthetic data, not a benchmark result."]
     return "\n".join(lines) + "\n"
@@ -239,6 +291,9 @@ CSV_HEADER = [
     "p_value",
     "n_shared",
     "note",
+    "p_holm",
+    "a",
+    "b",
 ]
 
 
@@ -269,6 +324,9 @@ def render_csv(comp: Comparison) -> str:
                     "",
                     "",
                     "",
+                    "",
+                    "",
+                    "",
                 ]
             )
     for pair in comp.pairs:
@@ -279,8 +337,19 @@ def render_csv(comp: Comparison) -> str:
             if r is None
             else [repr(r.delta), repr(r.ci[0]), repr(r.ci[1]), repr(r.p_value), r.n_shared]
         )
+        extra = (
+            ["", "", ""]
+            if r is None
+            else ["" if pair.p_holm is None else repr(pair.p_holm), repr(r.a), repr(r.b)]
+        )
         out.writerow(
-            ["paired", pair.task, pair.metric, pair.run_a, pair.run_b, "", "", *figures, pair.note]
+            [
+                "paired",
+                *(pair.task, pair.metric, pair.run_a, pair.run_b, "", ""),
+                *figures,
+                pair.note,
+                *extra,
+            ]
         )
     return buf.getvalue()
 
@@ -294,7 +363,9 @@ def render_html(comp: Comparison) -> str:
         for task, key in comp.columns:
             cells.append(
                 {
-                    "text": _fmt_cell(key, comp.cells.get((i, task, key))),
+                    "text": _fmt_cell(
+                        key, comp.cells.get((i, task, key)), digits=comp.digits(task, key)
+                    ),
                     "best": comp.best(task, key) == i,
                 }
             )
@@ -306,9 +377,59 @@ def render_html(comp: Comparison) -> str:
             columns=comp.columns,
             rows=rows,
             pair_header=PAIR_HEADER,
-            pairs=[_pair_text(p) for p in comp.pairs],
+            pairs=[_pair_text(p, comp.digits(p.task, p.metric)) for p in comp.pairs],
             any_fixture=any(comp.fixture.values()),
             interval_note=INTERVAL_NOTE,
+            best_note=BEST_NOTE,
+            difference_plots=[Markup(svg) for svg in difference_plots(comp)],
+            cost_plots=[Markup(svg) for svg in cost_plots(comp)],
+            cost_lines=cost_lines(comp),
             css=Markup(asset("report.css")),
         )
     )
+
+
+def difference_plots(comp: Comparison) -> list[str]:
+    """Per task and metric, every tested pair's difference A - B with its 95% interval."""
+    out = []
+    for task, key in comp.columns:
+        rows = [p for p in comp.pairs if (p.task, p.metric) == (task, key) and p.result is not None]
+        if not rows:
+            continue
+        out.append(
+            plots.interval_dots(
+                [f"{p.run_a} - {p.run_b} (n={p.result.n_shared})" for p in rows if p.result],
+                [p.result.delta for p in rows if p.result],
+                [p.result.ci for p in rows if p.result],
+                f"{task} {key}: paired differences A - B, 95% interval",
+                "A - B",
+            )
+        )
+    return out
+
+
+def cost_plots(comp: Comparison) -> list[str]:
+    """Per task, each run's primary figure against its estimated cost."""
+    costs = [comp.cost(i) for i in range(len(comp.runs))]
+    if sum(c is not None for c in costs) < 1:
+        return []
+    out = []
+    for task in dict.fromkeys(t for t, _ in comp.columns):
+        key = next(k for t, k in comp.columns if t == task)
+        points = [
+            (_run_label(comp, i), cost, cell.value)
+            for i, cost in enumerate(costs)
+            if cost is not None and (cell := comp.cells.get((i, task, key))) is not None
+        ]
+        if points:
+            out.append(
+                plots.scatter(
+                    [p[0] for p in points],
+                    [p[1] for p in points],
+                    [p[2] for p in points],
+                    f"{task}: {key} against estimated cost",
+                    "estimated cost (USD)",
+                    key,
+                )
+            )
+    return out

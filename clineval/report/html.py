@@ -12,29 +12,35 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import os
 import time
-from functools import lru_cache
+from collections.abc import Callable
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 
 import jinja2
 from markupsafe import Markup
 
-from clineval.benchmarks.registry import benchmark_of
+from clineval.benchmarks.registry import benchmark_of, guarded, metric_schema
 from clineval.errors import InputError
 from clineval.progress import track
 from clineval.report.jsonembed import COMPRESS_OVER, script_payload
+from clineval.report.references import Reference, read_references, reference_lines
 from clineval.report.rundata import RunData, load_run
 from clineval.report.sections_common import (
     USAGE_COLUMNS,
     SampleTable,
     base_section,
+    fields_part,
     fill_intervals,
+    format_value,
     settings,
+    short_model_label,
+    table_block,
 )
 from clineval.rundir import atomic_write_text
-from clineval.secrets import redact
 from clineval.version import __version__
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -60,42 +66,94 @@ def csp_hash(script: str) -> str:
 
 
 def _generic_section(
-    run: RunData, task: str, family: str = "other", headline_keys: tuple[str, ...] = ()
+    run: RunData,
+    task: str,
+    family: str = "other",
+    headline_keys: tuple[str, ...] = (),
+    tables: tuple[str, ...] = (),
+    digits: dict[str, int] | None = None,
 ) -> dict[str, Any]:
-    """A task without a report section of its own: its metrics and a generic sample table."""
-    section = base_section(run, task, family, headline_keys)
+    """A task without a report section of its own: its metrics, the nested tables its schema
+    declares, and a sample table of every field (scalars as columns, the rest in the detail
+    view)."""
+    section = base_section(run, task, family, headline_keys, digits)
+    metrics = run.results.get(task, {})
+    for key in tables:
+        block = declared_table(key, metrics.get(key))
+        if block is not None:
+            section["blocks"].append(block)
     samples = run.samples.get(task, [])
     if samples:
-        keys = [k for k in samples[0] if k != "task"][:6]
         rows = [{k: v for k, v in row.items() if k != "task"} for row in samples]
+        keys = list(dict.fromkeys(k for row in rows for k in row))
+        scalar = [k for k in keys if all(not isinstance(r.get(k), dict | list) for r in rows)]
         section["table"] = SampleTable(
             element_id=f"{section['anchor']}-samples",
-            columns=[{"key": k, "label": k} for k in keys],
+            columns=[{"key": k, "label": k} for k in scalar],
             filters=[],
-            search=[],
-            detail="generic",
+            search=[k for k in keys if k not in scalar],
+            detail=[fields_part()],
             rows=rows,
         )
     return section
 
 
-def build_sections(run: RunData, compress_over: int = COMPRESS_OVER) -> list[dict[str, Any]]:
+def declared_table(key: str, value: Any) -> dict[str, Any] | None:
+    """A nested results entry as a table: {row: {column: value}} or {name: value}."""
+    if not isinstance(value, dict) or not value:
+        return None
+    if all(isinstance(v, dict) for v in value.values()):
+        columns = list(dict.fromkeys(c for v in value.values() for c in v))
+        rows = [[str(name), *(_cell(v.get(c)) for c in columns)] for name, v in value.items()]
+        return table_block(key, [key, *columns], rows)
+    return table_block(key, ["name", "value"], [[str(k), _cell(v)] for k, v in value.items()])
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4f}"
+    if isinstance(value, dict | list):
+        return json.dumps(value, ensure_ascii=False)
+    return "" if value is None else str(value)
+
+
+def build_sections(
+    run: RunData, compress_over: int = COMPRESS_OVER, references: list[Reference] | None = None
+) -> list[dict[str, Any]]:
     sections = []
     seed = int(run.manifest.get("seed") or 0)
     tasks = list(run.results)
     for task in track(tasks, total=len(tasks), description="report sections"):
         bench = benchmark_of(task)
+        notes = run.manifest.get("tasks", {}).get(task) or {}
         if bench is not None and bench.report_section is not None:
-            section = bench.report_section(run, task)
+            section = guarded(task, "report_section", partial(bench.report_section, run, task))
         elif bench is not None:
-            section = _generic_section(run, task, bench.family, bench.metrics.headline_keys)
-        else:  # a task of a benchmark that is not installed here
-            section = _generic_section(run, task)
+            schema = bench.metrics
+            section = _generic_section(
+                run, task, bench.family, schema.headline_keys, schema.tables, schema.digits()
+            )
+        else:  # a task of a benchmark that is not installed here: as its run record says
+            recorded = metric_schema(task, notes)
+            family = str(notes.get("family") or "other")
+            section = _generic_section(
+                run,
+                task,
+                family,
+                recorded.headline_keys if recorded is not None else (),
+                recorded.tables if recorded is not None else (),
+                recorded.digits() if recorded is not None else None,
+            )
         if any(card.ci is None for card in section["cards"]):
             from clineval.report.task_stats import statistics_for  # numpy/scipy: only if needed
 
-            stats = statistics_for(task, run.results[task], run.samples.get(task, []))
-            fill_intervals(section["cards"], stats, seed)
+            samples = run.samples.get(task, [])
+            stats = statistics_for(task, run.results[task], samples, notes)
+            fill_intervals(section["cards"], stats, seed, section.get("digits"))
+        for card in (*section["cards"], *section["rest"]):
+            card.references = reference_lines(
+                references or [], task, card.key, _formatter(section.get("digits"))
+            )
         for block in section["blocks"]:
             if "svg" in block:
                 block["svg"] = Markup(block["svg"])  # from plots.py, text escaped there
@@ -109,21 +167,46 @@ def build_sections(run: RunData, compress_over: int = COMPRESS_OVER) -> list[dic
     return sections
 
 
-def overview(sections: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One table per task family: a row per task, a column per headline metric."""
+def _formatter(digits: dict[str, int] | None) -> Callable[[str, float], str]:
+    """format_value with a section's declared decimals."""
+    return lambda key, value: format_value(key, value, (digits or {}).get(key))
+
+
+def overview(
+    sections: list[dict[str, Any]], references: list[Reference] | None = None
+) -> list[dict[str, Any]]:
+    """One table per task family: a row per task, a column per headline metric, and a row per
+    reference figure of those tasks."""
     tables: dict[str, dict[str, Any]] = {}
     for section in sections:
-        table = tables.setdefault(section["family"], {"keys": [], "rows": []})
+        table = tables.setdefault(
+            section["family"], {"keys": [], "rows": [], "references": [], "sources": []}
+        )
         cells = {card.key: card for card in section["cards"]}
         for key in cells:
             if key not in table["keys"]:
                 table["keys"].append(key)
         table["rows"].append({"section": section, "cells": cells})
+    for section in sections:
+        table = tables[section["family"]]
+        for ref in references or []:
+            figures = ref.results.get(section["task"], {})
+            fmt = _formatter(section.get("digits"))
+            shown = {k: fmt(k, v) for k, v in figures.items() if k in table["keys"]}
+            if shown:
+                table["references"].append(
+                    {"task": section["task"], "label": ref.label, "cells": shown}
+                )
+                source = f"{ref.label}: {ref.source}" if ref.source else ref.label
+                if source not in table["sources"]:
+                    table["sources"].append(source)
     return list(tables.values())
 
 
-def render_report(run: RunData, compress_over: int = COMPRESS_OVER) -> str:
-    sections = build_sections(run, compress_over)
+def render_report(
+    run: RunData, compress_over: int = COMPRESS_OVER, references: list[Reference] | None = None
+) -> str:
+    sections = build_sections(run, compress_over, references)
     script = asset("report.js")
     fixture_tasks = [s["task"] for s in sections if s["fixture"]]
     return (
@@ -132,13 +215,13 @@ def render_report(run: RunData, compress_over: int = COMPRESS_OVER) -> str:
         .render(
             run_name=run.path.name,
             run_path=str(run.path),
-            model=redact(str(run.manifest.get("config", {}).get("model", "?"))),
+            model=short_model_label(str(run.manifest.get("config", {}).get("model", "?"))),
             generated=time.strftime("%Y-%m-%d %H:%M"),
             version=__version__,
             settings=settings(run),
             usage_columns=USAGE_COLUMNS,
             sections=sections,
-            overview=overview(sections),
+            overview=overview(sections, references),
             any_fixture=bool(fixture_tasks),
             fixture_tasks=fixture_tasks,
             css=Markup(asset("report.css")),
@@ -148,12 +231,19 @@ def render_report(run: RunData, compress_over: int = COMPRESS_OVER) -> str:
     )
 
 
-def write_report(run_dir: Path, output: Path, compress_over: int = COMPRESS_OVER) -> Path:
-    """Render the report of run_dir into output (atomically) and return its path."""
+def write_report(
+    run_dir: Path,
+    output: Path,
+    compress_over: int = COMPRESS_OVER,
+    reference_files: list[Path] | None = None,
+) -> Path:
+    """Render the report of run_dir into output (atomically) and return its path, with the
+    published figures of `reference_files` beside the run's own."""
     if os.path.isdir(output):  # never raises (a name too long is CannotWrite below)
         raise InputError(
             "the report's -o is a directory: give a file name, e.g. report.html", path=output
         )
+    references = [ref for path in reference_files or [] for ref in read_references(path)]
     run = load_run(run_dir)
-    atomic_write_text(output, render_report(run, compress_over))
+    atomic_write_text(output, render_report(run, compress_over, references))
     return output

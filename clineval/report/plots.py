@@ -2,7 +2,7 @@
 
 Why not matplotlib: importing it and laying out 148 rotated tick labels cost more CPU than the
 rest of a full-size report together (about 2 s of the 5 s budget on this machine), and its SVG
-is large. These four chart kinds are simple enough to write as SVG: the browser draws the text
+is large. These chart kinds are simple enough to write as SVG: the browser draws the text
 with its own fonts (Chinese labels need no CJK font where the report is made), every bar has a
 tooltip (<title>) with its full label and numbers, and the output is a few kB.
 
@@ -13,10 +13,10 @@ data cannot add markup or attributes; the report tests check that with hostile l
 from __future__ import annotations
 
 import math
+import unicodedata
 from collections.abc import Mapping, Sequence
 from html import escape
 
-GROUP_COLORS = {"head": "#2b6cb0", "middle": "#6b8e23", "tail": "#c05621", "": "#4a5568"}
 SERIES_COLORS = ("#2b6cb0", "#38a169", "#d69e2e", "#805ad5", "#c05621")
 GRID = "#e2e8f0"
 AXIS = "#4a5568"
@@ -29,6 +29,11 @@ def _esc(text: object) -> str:
 def _short(label: str, limit: int = 14) -> str:
     """Axis labels stay short so one odd label cannot squash a plot; tooltips show it whole."""
     return label if len(label) <= limit else label[: limit - 1] + "…"
+
+
+def _width(label: str) -> int:
+    """A label's width in Latin characters: East Asian wide characters count two."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in label)
 
 
 def _num(x: float) -> str:
@@ -101,68 +106,6 @@ def _legend(x: float, y: float, items: Sequence[tuple[str, str]]) -> list[str]:
     return out
 
 
-def per_class_f1(
-    labels: Sequence[str],
-    f1: Sequence[float],
-    support: Sequence[float],
-    groups: Sequence[str],
-    title: str,
-) -> str:
-    """F1 bars per class in the given order (callers sort by support), colored by group; the
-    support of each class as a line on the right axis."""
-    n = max(len(labels), 1)
-    step = max(7.0, min(26.0, 1100.0 / n))
-    left, top, height = 50.0, 40.0, 190.0
-    width = step * n
-    label_room = 8 + 6 * max((len(_short(x)) for x in labels), default=1)
-    total_w, total_h = left + width + 60, top + height + label_room + 10
-    body = _y_axis(left, top, height, width, 1.0, "F1")
-    max_support = max([s for s in support if math.isfinite(s)] + [1.0])
-    points = []
-    font = 9 if step >= 10 else 7
-    for i, (label, value, sup, group) in enumerate(zip(labels, f1, support, groups, strict=True)):
-        x = left + i * step
-        v = min(max(value, 0.0), 1.0) if math.isfinite(value) else 0.0
-        tip = f"{label} · F1 {value:.3f} · support {sup:.0f}" + (f" · {group}" if group else "")
-        body.append(
-            _rect(
-                x + 0.1 * step,
-                top + height * (1 - v),
-                0.8 * step,
-                height * v,
-                GROUP_COLORS.get(group, GROUP_COLORS[""]),
-                tip,
-            )
-        )
-        points.append(f"{_num(x + step / 2)},{_num(top + height * (1 - sup / max_support))}")
-        lx, ly = x + step / 2 + font / 3, top + height + 6
-        body.append(
-            _text(
-                lx,
-                ly,
-                _short(label),
-                "end",
-                "",
-                f' font-size="{font}" transform="rotate(-90 {_num(lx)} {_num(ly)})"',
-            )
-        )
-    body.append(
-        f'<polyline points="{" ".join(points)}" fill="none" stroke="#1a202c" stroke-width="1.2"/>'
-    )
-    rx = left + width + 4
-    for frac in (0.0, 0.5, 1.0):
-        body.append(
-            _text(rx, top + height * (1 - frac) + 3, f"{max_support * frac:.0f}", "start", "tick")
-        )
-    body.append(_text(rx, top - 6, "support", "start", "tick"))
-    present = [g for g in ("head", "middle", "tail") if g in set(groups)]
-    legend = [
-        (f"{g} (train frequency)" if g == present[0] else g, GROUP_COLORS[g]) for g in present
-    ] + [("— support", "#1a202c")]
-    body += _legend(left + 8, top - 10, legend)
-    return _svg(total_w, total_h, title, body)
-
-
 def grouped_bars(
     categories: Sequence[str],
     series: Mapping[str, Sequence[float]],
@@ -209,55 +152,6 @@ def grouped_bars(
     return _svg(total_w, top + height + 26, title, body)
 
 
-def reverse_ecdf(shares: Sequence[float], ks: Sequence[int], title: str) -> str:
-    """share(s >= L) for L = 0..N as a step curve, with the CACS thresholds k marked."""
-    n = max(len(shares) - 1, 1)
-    left, top, height, width = 50.0, 30.0, 180.0, 380.0
-
-    def px(level: float) -> float:
-        return left + width * level / n
-
-    def py(share: float) -> float:
-        return top + height * (1 - min(max(share, 0.0), 1.0))
-
-    body = _y_axis(left, top, height, width, 1.0, "share of cases with s ≥ L")
-    path = [f"M{_num(px(0))},{_num(py(shares[0]))}"]
-    for level in range(1, n + 1):
-        path.append(f"H{_num(px(level))}V{_num(py(shares[level]))}")
-    path.append(f"H{_num(px(n))}")
-    line = "".join(path)
-    body.append(
-        f'<path d="{line}V{_num(py(0))}H{_num(px(0))}Z" fill="{SERIES_COLORS[0]}" '
-        f'fill-opacity="0.12"/>'
-    )
-    body.append(f'<path d="{line}" fill="none" stroke="{SERIES_COLORS[0]}" stroke-width="2"/>')
-    for level in range(0, n + 1, 5 if n > 12 else 1):
-        body.append(_text(px(level), top + height + 14, str(level), "middle", "tick"))
-    body.append(
-        _text(left + width / 2, top + height + 30, "L = criteria met", "middle", "axis-label")
-    )
-    for j, k in enumerate(ks):
-        if 0 <= k <= n:
-            color = SERIES_COLORS[(j + 2) % len(SERIES_COLORS)]
-            x = px(k)
-            body.append(
-                f'<line x1="{_num(x)}" x2="{_num(x)}" y1="{_num(top)}" '
-                f'y2="{_num(top + height)}" stroke="{color}" stroke-dasharray="5,3" '
-                f'stroke-width="1.5"><title>k = {k}</title></line>'
-            )
-            body.append(
-                _text(
-                    x + 4,
-                    top + height - 8 - 14 * j,
-                    f"k={k}: {shares[k]:.2f} of cases reach k",
-                    "start",
-                    "tick",
-                    f' fill="{color}"',
-                )
-            )
-    return _svg(left + width + 20, top + height + 40, title, body)
-
-
 def horizontal_bars(
     categories: Sequence[str],
     values: Sequence[float],
@@ -266,10 +160,12 @@ def horizontal_bars(
     xlabel: str,
     xlim: tuple[float, float] | None = None,
     fmt: str = "{:.1f}",
+    intervals: Sequence[tuple[float, float] | None] | None = None,
 ) -> str:
-    """One bar per slice with its sample count beside it (per-slice CACS, per-group F1)."""
+    """One bar per slice with its sample count beside it (per-slice CACS, per-group F1), and
+    a whisker for each interval given (so noise between slices does not read as a finding)."""
     n = max(len(categories), 1)
-    label_w = 12 + 7 * max((len(_short(c, 24)) for c in categories), default=4)
+    label_w = 12 + 7 * max((_width(_short(c, 24)) for c in categories), default=4)
     left, top, row, width = max(60.0, label_w), 26.0, 20.0, 300.0
     xmax = xlim[1] if xlim is not None else max([1.0] + [v for v in values if math.isfinite(v)])
     body = []
@@ -295,10 +191,172 @@ def horizontal_bars(
             )
         )
         body.append(_text(left - 6, y + row / 2 + 4, _short(cat, 24), "end"))
+        label_x = left + w + 4
+        interval = intervals[i] if intervals is not None and i < len(intervals) else None
+        if interval is not None:
+            lo, hi = (min(max(b, 0.0), xmax) for b in interval)
+            x1, x2, ym = left + width * lo / xmax, left + width * hi / xmax, y + row / 2
+            body.append(
+                f'<line class="interval" x1="{_num(x1)}" x2="{_num(x2)}" y1="{_num(ym)}" '
+                f'y2="{_num(ym)}" stroke="{AXIS}" stroke-width="1.5">'
+                f"<title>{_esc(cat)} · 95% interval {fmt.format(interval[0])} to "
+                f"{fmt.format(interval[1])}</title></line>"
+            )
+            for xe in (x1, x2):
+                body.append(
+                    f'<line x1="{_num(xe)}" x2="{_num(xe)}" y1="{_num(ym - 4)}" '
+                    f'y2="{_num(ym + 4)}" stroke="{AXIS}" stroke-width="1.5"/>'
+                )
+            label_x = max(label_x, x2 + 4)
+        text = f"{fmt.format(value)} (n={count})"
+        if interval is not None:
+            low, high = fmt.format(interval[0]), fmt.format(interval[1])
+            text = f"{fmt.format(value)} [{low}, {high}] (n={count})"
+        body.append(_text(label_x, y + row / 2 + 4, text, "start", "tick"))
+    body.append(_text(left + width / 2, top + row * n + 28, xlabel, "middle", "axis-label"))
+    extra = 190 if intervals is not None else 90
+    return _svg(left + width + extra, top + row * n + 36, title, body)
+
+
+def heatmap(
+    row_labels: Sequence[str],
+    col_labels: Sequence[str],
+    counts: Sequence[Sequence[int]],
+    title: str,
+    xlabel: str = "predicted",
+    ylabel: str = "gold",
+) -> str:
+    """A count matrix as shaded cells with the count written in each (a confusion view)."""
+    label_w = 12 + 7 * max((_width(_short(c, 20)) for c in row_labels), default=4)
+    left, top, cell = max(70.0, label_w), 96.0, 34.0
+    peak = max([1, *(n for row in counts for n in row)])
+    body = [_text(left + cell * len(col_labels) / 2, 30, xlabel, "middle", "axis-label")]
+    for j, col in enumerate(col_labels):
+        x = left + j * cell + cell / 2
         body.append(
             _text(
-                left + w + 4, y + row / 2 + 4, f"{fmt.format(value)} (n={count})", "start", "tick"
+                x,
+                top - 6,
+                _short(col, 12),
+                "start",
+                "tick",
+                f' transform="rotate(-45 {_num(x)} {_num(top - 6)})"',
             )
         )
-    body.append(_text(left + width / 2, top + row * n + 28, xlabel, "middle", "axis-label"))
-    return _svg(left + width + 90, top + row * n + 36, title, body)
+    for i, (row_label, row) in enumerate(zip(row_labels, counts, strict=True)):
+        y = top + i * cell
+        body.append(_text(left - 6, y + cell / 2 + 4, _short(row_label, 20), "end"))
+        for j, (col, n) in enumerate(zip(col_labels, row, strict=True)):
+            shade = 0.08 + 0.92 * n / peak if n else 0.0
+            color = f"rgba(43,108,176,{shade:.2f})" if n else "#f7fafc"
+            body.append(
+                _rect(
+                    left + j * cell,
+                    y,
+                    cell - 2,
+                    cell - 2,
+                    color,
+                    f"{ylabel} {row_label} · {xlabel} {col} · {n}",
+                )
+            )
+            if n:
+                ink = "#fff" if shade > 0.55 else "#1a202c"
+                body.append(
+                    _text(
+                        left + j * cell + cell / 2 - 1,
+                        y + cell / 2 + 3,
+                        str(n),
+                        "middle",
+                        "tick",
+                        f' style="fill:{ink}"',
+                    )
+                )
+    body.append(_text(12, top + cell * len(row_labels) / 2, ylabel, "middle", "axis-label"))
+    return _svg(left + cell * len(col_labels) + 20, top + cell * len(row_labels) + 12, title, body)
+
+
+# Drawing primitives for a benchmark's own plot (its report section draws it; generic code
+# draws only the chart kinds above). Every text goes through escaping, as here.
+document = _svg
+label = _text
+bar = _rect
+y_axis = _y_axis
+number = _num
+
+
+def interval_dots(
+    labels: Sequence[str],
+    values: Sequence[float],
+    intervals: Sequence[tuple[float, float]],
+    title: str,
+    xlabel: str,
+) -> str:
+    """A dot per row with its interval as a whisker, and a line at zero (paired differences:
+    a whisker that crosses the line is a difference the test cannot tell from none)."""
+    finite = [b for lo_hi in intervals for b in lo_hi if math.isfinite(b)] + list(values) + [0.0]
+    lo, hi = min(finite), max(finite)
+    span = (hi - lo) or 1.0
+    lo, hi = lo - 0.05 * span, hi + 0.05 * span
+    label_w = 12 + 7 * max((_width(_short(c, 40)) for c in labels), default=4)
+    left, top, row, width = max(80.0, label_w), 28.0, 22.0, 320.0
+
+    def px(x: float) -> float:
+        return left + width * (x - lo) / (hi - lo)
+
+    body = [
+        f'<line class="zero" x1="{_num(px(0))}" x2="{_num(px(0))}" y1="{_num(top)}" '
+        f'y2="{_num(top + row * len(labels))}" stroke="{AXIS}" stroke-dasharray="4,3"/>'
+    ]
+    for i, (name, value, (low, high)) in enumerate(zip(labels, values, intervals, strict=True)):
+        y = top + i * row + row / 2
+        tip = f"{name}: {value:.4g} [{low:.4g}, {high:.4g}]"
+        body.append(
+            f'<line class="interval" x1="{_num(px(low))}" x2="{_num(px(high))}" y1="{_num(y)}" '
+            f'y2="{_num(y)}" stroke="{SERIES_COLORS[0]}" stroke-width="2"><title>{_esc(tip)}'
+            "</title></line>"
+        )
+        body.append(
+            f'<circle cx="{_num(px(value))}" cy="{_num(y)}" r="4" fill="{SERIES_COLORS[0]}">'
+            f"<title>{_esc(tip)}</title></circle>"
+        )
+        body.append(_text(left - 6, y + 4, _short(name, 40), "end"))
+    bottom = top + row * len(labels)
+    for k in range(5):
+        x = lo + (hi - lo) * k / 4
+        body.append(_text(px(x), bottom + 13, f"{x:.3g}", "middle", "tick"))
+    body.append(_text(left + width / 2, bottom + 28, xlabel, "middle", "axis-label"))
+    return _svg(left + width + 20, bottom + 36, title, body)
+
+
+def scatter(
+    labels: Sequence[str],
+    xs: Sequence[float],
+    ys: Sequence[float],
+    title: str,
+    xlabel: str,
+    ylabel: str,
+) -> str:
+    """Labelled points (a run's score against its cost)."""
+    left, top, height, width = 60.0, 28.0, 200.0, 360.0
+    xmax = max([*xs, 0.0]) * 1.1 or 1.0
+    ymin, ymax = min([*ys, 0.0]), max([*ys, 1e-9]) * 1.1
+    body = _y_axis(left, top, height, width, ymax, ylabel)
+
+    def px(x: float) -> float:
+        return left + width * x / xmax
+
+    def py(y: float) -> float:
+        return top + height - height * (y - ymin) / ((ymax - ymin) or 1.0)
+
+    for name, x, y in zip(labels, xs, ys, strict=True):
+        tip = f"{name}: {ylabel} {y:.4g}, {xlabel} {x:.4g}"
+        body.append(
+            f'<circle cx="{_num(px(x))}" cy="{_num(py(y))}" r="5" fill="{SERIES_COLORS[0]}">'
+            f"<title>{_esc(tip)}</title></circle>"
+        )
+        body.append(_text(px(x) + 7, py(y) + 4, _short(name, 24), "start", "tick"))
+    for k in range(5):
+        x = xmax * k / 4
+        body.append(_text(px(x), top + height + 13, f"{x:.3g}", "middle", "tick"))
+    body.append(_text(left + width / 2, top + height + 28, xlabel, "middle", "axis-label"))
+    return _svg(left + width + 140, top + height + 36, title, body)

@@ -6,6 +6,9 @@ template), except `svg` entries: markup made by clineval.report.plots (it escape
 
 from __future__ import annotations
 
+import base64
+import csv
+import io
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,13 +18,12 @@ from clineval.secrets import redact
 NOTE_KEYS = ("data_note", "note", "warning")
 
 
-def format_value(key: str, value: float | int) -> str:
-    """CACS is in percent (2 decimals); counts are integers; shares/F1 get 4 decimals."""
+def format_value(key: str, value: float | int, digits: int | None = None) -> str:
+    """Counts as integers; other figures with the decimals their metric declares
+    (`MetricSpec.digits`, 4 unless declared). `key` names the figure for a caller's message."""
     if isinstance(value, int) and not isinstance(value, bool):
         return f"{value:,}"
-    if key.startswith("cacs"):
-        return f"{value:.2f}"
-    return f"{value:.4f}"
+    return f"{value:.{4 if digits is None else digits}f}"
 
 
 @dataclass
@@ -31,9 +33,11 @@ class Metric:
     ci: str | None  # "[low, high]" formatted like the value
     raw: float
     ci_note: str = ""  # set when the report, not the task, computed the interval
+    note: str = ""  # what the figure is computed on, when that is not every sample
+    references: list[str] = field(default_factory=list)  # published figures, labelled
 
 
-def metric_of(metrics: dict[str, Any], key: str) -> Metric | None:
+def metric_of(metrics: dict[str, Any], key: str, digits: int | None = None) -> Metric | None:
     number = finite_number(metrics.get(key))
     if number is None:
         return None
@@ -41,11 +45,14 @@ def metric_of(metrics: dict[str, Any], key: str) -> Metric | None:
     interval = interval_of(metrics, key)
     ci = None
     if interval is not None:
-        ci = f"[{format_value(key, interval[0])}, {format_value(key, interval[1])}]"
-    return Metric(key=key, value=format_value(key, value), ci=ci, raw=number)
+        low, high = (format_value(key, b, digits) for b in interval)
+        ci = f"[{low}, {high}]"
+    return Metric(key=key, value=format_value(key, value, digits), ci=ci, raw=number)
 
 
-def fill_intervals(cards: list[Metric], stats: dict[str, Any], seed: int) -> None:
+def fill_intervals(
+    cards: list[Metric], stats: dict[str, Any], seed: int, digits: dict[str, int] | None = None
+) -> None:
     """Bootstrap intervals for cards the task stored none for, from per-sample statistics."""
     from clineval.report.statistics import bootstrap_interval
 
@@ -53,26 +60,33 @@ def fill_intervals(cards: list[Metric], stats: dict[str, Any], seed: int) -> Non
         stat = stats.get(card.key)
         if card.ci is None and stat is not None:
             low, high = bootstrap_interval(stat, seed=seed)
-            card.ci = f"[{format_value(card.key, low)}, {format_value(card.key, high)}]"
+            d = (digits or {}).get(card.key)
+            card.ci = f"[{format_value(card.key, low, d)}, {format_value(card.key, high, d)}]"
             card.ci_note = "bootstrap over samples, computed by the report"
 
 
 def headline(
-    metrics: dict[str, Any], headline_keys: tuple[str, ...]
+    metrics: dict[str, Any], headline_keys: tuple[str, ...], digits: dict[str, int] | None = None
 ) -> tuple[list[Metric], list[Metric]]:
     """(cards, the rest): every finite top-level scalar, the declared headline keys first."""
-    cards = [m for k in headline_keys if (m := metric_of(metrics, k))]
+    digits = digits or {}
+    cards = [m for k in headline_keys if (m := metric_of(metrics, k, digits.get(k)))]
     shown = {m.key for m in cards}
     rest = []
     for key in metrics:
         if key in shown or key.endswith(("_ci", "_ci95")):
             continue
-        m = metric_of(metrics, key)
+        m = metric_of(metrics, key, digits.get(key))
         if m is not None:
             rest.append(m)
     if not cards:  # an unknown task: its first few scalars become the cards
         cards, rest = rest[:4], rest[4:]
     return cards, rest
+
+
+# A part of a detail view: plain JSON the page's script draws with textContent only. Titles
+# may name row fields as {key}.
+DetailPart = dict[str, Any]
 
 
 @dataclass
@@ -83,9 +97,12 @@ class SampleTable:
     columns: list[dict[str, str]]  # {"key", "label"}
     filters: list[dict[str, Any]]  # {"key", "label", "values": [...]} (row values are strings)
     search: list[str]  # row keys searched besides the columns
-    detail: str  # "ner" | "tcm" | "cc" | "generic"
+    # the detail view of a clicked row: parts made by the *_part functions below, drawn by the
+    # page's one renderer; empty = every field of the row
+    detail: list[DetailPart]
     rows: list[dict[str, Any]]
-    extra: dict[str, Any] = field(default_factory=dict)  # e.g. the judge names of "cc" rows
+    extra: dict[str, Any] = field(default_factory=dict)  # lookup lists the detail parts name
+    title: str = "Samples"
 
     def spec(self) -> dict[str, Any]:
         return {
@@ -96,6 +113,82 @@ class SampleTable:
             "rows": self.rows,
             **self.extra,
         }
+
+
+def heading_part(text: str) -> DetailPart:
+    return {"part": "heading", "text": text}
+
+
+def text_part(title: str, key: str) -> DetailPart:
+    return {"part": "text", "title": title, "key": key}
+
+
+def spans_part(title: str, text_key: str, spans_key: str, style: str = "gold") -> DetailPart:
+    """The row's text with its [[start, end, label], ...] spans highlighted (gold or pred)."""
+    return {"part": "spans", "title": title, "text": text_key, "spans": spans_key, "style": style}
+
+
+def fields_part(fields: list[tuple[str, str]] | None = None) -> DetailPart:
+    """(key, label) pairs as a definition list; None = every field of the row."""
+    return {"part": "fields"} if fields is None else {"part": "fields", "fields": fields}
+
+
+def rows_part(
+    title: str, key: str, columns: list[dict[str, Any]], css_class: str = ""
+) -> DetailPart:
+    """A table of the row's list `key` (a list of lists). Each column: {"label", "index"} and
+    optionally "labels" / "classes" ({"true"|"false"|"null"|value: text}) or "lookup" (the
+    name of a list in the table's extra data that the value indexes)."""
+    return {"part": "rows", "title": title, "key": key, "columns": columns, "class": css_class}
+
+
+def table_block(
+    title: str,
+    header: list[str],
+    rows: list[list[str]],
+    *,
+    collapsed: bool = False,
+    sortable: bool = True,
+    note: str = "",
+) -> dict[str, Any]:
+    """A table of a section (sortable by its headers unless said otherwise)."""
+    return {
+        "kind": "table",
+        "title": title,
+        "header": header,
+        "rows": rows,
+        "collapsed": collapsed,
+        "sortable": sortable,
+        "note": note,
+    }
+
+
+def examples_block(title: str, groups: list[dict[str, Any]], shown: int = 3) -> dict[str, Any]:
+    """Groups of examples in context ({"kind", "title", "count", "examples": [{"doc",
+    "before", "mark", "after", "note"}]}): the first `shown` of each group open, the rest
+    behind "show more"."""
+    for group in groups:
+        group["first"] = group["examples"][:shown]
+        group["more"] = group["examples"][shown:]
+    return {"kind": "examples", "title": title, "groups": groups}
+
+
+def download_block(
+    title: str, filename: str, columns: list[str], rows: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """Rows offered as a CSV file (a data: link, so it needs no script and no network)."""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    payload = base64.b64encode(buffer.getvalue().encode("utf-8")).decode("ascii")
+    return {
+        "kind": "download",
+        "title": title,
+        "filename": filename,
+        "href": "data:text/csv;charset=utf-8;base64," + payload,
+        "count": len(rows),
+    }
 
 
 def filter_values(rows: list[dict[str, Any]], key: str, limit: int = 200) -> list[str]:
@@ -214,13 +307,33 @@ def settings(run: RunData) -> dict[str, Any]:
     }
 
 
+def short_model_label(spec: str) -> str:
+    """A model spec as a reader names it: a file path becomes its file name without the
+    extension (`llamacpp:/models/x/SmolLM2.gguf` -> `llamacpp:SmolLM2`); the full spec stays
+    in the settings table."""
+    backend, sep, name = spec.partition(":")
+    if not sep or "/" not in name:
+        return redact(spec)
+    address = ""
+    if "@" in name and "://" in name.split("@", 1)[1]:
+        name, address = name.split("@", 1)
+    stem = name.rstrip("/").rsplit("/", 1)[-1]
+    for suffix in (".gguf", ".jsonl", ".json"):
+        stem = stem.removesuffix(suffix)
+    return redact(f"{backend}:{stem}" + (f"@{address}" if address else ""))
+
+
 def base_section(
-    run: RunData, task: str, family: str, headline_keys: tuple[str, ...] = ()
+    run: RunData,
+    task: str,
+    family: str,
+    headline_keys: tuple[str, ...] = (),
+    digits: dict[str, int] | None = None,
 ) -> dict[str, Any]:
     """The part of a task's section every benchmark shares: cards of its declared headline
-    metrics (the rest under "all metrics"), fixture flag, notes."""
+    metrics (the rest under "all metrics") with their declared decimals, fixture flag, notes."""
     metrics = run.results.get(task, {})
-    cards, rest = headline(metrics, headline_keys)
+    cards, rest = headline(metrics, headline_keys, digits)
     return {
         "task": task,
         "anchor": "task-" + "".join(c if c.isalnum() else "-" for c in task),
@@ -232,4 +345,5 @@ def base_section(
         "notes": [str(v) for k, v in metrics.items() if k in NOTE_KEYS and isinstance(v, str)],
         "blocks": [],
         "table": None,
+        "digits": digits or {},
     }

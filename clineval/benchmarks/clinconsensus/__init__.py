@@ -5,6 +5,10 @@ The package holds the case and verdict readers (cases, judgements), the official
 authors' judge prompt (fetch, official_prompt), the metrics, the task (answers, then one judge
 call per criterion), its options, statistics, report section and the export to the authors'
 judgements file. Generic code knows it only through BENCHMARK below.
+
+Internal: not part of clineval's public API (`clineval`, `clineval.benchmarks`;
+docs/architecture.md, "Public API"). A benchmark package imports what it needs from
+`clineval.benchmarks`.
 """
 
 from __future__ import annotations
@@ -27,13 +31,25 @@ if TYPE_CHECKING:
 
 METRICS = MetricSchema(
     (
-        MetricSpec("cacs@7", "CACS@7: mean of max(0, s - 6) / 24, in percent"),
-        MetricSpec("cacs@10", "CACS@10 (the paper's later version)"),
+        MetricSpec(
+            "cacs@7",
+            "CACS@7: mean of max(0, s - 6) / 24, in percent",
+            digits=2,
+            basis="n_cases_scored",
+        ),
+        MetricSpec(
+            "cacs@10", "CACS@10 (the paper's later version)", digits=2, basis="n_cases_scored"
+        ),
         MetricSpec("rubric_accuracy", "criteria met / criteria judged"),
-        MetricSpec("pass@7", "share of cases with at least 7 criteria met"),
+        MetricSpec("pass@7", "share of cases with at least 7 criteria met", basis="n_cases_scored"),
         MetricSpec("judge_error_rate", "verdicts that could not be obtained", False),
         MetricSpec("n_cases", "cases", count=True),
-        MetricSpec("pass@10", "share of cases with at least 10 criteria met", headline=False),
+        MetricSpec(
+            "pass@10",
+            "share of cases with at least 10 criteria met",
+            headline=False,
+            basis="n_cases_scored",
+        ),
         MetricSpec("judge_errors", "verdicts that could not be obtained", False, False, True),
         MetricSpec("n_cases_scored", "cases with every verdict", headline=False, count=True),
         MetricSpec("candidate_errors", "cases without an answer", False, False, True),

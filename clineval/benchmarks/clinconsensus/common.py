@@ -45,6 +45,7 @@ from clineval.benchmarks.clinconsensus.cases import (
     load_cases,
 )
 from clineval.benchmarks.clinconsensus.metrics import DEFAULT_KS
+from clineval.benchmarks.kit import select_samples
 from clineval.config import RunConfig
 from clineval.data.cache import default_cache_dir
 from clineval.errors import InputError
@@ -53,7 +54,6 @@ from clineval.judge.prompt import JudgePrompt, verdict_token_bound
 from clineval.judge.run import DEFAULT_JUDGE_MAX_TOKENS, DEFAULT_PARSE_RETRIES
 from clineval.models.spec import ModelSpec
 from clineval.options import Option, OptionGroup, choice, integer, integer_list
-from clineval.shard import select_shard
 
 TASK = "clinconsensus"
 ANSWER_KIND = "answer"
@@ -241,13 +241,6 @@ class Data:
         }
 
 
-def _select(cases: list[Case], limit: int | None, shard: str | None) -> list[Case]:
-    """--limit first (the first N of the file), then --shard I/N of those."""
-    if limit is not None:
-        cases = cases[: max(0, limit)]
-    return select_shard(cases, shard, key=lambda c: c.case_id)
-
-
 def resolve_cases_path(config: RunConfig, options: Options, data_root: Path | None) -> Path:
     if config.cases and options.cases == "fixture":
         raise InputError("give either --cases FILE or --option clinconsensus.cases=fixture")
@@ -310,7 +303,7 @@ def load_data(ctx: RunContext) -> Data:
     options = Options.from_config(config.options)
     path = resolve_cases_path(config, options, ctx.data_root)
     all_cases = load_cases(path)
-    cases = _select(all_cases, config.limit, config.shard)
+    cases = select_samples(ctx, all_cases, lambda c: c.case_id)  # --limit, then --shard
     verdicts_path = _verdicts_source(config)
     if verdicts_path is not None:
         if config.judges:

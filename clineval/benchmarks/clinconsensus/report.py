@@ -7,10 +7,29 @@ from typing import Any
 
 import numpy as np
 
+from clineval.benchmarks.clinconsensus.report_figures import (
+    case_task,
+    cases_note,
+    criterion_hits,
+    criterion_id,
+    reverse_ecdf_plot,
+    s_of,
+    slice_intervals,
+)
 from clineval.benchmarks.declaration import MetricSchema
 from clineval.report import plots
 from clineval.report.rundata import RunData, finite_number
-from clineval.report.sections_common import SampleTable, base_section, filter_values, flatten
+from clineval.report.sections_common import (
+    SampleTable,
+    base_section,
+    filter_values,
+    flatten,
+    heading_part,
+    rows_part,
+    short_model_label,
+    table_block,
+    text_part,
+)
 
 SLICE_KEYS = ("difficulty", "subject", "task", "user_role", "subject_labels", "task_labels")
 # Multi-label slices (the official ones): a case counts in each label it carries.
@@ -31,25 +50,10 @@ def n_criteria(metrics: dict[str, Any], samples: list[dict[str, Any]]) -> int:
         value = finite_number(metrics.get(key))
         if value is not None and value > 0:
             return int(value)
-    counts = [len({_crit_id(v, i) for i, v in enumerate(r.get("verdicts") or [])}) for r in samples]
+    counts = [
+        len({criterion_id(v, i) for i, v in enumerate(r.get("verdicts") or [])}) for r in samples
+    ]
     return max(counts) if counts and max(counts) > 0 else DEFAULT_N
-
-
-def _crit_id(verdict: Any, index: int) -> str:
-    if isinstance(verdict, dict) and verdict.get("criterion_id") is not None:
-        return str(verdict["criterion_id"])
-    return str(index)
-
-
-def s_of(row: dict[str, Any]) -> int | None:
-    """Criteria met in a case: the stored s, else counted from single-judge verdicts."""
-    value = finite_number(row.get("s"))
-    if value is not None:
-        return int(value)
-    verdicts = row.get("verdicts")
-    if isinstance(verdicts, list):
-        return sum(1 for v in verdicts if isinstance(v, dict) and v.get("met") is True)
-    return None
 
 
 def curve_of(metrics: dict[str, Any], samples: list[dict[str, Any]], n: int) -> list[float] | None:
@@ -118,33 +122,53 @@ def slices_of(
 def build(run: RunData, task: str, schema: MetricSchema) -> dict[str, Any]:
     metrics = run.results.get(task, {})
     samples = run.samples.get(task, [])
-    section = base_section(run, task, "clinconsensus", schema.headline_keys)
+    section = base_section(run, task, "clinconsensus", schema.headline_keys, schema.digits())
     blocks: list[dict[str, Any]] = section["blocks"]
     n = n_criteria(metrics, samples)
     ks = [k for k in thresholds(metrics) if 1 <= k <= n]
+    scored_note = cases_note(metrics)
+    for card in (*section["cards"], *section["rest"]):
+        if _K.match(card.key) or card.key.startswith("pass@"):
+            card.note = scored_note
     curve = curve_of(metrics, samples, n)
     if curve is not None:
-        svg = plots.reverse_ecdf(curve, ks, "Reverse ECDF of criteria met per case")
+        svg = reverse_ecdf_plot(curve, ks, "Reverse ECDF of criteria met per case")
         blocks.append({"kind": "plot", "title": "Rubric hits per case", "svg": svg, "small": True})
     # Slices show CACS at the smallest k the run reports; a run judged on fewer criteria than
     # any k (a smoke run) has no CACS to slice (CACS@k is null for k > N).
     k = ks[0] if ks else 0
     sliced = slices_of(metrics, samples, n, k, task) if ks else {}
+    seed = int(run.manifest.get("seed") or 0)
     for dim, bars in sliced.items():
         bars = sorted(bars, key=lambda b: (-b[2], b[0]))[:MAX_SLICE_BARS]
         name = LABEL_SLICES.get(dim, dim)
+        intervals = slice_intervals(samples, dim, [b[0] for b in bars], n, k, task, seed)
         svg = plots.horizontal_bars(
             [b[0] for b in bars],
             [b[1] for b in bars],
             [b[2] for b in bars],
-            f"CACS@{k} by {name}",
+            f"CACS@{k} by {name} (95% bootstrap interval over the slice's cases)",
             f"CACS@{k} (%)",
             (0, 100),
+            intervals=intervals,
         )
         title = f"By {name}" + (
             " (a case counts in each of its labels)" if dim in LABEL_SLICES else ""
         )
         blocks.append({"kind": "plot", "title": title, "svg": svg, "small": True})
+    hits = criterion_hits(samples)
+    if hits:
+        blocks.append(
+            table_block(
+                "Hit rate by criterion position (the n-th criterion of every case)",
+                ["position", "verdicts", "met", "not met", "judge errors", "hit rate"],
+                [
+                    [str(pos), f"{v:,}", f"{m:,}", f"{u:,}", f"{e:,}", f"{m / max(m + u, 1):.3f}"]
+                    for pos, (v, m, u, e) in hits.items()
+                ],
+                note="which rubric items go unmet most often; sort by hit rate",
+            )
+        )
     blocks.extend(_label_slice_tables(metrics, ks))
     blocks.extend(_judge_blocks(metrics, ks))
     usage = metrics.get("usage")
@@ -250,15 +274,6 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def case_task(row: dict[str, Any], task_name: str) -> Any:
-    """The case's task category; `task` in a row may instead hold the run's task name."""
-    for key in ("case_task", "task_type", "task_category"):
-        if row.get(key) is not None:
-            return row[key]
-    value = row.get("task")
-    return None if value == task_name else value
-
-
 def _table(anchor: str, task_name: str, samples: list[dict[str, Any]]) -> SampleTable:
     """Rows for the case browser; verdicts as compact arrays, judges interned (27,000 of them).
 
@@ -278,7 +293,7 @@ def _table(anchor: str, task_name: str, samples: list[dict[str, Any]]) -> Sample
             judge = _text(v.get("judge"))
             verdicts.append(
                 [
-                    _crit_id(v, i),
+                    criterion_id(v, i),
                     _text(v.get("criterion")),
                     met,
                     _text(v.get("explanation")),
@@ -327,7 +342,33 @@ def _table(anchor: str, task_name: str, samples: list[dict[str, Any]]) -> Sample
         columns=columns,
         filters=[f for f in filters if f["values"]],
         search=["query", "answer"],
-        detail="cc",
+        detail=[
+            heading_part("Case {id} — {s} criteria met"),
+            text_part("Query", "query"),
+            text_part("Answer", "answer"),
+            rows_part(
+                "Verdicts",
+                "v",
+                [
+                    {"label": "criterion", "index": 0},
+                    {"label": "text", "index": 1},
+                    {
+                        "label": "verdict",
+                        "index": 2,
+                        "labels": {"true": "met", "false": "not met", "null": "judge error"},
+                        "classes": {
+                            "true": "verdict-met",
+                            "false": "verdict-unmet",
+                            "null": "verdict-error",
+                        },
+                    },
+                    {"label": "judge", "index": 4, "lookup": "judges"},
+                    {"label": "explanation", "index": 3},
+                ],
+                css_class="verdicts",
+            ),
+        ],
         rows=rows,
-        extra={"judges": list(judges), "autoshow": True},
+        extra={"judges": [short_model_label(j) for j in judges], "autoshow": True},
+        title="Case browser",
     )

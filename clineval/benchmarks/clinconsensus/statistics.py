@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from clineval.benchmarks.clinconsensus.report import n_criteria, s_of, thresholds
+from clineval.benchmarks.clinconsensus.report import n_criteria, thresholds
+from clineval.benchmarks.clinconsensus.report_figures import s_of
 from clineval.report import statistics as st
 from clineval.report.rundata import finite_number
 

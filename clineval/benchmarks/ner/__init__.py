@@ -5,6 +5,10 @@ The package holds the corpora's readers and preparation (pubtator, bioc, brat, c
 the metrics (tokens, token_f1, span_f1), the model adapters (crf, hf_tagger, gliner_tagger,
 llm, predictions), the task (task.py), its options, statistics and report section. Generic
 code knows it only through BENCHMARK below.
+
+Internal: not part of clineval's public API (`clineval`, `clineval.benchmarks`;
+docs/architecture.md, "Public API"). A benchmark package imports what it needs from
+`clineval.benchmarks`.
 """
 
 from __future__ import annotations

@@ -14,7 +14,15 @@ from typing import Any
 from clineval.benchmarks.declaration import MetricSchema
 from clineval.report import plots
 from clineval.report.rundata import RunData, finite_number
-from clineval.report.sections_common import SampleTable, base_section, filter_values
+from clineval.report.sections_common import (
+    SampleTable,
+    base_section,
+    download_block,
+    examples_block,
+    filter_values,
+    spans_part,
+    table_block,
+)
 
 Span = tuple[int, int, str]
 KINDS = (
@@ -127,27 +135,86 @@ def _per_type_block(per_type: dict[str, Any]) -> list[dict[str, Any]]:
     svg = plots.grouped_bars(types, series, "F1 per entity type", "F1")
     return [
         {"kind": "plot", "title": "Per-type F1", "svg": svg, "small": True},
-        {
-            "kind": "table",
-            "title": "Per-type precision / recall / F1",
-            "header": header,
-            "rows": rows,
-        },
+        table_block("Per-type precision / recall / F1", header, rows),
     ]
+
+
+NONE = "(none)"
+
+
+def error_counts_block(types: list[str], found: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """Errors of each kind per entity type (a type error counts under the predicted type)."""
+    counts = {t: dict.fromkeys((k for k, _ in KINDS), 0) for t in types}
+    for kind, _ in KINDS:
+        for item in found[kind]:
+            counts.setdefault(item["span"][2], dict.fromkeys((k for k, _ in KINDS), 0))[kind] += 1
+    rows = [
+        [t, *(f"{counts[t][k]:,}" for k, _ in KINDS), f"{sum(counts[t].values()):,}"]
+        for t in counts
+    ]
+    totals = [sum(counts[t][k] for t in counts) for k, _ in KINDS]
+    rows.append(["all types", *(f"{n:,}" for n in totals), f"{sum(totals):,}"])
+    return table_block(
+        "Errors by kind and entity type",
+        ["type", *(title for _, title in KINDS), "all errors"],
+        rows,
+        note="false positives and type errors are counted under the predicted type, misses "
+        "and boundary errors under the gold type",
+    )
+
+
+def confusion(gold: list[Span], pred: list[Span]) -> dict[tuple[str, str], int]:
+    """(gold type, predicted type) counts of one document: an exact or overlapping pair as
+    `classify` pairs them, a miss as (type, none), a false positive as (none, type)."""
+    counts: dict[tuple[str, str], int] = {}
+
+    def add(g: str, p: str) -> None:
+        counts[(g, p)] = counts.get((g, p), 0) + 1
+
+    gold_set = set(gold)
+    for p in pred:
+        if p in gold_set:
+            add(p[2], p[2])
+    for kind, span, other in classify(gold, pred):
+        if kind == "fp":
+            add(NONE, span[2])
+        elif kind == "miss":
+            add(span[2], NONE)
+        elif other is not None:
+            add(other[2], span[2])
+    return counts
+
+
+def confusion_block(types: list[str], counts: dict[tuple[str, str], int]) -> dict[str, Any]:
+    labels = [*types, *sorted({t for pair in counts for t in pair} - {*types, NONE}), NONE]
+    rows = [
+        [f"gold {g}", *(f"{counts.get((g, p), 0):,}" for p in labels)]
+        for g in labels
+        if g != NONE or any(counts.get((g, p)) for p in labels)
+    ]
+    return table_block(
+        "Gold x predicted type",
+        ["", *(f"predicted {p}" for p in labels)],
+        rows,
+        sortable=False,
+        note="spans paired by overlap; (none): a miss (gold row) or a false positive (gold (none))",
+    )
 
 
 def build(run: RunData, task: str, schema: MetricSchema) -> dict[str, Any]:
     seed = int(run.manifest.get("seed") or 0)
     metrics = run.results.get(task, {})
     samples = run.samples.get(task, [])
-    section = base_section(run, task, "ner", schema.headline_keys)
+    section = base_section(run, task, "ner", schema.headline_keys, schema.digits())
     blocks: list[dict[str, Any]] = section["blocks"]
     per_type = metrics.get("per_type")
-    if isinstance(per_type, dict):
-        blocks.extend(_per_type_block(per_type))
-    if not samples:
-        return section
+    types = (
+        [t for t, v in per_type.items() if isinstance(v, dict)]
+        if isinstance(per_type, dict)
+        else []
+    )
     found: dict[str, list[dict[str, Any]]] = {k: [] for k, _ in KINDS}
+    pairs: dict[tuple[str, str], int] = {}
     table_rows = []
     for row in samples:
         text = str(row.get("text", ""))
@@ -158,6 +225,8 @@ def build(run: RunData, task: str, schema: MetricSchema) -> dict[str, Any]:
         for kind, span, other in errors:
             kinds[kind] = kinds.get(kind, 0) + 1
             found[kind].append({"doc": doc_id, "span": span, "other": other, "text": text})
+        for pair, n in confusion(gold, pred).items():
+            pairs[pair] = pairs.get(pair, 0) + n
         exact = len(set(gold) & set(pred))
         table_rows.append(
             {
@@ -173,6 +242,15 @@ def build(run: RunData, task: str, schema: MetricSchema) -> dict[str, Any]:
                 "pred": [list(s) for s in pred],
             }
         )
+    if samples:
+        # what kind of error, for which type: first, since it says where to look
+        blocks.append(error_counts_block(types, found))
+        if len(types) > 1:
+            blocks.append(confusion_block(types, pairs))
+    if isinstance(per_type, dict):
+        blocks.extend(_per_type_block(per_type))
+    if not samples:
+        return section
     rng = random.Random(seed)
     groups = []
     for kind, title in KINDS:
@@ -191,7 +269,25 @@ def build(run: RunData, task: str, schema: MetricSchema) -> dict[str, Any]:
                 ],
             }
         )
-    blocks.append({"kind": "ner_errors", "title": "Error examples in context", "groups": groups})
+    blocks.append(examples_block("Error examples in context", groups))
+    blocks.append(
+        download_block(
+            "Download every error (CSV)",
+            f"{task.replace(':', '-')}-errors.csv",
+            [
+                "doc",
+                "kind",
+                "type",
+                "start",
+                "end",
+                "text",
+                "other_type",
+                "other_start",
+                "other_end",
+            ],
+            [_error_row(item, kind) for kind, _ in KINDS for item in found[kind]],
+        )
+    )
     columns = [
         {"key": "id", "label": "document"},
         {"key": "n_gold", "label": "gold spans"},
@@ -211,7 +307,26 @@ def build(run: RunData, task: str, schema: MetricSchema) -> dict[str, Any]:
             }
         ],
         search=["text"],
-        detail="ner",
+        detail=[
+            spans_part("Document {id} — gold", "text", "gold", "gold"),
+            spans_part("Predicted", "text", "pred", "pred"),
+        ],
         rows=table_rows,
+        title="Documents",
     )
     return section
+
+
+def _error_row(item: dict[str, Any], kind: str) -> dict[str, Any]:
+    span, other, text = item["span"], item["other"], item["text"]
+    return {
+        "doc": item["doc"],
+        "kind": kind,
+        "type": span[2],
+        "start": span[0],
+        "end": span[1],
+        "text": text[span[0] : span[1]],
+        "other_type": "" if other is None else other[2],
+        "other_start": "" if other is None else other[0],
+        "other_end": "" if other is None else other[1],
+    }

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from clineval.benchmarks.base import DataFileStatus, RunContext, Task, TaskResult
+from clineval.benchmarks.kit import select_samples, unstored
 from clineval.benchmarks.ner.llm import PREDICTION_KIND
 from clineval.benchmarks.ner.options import NER_OPTIONS, TOKENIZER_OPTION
 from clineval.benchmarks.ner.records import DATASET_TYPES, NerDocument, PreparedSplit, Span
@@ -37,7 +38,6 @@ from clineval.errors import InputError
 from clineval.models.backends import ModelKind
 from clineval.plan import CallPlan
 from clineval.progress import make_progress
-from clineval.shard import select_shard
 
 PREDICTION = PREDICTION_KIND  # store record kind
 TEST_SPLIT = "test"
@@ -122,11 +122,8 @@ class NerTask(Task[NerData]):
         # The test gold only: the CRF baseline trains on clineval's preparation either way.
         preparation = str(NER_OPTIONS.value(ctx.config.options, "preparation"))
         split = load_ner_split(self.dataset, TEST_SPLIT, root, preparation)
-        documents = split.documents
-        if ctx.config.limit is not None:
-            documents = documents[: ctx.config.limit]
         # --limit first, then --shard I/N of those (the rule every task follows: clineval.shard)
-        documents = select_shard(documents, ctx.config.shard, key=lambda d: d.id)
+        documents = select_samples(ctx, split.documents, lambda d: d.id)
         if ctx.backend.kind is ModelKind.SPAN_TAGGER:
             from clineval.benchmarks.ner.span_tagger import tagger_settings
 
@@ -142,7 +139,7 @@ class NerTask(Task[NerData]):
             self._predict_from_file(ctx, data)
             return
         stored = ctx.store.records(self.name, PREDICTION)
-        todo = [doc for doc in data.documents if doc.id not in stored]
+        todo = unstored(ctx, self.name, data.documents, lambda d: d.id, PREDICTION)
         if kind is ModelKind.BASELINE:
             todo = self._crf_todo(ctx, data, stored)
         elif kind is ModelKind.SPAN_TAGGER:

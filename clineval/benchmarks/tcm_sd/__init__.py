@@ -5,6 +5,10 @@ The package holds the dataset readers (dataset, norm), the SYNTHETIC fixture gen
 (synthetic), the official fetch (fetch), the metrics, the model adapters (baselines,
 hf_classifier, llm, predictions, answer parsing), the task, its options, statistics and
 report section. Generic code knows it only through BENCHMARK below.
+
+Internal: not part of clineval's public API (`clineval`, `clineval.benchmarks`;
+docs/architecture.md, "Public API"). A benchmark package imports what it needs from
+`clineval.benchmarks`.
 """
 
 from __future__ import annotations

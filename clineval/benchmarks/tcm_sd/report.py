@@ -7,7 +7,14 @@ from typing import Any
 from clineval.benchmarks.declaration import MetricSchema
 from clineval.report import plots
 from clineval.report.rundata import RunData, finite_number
-from clineval.report.sections_common import SampleTable, base_section, filter_values, yes_no
+from clineval.report.sections_common import (
+    SampleTable,
+    base_section,
+    fields_part,
+    filter_values,
+    table_block,
+    yes_no,
+)
 
 GROUPS = ("head", "middle", "tail")
 MAX_CONFUSIONS = 20
@@ -86,7 +93,7 @@ def _confusions_from_samples(samples: list[dict[str, Any]]) -> list[tuple[str, s
 def build(run: RunData, task: str, schema: MetricSchema) -> dict[str, Any]:
     metrics = run.results.get(task, {})
     samples = run.samples.get(task, [])
-    section = base_section(run, task, "tcm-sd", schema.headline_keys)
+    section = base_section(run, task, "tcm-sd", schema.headline_keys, schema.digits())
     blocks: list[dict[str, Any]] = section["blocks"]
     per_class = metrics.get("per_class")
     if isinstance(per_class, dict) and per_class:
@@ -100,14 +107,22 @@ def build(run: RunData, task: str, schema: MetricSchema) -> dict[str, Any]:
                 lab,
             ),
         )
-        svg = plots.per_class_f1(
-            order,
-            [_num(per_class[lab].get("f1")) for lab in order],
-            [_num(per_class[lab].get("support")) for lab in order],
-            [groups.get(lab, "") for lab in order],
-            "per-class F1, classes sorted by test support (line)",
+        # sorted horizontal bars: 148 labels stay readable (one row each, written across)
+        ranked = sorted(
+            (lab for lab in order if _num(per_class[lab].get("support")) > 0),
+            key=lambda lab: (-_num(per_class[lab].get("f1")), -_num(per_class[lab].get("support"))),
         )
-        blocks.append({"kind": "plot", "title": "Per-class F1 (head vs tail)", "svg": svg})
+        if ranked:
+            svg = plots.horizontal_bars(
+                ranked,
+                [_num(per_class[lab].get("f1")) for lab in ranked],
+                [int(_num(per_class[lab].get("support"))) for lab in ranked],
+                f"F1 per class, best first ({len(ranked)} classes with test samples; n = support)",
+                "F1",
+                (0, 1),
+                fmt="{:.3f}",
+            )
+            blocks.append({"kind": "plot", "title": "Per-class F1", "svg": svg, "small": True})
         rows = [
             [
                 lab,
@@ -121,26 +136,29 @@ def build(run: RunData, task: str, schema: MetricSchema) -> dict[str, Any]:
             for lab in order
         ]
         blocks.append(
-            {
-                "kind": "table",
-                "title": f"Per-class figures ({len(order)} labels, by support)",
-                "collapsed": True,
-                "header": ["label", "group", "support", "train count", "P", "R", "F1"],
-                "rows": rows,
-            }
+            table_block(
+                f"Per-class figures ({len(order)} labels)",
+                ["label", "group", "support", "train count", "P", "R", "F1"],
+                rows,
+                note="click a column to sort",
+            )
         )
         group_block = _group_block(metrics, per_class, groups)
         if group_block:
             blocks.append(group_block)
     confusions = _confusions(metrics) or _confusions_from_samples(samples)
     if confusions:
+        matrix = confused_classes(samples, confusions)
+        if matrix is not None:
+            labels, counts = matrix
+            svg = plots.heatmap(labels, labels, counts, "Gold x predicted, most confused classes")
+            blocks.append({"kind": "plot", "title": "Confusions", "svg": svg, "small": True})
         blocks.append(
-            {
-                "kind": "table",
-                "title": "Most confused pairs (gold -> predicted)",
-                "header": ["gold", "predicted", "count"],
-                "rows": [[g, p, str(c)] for g, p, c in confusions],
-            }
+            table_block(
+                "Most confused pairs (gold -> predicted)",
+                ["gold", "predicted", "count"],
+                [[g, p, str(c)] for g, p, c in confusions],
+            )
         )
     if samples:
         section["table"] = _table(section["anchor"], samples)
@@ -213,6 +231,44 @@ def _table(anchor: str, samples: list[dict[str, Any]]) -> SampleTable:
         columns=columns,
         filters=[f for f in filters if f["values"]],
         search=["raw_output"],
-        detail="tcm",
+        detail=[
+            fields_part(
+                [
+                    ("id", "id"),
+                    ("gold", "gold"),
+                    ("pred", "predicted"),
+                    ("valid", "valid"),
+                    ("correct", "correct"),
+                    ("raw_output", "raw model output"),
+                ]
+            )
+        ],
         rows=rows,
+        title="Records",
     )
+
+
+MATRIX_CLASSES = 10
+
+
+def confused_classes(
+    samples: list[dict[str, Any]], confusions: list[tuple[str, str, int]]
+) -> tuple[list[str], list[list[int]]] | None:
+    """The classes of the most confused pairs (at most MATRIX_CLASSES) and their full gold x
+    predicted counts from the samples, diagonal included; None without samples."""
+    labels: list[str] = []
+    for gold, pred, _ in confusions:
+        for label in (gold, pred):
+            if label not in labels and len(labels) < MATRIX_CLASSES:
+                labels.append(label)
+    index = {label: i for i, label in enumerate(labels)}
+    counts = [[0] * len(labels) for _ in labels]
+    seen = False
+    for row in samples:
+        if row.get("gold") is None or row.get("pred") is None:
+            continue
+        i, j = index.get(str(row["gold"])), index.get(str(row["pred"]))
+        if i is not None and j is not None:
+            counts[i][j] += 1
+            seen = True
+    return (labels, counts) if seen else None

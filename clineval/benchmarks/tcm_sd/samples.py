@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from clineval.benchmarks.base import RunContext
+from clineval.benchmarks.kit import select_samples, unstored
 from clineval.benchmarks.tcm_sd.dataset import (
     EXPECTED_LABELS,
     NORM_TABLE_NAMES,
@@ -38,7 +39,6 @@ from clineval.data.cache import default_cache_dir
 from clineval.data.checksums import sha256_file
 from clineval.datapaths import resolve_data_root
 from clineval.errors import InputError
-from clineval.shard import select_shard
 
 TASK = "tcm-sd"
 KIND = "prediction"  # the run-store record kind of one model output
@@ -174,9 +174,7 @@ def load_data(ctx: RunContext) -> TcmData:
         hits = overlaps_train(records, train)
         notes["dedupe_removed"] = sum(hits)
         pairs = [pair for pair, hit in zip(pairs, hits, strict=True) if not hit]
-    if ctx.config.limit is not None:
-        pairs = pairs[: ctx.config.limit]
-    pairs = select_shard(pairs, ctx.config.shard, key=lambda kr: kr[0])
+    pairs = select_samples(ctx, pairs, lambda kr: kr[0])  # --limit, then --shard
     index = {label: i for i, label in enumerate(labels)}
     train_counts = np.bincount([index[r.label] for r in train if r.label], minlength=len(labels))
     fixture = eval_synthetic or any(r.synthetic for _, r in pairs)
@@ -200,5 +198,5 @@ def load_data(ctx: RunContext) -> TcmData:
 
 def pending(ctx: RunContext, data: TcmData) -> list[tuple[str, TcmRecord]]:
     """Samples without a stored prediction."""
-    done = ctx.store.records(TASK, KIND)
-    return [(k, r) for k, r in zip(data.keys, data.records, strict=True) if k not in done]
+    samples = list(zip(data.keys, data.records, strict=True))
+    return unstored(ctx, TASK, samples, lambda kr: kr[0], KIND)

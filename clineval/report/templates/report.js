@@ -45,52 +45,96 @@
     return box;
   }
 
-  var DETAIL = {
-    ner: function (row, box) {
-      box.appendChild(el("h4", null, "Document " + row.id + " — gold"));
-      box.appendChild(highlighted(row.text || "", row.gold || [], "gold"));
-      box.appendChild(el("h4", null, "Predicted"));
-      box.appendChild(highlighted(row.text || "", row.pred || [], "pred"));
+  // A detail view is data a benchmark declares (a list of parts); this one renderer draws
+  // every benchmark's, so a plugin's view is drawn like a built-in's.
+  function fill(template, row) {
+    return String(template).replace(/\{([A-Za-z0-9_]+)\}/g, function (_, k) { return show(row[k]); });
+  }
+  function cellText(col, value, spec) {
+    if (col.lookup) return show((spec[col.lookup] || [])[value]);
+    if (col.labels) {
+      var key = value === true ? "true" : value === false ? "false" : value === null || value === undefined ? "null" : String(value);
+      if (Object.prototype.hasOwnProperty.call(col.labels, key)) return col.labels[key];
+    }
+    return show(value);
+  }
+  var PART = {
+    heading: function (part, row, box) { box.appendChild(el("h4", null, fill(part.text, row))); },
+    text: function (part, row, box) {
+      if (part.title) box.appendChild(el("h4", null, fill(part.title, row)));
+      box.appendChild(el("div", "text " + part.key, show(row[part.key])));
     },
-    tcm: function (row, box) {
+    spans: function (part, row, box) {
+      if (part.title) box.appendChild(el("h4", null, fill(part.title, row)));
+      box.appendChild(highlighted(show(row[part.text]), row[part.spans] || [], part.style || "gold"));
+    },
+    fields: function (part, row, box) {
       var dl = el("dl");
-      ["id", "gold", "pred", "valid", "correct", "raw_output"].forEach(function (k) {
-        kv(dl, k === "pred" ? "predicted" : k === "raw_output" ? "raw model output" : k, row[k]);
+      (part.fields || Object.keys(row).map(function (k) { return [k, k]; })).forEach(function (f) {
+        kv(dl, f[1], row[f[0]]);
       });
       box.appendChild(dl);
     },
-    cc: function (row, box, spec) {
-      box.appendChild(el("h4", null, "Case " + row.id + " — " + row.s + " criteria met"));
-      box.appendChild(el("h4", null, "Query"));
-      box.appendChild(el("div", "text query", row.query));
-      box.appendChild(el("h4", null, "Answer"));
-      box.appendChild(el("div", "text answer", row.answer));
-      var t = el("table", "verdicts");
+    rows: function (part, row, box, spec) {
+      if (part.title) box.appendChild(el("h4", null, fill(part.title, row)));
+      var t = el("table", ("detail-rows " + (part["class"] || "")).trim());
       var hr = t.createTHead().insertRow();
-      ["criterion", "text", "verdict", "judge", "explanation"].forEach(function (h) {
-        hr.appendChild(el("th", null, h));
-      });
+      part.columns.forEach(function (c) { hr.appendChild(el("th", null, c.label)); });
       var body = t.createTBody();
-      (row.v || []).forEach(function (v) {
+      (row[part.key] || []).forEach(function (item) {
         var tr = body.insertRow();
-        tr.insertCell().textContent = show(v[0]);
-        tr.insertCell().textContent = show(v[1]);
-        var c = tr.insertCell();
-        if (v[2] === true) { c.textContent = "met"; c.className = "verdict-met"; }
-        else if (v[2] === false) { c.textContent = "not met"; c.className = "verdict-unmet"; }
-        else { c.textContent = "judge error"; c.className = "verdict-error"; }
-        tr.insertCell().textContent = show((spec.judges || [])[v[4]]);
-        tr.insertCell().textContent = show(v[3]);
+        part.columns.forEach(function (c) {
+          var value = item[c.index];
+          var td = tr.insertCell();
+          td.textContent = cellText(c, value, spec);
+          if (c.classes) {
+            var key = value === true ? "true" : value === false ? "false" : value === null || value === undefined ? "null" : String(value);
+            if (c.classes[key]) td.className = c.classes[key];
+          }
+        });
       });
-      box.appendChild(el("h4", null, "Verdicts"));
       box.appendChild(t);
-    },
-    generic: function (row, box) {
-      var dl = el("dl");
-      Object.keys(row).forEach(function (k) { kv(dl, k, row[k]); });
-      box.appendChild(dl);
     }
   };
+  function drawDetail(row, box, spec) {
+    var parts = spec.detail && spec.detail.length ? spec.detail : [{ part: "fields" }];
+    parts.forEach(function (part) { (PART[part.part] || PART.fields)(part, row, box, spec); });
+  }
+
+  // Sorting by a column: numbers as numbers, text in the reader's locale; a second click
+  // reverses. Used by the sample tables and by every table the report marks sortable.
+  function sortValue(v) {
+    if (typeof v === "number") return v;
+    var s = show(v).replace(/,/g, "");
+    var n = parseFloat(s);
+    return s !== "" && isFinite(n) && /^[-+]?[0-9.]+(e[-+]?[0-9]+)?%?$/i.test(s) ? n : show(v);
+  }
+  function compareValues(a, b) {
+    var x = sortValue(a), y = sortValue(b);
+    if (typeof x === "number" && typeof y === "number") return x - y;
+    if (typeof x === "number") return -1;
+    if (typeof y === "number") return 1;
+    return String(x).localeCompare(String(y));
+  }
+  function makeSortable(table) {
+    var heads = table.tHead ? table.tHead.rows[0].cells : [];
+    Array.prototype.forEach.call(heads, function (th, col) {
+      th.classList.add("sortable");
+      th.setAttribute("title", "sort by this column");
+      th.addEventListener("click", function () {
+        var dir = th.getAttribute("aria-sort") === "descending" ? 1 : -1;
+        Array.prototype.forEach.call(heads, function (h) { h.removeAttribute("aria-sort"); });
+        th.setAttribute("aria-sort", dir === 1 ? "ascending" : "descending");
+        var body = table.tBodies[0];
+        var rows = Array.prototype.slice.call(body.rows);
+        rows.sort(function (r1, r2) {
+          return dir * compareValues(r1.cells[col].textContent, r2.cells[col].textContent);
+        });
+        rows.forEach(function (r) { body.appendChild(r); });
+      });
+    });
+  }
+  document.querySelectorAll("table.sortable").forEach(makeSortable);
 
   // A data block is plain JSON, or gzip + base64 for big runs (decompressed by the browser).
   function readSpec(node) {
@@ -118,7 +162,26 @@
     var next = root.querySelector("button.next");
     var detail = root.querySelector(".detail");
     var hr = table.createTHead().insertRow();
-    spec.columns.forEach(function (c) { hr.appendChild(el("th", null, c.label)); });
+    var sortKey = null, sortDir = 1;
+    spec.columns.forEach(function (c) {
+      var th = el("th", "sortable", c.label);
+      th.setAttribute("title", "sort by this column");
+      th.addEventListener("click", function () {
+        sortDir = sortKey === c.key ? -sortDir : -1;
+        sortKey = c.key;
+        Array.prototype.forEach.call(hr.cells, function (h) { h.removeAttribute("aria-sort"); });
+        th.setAttribute("aria-sort", sortDir === 1 ? "ascending" : "descending");
+        sortMatched();
+        render();
+      });
+      hr.appendChild(th);
+    });
+    function sortMatched() {
+      if (sortKey === null) return;
+      matched.sort(function (i, j) {
+        return sortDir * compareValues(rows[i][sortKey], rows[j][sortKey]) || i - j;
+      });
+    }
     var tbody = table.createTBody();
     var selects = spec.filters.map(function (f) {
       var s = el("select");
@@ -157,6 +220,7 @@
         if (ok && q && haystack(i).indexOf(q) < 0) ok = false;
         if (ok) matched.push(i);
       }
+      sortMatched();
       page = 0;
       render();
     }
@@ -186,7 +250,7 @@
         tr.className = tr.getAttribute("data-index") === String(i) ? "selected" : "";
       });
       detail.replaceChildren();
-      (DETAIL[spec.detail] || DETAIL.generic)(rows[i], detail, spec);
+      drawDetail(rows[i], detail, spec);
     }
 
     var timer = null;

@@ -17,38 +17,26 @@ from clineval.benchmarks import Benchmark, MetricSchema, MetricSpec
 
 if TYPE_CHECKING:
     from clineval.benchmarks import Task
-    from clineval.report.statistics import SampleStatistic
 
 TASK = "example-mcq"
 
 METRICS = MetricSchema(
     (
-        MetricSpec("accuracy", "share of questions answered with the right letter"),
+        # per_sample: the samples.jsonl field whose mean is the figure; compare's paired test
+        # and the report's interval come from it, even where this package is not installed
+        MetricSpec("accuracy", "share of questions answered with the right letter",
+                   per_sample="correct"),
         MetricSpec("invalid_rate", "share of questions without a readable answer", False),
         MetricSpec("n", "questions scored", count=True),
         MetricSpec("n_missing", "questions the model gave no answer to", False, False, True),
     )
-)
+)  # fmt: skip
 
 
 def _task(name: str) -> Task[Any]:
     from clineval_example_mcq.task import McqTask
 
     return McqTask()
-
-
-def _statistics(
-    metrics: dict[str, Any], samples: list[dict[str, Any]]
-) -> dict[str, SampleStatistic]:
-    """Per-question correctness: what compare's paired bootstrap resamples."""
-    from clineval.report.statistics import mean_statistic
-
-    rows = [r for r in samples if "correct" in r]
-    if not rows:
-        return {}
-    ids = [str(r["id"]) for r in rows]
-    correct = [float(bool(r["correct"])) for r in rows]
-    return {"accuracy": mean_statistic(ids, correct, [str(r["gold"]) for r in rows])}
 
 
 BENCHMARK = Benchmark(
@@ -58,5 +46,4 @@ BENCHMARK = Benchmark(
     make_task=_task,
     metrics=METRICS,
     capabilities=frozenset({"chat", "predictions"}),
-    statistics=_statistics,
 )

@@ -10,22 +10,24 @@ from typing import Any
 
 from clineval.benchmarks import (
     PREDICTION,
+    CallPlan,
+    ChatRequest,
     DataFileStatus,
+    InputError,
+    ModelKind,
     RunContext,
     Task,
     TaskResult,
     accuracy_with_interval,
+    iter_json_objects,
     parse_choice,
     pending,
     plan_by_chat,
     predict_by_chat,
+    predictions_path,
     read_predictions,
     select_samples,
 )
-from clineval.errors import InputError
-from clineval.jsonl import iter_json_objects
-from clineval.models.llm_base import ChatRequest
-from clineval.plan import CallPlan
 from clineval_example_mcq import TASK
 
 QUESTIONS = Path(__file__).parent / "fixture_questions.jsonl"
@@ -83,11 +85,17 @@ class McqTask(Task[McqData]):
         return [DataFileStatus(QUESTIONS.name, "ok" if QUESTIONS.is_file() else "missing")]
 
     def load(self, ctx: RunContext) -> McqData:
-        questions = select_samples(ctx, read_questions(QUESTIONS), lambda q: q.id)
+        every = read_questions(QUESTIONS)
+        questions = select_samples(ctx, every, lambda q: q.id)  # --limit, then --shard
         predictions = None
-        if ctx.backend.kind == "predictions":  # read now: a bad file writes nothing
-            ids = {q.id for q in questions}
-            predictions = read_predictions(Path(ctx.model.name).expanduser(), ids, "answer")
+        if ctx.backend.kind is ModelKind.PREDICTIONS:  # read now: a bad file writes nothing
+            # a file for every question serves any --limit / --shard part of them
+            predictions = read_predictions(
+                predictions_path(ctx, TASK),
+                known_ids={q.id for q in every},
+                field="answer",
+                selected={q.id for q in questions},
+            )
         ctx.note(TASK, "fixture", True)
         ctx.note(TASK, "n_questions", len(questions))
         return McqData(questions, predictions)
