@@ -26,7 +26,7 @@ from typing import Annotated, Any, Literal
 import typer
 from rich.table import Table
 
-from clineval.cli_groups import data_app, skills_app
+from clineval.cli_groups import data_app, path_text, path_value, skills_app
 from clineval.cli_output import print_plan, print_results, stdout
 from clineval.errors import BatchFilesWritten, InputError
 from clineval.jsonio import json_document as json_text
@@ -178,6 +178,7 @@ def run(
             metavar="DIR",
             help="Data root (default: $CLINEVAL_DATA_DIR, ../shared/data, the fetch cache).",
             rich_help_panel=_DATA,
+            parser=path_text,
         ),
     ] = None,
     limit: Annotated[
@@ -236,6 +237,7 @@ def run(
             metavar="FILE",
             help="Cases file of a rubric task (default: found under the data root).",
             rich_help_panel=_DATA,
+            parser=path_text,
         ),
     ] = None,
     verdicts: Annotated[
@@ -245,6 +247,7 @@ def run(
             metavar="FILE",
             help="Score a file of judge verdicts made elsewhere (no model is called).",
             rich_help_panel=_JUDGE,
+            parser=path_text,
         ),
     ] = None,
     judge_prompt: Annotated[
@@ -254,6 +257,7 @@ def run(
             metavar="FILE",
             help="Judge prompt template file, or official (the authors' prompt).",
             rich_help_panel=_JUDGE,
+            parser=path_text,
         ),
     ] = None,
     judge_errors_as_unmet: Annotated[
@@ -330,6 +334,7 @@ def run(
             metavar="FILE",
             help="JSON of per-model prices: the run and --dry-run say what it costs.",
             rich_help_panel=_CONTROL,
+            parser=path_text,
         ),
     ] = None,
     option: Annotated[
@@ -349,6 +354,7 @@ def run(
             metavar="DIR",
             help="Run directory to write (the same DIR again resumes); or output_dir in --config.",
             rich_help_panel=_OUTPUT,
+            parser=path_value,
         ),
     ] = None,
     config: Annotated[
@@ -359,6 +365,7 @@ def run(
             help="Settings from a TOML file, keys as the flags (model = ..., tasks = [...], "
             "option = {KEY = VALUE}); flags given here override it.",
             rich_help_panel=_CONTROL,
+            parser=path_value,
         ),
     ] = None,
     as_json: Annotated[
@@ -393,6 +400,7 @@ def run(
             metavar="DIR",
             help="Write batch request files here and stop.",
             rich_help_panel=_BATCH,
+            parser=path_text,
         ),
     ] = None,
     batch_file_in: Annotated[
@@ -402,6 +410,7 @@ def run(
             metavar="FILE",
             help="Batch output file (vllm run-batch) to import (repeatable).",
             rich_help_panel=_BATCH,
+            parser=path_text,
         ),
     ] = None,
     dry_run: Annotated[
@@ -560,10 +569,17 @@ def _results_on_failure(emit: Callable[[Any], None] | None, run_dir: Path) -> It
     "  clineval score runs/cc --option clinconsensus.k=10 --json"
 )
 def score(
-    run_dir: Annotated[Path, typer.Argument(metavar="RUN_DIR", help="A run directory.")],
+    run_dir: Annotated[
+        Path, typer.Argument(metavar="RUN_DIR", help="A run directory.", parser=path_value)
+    ],
     data_dir: Annotated[
         str | None,
-        typer.Option("--data-dir", metavar="DIR", help="Data root, if it has moved since the run."),
+        typer.Option(
+            "--data-dir",
+            metavar="DIR",
+            help="Data root, if it has moved since the run.",
+            parser=path_text,
+        ),
     ] = None,
     force: Annotated[
         bool,
@@ -624,7 +640,9 @@ def score(
 
 @app.command(epilog="Example:\n  clineval report runs/tfidf -o tfidf.html")
 def report(
-    run_dir: Annotated[Path, typer.Argument(metavar="RUN_DIR", help="A run directory.")],
+    run_dir: Annotated[
+        Path, typer.Argument(metavar="RUN_DIR", help="A run directory.", parser=path_value)
+    ],
     output: Annotated[
         Path | None,
         typer.Option(
@@ -632,6 +650,7 @@ def report(
             "-o",
             metavar="FILE",
             help="HTML file to write (default: RUN_DIR/report.html).",
+            parser=path_value,
         ),
     ] = None,
     reference: Annotated[
@@ -641,6 +660,7 @@ def report(
             metavar="FILE",
             help="JSON file of published figures to show beside the run's own (repeatable); "
             "format in docs/command-line.md",
+            parser=path_value,
         ),
     ] = None,
 ) -> None:
@@ -661,7 +681,8 @@ CompareFormat = Literal["table", "markdown", "csv", "html", "json"]
 )
 def compare(
     run_dirs: Annotated[
-        list[Path], typer.Argument(metavar="RUN_DIR", help="Run directories to compare.")
+        list[Path],
+        typer.Argument(metavar="RUN_DIR", help="Run directories to compare.", parser=path_value),
     ],
     fmt: Annotated[
         CompareFormat,
@@ -674,6 +695,7 @@ def compare(
             "-o",
             metavar="FILE",
             help="Write to FILE instead of stdout (html: default compare.html).",
+            parser=path_value,
         ),
     ] = None,
     seed: Annotated[
@@ -693,11 +715,18 @@ def compare(
 @app.command()
 def merge(
     run_dirs: Annotated[
-        list[Path], typer.Argument(metavar="RUN_DIR", help="The shards' run directories.")
+        list[Path],
+        typer.Argument(metavar="RUN_DIR", help="The shards' run directories.", parser=path_value),
     ],
     output_dir: Annotated[
         Path,
-        typer.Option("--output-dir", "-o", metavar="DIR", help="Run directory of the merged run."),
+        typer.Option(
+            "--output-dir",
+            "-o",
+            metavar="DIR",
+            help="Run directory of the merged run.",
+            parser=path_value,
+        ),
     ],
 ) -> None:
     """Join the run directories of --shard I/N runs into one result."""
@@ -714,7 +743,9 @@ def _complete_export_formats(incomplete: str) -> list[str]:
 
 @app.command("export")
 def export(
-    run_dir: Annotated[Path, typer.Argument(metavar="RUN_DIR", help="A run directory.")],
+    run_dir: Annotated[
+        Path, typer.Argument(metavar="RUN_DIR", help="A run directory.", parser=path_value)
+    ],
     fmt: Annotated[
         str,
         typer.Option(
@@ -726,7 +757,9 @@ def export(
     ],
     output: Annotated[
         Path,
-        typer.Option("--output-dir", "-o", metavar="DIR", help="Directory to write into."),
+        typer.Option(
+            "--output-dir", "-o", metavar="DIR", help="Directory to write into.", parser=path_value
+        ),
     ],
     name: Annotated[
         str | None,
@@ -738,7 +771,12 @@ def export(
     ] = None,
     cases: Annotated[
         str | None,
-        typer.Option("--cases", metavar="FILE", help="The run's cases file, if it has moved."),
+        typer.Option(
+            "--cases",
+            metavar="FILE",
+            help="The run's cases file, if it has moved.",
+            parser=path_text,
+        ),
     ] = None,
 ) -> None:
     """Write a run's outputs in another tool's format.
@@ -753,15 +791,24 @@ def export(
 
 @app.command("judge-agreement")
 def judge_agreement(
-    run_dir: Annotated[Path, typer.Argument(metavar="RUN_DIR", help="A run directory.")],
-    labels: Annotated[
-        Path, typer.Option("--labels", metavar="FILE", help="JSONL of human verdicts.")
+    run_dir: Annotated[
+        Path, typer.Argument(metavar="RUN_DIR", help="A run directory.", parser=path_value)
     ],
+    labels: Annotated[
+        Path,
+        typer.Option(
+            "--labels", metavar="FILE", help="JSONL of human verdicts.", parser=path_value
+        ),
+    ],
+    task: Annotated[
+        str | None,
+        typer.Option("--task", metavar="TASK", help="The judged task, when the run holds several."),
+    ] = None,
 ) -> None:
-    """Compare a run's stored judge verdicts with human labels."""
+    """Compare a run's stored judge verdicts with human labels (any judged task)."""
     from clineval.judge_agreement import judge_agreement_report
 
-    judge_agreement_report(run_dir, labels, console=stdout)
+    judge_agreement_report(run_dir, labels, console=stdout, task=task)
 
 
 @app.command(
@@ -770,10 +817,18 @@ def judge_agreement(
     "  clineval run --config run.toml -o runs/tfidf-again",
 )
 def config_command(
-    run_dir: Annotated[Path, typer.Argument(metavar="RUN_DIR", help="A run directory.")],
+    run_dir: Annotated[
+        Path, typer.Argument(metavar="RUN_DIR", help="A run directory.", parser=path_value)
+    ],
     output: Annotated[
         Path | None,
-        typer.Option("--output", "-o", metavar="FILE", help="Write to FILE instead of stdout."),
+        typer.Option(
+            "--output",
+            "-o",
+            metavar="FILE",
+            help="Write to FILE instead of stdout.",
+            parser=path_value,
+        ),
     ] = None,
 ) -> None:
     """Print a run's settings as a TOML file for clineval run --config (secrets left out).
@@ -799,7 +854,8 @@ def config_command(
 )
 def list_tasks(
     data_dir: Annotated[
-        str | None, typer.Option("--data-dir", metavar="DIR", help="Data root to check.")
+        str | None,
+        typer.Option("--data-dir", metavar="DIR", help="Data root to check.", parser=path_text),
     ] = None,
     show_options: Annotated[
         bool, typer.Option("--options", help="List every --option KEY with its default.")
@@ -829,6 +885,7 @@ def list_tasks(
                                 "key": group.key(option),
                                 "applies_to": group.applies_to,
                                 "default": option.default,
+                                "models": group.models_text(option),
                                 "help": option.help,
                             }
                             for group in groups
@@ -842,11 +899,12 @@ def list_tasks(
             options = Table(show_header=True, title=f"--option KEY=VALUE of {group.applies_to}")
             # a key is copied as a whole into --option: never folded over two lines
             options.add_column("key", no_wrap=True)
-            for col in ("default", "what it sets"):
+            for col in ("default", "models", "what it sets"):
                 options.add_column(col, overflow="fold")
             for option in group.options:
                 default = "-" if option.default is None else option.default
-                options.add_row(group.key(option), default, option.help)
+                models = group.models_text(option)
+                options.add_row(group.key(option), default, models, option.help)
             stdout.print(options)
         return
 

@@ -10,7 +10,22 @@ import typer
 from rich.table import Table
 
 from clineval.cli_output import stdout
-from clineval.errors import InputError
+from clineval.errors import EMPTY_PATH, InputError
+
+
+def path_text(text: str) -> str:
+    """The parser of every path flag and argument: its value as given, refused when empty.
+    typer would turn "" into Path("."), the working directory, so the check is on the text
+    before that (click then names the flag, under any of its spellings)."""
+    if not text.strip():
+        raise typer.BadParameter(EMPTY_PATH)
+    return text
+
+
+def path_value(text: str) -> Path:
+    """`path_text` as a Path, for the flags typed Path."""
+    return Path(path_text(text))
+
 
 data_app = typer.Typer(
     no_args_is_help=True, help="Data files: verify checksums, fetch, synthesize."
@@ -59,12 +74,16 @@ def _complete_synthesizers(incomplete: str) -> list[str]:
 @data_app.command("verify")
 def data_verify(
     data_dir: Annotated[
-        str | None, typer.Option("--data-dir", metavar="DIR", help="Data root to check.")
+        str | None,
+        typer.Option("--data-dir", metavar="DIR", help="Data root to check.", parser=path_text),
     ] = None,
     cache_dir: Annotated[
         str | None,
         typer.Option(
-            "--cache-dir", metavar="DIR", help="Check this cache of `clineval data fetch`."
+            "--cache-dir",
+            metavar="DIR",
+            help="Check this cache of `clineval data fetch`.",
+            parser=path_text,
         ),
     ] = None,
 ) -> None:
@@ -94,6 +113,7 @@ def data_fetch(
             "--cache-dir",
             metavar="DIR",
             help="Cache to fetch into (default: $CLINEVAL_CACHE_DIR or ~/.cache/clineval/data).",
+            parser=path_value,
         ),
     ] = None,
     base_url: Annotated[
@@ -130,16 +150,22 @@ def data_synth(
     ],
     output_dir: Annotated[
         Path | None,
-        typer.Option("--output-dir", "-o", metavar="DIR", help="Directory to write into."),
+        typer.Option(
+            "--output-dir", "-o", metavar="DIR", help="Directory to write into.", parser=path_value
+        ),
     ] = None,
     out: Annotated[
-        Path | None, typer.Option("--out", hidden=True, callback=_missing_output_dir)
+        Path | None,
+        typer.Option("--out", hidden=True, callback=_missing_output_dir, parser=path_value),
     ] = None,
     seed: Annotated[int, typer.Option("--seed", metavar="N", help="Seed of the generator.")] = 0,
     data_dir: Annotated[
         str | None,
         typer.Option(
-            "--data-dir", metavar="DIR", help="Data root with the label and knowledge files."
+            "--data-dir",
+            metavar="DIR",
+            help="Data root with the label and knowledge files.",
+            parser=path_text,
         ),
     ] = None,
     scale: Annotated[
@@ -187,10 +213,12 @@ def skills_install(
             "-o",
             metavar="DIR",
             help="The agent's skills folder, e.g. .claude/skills.",
+            parser=path_value,
         ),
     ] = None,
     target: Annotated[
-        Path | None, typer.Option("--target", hidden=True, callback=_missing_output_dir)
+        Path | None,
+        typer.Option("--target", hidden=True, callback=_missing_output_dir, parser=path_value),
     ] = None,
     force: Annotated[
         bool, typer.Option("--force", help="Replace an existing skill folder that differs.")

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 
-stdout = Console()
+from clineval.console import make_console
+
+stdout = make_console()
 
 
 def _headline(metrics: dict[str, Any]) -> list[tuple[str, str]]:

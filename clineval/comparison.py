@@ -84,13 +84,12 @@ def compare(
     without `output` goes to ./compare.html, as on the command line)."""
     import io
 
-    from rich.console import Console
-
+    from clineval.console import make_console
     from clineval.report.compare import compare_runs, render_markdown
 
     # What the command prints goes to a string here: returned as `text`.
     sink = io.StringIO()
-    console = Console(file=sink, width=200, color_system=None, soft_wrap=False)
+    console = make_console(file=sink, width=200, color_system=None, soft_wrap=False)
     target = Path(output) if output is not None else None
     # One directory as itself, not as the characters of its name.
     dirs = [run_dirs] if isinstance(run_dirs, str | os.PathLike) else list(run_dirs)

@@ -16,12 +16,13 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
 from pydantic_core import ErrorDetails
 
-from clineval.errors import InputError
+from clineval.errors import EMPTY_PATH, InputError, is_empty_path
 from clineval.models.spec import ModelSpec, check_base_url
 from clineval.shard import is_auto, parse_shard, resolve_auto
 
@@ -46,7 +47,7 @@ def check_path_value(value: str | None, flag: str) -> str | None:
     an empty path would mean the working directory, or no path at all where a truthiness test
     reads it (an empty --batch-file-out made a live run). None (not given) passes."""
     if value is not None and not value.strip():
-        raise InputError(f"{flag}: the path is empty")
+        raise InputError(f"{flag}: {EMPTY_PATH}")
     return value
 
 
@@ -57,7 +58,8 @@ class RunConfig(BaseModel):
     model: str
     data_dir: str | None = None
     limit: int | None = Field(default=None, ge=1)
-    seed: int = Field(default=0, ge=0)
+    # sent as a request's seed: llama.cpp keeps it in 32 bits (and torch.manual_seed in 64)
+    seed: int = Field(default=0, ge=0, le=2**32 - 1)
     base_urls: list[str] = Field(default_factory=list)
     judges: list[str] = Field(default_factory=list)
     # A judge's own replicas: "URL" (the one judge) or "JUDGE=URL" (see judge_base_urls_of).
@@ -72,9 +74,10 @@ class RunConfig(BaseModel):
     shard: str | None = None  # "I/N" ("auto" / "auto/N" is resolved from the environment)
     dedupe: bool = False
     temperature: float = Field(default=0.0, ge=0.0, allow_inf_nan=False)
-    max_tokens: int | None = Field(default=None, ge=1)
+    max_tokens: int | None = Field(default=None, ge=1, le=2**31 - 1)  # a server's C int
     timeout_s: float = Field(default=120.0, gt=0.0, allow_inf_nan=False)
-    max_retries: int = Field(default=5, ge=0)
+    # the backoff doubles per retry: 2.0 ** 1,100 overflows a float (an internal error)
+    max_retries: int = Field(default=5, ge=0, le=100)
     price_table: str | None = None
     # Batch mode (clineval.models.batch): every openai: model of the run, or only those named
     # in batch_models; the two file flags work without a server (vllm run-batch files).
@@ -85,6 +88,22 @@ class RunConfig(BaseModel):
     # Task and model-layer knobs by full key ({"ner.tokenizer": "model"}); every key is declared
     # by its layer (clineval.options) and checked against those declarations before a run.
     options: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator(
+        "data_dir", "cases", "verdicts", "judge_prompt", "price_table", "batch_file_out"
+    )
+    @classmethod
+    def _nonempty_path(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if is_empty_path(value) and not _from_manifest(info):
+            raise ValueError(EMPTY_PATH)
+        return value
+
+    @field_validator("batch_file_in")
+    @classmethod
+    def _nonempty_paths(cls, value: list[str], info: ValidationInfo) -> list[str]:
+        if any(is_empty_path(v) for v in value) and not _from_manifest(info):
+            raise ValueError(EMPTY_PATH)
+        return value
 
     @field_validator("shard")
     @classmethod
@@ -213,11 +232,20 @@ class RunConfig(BaseModel):
         if not isinstance(data, dict):
             raise InputError("the manifest's config is not a JSON object", path=path)
         try:
-            return cls.model_validate(data)
+            return cls.model_validate(data, context={_MANIFEST: True})
         except ValidationError as exc:
             raise InputError(
                 f"the manifest's config is not valid: {input_error(exc).message}", path=path
             ) from None
+
+
+# Validation context of a config read back from a manifest: the rules that refuse a setting a
+# run would ignore apply to new commands, not to runs recorded before them.
+_MANIFEST = "from_manifest"
+
+
+def _from_manifest(info: ValidationInfo) -> bool:
+    return bool(info.context and info.context.get(_MANIFEST))
 
 
 def _split_judge_url(item: str) -> tuple[str | None, str]:

@@ -100,7 +100,7 @@ def _checked(key: str, field: str, value: Any, path: Path) -> Any:
         first = exc.errors()[0]
         where = "".join(f"[{part}]" for part in first.get("loc", ()))
         raise wrong(f"{clip(value)}{where} {reason_of(first)}") from None
-    if isinstance(checked, str) and not checked:
+    if isinstance(checked, str) and not checked.strip():
         raise wrong("must not be empty")
     return checked
 

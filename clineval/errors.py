@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 import re
 import reprlib
 import typing
@@ -32,6 +33,16 @@ _QUOTER.maxlong = 60
 _LONG_RUN = re.compile(rf"\S{{{_RUN_LIMIT + 1},}}")
 # Code points that cannot be written as UTF-8 (lone surrogates): printing them would fail.
 _SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+# Every path a user gives is refused when empty: "" (and Path("")) is the working directory, and
+# `run -o ""` once wrote a whole run into it. One rule for every flag and API parameter.
+EMPTY_PATH = "must not be empty (an empty path is the working directory; write . to mean it)"
+
+
+def is_empty_path(value: object) -> bool:
+    """Whether `value` is a path given as an empty or whitespace-only string."""
+    return isinstance(value, str) and not value.strip()
 
 
 def clip(value: object) -> str:
@@ -123,9 +134,23 @@ def checked_arguments(function: _F) -> _F:
             validator(*args, **kwargs)
         except ValidationError as exc:
             raise _argument_error(name, signature, exc, args, kwargs) from None
+        _refuse_empty_paths(name, signature, args, kwargs)
         return function(*args, **kwargs)  # the values as given: checked, not converted
 
     return wrapper  # type: ignore[return-value]
+
+
+def _refuse_empty_paths(
+    name: str, signature: inspect.Signature, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> None:
+    """A path parameter (its hint names PathLike) given as "" is refused: it would be the
+    working directory. Run settings are checked by RunConfig, with the flag's name."""
+    for parameter, value in signature.bind(*args, **kwargs).arguments.items():
+        if "PathLike" not in str(signature.parameters[parameter].annotation):
+            continue
+        values = value if isinstance(value, list | tuple) else [value]
+        if any(is_empty_path(v) for v in values):
+            raise InputError(f"{name}: {parameter}={clip(value)}: {EMPTY_PATH}")
 
 
 def _arguments_only(function: Callable[..., Any]) -> Callable[..., None]:
@@ -179,4 +204,12 @@ def _argument_error(
     expected = str(parameter.annotation).replace(" | ", " or ")
     if "PathLike" in expected:
         expected += " (PathLike: str or os.PathLike)"
+    if isinstance(value, os.PathLike) and where == "model":
+        # A path is not a model: the spec says what the file is (guessing from its name
+        # would take a GGUF, a checkpoint folder and a predictions file apart by luck).
+        return InputError(
+            f"{name}: model={clip(value)} is a path, and a model is a spec string: "
+            f"model='predictions:{os.fspath(value)}' for a predictions file, 'llamacpp:PATH' "
+            "for a GGUF, 'hf:DIR' or 'gliner:DIR' for a checkpoint"
+        )
     return InputError(f"{name}: {where}={clip(value)} is not {expected}")

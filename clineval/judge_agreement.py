@@ -1,9 +1,14 @@
-"""`clineval judge-agreement RUN_DIR --labels FILE`: stored judge verdicts vs human labels.
+"""`clineval judge-agreement RUN_DIR --labels FILE [--task NAME]`: stored judge verdicts vs
+human labels, for any judged task (one that stores the judging kit's verdict records,
+clineval.judge.verdict): ClinConsensus or a plugin's. `--task` names it when the run holds
+several; the judges are those the task's result lists (else every judge with stored verdicts),
+and a panel's aggregate uses the rule its result records (else majority).
 
-Labels file: JSON Lines {"case_id", "criterion_id", "criteria_met": true|false} with an
-optional "labeler" (a non-empty string; absent or null: one unnamed labeler). Several rows for
-one criterion from different labelers (several physicians) are each compared with the judge, as
-HealthBench's meta-evaluation compares its grader with every physician grade.
+Labels file: JSON Lines {"case_id", "criterion_id", "criteria_met": true|false} ("id" may stand
+for "case_id": a sample id) with an optional "labeler" (a non-empty string; absent or null: one
+unnamed labeler). Several rows for one criterion from different labelers (several physicians)
+are each compared with the judge, as HealthBench's meta-evaluation compares its grader with
+every physician grade.
 
 One labeler labels a criterion once. A line repeating an earlier (labeler, case_id,
 criterion_id) with the same label is a copy (files joined twice, an export run again): it is
@@ -19,6 +24,7 @@ balanced F1 (HealthBench's headline figure for a grader). Written to RUN_DIR/jud
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,14 +35,13 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
-from clineval.benchmarks.clinconsensus.cases import as_id, verdict_key
-from clineval.benchmarks.clinconsensus.common import TASK, Options, judge_labels, verdict_kind
 from clineval.config import RunConfig
 from clineval.errors import InputError
 from clineval.jsonl import iter_json_objects
-from clineval.judge.ensemble import aggregate, cohen_kappa
+from clineval.judge.ensemble import AGGREGATES, aggregate, cohen_kappa
+from clineval.judge.verdict import judge_of_kind, read_verdicts, verdict_key, verdict_kind
 from clineval.run_record import read_manifest
-from clineval.rundir import MANIFEST, write_json
+from clineval.rundir import MANIFEST, CannotWrite, write_json
 from clineval.store import STORE_FILENAME, RunStore
 
 OUTPUT = "judge_agreement.json"
@@ -70,7 +75,8 @@ def read_labels(path: Path) -> Labels:
     # iter_json_objects numbers the file's own lines (blank lines included), so an error
     # names the line a user sees in an editor.
     for lineno, row in iter_json_objects(path, what="labels file"):
-        case_id, criterion_id = as_id(row.get("case_id")), as_id(row.get("criterion_id"))
+        sample = row.get("case_id", row.get("id"))
+        case_id, criterion_id = _as_id(sample), _as_id(row.get("criterion_id"))
         met = row.get("criteria_met")
         if case_id is None or criterion_id is None:
             raise InputError("needs 'case_id' and 'criterion_id'", path=path, line=lineno)
@@ -96,6 +102,17 @@ def read_labels(path: Path) -> Labels:
     if not labels.rows:
         raise InputError("no labels in file", path=path)
     return labels
+
+
+def _as_id(value: Any) -> str | None:
+    """An id written as a string or an integer (as releases do); anything else is invalid."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str) and value.strip():
+        return value
+    return None
 
 
 def binary_f1(truth: NDArray[np.bool_], pred: NDArray[np.bool_], positive: bool) -> float:
@@ -132,17 +149,45 @@ def compare(human: NDArray[np.float64], judge: NDArray[np.float64]) -> dict[str,
     }
 
 
-def _stored(store: RunStore, label: str, keys: list[str]) -> NDArray[np.float64]:
-    records = store.records(TASK, verdict_kind(label))
-    values = np.full(len(keys), np.nan)
-    for i, key in enumerate(keys):
-        met = (records.get(key) or {}).get("met")
-        if met is not None:
-            values[i] = 1.0 if met else 0.0
-    return values
+def _stored(store: RunStore, task: str, label: str, keys: list[str]) -> NDArray[np.float64]:
+    records = read_verdicts(store.records(task, verdict_kind(label)))
+    return np.array([records[k].value if k in records else np.nan for k in keys])
 
 
-def judge_agreement(run_dir: Path, labels_path: Path) -> dict[str, Any]:
+def _judged_tasks(store: RunStore) -> dict[str, list[str]]:
+    """{task: its judges with stored verdicts}, for every task that stored any."""
+    out: dict[str, list[str]] = {}
+    for task in store.tasks():
+        judges = [j for k in store.record_kinds(task) if (j := judge_of_kind(k)) is not None]
+        if judges:
+            out[task] = judges
+    return out
+
+
+def _pick_task(judged: dict[str, list[str]], task: str | None, run_dir: Path) -> str:
+    if task is not None:
+        if task not in judged:
+            held = ", ".join(judged) or "none"
+            raise InputError(f"--task {task}: no stored verdicts of it (judged tasks: {held})")
+        return task
+    if not judged:
+        raise InputError("no judged task in this run (no stored verdicts)", path=run_dir)
+    if len(judged) > 1:
+        raise InputError(f"the run holds several judged tasks ({', '.join(judged)}): give --task")
+    return next(iter(judged))
+
+
+def _panel(result: dict[str, Any] | None, stored: list[str]) -> tuple[list[str], str]:
+    """The judges (in the order the task's result lists them) and the aggregate rule."""
+    metrics = result.get("metrics") if isinstance(result, dict) else None
+    metrics = metrics if isinstance(metrics, dict) else {}
+    listed = metrics.get("judges")
+    judges = [j for j in listed if j in stored] if isinstance(listed, list) else []
+    rule = metrics.get("aggregate")
+    return judges or stored, rule if isinstance(rule, str) and rule in AGGREGATES else "majority"
+
+
+def judge_agreement(run_dir: Path, labels_path: Path, task: str | None = None) -> dict[str, Any]:
     if not (run_dir / STORE_FILENAME).is_file():
         raise InputError("not a run directory (no run store)", path=run_dir)
     manifest = read_manifest(run_dir)  # validated, or InputError
@@ -153,9 +198,12 @@ def judge_agreement(run_dir: Path, labels_path: Path) -> dict[str, Any]:
     labels = read_labels(labels_path)
     keys = [k for k, _, _ in labels.rows]
     human = np.array([1.0 if met else 0.0 for _, met, _ in labels.rows])
-    judges = judge_labels(config)
-    with RunStore(run_dir / STORE_FILENAME) as store:
-        verdicts = {label: _stored(store, label, keys) for label in judges}
+    del config  # validated: a run directory whose settings cannot be read is refused
+    with RunStore(run_dir / STORE_FILENAME, read_only=True) as store:
+        judged = _judged_tasks(store)
+        name = _pick_task(judged, task, run_dir)
+        judges, rule = _panel(store.task_results().get(name), judged[name])
+        verdicts = {label: _stored(store, name, label, keys) for label in judges}
     per_judge = {label: compare(human, v) for label, v in verdicts.items()}
     if all(r["n_pairs"] == 0 for r in per_judge.values()):
         raise InputError(
@@ -163,6 +211,7 @@ def judge_agreement(run_dir: Path, labels_path: Path) -> dict[str, Any]:
             path=labels_path,
         )
     result: dict[str, Any] = {
+        "task": name,
         "labels_file": str(labels_path),
         "n_labels": len(labels.rows),
         "n_labelers": len({lab for _, _, lab in labels.rows if lab is not None}) or None,
@@ -170,10 +219,12 @@ def judge_agreement(run_dir: Path, labels_path: Path) -> dict[str, Any]:
         "judges": per_judge,
     }
     if len(judges) > 1:
-        rule = Options.from_config(config.options).aggregate
         combined = aggregate(np.stack(list(verdicts.values())), rule)
         result["aggregate"] = {"rule": rule, **compare(human, combined)}
-    write_json(run_dir / OUTPUT, result)
+    try:
+        write_json(run_dir / OUTPUT, result)
+    except CannotWrite as exc:  # a read-only run directory: the figures are printed anyway
+        result["not_written"] = exc.one_line()
     return result
 
 
@@ -183,9 +234,11 @@ def _fmt(value: Any) -> str:
     return f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
-def judge_agreement_report(run_dir: Path, labels_path: Path, console: Console) -> dict[str, Any]:
+def judge_agreement_report(
+    run_dir: Path, labels_path: Path, console: Console, task: str | None = None
+) -> dict[str, Any]:
     """Compute, print a table, and write RUN_DIR/judge_agreement.json."""
-    result = judge_agreement(Path(run_dir), Path(labels_path))
+    result = judge_agreement(Path(run_dir), Path(labels_path), task)
     table = Table(title=f"judge vs human labels ({result['n_labels']} labels)")
     columns = ("n_pairs", "n_without_verdict", "balanced_f1", "f1_met", "f1_not_met")
     table.add_column("judge")
@@ -204,5 +257,8 @@ def judge_agreement_report(run_dir: Path, labels_path: Path, console: Console) -
             f"{len(duplicates)} duplicate label line(s) counted once: line {shown}{more}",
             markup=False,
         )
-    console.print(f"written: {Path(run_dir) / OUTPUT}")
+    if "not_written" in result:
+        print(f"note: {OUTPUT} not written: {result['not_written']}", file=sys.stderr)
+    else:
+        console.print(f"written: {Path(run_dir) / OUTPUT}")
     return result

@@ -8,7 +8,7 @@ group (tasks their `ner.*` / `tcm.*` / `clinconsensus.*` keys, the model layer `
 
 from __future__ import annotations
 
-import math
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +30,11 @@ class Option:
     # Read only when scoring (an aggregation rule, extra k values, bootstrap resamples):
     # `clineval score DIR --option KEY=VALUE` may change it without a model.
     scoring_only: bool = False
+    # The models that read it, when not every model does: a backend ("llamacpp"), a kind
+    # ("chat", "checkpoint", "span_tagger", "predictions") or a whole spec ("baseline:crf").
+    # A run none of whose models (the candidate and the judges) matches refuses the key, as
+    # an unknown one: it would be ignored silently. () = every model (the group's `models`).
+    models: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -37,6 +42,30 @@ class OptionGroup:
     namespace: str  # "ner"
     applies_to: str  # who reads the group, for messages: "ner:* tasks"
     options: tuple[Option, ...]
+    models: tuple[str, ...] = ()  # the default of its options' `models` (see Option)
+    # A rule across its values ({name: typed value, given or default}) that no one value can
+    # check, e.g. a product of two sizes; raises ValueError with the reason.
+    joint: Callable[[Mapping[str, Any]], None] | None = None
+
+    def check_joint(self, options: Mapping[str, str]) -> None:
+        """InputError when the group's values together break its `joint` rule."""
+        if self.joint is None:
+            return
+        try:
+            self.joint({o.name: self.value(options, o.name) for o in self.options})
+        except ValueError as exc:
+            given = [k for k in self.full_keys() if k in options]
+            raise InputError(
+                f"--option {', '.join(given) or self.namespace + '.*'}: {exc}"
+            ) from None
+
+    def models_of(self, option: Option) -> tuple[str, ...]:
+        """The models that read `option` (() = every model)."""
+        return option.models or self.models
+
+    def models_text(self, option: Option) -> str:
+        """`models_of` as a user reads it: "span tagger models", "llamacpp: models", ..."""
+        return " or ".join(map(_shown_model, self.models_of(option))) or "every model"
 
     def key(self, option: Option) -> str:
         return f"{self.namespace}.{option.name}"
@@ -69,33 +98,57 @@ class OptionGroup:
 
 
 # ---- parsers: each turns the text of a value into a value or raises ValueError ---------------
-def integer(minimum: int | None = None, maximum: int | None = None) -> Parser:
+# ASCII only: int() and float() also read "1_024", "+5", fullwidth and other scripts' digits
+# (`５１２`), which no other tool reading the same command line or manifest would take.
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_NUMBER = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?")
+# A C int: the ceiling of every count a native consumer (llama.cpp, torch, a JSON schema's
+# maxLength turned into a grammar) keeps in 32 bits.
+INT32_MAX = 2**31 - 1
+# The most tokens any count of tokens may be (a context, a reply, a truncation): above every
+# context length a model is trained for today, and 256 slots of it still fit no C int, which
+# is why llama.cpp's own sizes are checked together (models/options.py).
+MAX_TOKENS = 2**24
+
+
+def integer(*, minimum: int, maximum: int) -> Parser:
+    """An integer in [minimum, maximum], written in ASCII digits. Both bounds are required:
+    every count reaches a consumer that has a ceiling (a C int, memory, a server's limit)."""
+    digits = len(str(max(abs(minimum), abs(maximum))))
+
     def parse(text: str) -> int:
-        try:
-            value = int(text.strip())
-        except ValueError:
-            raise ValueError("not an integer") from None
-        if minimum is not None and value < minimum:
+        stripped = text.strip()
+        if not _INTEGER.fullmatch(stripped):
+            raise ValueError("not an integer (ASCII digits only)")
+        negative = stripped.startswith("-")
+        if len(stripped.lstrip("+-").lstrip("0")) > digits:  # before int() reads 5,000 digits
+            raise ValueError(f"must be >= {minimum}" if negative else f"must be <= {maximum}")
+        value = int(stripped)
+        if value < minimum:
             raise ValueError(f"must be >= {minimum}")
-        if maximum is not None and value > maximum:
+        if value > maximum:
             raise ValueError(f"must be <= {maximum}")
         return value
 
     return parse
 
 
-def number(minimum: float | None = None, *, above_minimum: bool = False) -> Parser:
-    """A finite float (nan and inf would silently disable a bound or a wait)."""
+def number(minimum: float, *, maximum: float, above_minimum: bool = False) -> Parser:
+    """A finite float in [minimum, maximum] (or (minimum, maximum] with `above_minimum`),
+    written in ASCII: nan and inf would silently disable a bound or a wait, and a wait of
+    1e300 seconds overflows the event loop's clock."""
 
     def parse(text: str) -> float:
-        try:
-            value = float(text.strip())
-        except ValueError:
-            raise ValueError("not a number") from None
-        if not math.isfinite(value):
+        stripped = text.strip()
+        if stripped.lower().lstrip("+-") in ("nan", "inf", "infinity"):
             raise ValueError("must be a finite number")
-        if minimum is not None and (value <= minimum if above_minimum else value < minimum):
+        if not _NUMBER.fullmatch(stripped):
+            raise ValueError("not a number (ASCII digits only)")
+        value = float(stripped)  # digits past a float's range read as inf: too large
+        if value <= minimum if above_minimum else value < minimum:
             raise ValueError(f"must be {'>' if above_minimum else '>='} {minimum:g}")
+        if value > maximum:
+            raise ValueError(f"must be <= {maximum:g}")
         return value
 
     return parse
@@ -119,9 +172,9 @@ def text(nonempty: bool = True) -> Parser:
     return parse
 
 
-def integer_list(minimum: int = 1) -> Parser:
-    """Comma-separated integers, e.g. `k=3,5`."""
-    item = integer(minimum)
+def integer_list(*, minimum: int, maximum: int) -> Parser:
+    """Comma-separated integers, e.g. `k=3,5`, each in [minimum, maximum]."""
+    item = integer(minimum=minimum, maximum=maximum)
 
     def parse(value: str) -> tuple[int, ...]:
         parts = [p for p in (s.strip() for s in value.split(",")) if p]
@@ -143,12 +196,17 @@ def boolean(value: str) -> bool:
 
 # ---- checking a run's options ---------------------------------------------------------------
 def check_options(
-    options: Mapping[str, str], groups: Iterable[OptionGroup], active: Iterable[str]
+    options: Mapping[str, str],
+    groups: Iterable[OptionGroup],
+    active: Iterable[str],
+    models: Mapping[str, frozenset[str]] | None = None,
 ) -> dict[str, Any]:
     """The parsed values of `options` (by full key), or InputError for the first bad one.
 
-    `groups` are every declared group; `active` the namespaces the run's tasks and model read.
-    A key of a known group that this run would not read is refused too: it would be ignored
+    `groups` are every declared group; `active` the namespaces the run's tasks and model read;
+    `models` the run's models (label -> what it is: backend, kind, spec; see Option.models),
+    None to skip that rule. A key that this run would not read (of a group its tasks do not
+    use, or for a kind of model it does not have) is refused too: it would be ignored
     silently, and a user who set it expected it to matter.
     """
     by_key: dict[str, tuple[OptionGroup, Option]] = {}
@@ -170,7 +228,30 @@ def check_options(
             parsed[key] = option.parse(raw)
         except ValueError as exc:
             raise InputError(f"--option {key}={_clip(raw)!r}: {exc}") from None
+        wanted = group.models_of(option)
+        if wanted and models is not None and not any(set(wanted) & m for m in models.values()):
+            raise InputError(
+                f"--option {key} applies only to {group.models_text(option)}, "
+                f"and this run has none ({', '.join(models) or 'no model'}): it would be ignored"
+            )
+    for group in all_groups:
+        if any(key in options for key in group.full_keys()):
+            group.check_joint(options)
     return parsed
+
+
+def _shown_model(selector: str) -> str:
+    """A `models` selector as a user reads it: "llamacpp" -> "llamacpp: models",
+    "span_tagger" -> "span tagger models", "baseline:crf" as it is."""
+    if ":" in selector:
+        return selector
+    return (
+        f"{selector}: models" if selector in _BACKENDS else f"{selector.replace('_', ' ')} models"
+    )
+
+
+# The model backends a selector may name (clineval.models.spec.BACKENDS; this module is below it).
+_BACKENDS = ("openai", "llamacpp", "hf", "gliner", "baseline", "predictions")
 
 
 def _valid(groups: list[OptionGroup]) -> str:
@@ -188,5 +269,7 @@ def split_option_items(items: Iterable[str]) -> dict[str, str]:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise InputError(f"--option {_clip(item)!r} is not KEY=VALUE")
+        if key.strip() in out:  # last-wins would drop one of two values the user gave
+            raise InputError(f"--option {_clip(key.strip())} is given twice; give it once")
         out[key.strip()] = value
     return out

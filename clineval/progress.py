@@ -24,7 +24,6 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from rich.console import Console
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -35,6 +34,8 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from clineval.console import make_console
+
 if TYPE_CHECKING:
     from clineval.concurrency import RunCallState
 
@@ -42,7 +43,7 @@ T = TypeVar("T")
 log = logging.getLogger("clineval")
 
 _quiet = False
-console = Console(stderr=True)
+console = make_console(stderr=True)
 
 # Counters a task may bump besides "done"; shown in this order.
 COUNTERS = ("cache_hits", "judge_errors")
@@ -75,12 +76,12 @@ def _line(text: str) -> None:
 def make_progress() -> Progress:
     """A rich Progress with done/total, rate-friendly columns and ETA; disabled when quiet."""
     return Progress(
-        TextColumn("[bold]{task.description}"),
+        TextColumn("{task.description}", style="bold", markup=False),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         TimeRemainingColumn(),
-        TextColumn("{task.fields[status]}"),
+        TextColumn("{task.fields[status]}", markup=False),
         console=console,
         disable=_quiet,
         transient=False,
@@ -221,12 +222,12 @@ def task_progress(
             _line(tp.summary())
         return
     progress = Progress(
-        TextColumn("[bold]{task.description}"),
+        TextColumn("{task.description}", style="bold", markup=False),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        TextColumn("ETA {task.fields[eta]}"),
-        TextColumn("{task.fields[status]}"),
+        TextColumn("ETA {task.fields[eta]}", markup=False),
+        TextColumn("{task.fields[status]}", markup=False),
         console=console,
         transient=False,
     )

@@ -22,13 +22,69 @@ def check_run_config(config: RunConfig) -> None:
 
     for name in config.tasks:
         get_task(name)
-    check_options(config.options, option_groups(), active_namespaces(config.tasks))
+    check_options(
+        config.options, option_groups(), active_namespaces(config.tasks), run_models(config)
+    )
+    # a default cannot be told from a value given, except where the default is off
+    check_scoring_settings(config.tasks, ["judge_errors_as_unmet"] * config.judge_errors_as_unmet)
+    _check_openai_settings(config)
     _check_model_fits_tasks(config)
     if config.price_table is not None:
         load_price_table(config.price_table)
     check_run_inputs(config)
     if config.batch_file_out is not None:  # a directory the run writes request files into
         check_output_dir(Path(config.batch_file_out), "--batch-file-out")
+
+
+def check_scoring_settings(tasks: list[str], given: list[str]) -> None:
+    """Each of the scoring settings `given` (RunConfig fields) is read by a task of the run
+    (its benchmark's `scoring_settings`), else InputError naming the flag and the tasks."""
+    from clineval.benchmarks.registry import benchmark_of
+    from clineval.config import flag_of
+
+    benches = [b for task in tasks if (b := benchmark_of(task)) is not None]
+    if len(benches) < len(tasks):
+        return  # a task no installed benchmark knows (a plugin's run read elsewhere): unknown
+    for name in given:
+        if not any(name in b.scoring_settings for b in benches):
+            raise InputError(
+                f"{flag_of(name)} applies to none of this run's tasks ({', '.join(tasks)}): "
+                "it would be ignored"
+            )
+
+
+def _check_openai_settings(config: RunConfig) -> None:
+    """--base-url and --batch are for openai: models: given for a run without one, they would
+    be ignored silently (a llamacpp: model serves itself, in process). A check of a new
+    command, not of RunConfig: a manifest recorded before it still scores and merges."""
+    from clineval.models.spec import ModelSpec
+
+    model = ModelSpec.parse(config.model)
+    if config.base_urls and model.backend != "openai":
+        raise InputError(
+            f"--base-url applies to openai: models only, and --model {model.label} is a "
+            f"{model.backend}: model"
+        )
+    specs = [ModelSpec.parse(m) for m in (config.model, *config.judges)]
+    if config.batch_mode and not any(spec.backend == "openai" for spec in specs):
+        given = {
+            "--batch": config.batch,
+            "--batch-file-out": config.batch_file_out is not None,
+            "--batch-file-in": bool(config.batch_file_in),
+        }
+        flag = next((name for name, set_ in given.items() if set_), "--batch")
+        labels = ", ".join(spec.label for spec in specs)
+        raise InputError(f"{flag} applies to openai: models only, and this run has none ({labels})")
+
+
+def run_models(config: RunConfig) -> dict[str, frozenset[str]]:
+    """The run's models (the candidate and each judge) by label, with what each is: the
+    `--option` keys declared for other models are refused (clineval.options.Option.models)."""
+    from clineval.models.backends import model_traits
+    from clineval.models.spec import ModelSpec
+
+    specs = [ModelSpec.parse(text) for text in (config.model, *config.judges)]
+    return {spec.label: model_traits(spec) for spec in specs}
 
 
 def _check_model_fits_tasks(config: RunConfig) -> None:

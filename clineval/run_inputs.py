@@ -33,9 +33,10 @@ def check_readable_file(path: Path, what: str) -> None:
 def check_model_files(spec: ModelSpec) -> None:
     """The local file or directory a model spec names exists (servers are not contacted)."""
     if spec.backend == "predictions":
+        from clineval.benchmarks.registry import task_names
         from clineval.models.predictions_files import predictions_map
 
-        mapping = predictions_map(spec)
+        mapping = predictions_map(spec, task_names())
         for path in mapping.values() if mapping else [Path(spec.name).expanduser()]:
             check_readable_file(path, "predictions file")
     elif spec.backend == "llamacpp":
@@ -64,9 +65,10 @@ def check_run_inputs(config: RunConfig) -> None:
         check_model_files(ModelSpec.parse(text))
     model = ModelSpec.parse(config.model)
     if model.backend == "predictions":
+        from clineval.benchmarks.registry import task_names
         from clineval.models.predictions_files import check_predictions_spec
 
-        check_predictions_spec(model, config.tasks)
+        check_predictions_spec(model, config.tasks, task_names())
     if config.verdicts is not None:
         check_readable_file(Path(config.verdicts).expanduser(), "verdicts file")
     from clineval.benchmarks.registry import benchmark_of

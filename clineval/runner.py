@@ -20,7 +20,12 @@ from clineval.config import RunConfig
 from clineval.datapaths import resolve_data_root
 from clineval.errors import InputError
 from clineval.models.spec import ModelSpec
-from clineval.run_checks import check_output_dir, check_run_config
+from clineval.run_checks import (
+    check_output_dir,
+    check_run_config,
+    check_scoring_settings,
+    run_models,
+)
 from clineval.run_record import (
     Manifest,
     iter_samples,
@@ -194,6 +199,9 @@ def _execute(
         loaded = _load_tasks(ctx)
     # Everything is validated: from here on the run directory is written.
     failures: list[str] = []
+    # Said once every file is written: a write that fails ends the command with its error
+    # alone, not after advice about results that were never written.
+    warnings: list[str] = []
     with RunStore.in_dir(output_dir) as store:
         ctx.use_store(store)
         _adopt_result_files(store, output_dir, manifest)
@@ -231,6 +239,7 @@ def _execute(
                 _note_llm_calls(manifest, ctx)
                 write_manifest(output_dir, manifest)
                 manifest_written = True
+                warnings.extend(f"{name}: {text}" for text in result.warnings)
         except BaseException as exc:
             # Results of finished tasks are already on disk; say in the manifest why it stopped.
             if manifest_written:
@@ -243,6 +252,8 @@ def _execute(
         results = store.task_results()
     manifest.mark_done(failed=bool(failures))
     write_manifest(output_dir, manifest, last_word=True)
+    for text in warnings:
+        log.warning("warning: %s", text)
     if failures:
         raise TaskFailures("; ".join(failures))
     return {task: value["metrics"] for task, value in results.items()}
@@ -386,7 +397,8 @@ def scoring_config(
                 f"--option {key}: score only changes scoring settings "
                 f"({', '.join(sorted(scoring))}); rerun with clineval run to change the rest"
             )
-    check_options(options, groups, active_namespaces(config.tasks))
+    check_options(options, groups, active_namespaces(config.tasks), run_models(config))
+    check_scoring_settings(config.tasks, list(settings))
     data = config.model_dump()
     data.update(settings)
     data["options"] = {**config.options, **options}

@@ -29,11 +29,19 @@ T = TypeVar("T")
 # A whole number as written in a shard spec or a job array's environment: ASCII digits only.
 # int() also takes "1_0" (as 10), "+3", " -1" and other scripts' digits ("\u0661" as 1).
 _DIGITS = re.compile(r"[0-9]+")
+# At most this many significant digits: a Slurm array index or count is below its
+# MaxArraySize (at most 4,000,001), a Kubernetes completion index an int32. More is a broken
+# environment, and int() of over 4,300 digits raises Python's own int-limit error.
+MAX_DIGITS = 9
+
+
+def _too_long(text: str) -> bool:
+    return len(text.strip().lstrip("0")) > MAX_DIGITS
 
 
 def _number(text: str) -> int | None:
     text = text.strip()
-    return int(text) if _DIGITS.fullmatch(text) else None
+    return int(text) if _DIGITS.fullmatch(text) and not _too_long(text) else None
 
 
 def parse_shard(spec: str) -> tuple[int, int]:
@@ -58,6 +66,11 @@ def _whole(environ: Mapping[str, str], name: str, default: int | None = None) ->
         if default is None:
             raise InputError(f"--shard auto: {name} is not set (SLURM_ARRAY_TASK_ID is)")
         return default
+    if _DIGITS.fullmatch(raw.strip()) and _too_long(raw):
+        raise InputError(
+            f"--shard auto: {name} has {len(raw.strip()):,} digits: at most {MAX_DIGITS} "
+            "(a job array index or count is below 10^9)"
+        )
     value = _number(raw)
     if value is None:
         raise InputError(

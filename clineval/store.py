@@ -9,12 +9,14 @@ and caching all read from here.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
+from urllib import parse as urllib_parse
 
 from clineval.rundir import make_dir
 from clineval.secrets import holds_known, mask_known_value
@@ -91,11 +93,15 @@ def _stored(text: str, value: Any, encode: Callable[[Any], str] = dumps) -> str:
 class RunStore:
     """Thread-safe access to one run's SQLite file. Cheap to call from asyncio code."""
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, *, read_only: bool = False):
+        """`read_only`: only to read an existing store (`judge-agreement`): nothing is created,
+        and a store on a read-only file system still opens."""
         self.path = Path(path)
-        make_dir(self.path.parent)
+        self.read_only = read_only
+        if not read_only:
+            make_dir(self.path.parent)
         self._lock = threading.Lock()
-        self._conn = self._open()
+        self._conn = self._open_read_only() if read_only else self._open()
         # put_calls has its own connection, so a commit of model calls running in a worker
         # thread never makes a read on the main connection wait (WAL: readers and one writer
         # proceed together).
@@ -112,6 +118,23 @@ class RunStore:
                 "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)",
                 (str(SCHEMA_VERSION),),
             )
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    @guarded
+    def _open_read_only(self) -> sqlite3.Connection:
+        # A WAL database needs its -shm file, which a reader must create when no writer left
+        # one; in a directory that cannot be written, the file is opened as immutable (no one
+        # can be writing it there).
+        writable = os.access(self.path.parent, os.W_OK)
+        query = "mode=ro" if writable else "mode=ro&immutable=1"
+        uri = f"file:{urllib_parse.quote(str(self.path.absolute()))}?{query}"
+        conn = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # reads the header
+            conn.execute("PRAGMA busy_timeout=10000")
         except BaseException:
             conn.close()
             raise
@@ -320,6 +343,15 @@ class RunStore:
         with self._lock:
             rows = self._conn.execute("SELECT DISTINCT task FROM records ORDER BY task").fetchall()
         return [r[0] for r in rows]
+
+    @guarded
+    def record_kinds(self, task: str) -> list[str]:
+        """The kinds of record one task has stored (e.g. a judged task's `verdict:LABEL`)."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT DISTINCT kind FROM records WHERE task = ? ORDER BY kind", (task,)
+            ).fetchall()
+        return [str(r[0]) for r in rows]
 
     @guarded
     def record_counts(self) -> dict[str, int]:

@@ -65,10 +65,11 @@ CANNED = '{"explanation": "提到了心电图检查", "criteria_met": true}'
 
 def task_side_cpu(cases_file: Path, store_dir: Path) -> tuple[int, float]:
     """CPU of prompt building + judge flow + parsing + batched verdict records, no HTTP."""
-    from clineval.benchmarks.clinconsensus.cases import load_cases, verdict_key
-    from clineval.benchmarks.clinconsensus.predict import BufferedRecords
-    from clineval.judge.prompt import builtin_prompt
+    from clineval.benchmarks.clinconsensus.cases import load_cases
+    from clineval.benchmarks.clinconsensus.wording import builtin_prompt
+    from clineval.benchmarks.judged_flow import BufferedRecords
     from clineval.judge.run import FormatLadder, judge_criterion
+    from clineval.judge.verdict import verdict_key
     from clineval.store import RunStore
 
     cases = load_cases(cases_file)
@@ -77,7 +78,9 @@ def task_side_cpu(cases_file: Path, store_dir: Path) -> tuple[int, float]:
 
     async def one(case_id: str, criterion_id: str, criterion: str, query: str) -> None:
         outcome = await judge_criterion(model, prompt, query, answer, criterion, ladder)
-        writer.add("verdict:bench", verdict_key(case_id, criterion_id), outcome.record("b"))
+        writer.add(
+            "verdict:bench", verdict_key(case_id, criterion_id), outcome.record("b", prompt.version)
+        )
 
     async def all_calls() -> None:
         await asyncio.gather(
@@ -89,7 +92,7 @@ def task_side_cpu(cases_file: Path, store_dir: Path) -> tuple[int, float]:
         )
 
     with RunStore.in_dir(store_dir) as store:
-        writer = BufferedRecords(store)
+        writer = BufferedRecords(store, "bench")
         cpu = cpu_seconds()
         asyncio.run(all_calls())
         writer.flush()

@@ -8,7 +8,7 @@ The judge calls of a ClinConsensus run (N cases x M criteria, the built-in judge
 Chinese queries ~150-400 characters, answers around --answer-chars, criteria 15-60 characters)
 go through clineval's own replica choice (clineval.models.replicas.ReplicaSet, the code a run
 uses) to a fleet of simulated servers, --concurrency at a time, in the run's issue order
-(clineval.benchmarks.clinconsensus.predict: a window of judging_window(concurrency) cases at once,
+(clineval.benchmarks.judged_flow: a window of judging_window(concurrency) cases at once,
 the window's cases in turn). Two
 routings are compared: least-in-flight (no prefix key) and prefix affinity (the case's key).
 Order matters too: the same calls with every case interleaved (what the run did before the
@@ -41,8 +41,8 @@ import sys
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from clineval.benchmarks.clinconsensus.predict import judging_window
-from clineval.judge.prompt import builtin_prompt
+from clineval.benchmarks.clinconsensus.wording import builtin_prompt
+from clineval.benchmarks.judged_flow import judging_window
 from clineval.models.replicas import Replica, ReplicaSet
 from clineval.plan import estimate_tokens
 
@@ -112,7 +112,7 @@ def make_calls(n_cases: int, n_criteria: int, answer_chars: int, seed: int) -> l
 
 
 class Window:
-    """The run's issue order (clineval.benchmarks.clinconsensus.predict): at most `size` cases
+    """The run's issue order (clineval.benchmarks.judged_flow): at most `size` cases
     judged at once, in case order, the calls of the cases in the window taken in turn
     (gather_bounded's FIFO budget). A case leaves the window when all its calls answered."""
 

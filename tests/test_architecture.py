@@ -23,7 +23,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
      "clineval.secrets", "clineval.retry", "clineval.concurrency", "clineval.progress",
      "clineval.shard", "clineval.datapaths", "clineval.store", "clineval.store_json",
      "clineval.store_damage", "clineval.rundir", "clineval.rundir_lock", "clineval.run_record",
-     "clineval.options"),
+     "clineval.options", "clineval.console"),
     # 1 generic data handling and metric helpers
     ("clineval.data", "clineval.metrics"),
     # 2 models, their settings, judging
@@ -31,7 +31,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # 3 the kit benchmarks build on: the task protocol, the call plan, the report's and the
     #   export's building blocks
     ("clineval.benchmarks.base", "clineval.benchmarks.declaration", "clineval.benchmarks.kit",
-     "clineval.plan",
+     "clineval.benchmarks.judged", "clineval.benchmarks.judged_flow",
+     "clineval.benchmarks.judged_task", "clineval.plan",
      "clineval.report.rundata", "clineval.report.plots", "clineval.report.sections_common",
      "clineval.report.statistics", "clineval.report.jsonembed", "clineval.export.run_files"),
     # 4 the benchmark packages
@@ -52,15 +53,13 @@ BENCHMARK_KIT = (
     "clineval.benchmarks.base",
     "clineval.benchmarks.declaration",
     "clineval.benchmarks.kit",
+    "clineval.benchmarks.judged",
+    "clineval.benchmarks.judged_flow",
+    "clineval.benchmarks.judged_task",
 )
 REGISTRY = "clineval.benchmarks.registry"
 # Known exceptions, each with its reason; any other import across the lines fails.
-EXCEPTIONS = {
-    # `clineval judge-agreement` reads ClinConsensus's stored verdicts; it moves into the
-    # judge layer once verdict records are keyed generically (not yet done).
-    ("clineval.judge_agreement", "clineval.benchmarks.clinconsensus.cases"),
-    ("clineval.judge_agreement", "clineval.benchmarks.clinconsensus.common"),
-}
+EXCEPTIONS: set[tuple[str, str]] = set()
 
 
 def _modules() -> list[tuple[str, Path]]:

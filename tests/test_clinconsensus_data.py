@@ -10,14 +10,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from clineval.benchmarks.clinconsensus.cases import (
-    fixture_path,
-    load_cases,
-    load_verdicts,
-    verdict_key,
-)
+from clineval.benchmarks.clinconsensus.cases import fixture_path, load_cases, load_verdicts
 from clineval.cli import main
 from clineval.errors import InputError
+from clineval.judge.verdict import verdict_key
 
 FIXTURE = fixture_path()
 

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
+from clineval.benchmarks.clinconsensus.wording import builtin_prompt
 from clineval.errors import InputError
 from clineval.judge.ensemble import (
     aggregate,
@@ -22,7 +23,7 @@ from clineval.judge.ensemble import (
     count_ties,
     percent_agreement,
 )
-from clineval.judge.prompt import builtin_prompt, load_judge_prompt
+from clineval.judge.prompt import load_judge_prompt
 from clineval.judge.run import FormatLadder, judge_criterion
 from clineval.models.llm_base import ChatError, ChatRequest, ChatResponse
 
@@ -163,16 +164,16 @@ def test_injected_verdict_in_answer_does_not_decide() -> None:
 def test_custom_judge_prompt(tmp_path) -> None:
     path = tmp_path / "official.txt"
     path.write_text('Q: {query}\nA: {response}\nC: {criterion}\nJSON {"criteria_met": bool}')
-    prompt = load_judge_prompt(path)
+    prompt = load_judge_prompt(path, builtin_prompt())
     assert prompt.custom and prompt.version.startswith("custom-")
     ((role, text),) = prompt.messages("q", "a", "c")
     assert role == "user" and text == 'Q: q\nA: a\nC: c\nJSON {"criteria_met": bool}'
     bad = tmp_path / "bad.txt"
     bad.write_text("Q: {query} A: {response}")
     with pytest.raises(InputError, match="criterion"):
-        load_judge_prompt(bad)
+        load_judge_prompt(bad, builtin_prompt())
     with pytest.raises(InputError, match="cannot read the judge prompt file: Is a directory"):
-        load_judge_prompt(tmp_path)
+        load_judge_prompt(tmp_path, builtin_prompt())
 
 
 # ---- ensemble -------------------------------------------------------------------------------

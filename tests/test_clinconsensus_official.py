@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from clineval.benchmarks.clinconsensus.cases import fixture_path, load_cases, verdict_key
+from clineval.benchmarks.clinconsensus.cases import fixture_path, load_cases
 from clineval.benchmarks.clinconsensus.judgements import (
     FORMAT_OFFICIAL,
     load_official_judgements,
@@ -23,6 +23,7 @@ from clineval.benchmarks.clinconsensus.judgements import (
 )
 from clineval.cli import main
 from clineval.errors import InputError
+from clineval.judge.verdict import verdict_key
 
 
 def _fixture_rows() -> list[dict[str, Any]]:

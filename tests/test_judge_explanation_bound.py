@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 
 from clineval.benchmarks.clinconsensus.common import CLINCONSENSUS_OPTIONS, Options
+from clineval.benchmarks.clinconsensus.wording import builtin_prompt
 from clineval.errors import InputError
 from clineval.judge.parse import parse_verdict
-from clineval.judge.prompt import VERDICT_SCHEMA, builtin_prompt, verdict_schema
+from clineval.judge.prompt import VERDICT_SCHEMA, verdict_schema
 from clineval.judge.run import FormatLadder, judge_criterion, judge_request, response_format
 from clineval.models.http_chat import chat_body
 from clineval.models.llamacpp_server import LlamaCppServer, LlamaCppSettings

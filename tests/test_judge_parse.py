@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from clineval.benchmarks.clinconsensus.wording import builtin_prompt
 from clineval.judge.parse import parse_verdict
-from clineval.judge.prompt import RESPONSE_END, RESPONSE_START, builtin_prompt
+from clineval.judge.prompt import RESPONSE_END, RESPONSE_START
 
 DELIMS = (RESPONSE_START, RESPONSE_END)
 

@@ -22,30 +22,46 @@ from clineval.options import (
 )
 
 PARSER_CASES = [
-    (integer(minimum=1), " 3 ", 3),
+    (integer(minimum=1, maximum=9), " 3 ", 3),
     (integer(minimum=0, maximum=1), "1", 1),
-    (number(0.0), "0", 0.0),
-    (number(0.0), "2.5", 2.5),
-    (number(0.0, above_minimum=True), "1e-3", 0.001),
+    (number(0.0, maximum=9), "0", 0.0),
+    (number(0.0, maximum=9), "2.5", 2.5),
+    (number(0.0, maximum=9, above_minimum=True), "1e-3", 0.001),
+    (number(-1.0, maximum=9), " -.5 ", -0.5),
     (choice("a", "b"), "b", "b"),
     (text(), "x y", "x y"),
-    (integer_list(1), "3, 5,", (3, 5)),
+    (integer_list(minimum=1, maximum=9), "3, 5,", (3, 5)),
     (boolean, "Yes", True),
     (boolean, "0", False),
 ]
 REFUSED = [
-    (integer(minimum=1), "0", "must be >= 1"),
-    (integer(maximum=1), "2", "must be <= 1"),
-    (integer(), "1.5", "not an integer"),
-    (number(0.0), "nan", "finite"),
-    (number(0.0), "inf", "finite"),
-    (number(0.0), "-0.5", "must be >= 0"),
-    (number(0.0, above_minimum=True), "0", "must be > 0"),
-    (number(), "abc", "not a number"),
+    (integer(minimum=1, maximum=9), "0", "must be >= 1"),
+    (integer(minimum=0, maximum=1), "2", "must be <= 1"),
+    (integer(minimum=0, maximum=9), "1.5", "not an integer"),
+    # ASCII digits only: int() would read each of these as a number
+    (integer(minimum=0, maximum=9999), "５１２", "ASCII digits only"),
+    (integer(minimum=0, maximum=9999), "1_024", "ASCII digits only"),
+    (integer(minimum=0, maximum=9999), "٣", "ASCII digits only"),
+    (integer(minimum=0, maximum=9999), "10^21", "ASCII digits only"),
+    # out of range before int() reads it (a 5,000-digit value)
+    (integer(minimum=0, maximum=9999), "9" * 5000, "must be <= 9999"),
+    (integer(minimum=-5, maximum=9999), "-" + "9" * 5000, "must be >= -5"),
+    (integer(minimum=0, maximum=9999), "000010000", "must be <= 9999"),
+    (number(0.0, maximum=9), "nan", "finite"),
+    (number(0.0, maximum=9), "inf", "finite"),
+    (number(0.0, maximum=9), "-Infinity", "finite"),
+    (number(0.0, maximum=9), "1e400", "must be <= 9"),  # past a float: inf, too large
+    (number(0.0, maximum=9), "-0.5", "must be >= 0"),
+    (number(0.0, maximum=9), "9.5", "must be <= 9"),
+    (number(0.0, maximum=9, above_minimum=True), "0", "must be > 0"),
+    (number(0.0, maximum=9), "abc", "not a number"),
+    (number(0.0, maximum=9), "0_5", "ASCII digits only"),
+    (number(0.0, maximum=9), "０.5", "ASCII digits only"),
     (choice("a", "b"), "A", "one of a, b"),
     (text(), "  ", "empty"),
-    (integer_list(1), "", "comma-separated"),
-    (integer_list(1), "3,0", "must be >= 1"),
+    (integer_list(minimum=1, maximum=9), "", "comma-separated"),
+    (integer_list(minimum=1, maximum=9), "3,0", "must be >= 1"),
+    (integer_list(minimum=1, maximum=9), "3,10", "must be <= 9"),
     (boolean, "maybe", "true or false"),
 ]
 
@@ -65,8 +81,8 @@ GROUP = OptionGroup(
     "demo",
     "the demo task",
     (
-        Option("size", integer(minimum=1), "how many", "4"),
-        Option("scale", number(0.0), "how much", None),
+        Option("size", integer(minimum=1, maximum=99), "how many", "4"),
+        Option("scale", number(0.0, maximum=9), "how much", None),
     ),
 )
 OTHER = OptionGroup("other", "the other task", (Option("x", text(), "x", None),))

@@ -15,7 +15,7 @@ from llm_stub_server import StubServer
 
 from clineval.benchmarks.base import RunContext
 from clineval.benchmarks.clinconsensus.cases import fixture_path
-from clineval.benchmarks.clinconsensus.predict import judging_window
+from clineval.benchmarks.judged_flow import judging_window
 from clineval.cli import main
 from clineval.config import RunConfig
 from clineval.judge.run import judge_prefix_key, judge_request
@@ -193,6 +193,9 @@ def _fresh(servers: tuple[StubServer, StubServer, StubServer]) -> None:
 
 
 def _run(out: Path, candidate: StubServer, *extra: str) -> int:
+    # a key given twice is refused: 5 criteria unless `extra` sets its own
+    own = any(item.startswith("clinconsensus.max_criteria=") for item in extra)
+    criteria = [] if own else ["--option", "clinconsensus.max_criteria=5"]
     return main(
         [
             "run",
@@ -201,8 +204,7 @@ def _run(out: Path, candidate: StubServer, *extra: str) -> int:
             f"openai:stub-candidate@{candidate.base_url}",
             "--cases",
             FIXTURE,
-            "--option",
-            "clinconsensus.max_criteria=5",
+            *criteria,
             "--max-retries",
             "0",
             "--output-dir",

@@ -85,7 +85,10 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
         "good": {"r1": "AB", "r2": "A", "r3": "C", "r4": "B"},  # one wrong decision of 12
         "poor": {"r1": "A", "r2": "AB", "r3": "AC", "r4": "A"},  # six wrong: 1 + 1 + 1 + 3
     }
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ["PYTHONPATH"]])}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
+    }
     for name, codes in answers.items():
         file = root / f"{name}.jsonl"
         file.write_text("".join(json.dumps({"id": k, "codes": v}) + "\n" for k, v in codes.items()))

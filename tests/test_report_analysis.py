@@ -9,7 +9,6 @@ All runs here are SYNTHETIC fixtures.
 
 from __future__ import annotations
 
-import base64
 import csv
 import io
 import json
@@ -26,6 +25,8 @@ from clineval.benchmarks.ner.report import classify, confusion
 from clineval.report.html import write_report
 from clineval.report.sections_common import short_model_label
 from clineval.rundir import MANIFEST, RESULTS, SAMPLES, write_json, write_jsonl
+
+REFERENCES = Path(__file__).parent.parent / "examples" / "references" / "ncer-gliner-large.json"
 
 # One document, every kind of error once (offsets end-exclusive):
 #   gold (0,7 condition) = pred exact; gold (12,19 drug) vs pred (12,17 drug): boundary;
@@ -99,6 +100,7 @@ def _table(driver: Any, anchor: str, title: str) -> list[list[str]]:
 @pytest.mark.browser
 def test_ner_error_tables_examples_sorting_download(driver: Any, tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
 
     rows = [{"id": "doc-1", "text": TEXT, "gold": GOLD, "pred": PRED}]
     # 9 more documents, each with one false positive, so there are 10 in all: 3 open, 7 more
@@ -106,10 +108,11 @@ def test_ner_error_tables_examples_sorting_download(driver: Any, tmp_path: Path)
         rows.append({"id": f"doc-{i}", "text": TEXT, "gold": [], "pred": [[0, 7, "condition"]]})
     metrics = {
         "token_macro_f1": 0.5,
+        "span_partial_f1": 0.625,
         "per_type": {"condition": {"f1": 0.5}, "drug": {"f1": 0.5}},
     }
     run = _run(tmp_path / "ner", "ner:bc5cdr", metrics, rows)
-    report = write_report(run, run / "report.html")
+    report = write_report(run, run / "report.html", reference_files=[REFERENCES])
     open_report(driver, report)
     assert_nothing_ran(driver)
     anchor = "task-ner-bc5cdr"
@@ -157,11 +160,19 @@ def test_ner_error_tables_examples_sorting_download(driver: Any, tmp_path: Path)
     errors_th.click()
     first = driver.find_element(By.CSS_SELECTOR, f"#{anchor} table.samples tbody tr")
     assert not first.text.startswith("doc-1 ")
-    # the errors as a file: every error once, with its document and kind
+    # the errors as a file, downloaded for real: every error once, with its document and kind
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    driver.execute_cdp_cmd(
+        "Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)}
+    )
     link = driver.find_element(By.CSS_SELECTOR, f"#{anchor} .download a")
     assert link.get_attribute("download") == "ner-bc5cdr-errors.csv"
-    payload = link.get_attribute("href").split(",", 1)[1]
-    table = list(csv.DictReader(io.StringIO(base64.b64decode(payload).decode("utf-8"))))
+    assert link.get_attribute("href").startswith("blob:")  # made in the page, no request
+    link.click()
+    target = downloads / "ner-bc5cdr-errors.csv"
+    WebDriverWait(driver, 20).until(lambda d: target.exists())
+    table = list(csv.DictReader(io.StringIO(target.read_text(encoding="utf-8"))))
     assert len(table) == 13
     assert sorted((r["doc"], r["kind"]) for r in table if r["doc"] == "doc-1") == [
         ("doc-1", "boundary"),
@@ -169,6 +180,20 @@ def test_ner_error_tables_examples_sorting_download(driver: Any, tmp_path: Path)
         ("doc-1", "miss"),
         ("doc-1", "type"),
     ]
+    miss = next(r for r in table if r["kind"] == "miss")
+    assert (miss["type"], miss["start"], miss["end"], miss["text"]) == (
+        "drug",
+        "44",
+        "50",
+        "spirin",
+    )
+    # the published figure from the reference file stands under the run's own, labelled
+    partial = driver.find_element(
+        By.CSS_SELECTOR, f'#{anchor} .card[data-metric="span_partial_f1"]'
+    )
+    assert "GLiNER large v2.5 (NCER leaderboard): 0.8023 (NCER benchmark" in partial.text
+    overview = driver.find_element(By.CSS_SELECTOR, "#overview tr.reference")
+    assert overview.text.startswith("ner:bc5cdr · GLiNER large v2.5") and "0.8023" in overview.text
     # the header names the model by its file, not its whole path
     assert driver.find_element(By.ID, "run-model").text == "llamacpp:SmolLM2-135M"
     assert_nothing_ran(driver)
@@ -253,6 +278,8 @@ def test_plugin_declared_table_and_every_field(driver: Any, tmp_path: Path) -> N
         registry.unregister("synthetic-codes")
     open_report(driver, report)
     anchor = "task-synthetic-codes"
+    loss = driver.find_element(By.CSS_SELECTOR, f'#{anchor} .card[data-metric="hamming_loss"]')
+    assert loss.text.startswith("hamming_loss (lower is better)\n0.2500")
     table = _table(driver, anchor, "per_code")
     assert table == [
         ["per_code", "f1", "support"],
@@ -295,3 +322,44 @@ def test_compare_page_plots_differences_and_cost(driver: Any, tmp_path: Path) ->
     assert len(cost.find_elements(By.CSS_SELECTOR, "circle")) == 2
     assert "Holm" in driver.find_element(By.ID, "best-note").text
     shot(driver, "compare-analysis.png")
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("[]", 'expected {"references"'),
+        ('{"references": [{"label": "", "results": {}}]}', "references[0].label"),
+        ('{"references": [{"label": "x", "results": {"t": {"m": "0.5"}}}]}', "finite number"),
+        ('{"references": [{"label": "x", "results": {"t": {"m": NaN}}}]}', "references"),
+        ("{", "reference"),
+    ],
+)
+def test_a_bad_reference_file_is_one_line(tmp_path: Path, content: str, expected: str) -> None:
+    import subprocess
+    import sys
+
+    rows = [{"id": "doc-1", "text": TEXT, "gold": GOLD, "pred": PRED}]
+    run = _run(tmp_path / "ner", "ner:ncbi", {"token_macro_f1": 0.5}, rows)
+    bad = tmp_path / "refs.json"
+    bad.write_text(content, encoding="utf-8")
+    out = tmp_path / "report.html"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "clineval",
+            "report",
+            str(run),
+            "-o",
+            str(out),
+            "--reference",
+            str(bad),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {bad}") and expected in lines[0]
+    assert not out.exists()  # nothing written

@@ -40,6 +40,7 @@ from clineval.cli import app, main
 from clineval.config import RunConfig
 from clineval.errors import InputError
 from clineval.options import check_options, split_option_items
+from clineval.run_checks import run_models
 from clineval.skills_install import (
     MAX_DESCRIPTION,
     SKILL_FILE,
@@ -175,7 +176,7 @@ def check_run_settings(params: dict[str, Any]) -> None:
         get_task(task)
     model = params["model"] or f"predictions:{params['verdicts']}"
     options = split_option_items(params["option"] or [])
-    RunConfig.checked(
+    config = RunConfig.checked(
         tasks=params["tasks"],
         model=model,
         judges=list(params["judge"] or []),
@@ -185,7 +186,8 @@ def check_run_settings(params: dict[str, Any]) -> None:
         concurrency=params["concurrency"],
         options=options,
     )
-    check_options(options, option_groups(), active_namespaces(params["tasks"]))
+    # each key for a model of the command too: a page must not suggest one it would ignore
+    check_options(options, option_groups(), active_namespaces(params["tasks"]), run_models(config))
 
 
 ANY_VALUES = {

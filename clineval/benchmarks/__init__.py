@@ -103,7 +103,28 @@ _HOME = {
     "horizontal_bars": "clineval.report.plots",
     "interval_dots": "clineval.report.plots",
     "scatter": "clineval.report.plots",
-    # judging (a judged benchmark's kit) joins this table
+    # the judging kit (judged benchmarks: docs/architecture.md, "Where to add things")
+    "Criterion": "clineval.benchmarks.judged",
+    "JudgedItem": "clineval.benchmarks.judged",
+    "JudgePanel": "clineval.benchmarks.judged",
+    "Judging": "clineval.benchmarks.judged",
+    "ReplyBounds": "clineval.benchmarks.judged",
+    "answer_text": "clineval.benchmarks.judged",
+    "error_rate_failures": "clineval.benchmarks.judged",
+    "judge_options": "clineval.benchmarks.judged",
+    "JUDGED_SCORING_SETTINGS": "clineval.benchmarks.judged",
+    "stored_answers": "clineval.benchmarks.judged",
+    "stored_verdicts": "clineval.benchmarks.judged",
+    "verdict_matrix": "clineval.benchmarks.judged",
+    "plan_judged": "clineval.benchmarks.judged_flow",
+    "predict_judged": "clineval.benchmarks.judged_flow",
+    "JudgedData": "clineval.benchmarks.judged_task",
+    "JudgedTask": "clineval.benchmarks.judged_task",
+    "judged_metrics": "clineval.benchmarks.judged_task",
+    "score_statistics": "clineval.benchmarks.judged_task",
+    "JudgePrompt": "clineval.judge.prompt",
+    "VerdictRecord": "clineval.judge.verdict",
+    "verdict_key": "clineval.judge.verdict",
 }
 __all__ = sorted(_HOME)
 
@@ -144,6 +165,60 @@ if TYPE_CHECKING:  # what type checkers and editors see of the lazy names below
     from clineval.benchmarks.declaration import (
         Synthesizer as Synthesizer,
     )
+    from clineval.benchmarks.judged import (
+        JUDGED_SCORING_SETTINGS as JUDGED_SCORING_SETTINGS,
+    )
+    from clineval.benchmarks.judged import (
+        Criterion as Criterion,
+    )
+    from clineval.benchmarks.judged import (
+        JudgedItem as JudgedItem,
+    )
+    from clineval.benchmarks.judged import (
+        JudgePanel as JudgePanel,
+    )
+    from clineval.benchmarks.judged import (
+        Judging as Judging,
+    )
+    from clineval.benchmarks.judged import (
+        ReplyBounds as ReplyBounds,
+    )
+    from clineval.benchmarks.judged import (
+        answer_text as answer_text,
+    )
+    from clineval.benchmarks.judged import (
+        error_rate_failures as error_rate_failures,
+    )
+    from clineval.benchmarks.judged import (
+        judge_options as judge_options,
+    )
+    from clineval.benchmarks.judged import (
+        stored_answers as stored_answers,
+    )
+    from clineval.benchmarks.judged import (
+        stored_verdicts as stored_verdicts,
+    )
+    from clineval.benchmarks.judged import (
+        verdict_matrix as verdict_matrix,
+    )
+    from clineval.benchmarks.judged_flow import (
+        plan_judged as plan_judged,
+    )
+    from clineval.benchmarks.judged_flow import (
+        predict_judged as predict_judged,
+    )
+    from clineval.benchmarks.judged_task import (
+        JudgedData as JudgedData,
+    )
+    from clineval.benchmarks.judged_task import (
+        JudgedTask as JudgedTask,
+    )
+    from clineval.benchmarks.judged_task import (
+        judged_metrics as judged_metrics,
+    )
+    from clineval.benchmarks.judged_task import (
+        score_statistics as score_statistics,
+    )
     from clineval.benchmarks.kit import (
         PREDICTION as PREDICTION,
     )
@@ -182,6 +257,15 @@ if TYPE_CHECKING:  # what type checkers and editors see of the lazy names below
     )
     from clineval.jsonl import (
         iter_json_objects as iter_json_objects,
+    )
+    from clineval.judge.prompt import (
+        JudgePrompt as JudgePrompt,
+    )
+    from clineval.judge.verdict import (
+        VerdictRecord as VerdictRecord,
+    )
+    from clineval.judge.verdict import (
+        verdict_key as verdict_key,
     )
     from clineval.metrics.bootstrap import (
         DEFAULT_RESAMPLES as DEFAULT_RESAMPLES,

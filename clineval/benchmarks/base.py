@@ -65,6 +65,9 @@ class TaskResult:
     samples: list[dict[str, Any]]
     # Reasons for a non-zero exit after the results are written (e.g. judge-error rate too high).
     errors: list[str] = field(default_factory=list)
+    # What a user should read although the run succeeded (e.g. cases left out of a figure):
+    # shown once the results are written, so that a write that fails ends with its error alone.
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

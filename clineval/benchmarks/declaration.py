@@ -186,6 +186,10 @@ class Benchmark:
     # checks of the run's settings that only this benchmark reads (e.g. a file a flag names),
     # made with every other check: before anything is loaded or written, and not by `score`
     check_settings: Callable[[RunConfig], None] | None = None
+    # scoring settings (RunConfig fields such as judge_errors_as_unmet) its tasks read: one
+    # given to `score` (or set for `run`) when no task of the run reads it is refused, as an
+    # unknown option is, since it would be ignored silently
+    scoring_settings: tuple[str, ...] = ()
     # folder holding the benchmark's Agent Skill pages (one sub-folder per skill)
     skills_dir: Path | None = None
 

@@ -37,7 +37,9 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
+from clineval.console import make_console
 from clineval.data.cache import default_cache_dir
 from clineval.datapaths import ENV_VAR as DATA_ENV_VAR
 from clineval.datapaths import resolve_data_root
@@ -264,7 +266,7 @@ def verify_all(
 ) -> bool:
     """Check every manifest file in each directory of ``verify_targets``; print a table per
     directory; False when any of them fails."""
-    console = console or Console()
+    console = console or make_console()
     passed = True
     for title, root in verify_targets(data_dir, cache_dir):
         passed = _verify_and_print(title, root, console) and passed
@@ -281,12 +283,12 @@ def _verify_and_print(title: str, root: Path, console: Console) -> bool:
         label = "MISMATCH" if status == MISMATCH else status
         if status == MISSING and entry.optional:
             label = "missing (optional)"
-        table.add_row(entry.path, entry.group, f"[{_STYLE[status]}]{label}[/]")
+        table.add_row(entry.path, entry.group, Text(label, style=_STYLE[status]))
     console.print(table)
     counts = {s: sum(1 for _, st in rows if st == s) for s in (OK, MISMATCH, MISSING, NOT_CHECKED)}
     console.print(", ".join(f"{n} {s}" for s, n in counts.items()))
     for reason in failures:
-        console.print(f"[bold red]FAIL[/] {reason}")
+        console.print(Text.assemble(("FAIL", "bold red"), " ", reason))
     return not failures
 
 

@@ -109,8 +109,10 @@ def safe_url(url: str) -> str:
     return redact(url)
 
 
-def check_http_url(url: str, flag: str) -> None:
-    """Refuse a URL that cannot be downloaded from (scheme, host, port), naming the flag."""
+def check_http_url(url: str, flag: str, *, base: bool = False) -> None:
+    """Refuse a URL that cannot be downloaded from (scheme, host, port), naming the flag.
+    `base`: a URL that paths are appended to, so a query or fragment would end up before
+    them: refused too, shown only up to the "?" (a query often holds a key)."""
     try:
         parts = urllib.parse.urlsplit(url)
     except ValueError:  # "http://[::1" (an unclosed IPv6 bracket), and the like
@@ -127,6 +129,11 @@ def check_http_url(url: str, flag: str) -> None:
             problem = "has an invalid port"
     if problem is not None:
         raise InputError(f"{flag} {safe_url(url)} {problem}")
+    if base and ("?" in url or "#" in url):
+        before = url.split("?", 1)[0].split("#", 1)[0]
+        raise InputError(
+            f"{flag} {safe_url(before)}?...: a base URL cannot carry a query string or a fragment"
+        )
 
 
 class _HttpOnlyRedirects(urllib.request.HTTPRedirectHandler):

@@ -75,7 +75,7 @@ def fetch(
     """Download the files `source` declares into the cache; return their paths (all verified).
     Its pinned files come first, then its step for files without a published hash."""
     if base_url is not None:
-        check_http_url(base_url, "--base-url")
+        check_http_url(base_url, "--base-url", base=True)
     root = cache_root(cache_dir)
     remove_stale_partials(root)
     wanted = [s for s in source.files if s.url is not None or base_url is not None]

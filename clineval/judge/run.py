@@ -21,8 +21,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from clineval.jsonio import parse_json
 from clineval.judge.parse import parse_verdict
 from clineval.judge.prompt import VERDICT_SCHEMA, JudgePrompt, verdict_schema
+from clineval.judge.verdict import VerdictRecord
 from clineval.models.llm_base import ChatError, ChatModel, ChatRequest
 
 FORMAT_LEVELS = ("json_schema", "json_object", "text")
@@ -45,13 +47,23 @@ _FORMATS: dict[str, dict[str, Any] | None] = {
 }
 
 
-def response_format(level: str, explanation_chars: int | None = None) -> dict[str, Any] | None:
+def response_format(
+    level: str, explanation_chars: int | None = None, schema: str | None = None
+) -> dict[str, Any] | None:
     """The OpenAI `response_format` of a ladder level (shared objects: never mutate them).
     `explanation_chars` bounds the explanation in the json_schema level's schema; the other
-    levels cannot say it."""
+    levels cannot say it. `schema` is a benchmark's own verdict schema (JSON text, see
+    JudgePrompt.schema), sent as it is at the json_schema level."""
+    if level == "json_schema" and schema is not None:
+        return _declared_schema_format(schema)
     if level == "json_schema" and explanation_chars is not None:
         return _bounded_schema_format(explanation_chars)
     return _FORMATS[level]
+
+
+@functools.lru_cache(maxsize=16)
+def _declared_schema_format(schema: str) -> dict[str, Any]:
+    return _schema_format(parse_json(schema, source="judge schema"))
 
 
 @functools.lru_cache(maxsize=16)
@@ -102,18 +114,19 @@ class JudgeOutcome:
     format: str | None = None  # response_format level of the last call
     usage: dict[str, int] = field(default_factory=dict)
 
-    def record(self, judge: str) -> dict[str, Any]:
-        """What goes to the run store for this (judge, case, criterion)."""
-        return {
-            "met": self.met,
-            "explanation": self.explanation,
-            "error": self.error,
-            "method": self.method,
-            "attempts": self.attempts,
-            "format": self.format,
-            "usage": self.usage,
-            "judge": judge,
-        }
+    def record(self, judge: str, prompt_version: str) -> VerdictRecord:
+        """What goes to the run store for this (judge, sample, criterion)."""
+        return VerdictRecord.judged(
+            met=self.met,
+            explanation=self.explanation,
+            error=self.error,
+            method=self.method,
+            attempts=self.attempts,
+            format=self.format,
+            usage=self.usage,
+            judge=judge,
+            prompt=prompt_version,
+        )
 
 
 def _add_usage(total: dict[str, int], usage: dict[str, int]) -> None:
@@ -139,6 +152,7 @@ def judge_request(
     prefix_key: str | None = None,
     max_input_tokens: int | None = None,
     explanation_chars: int | None = None,
+    schema: str | None = None,
 ) -> ChatRequest:
     """The judge call after `parse_failures` unparseable replies, at ladder `level`."""
     return ChatRequest(
@@ -146,7 +160,7 @@ def judge_request(
         temperature=0.0 if parse_failures == 0 else RETRY_TEMPERATURE,
         max_tokens=max_tokens,
         seed=seed + parse_failures,
-        response_format=response_format(level, explanation_chars),
+        response_format=response_format(level, explanation_chars, schema),
         template_version=template_version,
         prefix_key=prefix_key,
         max_input_tokens=max_input_tokens,
@@ -185,6 +199,7 @@ async def judge_criterion(
             prefix_key,
             max_input_tokens,
             explanation_chars,
+            prompt.schema,
         )
         outcome.attempts += 1
         outcome.format = level

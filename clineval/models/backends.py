@@ -61,3 +61,12 @@ def resolve_backend(spec: ModelSpec) -> Backend:
     if spec.backend == "gliner":
         return Backend(spec, ModelKind.SPAN_TAGGER)
     return Backend(spec, ModelKind.BASELINE)
+
+
+def model_traits(spec: ModelSpec) -> frozenset[str]:
+    """What `spec` is, in the words an `--option` declares the models it applies to with
+    (clineval.options.Option.models): its backend, its kind and `backend:name`. `hf:PATH` is
+    chat or checkpoint by a file read later, so it counts as both here."""
+    kind = static_kind(spec)
+    kinds = {kind.value} if kind is not None else {ModelKind.CHAT.value, ModelKind.CHECKPOINT.value}
+    return frozenset({spec.backend, f"{spec.backend}:{spec.name}", *kinds})

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from clineval.errors import InputError
+from clineval.models.gguf_file import check_gguf_layout
 
 log = logging.getLogger("clineval")
 READY_TIMEOUT_S = 120.0
@@ -120,6 +121,8 @@ class LlamaCppSettings:
         def value(name: str) -> int:
             return int(LLAMACPP_OPTIONS.value(options, name))
 
+        LLAMACPP_OPTIONS.check_joint(options)  # the run checked it; a direct caller may not
+
         return cls(
             n_parallel=value("n_parallel"),
             n_ctx_per_slot=value("n_ctx"),
@@ -130,13 +133,15 @@ class LlamaCppSettings:
 
 
 def check_gguf(path: str | Path) -> Path:
-    """A readable GGUF file, or an InputError naming it (checked by its magic bytes)."""
+    """A readable, whole GGUF file, or an InputError naming it (models.gguf_file: a
+    truncated one would reach llama.cpp, whose refusal names neither file nor cause)."""
     p = Path(path).expanduser()
     if not p.is_file():
         raise InputError("GGUF model file not found", path=p)
-    with open(p, "rb") as fh:
-        if fh.read(4) != b"GGUF":
-            raise InputError("not a GGUF file (bad magic bytes)", path=p)
+    try:
+        check_gguf_layout(p)
+    except OSError as exc:
+        raise InputError(f"cannot read the GGUF file: {exc.strerror}", path=p) from None
     return p.resolve()
 
 

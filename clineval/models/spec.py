@@ -70,4 +70,13 @@ def check_base_url(url: str, flag: str = "--base-url") -> str:
         raise InputError(f"{flag} {shown!r}: the port is not a number in 1..65535") from None
     if port is not None and not 1 <= port <= 65535:
         raise InputError(f"{flag} {shown!r}: the port is not a number in 1..65535")
+    if "?" in url or "#" in url:
+        # Paths are appended to a base URL (".../chat/completions"): a query would end up in
+        # front of them, and every call would go to a page that does not exist. Only what
+        # comes before the "?" is shown: a query often carries a key.
+        before = url.split("?", 1)[0].split("#", 1)[0]
+        raise InputError(
+            f"{flag} {redact(before)[:120]!r}?...: a base URL cannot carry a query string or "
+            "a fragment (give an API key with the OPENAI_API_KEY environment variable)"
+        )
     return url

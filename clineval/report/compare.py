@@ -12,6 +12,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from clineval.console import make_console
 from clineval.errors import InputError
 from clineval.jsonio import json_document
 from clineval.report.compare_model import Comparison, build_comparison
@@ -32,12 +33,12 @@ def compare_runs(
     if fmt not in FORMATS:
         raise InputError(f"--format {fmt!r} is not one of {', '.join(FORMATS)}")
     comp = build_comparison(run_dirs, seed=seed)
-    console = console or Console()
+    console = console or make_console()
     if fmt == "table":
         if output is None:
             render_table(comp, console)
             return comp
-        recorder = Console(record=True, width=200, file=io.StringIO())
+        recorder = make_console(record=True, width=200, file=io.StringIO())
         render_table(comp, recorder)
         text = recorder.export_text()
     elif fmt == "markdown":

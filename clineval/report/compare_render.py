@@ -12,9 +12,9 @@ import io
 
 from markupsafe import Markup
 from rich.console import Console
-from rich.markup import escape
 from rich.measure import Measurement
 from rich.table import Table
+from rich.text import Text
 
 from clineval.report import plots
 from clineval.report.compare_model import ALPHA, Cell, Comparison, PairRow
@@ -102,14 +102,14 @@ def _wide_leaderboard(comp: Comparison) -> Table:
     table.add_column("run")
     table.add_column("model")
     for task, key in comp.columns:
-        table.add_column(escape(f"{task}\n{key}"), justify="right")
+        table.add_column(Text(f"{task}\n{key}"), justify="right")
     for i in range(len(comp.runs)):
         cells = []
         for task, key in comp.columns:
             text = _fmt_cell(key, comp.cells.get((i, task, key)), digits=comp.digits(task, key))
-            cells.append(f"[bold]{text}[/bold]" if comp.best(task, key) == i else text)
-        # Run names and model specs are user text: escaped, so "[" in them is not rich markup.
-        table.add_row(escape(_run_label(comp, i)), escape(comp.model(i)), *cells)
+            cells.append(Text(text, style="bold") if comp.best(task, key) == i else Text(text))
+        # Run names and model specs are user text: Text, so no console reads markup in them.
+        table.add_row(Text(_run_label(comp, i)), Text(comp.model(i)), *cells)
     return table
 
 
@@ -120,7 +120,7 @@ def _long_leaderboard(comp: Comparison, runs: list[int], stacked: bool, title: s
     table.add_column("task", overflow="fold")
     table.add_column("metric", overflow="fold")
     for i in runs:
-        table.add_column(escape(_run_label(comp, i)), justify="right", overflow="fold")
+        table.add_column(Text(_run_label(comp, i)), justify="right", overflow="fold")
     for task, key in comp.columns:
         cells = []
         for i in runs:
@@ -130,9 +130,8 @@ def _long_leaderboard(comp: Comparison, runs: list[int], stacked: bool, title: s
             if stacked and cell is not None and cell.ci is not None:
                 low, high = (format_value(key, b, digits) for b in cell.ci)
                 text += f"\n[{low}, {high}]"
-            text = escape(text)
-            cells.append(f"[bold]{text}[/bold]" if comp.best(task, key) == i else text)
-        table.add_row(escape(task), escape(key), *cells)
+            cells.append(Text(text, style="bold") if comp.best(task, key) == i else Text(text))
+        table.add_row(Text(task), Text(key), *cells)
     return table
 
 
@@ -173,7 +172,7 @@ def _pairs_table(comp: Comparison, tested: list[PairRow], console: Console) -> T
         wide.add_column(name, justify="left" if name in ("task / metric", "A vs B") else "right")
     for row in tested:
         t = _pair_text(row, comp.digits(row.task, row.metric))
-        wide.add_row(escape(f"{t[0]} {t[1]}"), escape(f"{t[2]} vs {t[3]}"), *t[4:11])
+        wide.add_row(Text(f"{t[0]} {t[1]}"), Text(f"{t[2]} vs {t[3]}"), *t[4:11])
     if _fits(console, wide):
         return wide
     narrow = Table(title=title, show_header=True)
@@ -183,7 +182,7 @@ def _pairs_table(comp: Comparison, tested: list[PairRow], console: Console) -> T
     for row in tested:
         t = _pair_text(row, comp.digits(row.task, row.metric))
         narrow.add_row(
-            escape(f"{t[0]}\n{t[1]}\n{t[2]} vs {t[3]}"),
+            Text(f"{t[0]}\n{t[1]}\n{t[2]} vs {t[3]}"),
             t[4],
             t[5],
             t[6],

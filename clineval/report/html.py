@@ -23,6 +23,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
+from clineval.benchmarks.declaration import MetricSchema
 from clineval.benchmarks.registry import benchmark_of, guarded, metric_schema
 from clineval.errors import InputError
 from clineval.progress import track
@@ -69,16 +70,14 @@ def _generic_section(
     run: RunData,
     task: str,
     family: str = "other",
-    headline_keys: tuple[str, ...] = (),
-    tables: tuple[str, ...] = (),
-    digits: dict[str, int] | None = None,
+    schema: MetricSchema | None = None,
 ) -> dict[str, Any]:
     """A task without a report section of its own: its metrics, the nested tables its schema
     declares, and a sample table of every field (scalars as columns, the rest in the detail
     view)."""
-    section = base_section(run, task, family, headline_keys, digits)
+    section = base_section(run, task, family, schema)
     metrics = run.results.get(task, {})
-    for key in tables:
+    for key in schema.tables if schema is not None else ():
         block = declared_table(key, metrics.get(key))
         if block is not None:
             section["blocks"].append(block)
@@ -129,21 +128,10 @@ def build_sections(
         if bench is not None and bench.report_section is not None:
             section = guarded(task, "report_section", partial(bench.report_section, run, task))
         elif bench is not None:
-            schema = bench.metrics
-            section = _generic_section(
-                run, task, bench.family, schema.headline_keys, schema.tables, schema.digits()
-            )
+            section = _generic_section(run, task, bench.family, bench.metrics)
         else:  # a task of a benchmark that is not installed here: as its run record says
-            recorded = metric_schema(task, notes)
             family = str(notes.get("family") or "other")
-            section = _generic_section(
-                run,
-                task,
-                family,
-                recorded.headline_keys if recorded is not None else (),
-                recorded.tables if recorded is not None else (),
-                recorded.digits() if recorded is not None else None,
-            )
+            section = _generic_section(run, task, family, metric_schema(task, notes))
         if any(card.ci is None for card in section["cards"]):
             from clineval.report.task_stats import statistics_for  # numpy/scipy: only if needed
 
@@ -154,9 +142,13 @@ def build_sections(
             card.references = reference_lines(
                 references or [], task, card.key, _formatter(section.get("digits"))
             )
-        for block in section["blocks"]:
+        for n, block in enumerate(section["blocks"]):
             if "svg" in block:
                 block["svg"] = Markup(block["svg"])  # from plots.py, text escaped there
+            if block["kind"] == "download":  # always compressed: only the script reads it
+                block["element_id"] = f"{section['anchor']}-download-{n}"
+                block["encoding"], payload = script_payload(block.pop("data"), 0)
+                block["payload"] = Markup(payload)  # inert: base64 (see jsonembed)
         table = section["table"]
         encoding, payload = (
             ("json", "") if table is None else script_payload(table.spec(), compress_over)
@@ -180,9 +172,11 @@ def overview(
     tables: dict[str, dict[str, Any]] = {}
     for section in sections:
         table = tables.setdefault(
-            section["family"], {"keys": [], "rows": [], "references": [], "sources": []}
+            section["family"],
+            {"keys": [], "rows": [], "references": [], "sources": [], "lower": set()},
         )
         cells = {card.key: card for card in section["cards"]}
+        table["lower"].update(card.key for card in section["cards"] if card.lower_is_better)
         for key in cells:
             if key not in table["keys"]:
                 table["keys"].append(key)

@@ -6,12 +6,10 @@ template), except `svg` entries: markup made by clineval.report.plots (it escape
 
 from __future__ import annotations
 
-import base64
-import csv
-import io
 from dataclasses import dataclass, field
 from typing import Any
 
+from clineval.benchmarks.declaration import MetricSchema
 from clineval.report.rundata import RunData, finite_number, interval_of, is_fixture_task
 from clineval.secrets import redact
 
@@ -34,6 +32,7 @@ class Metric:
     raw: float
     ci_note: str = ""  # set when the report, not the task, computed the interval
     note: str = ""  # what the figure is computed on, when that is not every sample
+    lower_is_better: bool = False
     references: list[str] = field(default_factory=list)  # published figures, labelled
 
 
@@ -176,18 +175,15 @@ def examples_block(title: str, groups: list[dict[str, Any]], shown: int = 3) -> 
 def download_block(
     title: str, filename: str, columns: list[str], rows: list[dict[str, Any]]
 ) -> dict[str, Any]:
-    """Rows offered as a CSV file (a data: link, so it needs no script and no network)."""
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    payload = base64.b64encode(buffer.getvalue().encode("utf-8")).decode("ascii")
+    """Rows offered as a CSV file. The rows travel compressed in the page (the report embeds
+    them like the sample tables) and the page's script makes the file when the reader asks;
+    a data: link would have carried them uncompressed, a third larger again in base64."""
     return {
         "kind": "download",
         "title": title,
         "filename": filename,
-        "href": "data:text/csv;charset=utf-8;base64," + payload,
         "count": len(rows),
+        "data": {"columns": columns, "rows": [[row.get(c, "") for c in columns] for row in rows]},
     }
 
 
@@ -324,16 +320,16 @@ def short_model_label(spec: str) -> str:
 
 
 def base_section(
-    run: RunData,
-    task: str,
-    family: str,
-    headline_keys: tuple[str, ...] = (),
-    digits: dict[str, int] | None = None,
+    run: RunData, task: str, family: str, schema: MetricSchema | None = None
 ) -> dict[str, Any]:
     """The part of a task's section every benchmark shares: cards of its declared headline
-    metrics (the rest under "all metrics") with their declared decimals, fixture flag, notes."""
+    metrics (the rest under "all metrics") with their declared decimals, lower-is-better
+    figures marked, fixture flag, notes. Without a schema: the first few scalars."""
     metrics = run.results.get(task, {})
-    cards, rest = headline(metrics, headline_keys, digits)
+    digits = schema.digits() if schema is not None else {}
+    cards, rest = headline(metrics, schema.headline_keys if schema is not None else (), digits)
+    for card in (*cards, *rest):
+        card.lower_is_better = schema is not None and not schema.higher_is_better(card.key)
     return {
         "task": task,
         "anchor": "task-" + "".join(c if c.isalnum() else "-" for c in task),

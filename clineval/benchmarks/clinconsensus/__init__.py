@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from clineval.benchmarks.clinconsensus.common import CLINCONSENSUS_OPTIONS, TASK
 from clineval.benchmarks.clinconsensus.fetch import PROMPT_RELATIVE, PROMPT_URL
 from clineval.benchmarks.declaration import Benchmark, DataSource, MetricSchema, MetricSpec
+from clineval.benchmarks.judged import JUDGED_SCORING_SETTINGS
 from clineval.data.fetch import Source
 
 if TYPE_CHECKING:
@@ -117,5 +118,6 @@ BENCHMARK = Benchmark(
     ),
     exporters={"clinconsensus-judgements": _export_judgements},
     check_settings=_check_settings,
+    scoring_settings=JUDGED_SCORING_SETTINGS,
     skills_dir=Path(__file__).parent / "skills",
 )

@@ -9,7 +9,6 @@ Every problem is an InputError naming the file and the 1-based line, so a user c
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 
 from clineval.errors import InputError
 from clineval.jsonl import iter_json_objects
+from clineval.judge.verdict import verdict_key
 
 RUBRICS_PER_CASE = 30
 OFFICIAL_RELATIVE_PATH = "clinconsensus/clinconsensus_low.jsonl"
@@ -153,11 +153,6 @@ def load_cases(path: str | Path) -> list[Case]:
     if not cases:
         raise InputError("no cases in file", path=path)
     return cases
-
-
-def verdict_key(case_id: str, criterion_id: str) -> str:
-    """The store key of one (case, criterion): JSON, so no separator can collide with an id."""
-    return json.dumps([case_id, criterion_id], ensure_ascii=False)
 
 
 def load_verdicts(path: str | Path, cases: Iterable[Case]) -> dict[str, bool | None]:

@@ -45,6 +45,12 @@ from clineval.benchmarks.clinconsensus.cases import (
     load_cases,
 )
 from clineval.benchmarks.clinconsensus.metrics import DEFAULT_KS
+from clineval.benchmarks.judged import (
+    LOCAL_EXPLANATION_CHARS,
+    MAX_EXPLANATION_CHARS,
+    JudgePanel,
+    ReplyBounds,
+)
 from clineval.benchmarks.kit import select_samples
 from clineval.config import RunConfig
 from clineval.data.cache import default_cache_dir
@@ -53,23 +59,11 @@ from clineval.judge.ensemble import AGGREGATES
 from clineval.judge.prompt import JudgePrompt, verdict_token_bound
 from clineval.judge.run import DEFAULT_JUDGE_MAX_TOKENS, DEFAULT_PARSE_RETRIES
 from clineval.models.spec import ModelSpec
-from clineval.options import Option, OptionGroup, choice, integer, integer_list
+from clineval.options import MAX_TOKENS, Option, OptionGroup, choice, integer, integer_list
 
 TASK = "clinconsensus"
-ANSWER_KIND = "answer"
-VERDICT_KIND_PREFIX = "verdict:"
 VERDICTS_FILE_JUDGE = "verdicts-file"
 _PREFIX = TASK + "."
-
-
-def verdict_kind(judge_label: str) -> str:
-    return VERDICT_KIND_PREFIX + judge_label
-
-
-# The in-process llama.cpp judge (Options.judge_cap, Options.explanation_bound): a grammar
-# bounds the explanation, and the token cap leaves room for all of it; unbounded, 256 tokens.
-LOCAL_EXPLANATION_CHARS = 200
-LOCAL_JUDGE_MAX_TOKENS = 256
 
 
 CLINCONSENSUS_OPTIONS = OptionGroup(
@@ -79,19 +73,19 @@ CLINCONSENSUS_OPTIONS = OptionGroup(
         Option("cases", choice("fixture"), "use the fixture cases shipped with clineval", None),
         Option(
             "max_criteria",
-            integer(minimum=1),
+            integer(minimum=1, maximum=10_000),
             "judge only the first N criteria of each case (smoke runs)",
             str(RUBRICS_PER_CASE),
         ),
         Option(
             "judge_retries",
-            integer(minimum=0),
+            integer(minimum=0, maximum=100),
             "re-asks after an unparseable judge reply",
             str(DEFAULT_PARSE_RETRIES),
         ),
         Option(
             "judge_max_tokens",
-            integer(minimum=1),
+            integer(minimum=1, maximum=MAX_TOKENS),
             # unset (None) is a default of its own: judge_cap() decides per judge
             f"max_tokens of a judge call (default {DEFAULT_JUDGE_MAX_TOKENS}; "
             f"{verdict_token_bound(LOCAL_EXPLANATION_CHARS)} for a llamacpp: judge)",
@@ -99,7 +93,8 @@ CLINCONSENSUS_OPTIONS = OptionGroup(
         ),
         Option(
             "judge_explanation_chars",
-            integer(minimum=0),
+            # a JSON schema's maxLength, turned into a grammar and a token cap (3 a character)
+            integer(minimum=0, maximum=MAX_EXPLANATION_CHARS),
             # unset (None): explanation_bound() decides per judge
             "bound the verdict's explanation to N characters in the judge's JSON schema "
             f"(default {LOCAL_EXPLANATION_CHARS} for a llamacpp: judge, unbounded elsewhere; "
@@ -116,21 +111,21 @@ CLINCONSENSUS_OPTIONS = OptionGroup(
         ),
         Option(
             "k",
-            integer_list(minimum=1),
+            integer_list(minimum=1, maximum=10_000),
             "extra k values for CACS@k and pass@k",
             None,
             scoring_only=True,
         ),
         Option(
             "bootstrap",
-            integer(minimum=0),
+            integer(minimum=0, maximum=1_000_000),
             "bootstrap resamples (0 = none)",
             "1000",
             scoring_only=True,
         ),
         Option(
             "judge_input_tokens",
-            integer(minimum=1),
+            integer(minimum=1, maximum=MAX_TOKENS),
             "hf: judges: keep the first N tokens of the templated judge input (the authors' "
             "run_local_judge.py: 5120); default: the whole input",
             None,
@@ -138,15 +133,6 @@ CLINCONSENSUS_OPTIONS = OptionGroup(
         ),
     ),
 )
-
-
-@dataclass(frozen=True)
-class ReplyBounds:
-    """What bounds one judge's verdicts: its calls' max_tokens and the explanation's
-    characters in its JSON schema (None: unbounded). Recorded in the manifest."""
-
-    max_tokens: int
-    explanation_chars: int | None
 
 
 @dataclass(frozen=True)
@@ -165,36 +151,16 @@ class Options:
     judge_input_tokens: int | None
 
     def explanation_bound(self, spec: ModelSpec) -> int | None:
-        """The most characters `spec`'s verdict explanation may have (None: unbounded), sent
-        as the JSON schema's maxLength. On the in-process llama.cpp server the schema is a
-        grammar: a small model looping inside the explanation is made to close it and give
-        its verdict. Elsewhere unbounded by default: a hosted API's strict mode may refuse
-        the keyword, and an answer cut short is not what a strong judge needs. Never on an
-        hf: judge: it runs in-process without a grammar and ignores response_format, so a
-        bound would be recorded but not kept."""
-        if spec.backend == "hf":
-            return None
-        if self.judge_explanation_chars is not None:
-            return self.judge_explanation_chars or None
-        return LOCAL_EXPLANATION_CHARS if spec.backend == "llamacpp" else None
+        """The most characters `spec`'s verdict explanation may have (None: unbounded); the
+        kit's rule (ReplyBounds.of) with this run's option."""
+        return self.reply_bounds(spec).explanation_chars
 
     def judge_cap(self, spec: ModelSpec) -> int:
-        """max_tokens of `spec`'s judge calls: `judge_max_tokens` when set; else 1,024, and
-        on the in-process llama.cpp server room for a verdict with a bounded explanation
-        (LOCAL_JUDGE_MAX_TOKENS when unbounded). A verdict is a JSON object of ~50-150
-        tokens; 1,024 leaves room for reasoning models on remote servers, but a small local
-        model that loops writes all of it at a few tokens/s on a CPU, then is re-asked
-        (judge_retries) and loops again: most of a fixture case's time (BENCHMARKS.md,
-        "embedded llama.cpp defaults")."""
-        if self.judge_max_tokens is not None:
-            return self.judge_max_tokens
-        if spec.backend != "llamacpp":
-            return DEFAULT_JUDGE_MAX_TOKENS
-        bound = self.explanation_bound(spec)
-        return LOCAL_JUDGE_MAX_TOKENS if bound is None else verdict_token_bound(bound)
+        """max_tokens of `spec`'s judge calls (ReplyBounds.of with this run's option)."""
+        return self.reply_bounds(spec).max_tokens
 
     def reply_bounds(self, spec: ModelSpec) -> ReplyBounds:
-        return ReplyBounds(self.judge_cap(spec), self.explanation_bound(spec))
+        return ReplyBounds.of(spec, self.judge_max_tokens, self.judge_explanation_chars)
 
     @classmethod
     def from_config(cls, options: dict[str, str]) -> Options:
@@ -312,15 +278,8 @@ def load_data(ctx: RunContext) -> Data:
         specs: tuple[ModelSpec, ...] = ()
         judge_is_candidate = False
     else:
-        # Each judge its own replicas (--judge-base-url); --base-url belongs to --model, and a
-        # judge without its own gets it only when it is that same model.
-        specs = tuple(
-            ModelSpec.parse(j, config.judge_base_urls_of(j))
-            for j in (config.judges or [config.model])
-        )
-        judges = tuple(s.label for s in specs)
-        if len(set(judges)) != len(judges):
-            raise InputError(f"the same judge is given twice: {', '.join(judges)}")
+        panel = JudgePanel.from_config(config)
+        specs, judges = panel.specs, panel.labels
         not_local = [s.label for s in specs if s.backend != "hf"]
         if options.judge_input_tokens is not None and not_local:
             # A chat server templates the input itself: its input cannot be cut after the
@@ -329,7 +288,7 @@ def load_data(ctx: RunContext) -> Data:
                 f"--option {_PREFIX}judge_input_tokens needs hf: judges (a local checkpoint "
                 f"that templates and cuts its own input); {not_local[0]} is not one"
             )
-        judge_is_candidate = not config.judges or config.model in config.judges
+        judge_is_candidate = panel.judge_is_candidate
     return Data(
         cases_path=path,
         # also by the ids: a copy of the fixture under another name is still the fixture

@@ -24,6 +24,7 @@ from typing import Any
 from clineval.benchmarks.clinconsensus.cases import RUBRICS_PER_CASE, Case, load_cases
 from clineval.errors import InputError
 from clineval.export.run_files import ExportSettings, RunFiles, task_metrics
+from clineval.judge.verdict import read_verdict_rows
 from clineval.rundir import RESULTS, SAMPLES, atomic_write_text
 
 TASK = "clinconsensus"
@@ -111,26 +112,22 @@ def _check_complete(
 
 
 def _item(case: Case, row: dict[str, Any], label: str) -> dict[str, Any]:
-    verdicts = {
-        str(v.get("criterion_id")): v
-        for v in row.get("verdicts") or []
-        if isinstance(v, dict) and v.get("judge") == label
-    }
+    verdicts = {v.criterion_id: v for v in read_verdict_rows(row) if v.judge == label}
     entries = []
     for rubric in case.rubrics:
-        verdict = verdicts.get(rubric.criterion_id, {})
-        met = verdict.get("met")
+        verdict = verdicts.get(rubric.criterion_id)
+        met = None if verdict is None else verdict.met
         entry: dict[str, Any] = {
             "criterion_id": rubric.criterion_id,
             "criterion": rubric.criterion,
             "criteria_met": met is True,
-            "explanation": str(verdict.get("explanation") or ""),
+            "explanation": "" if verdict is None else verdict.explanation,
         }
-        if not isinstance(met, bool):
-            why = verdict.get("error") or (
-                "no verdict in the run" if not verdict else f"no verdict from {label}"
+        if met is None:
+            why = (verdict.error if verdict is not None else None) or (
+                "no verdict in the run" if verdict is None else f"no verdict from {label}"
             )
-            entry["error"] = str(why)
+            entry["error"] = why
         entries.append(entry)
     item: dict[str, Any] = {"case_id": case.case_id}
     if isinstance(row.get("answer"), str):

@@ -26,6 +26,7 @@ import string
 from pathlib import Path
 
 from clineval.benchmarks.clinconsensus.fetch import PROMPT_RELATIVE, PROMPT_SCRIPT
+from clineval.benchmarks.clinconsensus.wording import builtin_prompt
 from clineval.data.cache import CACHE_ENV, default_cache_dir
 from clineval.data.checksums import manifest_entry
 from clineval.errors import InputError
@@ -133,4 +134,4 @@ def judge_prompt(setting: str | None) -> JudgePrompt:
     read from the data cache) or a user's template file."""
     if setting == OFFICIAL:
         return load_official_prompt()
-    return load_judge_prompt(setting)
+    return load_judge_prompt(setting, builtin_prompt())

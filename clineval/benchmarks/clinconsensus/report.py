@@ -11,12 +11,12 @@ from clineval.benchmarks.clinconsensus.report_figures import (
     case_task,
     cases_note,
     criterion_hits,
-    criterion_id,
     reverse_ecdf_plot,
     s_of,
     slice_intervals,
 )
 from clineval.benchmarks.declaration import MetricSchema
+from clineval.judge.verdict import read_verdict_rows
 from clineval.report import plots
 from clineval.report.rundata import RunData, finite_number
 from clineval.report.sections_common import (
@@ -50,9 +50,7 @@ def n_criteria(metrics: dict[str, Any], samples: list[dict[str, Any]]) -> int:
         value = finite_number(metrics.get(key))
         if value is not None and value > 0:
             return int(value)
-    counts = [
-        len({criterion_id(v, i) for i, v in enumerate(r.get("verdicts") or [])}) for r in samples
-    ]
+    counts = [len({v.criterion_id for v in read_verdict_rows(r)}) for r in samples]
     return max(counts) if counts and max(counts) > 0 else DEFAULT_N
 
 
@@ -122,7 +120,7 @@ def slices_of(
 def build(run: RunData, task: str, schema: MetricSchema) -> dict[str, Any]:
     metrics = run.results.get(task, {})
     samples = run.samples.get(task, [])
-    section = base_section(run, task, "clinconsensus", schema.headline_keys, schema.digits())
+    section = base_section(run, task, "clinconsensus", schema)
     blocks: list[dict[str, Any]] = section["blocks"]
     n = n_criteria(metrics, samples)
     ks = [k for k in thresholds(metrics) if 1 <= k <= n]
@@ -284,20 +282,15 @@ def _table(anchor: str, task_name: str, samples: list[dict[str, Any]]) -> Sample
     for row in samples:
         verdicts = []
         errors = 0
-        for i, v in enumerate(row.get("verdicts") or []):
-            if not isinstance(v, dict):
-                continue
-            met = v.get("met", v.get("criteria_met"))
-            met = met if isinstance(met, bool) else None
-            errors += met is None
-            judge = _text(v.get("judge"))
+        for v in read_verdict_rows(row):
+            errors += v.met is None
             verdicts.append(
                 [
-                    criterion_id(v, i),
-                    _text(v.get("criterion")),
-                    met,
-                    _text(v.get("explanation")),
-                    judges.setdefault(judge, len(judges)),
+                    v.criterion_id,
+                    v.criterion,
+                    v.met,
+                    v.explanation,
+                    judges.setdefault(v.judge, len(judges)),
                 ]
             )
         query = row.get("query")

@@ -9,14 +9,9 @@ from typing import Any
 
 import numpy as np
 
+from clineval.judge.verdict import read_verdict_rows
 from clineval.report import plots
 from clineval.report.rundata import finite_number
-
-
-def criterion_id(verdict: Any, index: int) -> str:
-    if isinstance(verdict, dict) and verdict.get("criterion_id") is not None:
-        return str(verdict["criterion_id"])
-    return str(index)
 
 
 def s_of(row: dict[str, Any]) -> int | None:
@@ -24,9 +19,8 @@ def s_of(row: dict[str, Any]) -> int | None:
     value = finite_number(row.get("s"))
     if value is not None:
         return int(value)
-    verdicts = row.get("verdicts")
-    if isinstance(verdicts, list):
-        return sum(1 for v in verdicts if isinstance(v, dict) and v.get("met") is True)
+    if isinstance(row.get("verdicts"), list):
+        return sum(1 for v in read_verdict_rows(row) if v.met is True)
     return None
 
 
@@ -144,12 +138,10 @@ def criterion_hits(samples: list[dict[str, Any]]) -> dict[int, tuple[int, int, i
     panel a criterion has one row per judge and then the panel's; the last one counts."""
     hits: dict[int, list[int]] = {}
     for row in samples:
-        final: dict[str, Any] = {}  # criterion id -> its last verdict, in rubric order
-        for i, v in enumerate(row.get("verdicts") or []):
-            if isinstance(v, dict):
-                final[criterion_id(v, i)] = v
+        # criterion id -> its last verdict, in rubric order
+        final = {v.criterion_id: v for v in read_verdict_rows(row)}
         for position, v in enumerate(final.values(), start=1):
-            met = v.get("met", v.get("criteria_met"))
+            met = v.met
             counts = hits.setdefault(position, [0, 0, 0, 0])
             counts[0] += 1
             counts[1 if met is True else 2 if met is False else 3] += 1

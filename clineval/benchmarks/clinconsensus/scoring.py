@@ -19,7 +19,6 @@ answer failed.
 
 from __future__ import annotations
 
-import logging
 from collections import defaultdict
 from typing import Any
 
@@ -27,32 +26,30 @@ import numpy as np
 from numpy.typing import NDArray
 
 from clineval.benchmarks.base import RunContext, TaskResult
-from clineval.benchmarks.clinconsensus.cases import RUBRICS_PER_CASE, Case, verdict_key
-from clineval.benchmarks.clinconsensus.common import ANSWER_KIND, TASK, Data, verdict_kind
+from clineval.benchmarks.clinconsensus.cases import RUBRICS_PER_CASE, Case
+from clineval.benchmarks.clinconsensus.common import TASK, Data
 from clineval.benchmarks.clinconsensus.metrics import (
     case_level_metrics,
     reverse_ecdf,
     rubric_accuracy,
     rubric_accuracy_interval,
 )
+from clineval.benchmarks.clinconsensus.predict import judged_items
+from clineval.benchmarks.judged import (
+    answer_text,
+    error_rate_failures,
+    stored_answers,
+    stored_verdicts,
+    verdict_matrix,
+)
 from clineval.judge.ensemble import aggregate, agreement_table, count_ties
+from clineval.judge.verdict import AnswerRecord, VerdictRecord, VerdictRow, verdict_key
 from clineval.models.usage import load_price_table, summarize_usage
 
 SLICE_FIELDS = ("difficulty", "subject", "task", "user_role")
 # The official slices (the authors' script groups by each subject label): a case counts in
 # every label it carries, so these groups overlap and their sizes add up to more than n_cases.
 LABEL_SLICE_FIELDS = ("subject_labels", "task_labels")
-log = logging.getLogger("clineval")
-
-
-def verdict_matrix(records: dict[str, Any], cases: tuple[Case, ...], n: int) -> NDArray[Any]:
-    out = np.full((len(cases), n), np.nan)
-    for i, case in enumerate(cases):
-        for j, rubric in enumerate(case.rubrics[:n]):
-            rec = records.get(verdict_key(case.case_id, rubric.criterion_id))
-            if rec is not None and rec.get("met") is not None:
-                out[i, j] = 1.0 if rec["met"] else 0.0
-    return out
 
 
 def summarize(
@@ -119,14 +116,13 @@ def _slices(cases: list[Case], s: NDArray[np.int64], n: int, ks: tuple[int, ...]
     return out
 
 
-def _usage(ctx: RunContext, records: list[dict[str, Any]]) -> dict[str, Any]:
+def _usage(
+    ctx: RunContext, answers: list[AnswerRecord], verdicts: list[VerdictRecord]
+) -> dict[str, Any]:
     """Tokens of this task's stored answers and verdicts ("calls" counts those records; a
     verdict's tokens include its retries)."""
-    calls = [
-        (str(r.get("model") or r.get("judge")), r.get("usage"))
-        for r in records
-        if isinstance(r, dict) and r.get("usage") is not None
-    ]
+    calls = [(r.model, r.usage) for r in answers if r.usage is not None]
+    calls += [(str(v.judge), v.usage) for v in verdicts if v.usage is not None]
     return summarize_usage(calls, load_price_table(ctx.config.price_table))
 
 
@@ -134,14 +130,15 @@ def evaluate(ctx: RunContext, data: Data) -> TaskResult:
     config = ctx.config
     opts = data.options
     n, ks, cases = data.n_criteria, opts.ks, data.cases
-    answers = ctx.store.records(TASK, ANSWER_KIND)
-    stored = {label: ctx.store.records(TASK, verdict_kind(label)) for label in data.judges}
-    matrices = {label: verdict_matrix(stored[label], cases, n) for label in data.judges}
+    answers = stored_answers(ctx.store, TASK)
+    stored = stored_verdicts(ctx.store, TASK, data.judges)
+    items = judged_items(data)
+    matrices = {label: verdict_matrix(stored[label], items, n) for label in data.judges}
 
     # A case whose candidate call failed has nothing to judge: leave it out and fail the run.
     from_file = data.verdicts_path is not None
     answered = np.array(
-        [from_file or (answers.get(c.case_id) or {}).get("text") is not None for c in cases],
+        [from_file or answer_text(answers.get(c.case_id)) is not None for c in cases],
         dtype=bool,
     )
     kept = [c for c, ok in zip(cases, answered, strict=True) if ok]
@@ -175,7 +172,7 @@ def evaluate(ctx: RunContext, data: Data) -> TaskResult:
         "judge_is_candidate": data.judge_is_candidate,
         # read from the stored verdicts, not the --judge-prompt file (score needs no file)
         "judge_prompt": sorted(
-            {str(r["prompt"]) for recs in stored.values() for r in recs.values() if r.get("prompt")}
+            {r.prompt for recs in stored.values() for r in recs.values() if r.prompt}
         ),
         "candidate": None if from_file else ctx.model.label,
     }
@@ -191,8 +188,8 @@ def evaluate(ctx: RunContext, data: Data) -> TaskResult:
             {k: m[answered].ravel() for k, m in matrices.items()}
         )
     if not from_file:
-        records = list(answers.values()) + [r for recs in stored.values() for r in recs.values()]
-        metrics["usage"] = _usage(ctx, records)
+        judged = [r for recs in stored.values() for r in recs.values()]
+        metrics["usage"] = _usage(ctx, list(answers.values()), judged)
 
     # Sample rows cover every case, those without a candidate answer included (a browser of
     # the run must show them), with their primary verdict rows left empty.
@@ -201,19 +198,13 @@ def evaluate(ctx: RunContext, data: Data) -> TaskResult:
     full_complete = np.zeros(len(cases), dtype=bool)
     full_complete[answered] = complete
     samples = _samples(data, list(cases), stored, answers, full, primary_label, full_complete)
-    errors = []
+    errors: list[str] = []
+    warnings: list[str] = []
     if metrics["candidate_errors"]:
         errors.append(f"{metrics['candidate_errors']} case(s) got no candidate answer")
-    # The bound holds for the primary figures AND for each judge of a panel: a judge that
-    # fails often would otherwise quietly shrink the panel the aggregate rests on.
+    # The bound holds for the primary figures AND for each judge of a panel.
     bounded = {"": headline, **{f" of {k}": v for k, v in metrics.get("per_judge", {}).items()}}
-    for which, figures in bounded.items():
-        rate = figures["judge_error_rate"]
-        if rate > config.max_judge_error_rate:
-            errors.append(
-                f"judge error rate{which} {rate:.2%} ({figures['judge_errors']} criteria without"
-                f" a verdict) exceeds --max-judge-error-rate {config.max_judge_error_rate:.2%}"
-            )
+    errors += error_rate_failures(config.max_judge_error_rate, bounded)
     hint = judge_errors_hint(str(ctx.output_dir), headline, len(kept), unmet)
     if hint is not None:
         # results.json names no directory (a run directory may be copied or moved): RUN_DIR
@@ -221,8 +212,8 @@ def evaluate(ctx: RunContext, data: Data) -> TaskResult:
         if errors:
             errors.append(hint)
         else:  # under the bound the run succeeds, but the empty figures still need a reason
-            log.warning("warning: clinconsensus: %s", hint)
-    return TaskResult(metrics=metrics, samples=samples, errors=errors)
+            warnings.append(hint)
+    return TaskResult(metrics=metrics, samples=samples, errors=errors, warnings=warnings)
 
 
 def judge_errors_hint(
@@ -244,8 +235,8 @@ def judge_errors_hint(
 def _samples(
     data: Data,
     cases: list[Case],
-    stored: dict[str, dict[str, Any]],
-    answers: dict[str, Any],
+    stored: dict[str, dict[str, VerdictRecord]],
+    answers: dict[str, AnswerRecord],
     primary: NDArray[np.float64],
     primary_label: str,
     complete: NDArray[np.bool_],
@@ -257,30 +248,17 @@ def _samples(
         for j, rubric in enumerate(case.rubrics[:n]):
             key = verdict_key(case.case_id, rubric.criterion_id)
             for label in data.judges:
-                rec = stored[label].get(key) or {}
+                record = stored[label].get(key)
                 verdicts.append(
-                    {
-                        "criterion_id": rubric.criterion_id,
-                        "criterion": rubric.criterion,
-                        "met": rec.get("met"),
-                        "explanation": rec.get("explanation", ""),
-                        "judge": label,
-                        **({"error": rec["error"]} if rec.get("error") else {}),
-                    }
+                    VerdictRow.of(rubric.criterion_id, rubric.criterion, label, record).to_row()
                 )
             if len(data.judges) > 1:
                 value = primary[i, j]
-                verdicts.append(
-                    {
-                        "criterion_id": rubric.criterion_id,
-                        "criterion": rubric.criterion,
-                        "met": None if np.isnan(value) else bool(value),
-                        "explanation": "",
-                        "judge": primary_label,
-                    }
-                )
+                met = None if np.isnan(value) else bool(value)
+                row = VerdictRow(rubric.criterion_id, rubric.criterion, met, "", primary_label)
+                verdicts.append(row.to_row())
         row = primary[i]
-        answer = answers.get(case.case_id) or {}
+        answer = answers.get(case.case_id)
         rows.append(
             {
                 "id": case.case_id,
@@ -292,12 +270,12 @@ def _samples(
                 "subject_labels": list(case.subject_labels),
                 "task_labels": list(case.task_labels),
                 "query": case.query,
-                "answer": answer.get("text"),
+                "answer": answer_text(answer),
                 "s": int(np.nansum(row)),
                 "judged": int((~np.isnan(row)).sum()),
                 "complete": bool(complete[i]),
                 "verdicts": verdicts,
-                **({"candidate_error": answer["error"]} if answer.get("error") else {}),
+                **({"candidate_error": answer.error} if answer and answer.error else {}),
             }
         )
     return rows

@@ -4,9 +4,9 @@ load      cases from --cases FILE, <data_root>/clinconsensus/clinconsensus_low.j
           file in the data cache (`clineval data fetch clinconsensus`), or the fixture
           (--option clinconsensus.cases=fixture); --limit, then --shard
 predict   candidate answers + one judge call per (judge, case, criterion), all stored as they
-          finish (clinconsensus_predict); or import a --verdicts file (no model)
-evaluate  CACS@k, rubric accuracy, pass@k, curve, slices, judge errors (clinconsensus_score)
-Options and the verdicts-file contract are documented in clinconsensus_common.
+          finish (predict.py on the judging kit); or import a --verdicts file (no model)
+evaluate  CACS@k, rubric accuracy, pass@k, curve, slices, judge errors (scoring.py)
+Options and the verdicts-file contract are documented in common.py.
 """
 
 from __future__ import annotations

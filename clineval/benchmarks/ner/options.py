@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from clineval.benchmarks.ner.records import DATASET_TYPES
-from clineval.options import Option, OptionGroup, boolean, choice, integer, text
+from clineval.options import Option, OptionGroup, boolean, choice, integer, number, text
 
 TOKENIZER_OPTION = "ner.tokenizer"
 # Every entity type of the NER datasets (the OMOP domains), for options that name types.
@@ -36,14 +36,16 @@ def label_prompts(value: str) -> tuple[tuple[str, str], ...]:
 
 
 def probability(value: str) -> float:
-    """A number in [0, 1]."""
+    """A number in [0, 1], in ASCII digits."""
     try:
-        number = float(value.strip())
-    except ValueError:
-        raise ValueError("not a number") from None
-    if not 0.0 <= number <= 1.0:  # also refuses nan
-        raise ValueError("must be between 0 and 1")
-    return number
+        return float(_unit(value))
+    except ValueError as exc:
+        if "must be" in str(exc):
+            raise ValueError("must be between 0 and 1") from None
+        raise
+
+
+_unit = number(0.0, maximum=1.0)
 
 
 NER_OPTIONS = OptionGroup(
@@ -66,15 +68,17 @@ NER_OPTIONS = OptionGroup(
         ),
         Option(
             "crf_workers",
-            integer(minimum=1),
+            integer(minimum=1, maximum=256),
             "processes that train the CRF baseline's models at once",
             None,
+            models=("baseline:crf",),
         ),
         Option(
             "label_map",
             text(),
             "hf checkpoint labels to OMOP types: LABEL:type,LABEL:type,...",
             None,
+            models=("checkpoint",),
         ),
         Option(
             "labels",
@@ -82,12 +86,14 @@ NER_OPTIONS = OptionGroup(
             "gliner: the label text the model is prompted with, per type: "
             "type:text,type:text,... (several texts per type allowed; default: the type name)",
             None,
+            models=("span_tagger",),
         ),
         Option(
             "threshold",
             probability,
             "gliner: the span score threshold, 0..1 (default: the gliner package's)",
             None,
+            models=("span_tagger",),
         ),
         Option(
             "chunking",
@@ -95,18 +101,21 @@ NER_OPTIONS = OptionGroup(
             "gliner: long documents in overlapping token windows (clineval), or as NCER's "
             "extractor cuts them (character pieces, spans concatenated unmerged)",
             "windows",
+            models=("span_tagger",),
         ),
         Option(
             "flat",
             boolean,
             "gliner: flat decoding (no two spans share a token); false allows overlaps",
             "true",
+            models=("span_tagger",),
         ),
         Option(
             "response_format",
             choice("json_schema", "json_object", "none"),
             "how a chat model is asked for its spans",
             "json_schema",
+            models=("chat",),
         ),
     ),
 )

@@ -205,7 +205,7 @@ def build(run: RunData, task: str, schema: MetricSchema) -> dict[str, Any]:
     seed = int(run.manifest.get("seed") or 0)
     metrics = run.results.get(task, {})
     samples = run.samples.get(task, [])
-    section = base_section(run, task, "ner", schema.headline_keys, schema.digits())
+    section = base_section(run, task, "ner", schema)
     blocks: list[dict[str, Any]] = section["blocks"]
     per_type = metrics.get("per_type")
     types = (

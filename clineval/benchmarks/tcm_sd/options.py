@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from clineval.options import Option, OptionGroup, choice, integer, number, text
+from clineval.options import MAX_TOKENS, Option, OptionGroup, choice, integer, number, text
 
 TCM_OPTIONS = OptionGroup(
     namespace="tcm",
@@ -12,7 +12,7 @@ TCM_OPTIONS = OptionGroup(
         Option("split", choice("test", "dev"), "the split that is scored", "test"),
         Option(
             "synth_scale",
-            number(0.0, above_minimum=True),
+            number(0.0, maximum=1.0, above_minimum=True),
             "size of the synthetic fixture relative to the official splits, (0, 1]",
             "1",
         ),
@@ -22,13 +22,27 @@ TCM_OPTIONS = OptionGroup(
             "record fields a model reads, comma-separated, in order",
             None,
         ),
-        Option("embed", text(), "embedding model of baseline:knowledge", None),
-        Option("knowledge", text(), "path of the syndrome knowledge corpus", None),
+        Option(
+            "embed",
+            text(),
+            "embedding model of baseline:knowledge",
+            None,
+            models=("baseline:knowledge",),
+        ),
+        Option(
+            "knowledge",
+            text(),
+            "path of the syndrome knowledge corpus",
+            None,
+            models=("baseline:knowledge",),
+        ),
         Option(
             "max_length",
-            integer(minimum=1),
+            # capped by the checkpoint's position window when it is loaded
+            integer(minimum=1, maximum=MAX_TOKENS),
             "tokens an hf classifier reads (the authors' run_tcm.py: 128)",
             "512",
+            models=("checkpoint",),
         ),
         Option(
             "answer_mapping",
@@ -37,7 +51,14 @@ TCM_OPTIONS = OptionGroup(
             "run_tcm_mrc.py rule (the first label, in vocabulary order, contained in the "
             "answer, else the first label)",
             "invalid",
+            models=("chat", "predictions"),  # the only models whose answers can be no label
         ),
-        Option("batch", integer(minimum=1), "records per hf classifier batch", "32"),
+        Option(
+            "batch",
+            integer(minimum=1, maximum=65_536),
+            "records per hf classifier batch",
+            "32",
+            models=("checkpoint",),
+        ),
     ),
 )

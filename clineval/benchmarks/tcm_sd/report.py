@@ -93,7 +93,7 @@ def _confusions_from_samples(samples: list[dict[str, Any]]) -> list[tuple[str, s
 def build(run: RunData, task: str, schema: MetricSchema) -> dict[str, Any]:
     metrics = run.results.get(task, {})
     samples = run.samples.get(task, [])
-    section = base_section(run, task, "tcm-sd", schema.headline_keys, schema.digits())
+    section = base_section(run, task, "tcm-sd", schema)
     blocks: list[dict[str, Any]] = section["blocks"]
     per_class = metrics.get("per_class")
     if isinstance(per_class, dict) and per_class:

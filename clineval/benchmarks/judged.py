@@ -1,0 +1,244 @@
+"""The judging kit: what every LLM-judged benchmark shares, so that one holds only its items,
+its wording and its metrics.
+
+A judged benchmark declares ITEMS (`JudgedItem`: a sample id, what the judge sees as the query,
+the messages the candidate sees or an answer a predictions file gives, and its criteria, each
+with an id, a text and optional points) and its WORDING (a `JudgePrompt`: template, system
+turn, version, optionally its own verdict schema; and its candidate prompt's version). The kit
+gives, here and in its two sibling modules:
+
+- the panel (`JudgePanel.from_config`): the judges of `--judge` (each with its own
+  `--judge-base-url` replicas), or the candidate judging itself; each judge's reply bounds;
+- the predict step and its `--dry-run` plan (judged_flow: `predict_judged`, `plan_judged`):
+  answers, then one judge call per (judge, item, criterion), each through the run store (a
+  cache and the resume point), the response-format ladder remembered per judge, bounded
+  re-asks, batch rounds;
+- typed verdict records (clineval.judge.verdict owns the stored dict) read back here
+  (`stored_verdicts`), as matrices (`verdict_matrix`) for an ensemble's aggregate and the
+  agreement between judges (clineval.judge.ensemble), and the per-judge error rates held to
+  `--max-judge-error-rate` (`error_rate_failures`);
+- `JudgedTask` (judged_task): a whole task whose score is a function of one item's verdicts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from clineval.config import RunConfig
+from clineval.errors import InputError
+from clineval.judge.ensemble import AGGREGATES
+from clineval.judge.prompt import JudgePrompt, load_judge_prompt, verdict_token_bound
+from clineval.judge.run import (
+    DEFAULT_JUDGE_MAX_TOKENS,
+    DEFAULT_PARSE_RETRIES,
+)
+from clineval.judge.verdict import (
+    ANSWER_KIND,
+    AnswerRecord,
+    VerdictRecord,
+    read_answers,
+    read_verdicts,
+    verdict_key,
+    verdict_kind,
+)
+from clineval.models.spec import ModelSpec
+from clineval.options import MAX_TOKENS, Option, OptionGroup, choice, integer
+from clineval.store import RunStore
+
+
+@dataclass(frozen=True)
+class Criterion:
+    id: str
+    text: str
+    points: float = 1.0  # a weight for the benchmark's own score; negative: to be avoided
+
+
+@dataclass(frozen=True)
+class JudgedItem:
+    id: str
+    query: str  # what the judge sees as {query}
+    criteria: tuple[Criterion, ...]
+    # what the candidate sees (empty: the query as one user turn)
+    messages: tuple[tuple[str, str], ...] = ()
+    answer: str | None = None  # given (a predictions file): no candidate call
+
+    def verdict_keys(self) -> list[str]:
+        return [verdict_key(self.id, c.id) for c in self.criteria]
+
+    def candidate_messages(self) -> tuple[tuple[str, str], ...]:
+        return self.messages or (("user", self.query),)
+
+
+# The in-process llama.cpp judge: its JSON schema is a grammar, so an explanation bound there
+# makes a small model that loops inside it close it and give its verdict; the token cap
+# leaves room for all of it (unbounded: LOCAL_JUDGE_MAX_TOKENS).
+LOCAL_EXPLANATION_CHARS = 200
+LOCAL_JUDGE_MAX_TOKENS = 256
+# The scoring settings every judged benchmark reads (`Benchmark.scoring_settings`): how judge
+# errors are scored and the bound on their rate.
+JUDGED_SCORING_SETTINGS = ("judge_errors_as_unmet", "max_judge_error_rate")
+# The longest explanation bound: its token cap (verdict_token_bound) stays within MAX_TOKENS.
+MAX_EXPLANATION_CHARS = 100_000
+
+
+@dataclass(frozen=True)
+class ReplyBounds:
+    """What bounds one judge's verdicts: its calls' max_tokens and the explanation's
+    characters in its JSON schema (None: unbounded). Recorded in the manifest."""
+
+    max_tokens: int
+    explanation_chars: int | None
+
+    @classmethod
+    def of(
+        cls, spec: ModelSpec, max_tokens: int | None, explanation_chars: int | None
+    ) -> ReplyBounds:
+        """The bounds of `spec`'s judge calls given the options' values (None: not set).
+        The explanation: never bounded on an hf: judge (it ignores response_format, a bound
+        would be recorded but not kept); 0 = unbounded; by default bounded only on the
+        in-process llama.cpp server (a hosted API's strict mode may refuse the keyword).
+        max_tokens: as set; else room for a bounded verdict on llama.cpp (a small local
+        model that loops writes all of its cap at a few tokens/s), else 1,024."""
+        bound: int | None
+        if spec.backend == "hf":
+            bound = None
+        elif explanation_chars is not None:
+            bound = explanation_chars or None
+        else:
+            bound = LOCAL_EXPLANATION_CHARS if spec.backend == "llamacpp" else None
+        if max_tokens is not None:
+            cap = max_tokens
+        elif spec.backend != "llamacpp":
+            cap = DEFAULT_JUDGE_MAX_TOKENS
+        else:
+            cap = LOCAL_JUDGE_MAX_TOKENS if bound is None else verdict_token_bound(bound)
+        return cls(cap, bound)
+
+
+@dataclass(frozen=True)
+class JudgePanel:
+    labels: tuple[str, ...]  # in --judge order; verdicts are stored under these
+    specs: tuple[ModelSpec, ...]
+    judge_is_candidate: bool
+
+    @classmethod
+    def from_config(cls, config: RunConfig) -> JudgePanel:
+        """The judges of `--judge`, or the candidate judging its own answers. Each judge its
+        own replicas (--judge-base-url); --base-url belongs to --model, and a judge without
+        its own gets it only when it is that same model."""
+        specs = tuple(
+            ModelSpec.parse(j, config.judge_base_urls_of(j))
+            for j in (config.judges or [config.model])
+        )
+        labels = tuple(s.label for s in specs)
+        if len(set(labels)) != len(labels):
+            raise InputError(f"the same judge is given twice: {', '.join(labels)}")
+        return cls(labels, specs, not config.judges or config.model in config.judges)
+
+
+@dataclass(frozen=True)
+class Judging:
+    """How one task's items are judged."""
+
+    task: str
+    prompt: JudgePrompt
+    candidate_template: str  # the candidate prompt's version (in its calls' cache keys)
+    panel: JudgePanel
+    bounds: Mapping[str, ReplyBounds]  # per judge label
+    retries: int = DEFAULT_PARSE_RETRIES
+    input_tokens: int | None = None  # hf: judges cut their templated input to this
+
+
+def stored_answers(store: RunStore, task: str) -> dict[str, AnswerRecord]:
+    return read_answers(store.records(task, ANSWER_KIND))
+
+
+def answer_text(record: AnswerRecord | None) -> str | None:
+    """The answer's text (None: no answer, or none stored)."""
+    return None if record is None else record.text
+
+
+def stored_verdicts(
+    store: RunStore, task: str, labels: Sequence[str]
+) -> dict[str, dict[str, VerdictRecord]]:
+    return {label: read_verdicts(store.records(task, verdict_kind(label))) for label in labels}
+
+
+def verdict_matrix(
+    records: Mapping[str, VerdictRecord], items: Sequence[JudgedItem], width: int | None = None
+) -> NDArray[np.float64]:
+    """(n_items, width) of 1 met, 0 not met, nan no verdict (or a criterion the item lacks);
+    width: the most criteria of any item unless given."""
+    n = width if width is not None else max((len(i.criteria) for i in items), default=0)
+    out = np.full((len(items), n), np.nan)
+    for i, item in enumerate(items):
+        for j, key in enumerate(item.verdict_keys()[:n]):
+            record = records.get(key)
+            if record is not None:
+                out[i, j] = record.value
+    return out
+
+
+def error_rate_failures(limit: float, figures: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """`--max-judge-error-rate`: a failure line per set of figures over the bound. `figures`
+    maps "" (the primary figures) and " of JUDGE" (each judge of a panel) to their
+    judge_errors and judge_error_rate: a judge that fails often would otherwise quietly shrink
+    the panel the aggregate rests on."""
+    out = []
+    for which, fig in figures.items():
+        rate = fig["judge_error_rate"]
+        if rate > limit:
+            out.append(
+                f"judge error rate{which} {rate:.2%} ({fig['judge_errors']} criteria without"
+                f" a verdict) exceeds --max-judge-error-rate {limit:.2%}"
+            )
+    return out
+
+
+def judge_prompt_setting(config: RunConfig, default: JudgePrompt) -> JudgePrompt:
+    """The benchmark's own wording, or the template file `--judge-prompt` names."""
+    return load_judge_prompt(config.judge_prompt, default)
+
+
+def judge_options(namespace: str, applies_to: str) -> OptionGroup:
+    """The options every judged task takes, under its own namespace."""
+    return OptionGroup(
+        namespace=namespace,
+        applies_to=applies_to,
+        options=(
+            Option(
+                "judge_retries",
+                integer(minimum=0, maximum=100),
+                "re-asks after an unparseable judge reply",
+                str(DEFAULT_PARSE_RETRIES),
+            ),
+            Option(
+                "judge_max_tokens",
+                integer(minimum=1, maximum=MAX_TOKENS),
+                f"max_tokens of a judge call (default {DEFAULT_JUDGE_MAX_TOKENS}; "
+                f"{verdict_token_bound(LOCAL_EXPLANATION_CHARS)} for a llamacpp: judge)",
+                None,
+            ),
+            Option(
+                "judge_explanation_chars",
+                integer(minimum=0, maximum=MAX_EXPLANATION_CHARS),
+                "bound the verdict's explanation to N characters in the judge's JSON schema "
+                f"(default {LOCAL_EXPLANATION_CHARS} for a llamacpp: judge, unbounded "
+                "elsewhere; 0 = unbounded)",
+                None,
+                changes_requests=True,
+            ),
+            Option(
+                "aggregate",
+                choice(*AGGREGATES),
+                "rule that joins several judges",
+                "majority",
+                scoring_only=True,
+            ),
+        ),
+    )

@@ -1,0 +1,228 @@
+"""`JudgedTask`: a whole judged task from a benchmark's items, wording and per-item score
+(the judging kit's load, predict, plan and evaluate steps put together), with its metric
+schema (`judged_metrics`) and per-item statistics for compare's paired test
+(`score_statistics`). The plugin template examples/plugin-judged/ is one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from clineval.benchmarks.base import RunContext, Task, TaskResult
+from clineval.benchmarks.declaration import MetricSchema, MetricSpec
+from clineval.benchmarks.judged import (
+    JudgedItem,
+    JudgePanel,
+    Judging,
+    ReplyBounds,
+    answer_text,
+    error_rate_failures,
+    judge_prompt_setting,
+    stored_answers,
+    stored_verdicts,
+    verdict_matrix,
+)
+from clineval.benchmarks.judged_flow import plan_judged, predict_judged
+from clineval.benchmarks.kit import read_predictions, select_samples
+from clineval.errors import InputError
+from clineval.judge.ensemble import aggregate, agreement_table, count_ties
+from clineval.judge.prompt import JudgePrompt
+from clineval.judge.verdict import VerdictRow
+from clineval.plan import CallPlan
+from clineval.report.statistics import SampleStatistic, mean_statistic
+
+
+def judged_metrics(score_help: str) -> MetricSchema:
+    """The metrics a JudgedTask reports, `score` first (the primary)."""
+    return MetricSchema(
+        (
+            MetricSpec("score", score_help),
+            MetricSpec("criteria_met_rate", "criteria met / criteria judged"),
+            MetricSpec("judge_error_rate", "verdicts that could not be obtained", False),
+            MetricSpec("n_items", "items", count=True),
+            MetricSpec("n_items_scored", "items with every verdict", headline=False, count=True),
+            MetricSpec("judge_errors", "verdicts that could not be obtained", False, False, True),
+            MetricSpec("candidate_errors", "items without an answer", False, False, True),
+        )
+    )
+
+
+def score_statistics(
+    metrics: dict[str, Any], samples: list[dict[str, Any]]
+) -> dict[str, SampleStatistic]:
+    """Per-item scores: what compare's paired bootstrap resamples."""
+    rows = [r for r in samples if isinstance(r.get("score"), int | float)]
+    if not rows:
+        return {}
+    return {"score": mean_statistic([str(r["id"]) for r in rows], [r["score"] for r in rows])}
+
+
+def _text_answer(value: Any) -> str | None:
+    return None if isinstance(value, str) else '"answer" must be a string'
+
+
+@dataclass(frozen=True)
+class JudgedData:
+    items: tuple[JudgedItem, ...]
+    judging: Judging
+
+
+class JudgedTask(Task[JudgedData]):
+    """A judged task whose headline is the mean of a per-item score (HealthBench's clipped
+    points, a pass rate ...). A subclass sets `name`, `family`, `description`, `prompt` (its
+    wording), `candidate_template` (its candidate prompt's version) and `option_group`
+    (`judge_options(...)`, or a group holding those options), and implements `items(ctx)`
+    (every item of its data; the kit applies --limit and --shard, and a `predictions:` model's
+    answers, `{"id", "answer"}` lines) and `score(item, verdicts)`.
+
+    Metrics (`judged_metrics`): `score`, the mean over the items whose every criterion has a
+    verdict (every answered item with `--judge-errors-as-unmet`, errors then not met);
+    `criteria_met_rate`; `judge_error_rate` and `judge_errors`, held to
+    `--max-judge-error-rate` for the primary figures and for each judge of a panel; counts;
+    with several judges `per_judge`, `aggregate` and `agreement`."""
+
+    prompt: ClassVar[JudgePrompt]
+    candidate_template: ClassVar[str]
+
+    def items(self, ctx: RunContext) -> Sequence[JudgedItem]:
+        raise NotImplementedError
+
+    def score(self, item: JudgedItem, verdicts: NDArray[np.float64]) -> float:
+        """One answered item's score from its verdicts (1 met, 0 not met, one per criterion
+        in the item's order; never nan here)."""
+        raise NotImplementedError
+
+    def _option(self, ctx: RunContext, name: str) -> Any:
+        assert self.option_group is not None, "a JudgedTask declares judge_options(...)"
+        return self.option_group.value(ctx.config.options, name)
+
+    def _answers(self, ctx: RunContext, items: list[JudgedItem]) -> list[JudgedItem]:
+        from clineval.models.predictions_files import predictions_file
+
+        if ctx.backend.kind != "predictions":
+            return items
+        if not ctx.config.judges:
+            raise InputError("--model predictions:... gives the answers: name the judges (--judge)")
+        path = predictions_file(ctx.model, self.name)
+        given = read_predictions(path, {i.id for i in items}, "answer", _text_answer)
+        # an item the file leaves out stays unanswered: reported, never asked of a model
+        return [replace(i, answer=given.get(i.id)) for i in items]
+
+    def load(self, ctx: RunContext) -> JudgedData:
+        items = self._answers(ctx, select_samples(ctx, list(self.items(ctx)), lambda i: i.id))
+        panel = JudgePanel.from_config(ctx.config)
+        cap = self._option(ctx, "judge_max_tokens")
+        chars = self._option(ctx, "judge_explanation_chars")
+        bounds = {
+            label: ReplyBounds.of(spec, cap, chars)
+            for label, spec in zip(panel.labels, panel.specs, strict=True)
+        }
+        judging = Judging(
+            task=self.name,
+            prompt=judge_prompt_setting(ctx.config, self.prompt),
+            candidate_template=self.candidate_template,
+            panel=panel,
+            bounds=bounds,
+            retries=self._option(ctx, "judge_retries"),
+        )
+        ctx.note(self.name, "n_items", len(items))
+        return JudgedData(tuple(items), judging)
+
+    def predict(self, ctx: RunContext, data: JudgedData) -> None:
+        ctx.note(self.name, "progress", predict_judged(ctx, data.judging, data.items))
+
+    def plan(self, ctx: RunContext, data: JudgedData, calls: CallPlan) -> None:
+        plan_judged(ctx, data.judging, data.items, calls)
+
+    def _figures(
+        self,
+        items: Sequence[JudgedItem],
+        matrix: NDArray[np.float64],
+        answered: NDArray[np.bool_],
+        unmet: bool,
+    ) -> tuple[dict[str, Any], list[float]]:
+        n_criteria = np.array([len(i.criteria) for i in items], dtype=np.int64)
+        judged = (~np.isnan(matrix)).sum(axis=1)
+        errors = int((n_criteria - judged)[answered].sum())
+        size = int(n_criteria[answered].sum())
+        scores: list[float] = []
+        for i, item in enumerate(items):
+            row = matrix[i, : len(item.criteria)]
+            if unmet:
+                row = np.nan_to_num(row, nan=0.0)
+            ok = bool(answered[i]) and not np.isnan(row).any()
+            scores.append(float(self.score(item, row)) if ok else math.nan)
+        scored = [s for s in scores if not math.isnan(s)]
+        denominator = size if unmet else size - errors
+        figures = {
+            "score": float(np.mean(scored)) if scored else None,
+            "criteria_met_rate": (
+                float(np.nansum(matrix[answered])) / denominator if denominator else None
+            ),
+            "judge_errors": errors,
+            "judge_error_rate": errors / size if size else 0.0,
+            "n_items_scored": len(scored),
+        }
+        return figures, scores
+
+    def evaluate(self, ctx: RunContext, data: JudgedData) -> TaskResult:
+        items, labels = data.items, data.judging.panel.labels
+        stored = stored_verdicts(ctx.store, self.name, labels)
+        answers = stored_answers(ctx.store, self.name)
+        width = max((len(i.criteria) for i in items), default=0)
+        matrices = {label: verdict_matrix(stored[label], items, width) for label in labels}
+        answered = np.array([answer_text(answers.get(i.id)) is not None for i in items], bool)
+        rule = self._option(ctx, "aggregate")
+        stacked = np.stack([m.ravel() for m in matrices.values()])
+        primary = aggregate(stacked, rule).reshape(len(items), width)
+        if len(labels) == 1:
+            primary = matrices[labels[0]]
+        unmet = ctx.config.judge_errors_as_unmet
+        headline, scores = self._figures(items, primary, answered, unmet)
+        metrics: dict[str, Any] = {
+            **headline,
+            "n_items": len(items),
+            "candidate_errors": int((~answered).sum()),
+            "judge_errors_as_unmet": unmet,
+            "judges": list(labels),
+            "judge_is_candidate": data.judging.panel.judge_is_candidate,
+        }
+        bounded: dict[str, dict[str, Any]] = {"": headline}
+        if len(labels) > 1:
+            per_judge = {
+                k: self._figures(items, m, answered, unmet)[0] for k, m in matrices.items()
+            }
+            agreement = agreement_table({k: m.ravel() for k, m in matrices.items()})
+            metrics.update(per_judge=per_judge, aggregate=rule, agreement=agreement)
+            metrics["aggregate_ties"] = count_ties(stacked)
+            bounded.update({f" of {k}": v for k, v in per_judge.items()})
+        samples = [self._row(item, stored, answers, scores[n]) for n, item in enumerate(items)]
+        errors = error_rate_failures(ctx.config.max_judge_error_rate, bounded)
+        if metrics["candidate_errors"]:
+            errors.append(f"{metrics['candidate_errors']} item(s) got no candidate answer")
+        return TaskResult(metrics=metrics, samples=samples, errors=errors)
+
+    def _row(
+        self, item: JudgedItem, stored: Any, answers: dict[str, Any], score: float
+    ) -> dict[str, Any]:
+        verdicts = [
+            replace(
+                VerdictRow.of(criterion.id, criterion.text, label, records.get(key)),
+                points=criterion.points,
+            ).to_row()
+            for label, records in stored.items()
+            for criterion, key in zip(item.criteria, item.verdict_keys(), strict=True)
+        ]
+        return {
+            "id": item.id,
+            "query": item.query,
+            "answer": answer_text(answers.get(item.id)),
+            "score": None if math.isnan(score) else score,
+            "verdicts": verdicts,
+        }

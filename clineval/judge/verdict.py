@@ -1,0 +1,260 @@
+"""A judged task's records: the one module that writes and reads them.
+
+A judged task keeps, in its run store, one record of kind `verdict:LABEL` per (sample,
+criterion) and judge, keyed by `verdict_key(sample_id, criterion_id)` (`VerdictRecord`), and
+one record of kind `answer` per sample, the candidate's reply (`AnswerRecord`); its sample rows
+in samples.jsonl list verdicts as `VerdictRow`s. Every other module goes through these types,
+so the stored dicts' fields are named here only.
+
+Two shapes are stored: a judge's (`VerdictRecord.judged`: how the verdict was read, the calls
+it took, the response format, token usage, the judge and the prompt version it was made under)
+and an imported one (`VerdictRecord.imported`: a verdicts file's row, with its `source`).
+`met` None is a judge_error: no verdict, never "not met".
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+ANSWER_KIND = "answer"
+VERDICT_KIND_PREFIX = "verdict:"
+
+
+def verdict_kind(judge_label: str) -> str:
+    """The store's record kind of one judge's verdicts."""
+    return VERDICT_KIND_PREFIX + judge_label
+
+
+def judge_of_kind(kind: str) -> str | None:
+    """The judge label of a verdict record kind (None for any other kind)."""
+    return kind[len(VERDICT_KIND_PREFIX) :] if kind.startswith(VERDICT_KIND_PREFIX) else None
+
+
+def verdict_key(sample_id: str, criterion_id: str) -> str:
+    """The store key of one (sample, criterion): JSON, so no separator can collide with an id."""
+    return json.dumps([sample_id, criterion_id], ensure_ascii=False)
+
+
+def _int_usage(value: Any) -> dict[str, int] | None:
+    if not isinstance(value, dict):
+        return None
+    return {str(k): v for k, v in value.items() if isinstance(v, int) and not isinstance(v, bool)}
+
+
+@dataclass(frozen=True)
+class VerdictRecord:
+    met: bool | None  # None: judge_error
+    explanation: str = ""
+    error: str | None = None
+    method: str | None = None  # how the verdict was read from the reply (judge.parse)
+    attempts: int = 0  # chat calls it took (re-asks and format fallbacks included)
+    format: str | None = None  # response_format level of the last call
+    usage: dict[str, int] | None = None
+    judge: str | None = None
+    prompt: str | None = None  # the judge prompt's version it was made under
+    source: str | None = None  # an imported record: the verdicts file it came from
+
+    @classmethod
+    def judged(
+        cls,
+        *,
+        met: bool | None,
+        explanation: str,
+        error: str | None,
+        method: str | None,
+        attempts: int,
+        format: str | None,
+        usage: dict[str, int],
+        judge: str,
+        prompt: str,
+    ) -> VerdictRecord:
+        return cls(met, explanation, error, method, attempts, format, dict(usage), judge, prompt)
+
+    @classmethod
+    def imported(
+        cls, met: bool | None, explanation: str, error: str | None, source: str
+    ) -> VerdictRecord:
+        return cls(met, explanation, error, source=source)
+
+    def to_stored(self) -> dict[str, Any]:
+        """The dict the run store holds (its field order is part of nothing but kept stable)."""
+        base: dict[str, Any] = {
+            "met": self.met,
+            "explanation": self.explanation,
+            "error": self.error,
+        }
+        if self.source is not None:
+            return {**base, "source": self.source}
+        return {
+            **base,
+            "method": self.method,
+            "attempts": self.attempts,
+            "format": self.format,
+            "usage": self.usage if self.usage is not None else {},
+            "judge": self.judge,
+            "prompt": self.prompt,
+        }
+
+    @classmethod
+    def from_stored(cls, value: Any) -> VerdictRecord | None:
+        """A stored record, or None when there is none (or it is not a verdict record)."""
+        if not isinstance(value, dict):
+            return None
+        met = value.get("met")
+        explanation = value.get("explanation", "")
+        attempts = value.get("attempts", 0)
+
+        def text(name: str) -> str | None:
+            field = value.get(name)
+            return field if isinstance(field, str) else None
+
+        return cls(
+            met=met if isinstance(met, bool) else None,
+            explanation=explanation if isinstance(explanation, str) else str(explanation),
+            error=text("error"),
+            method=text("method"),
+            attempts=attempts if isinstance(attempts, int) else 0,
+            format=text("format"),
+            usage=_int_usage(value.get("usage")),
+            judge=text("judge"),
+            prompt=text("prompt"),
+            source=text("source"),
+        )
+
+    @property
+    def value(self) -> float:
+        """1.0 met, 0.0 not met, nan no verdict (the encoding of judge.ensemble)."""
+        return math.nan if self.met is None else (1.0 if self.met else 0.0)
+
+    def usable(self, prompt_version: str) -> bool:
+        """A verdict that needs no new judge call: it has one, made under this prompt version
+        (one made under another, e.g. an edited --judge-prompt file, is made again; the
+        version is also in every call's cache key)."""
+        return self.met is not None and self.prompt == prompt_version
+
+
+def read_verdicts(records: dict[str, Any]) -> dict[str, VerdictRecord]:
+    """A judge's stored records (RunStore.records of its kind), typed; others left out."""
+    out: dict[str, VerdictRecord] = {}
+    for key, value in records.items():
+        record = VerdictRecord.from_stored(value)
+        if record is not None:
+            out[key] = record
+    return out
+
+
+@dataclass(frozen=True)
+class VerdictRow:
+    """One verdict as a samples.jsonl row shows it (a sample row's "verdicts" list): written
+    by the judged tasks' evaluate steps and read by reports and exports, here only. A row
+    written by an older clineval may say "criteria_met" for "met"; anything that is not
+    true or false reads as no verdict."""
+
+    criterion_id: str
+    criterion: str
+    met: bool | None
+    explanation: str
+    judge: str
+    error: str | None = None
+    points: float | None = None  # the criterion's weight, when the benchmark gives one
+
+    @classmethod
+    def of(
+        cls, criterion_id: str, criterion: str, judge: str, record: VerdictRecord | None
+    ) -> VerdictRow:
+        """The row of one judge's stored record (None: nothing stored)."""
+        if record is None:
+            return cls(criterion_id, criterion, None, "", judge)
+        return cls(criterion_id, criterion, record.met, record.explanation, judge, record.error)
+
+    def to_row(self) -> dict[str, Any]:
+        return {
+            "criterion_id": self.criterion_id,
+            "criterion": self.criterion,
+            **({"points": self.points} if self.points is not None else {}),
+            "met": self.met,
+            "explanation": self.explanation,
+            "judge": self.judge,
+            **({"error": self.error} if self.error else {}),
+        }
+
+    @classmethod
+    def from_row(cls, value: Any, index: int = 0) -> VerdictRow | None:
+        """A row read back (None when it is not an object); a row without a criterion id
+        gets its position."""
+        if not isinstance(value, dict):
+            return None
+        met = value.get("met", value.get("criteria_met"))
+        points = value.get("points")
+        criterion_id = value.get("criterion_id")
+
+        def text(name: str) -> str:
+            field = value.get(name)
+            return "" if field is None else str(field)
+
+        return cls(
+            criterion_id=str(index) if criterion_id is None else str(criterion_id),
+            criterion=text("criterion"),
+            met=met if isinstance(met, bool) else None,
+            explanation=text("explanation"),
+            judge=text("judge"),
+            error=text("error") or None,
+            points=float(points)
+            if isinstance(points, int | float) and not isinstance(points, bool)
+            else None,
+        )
+
+
+def read_verdict_rows(row: Any) -> list[VerdictRow]:
+    """The verdict rows of one samples.jsonl row (none when it has no list of them)."""
+    values = row.get("verdicts") if isinstance(row, dict) else None
+    if not isinstance(values, list):
+        return []
+    return [v for i, value in enumerate(values) if (v := VerdictRow.from_row(value, i)) is not None]
+
+
+@dataclass(frozen=True)
+class AnswerRecord:
+    """The candidate's answer to one sample (kind `answer`): made by a call (with its usage
+    and finish reason), failed (text None, the error), or given by a predictions file."""
+
+    model: str
+    text: str | None
+    error: str | None = None
+    called: bool = False  # made by a chat call: its usage and finish reason are kept
+    usage: dict[str, Any] | None = None  # as the reply reported it (nested details included)
+    finish_reason: str | None = None
+
+    def to_stored(self) -> dict[str, Any]:
+        base: dict[str, Any] = {"model": self.model, "text": self.text, "error": self.error}
+        if not self.called:
+            return base
+        return {**base, "usage": self.usage, "finish_reason": self.finish_reason}
+
+    @classmethod
+    def from_stored(cls, value: Any) -> AnswerRecord | None:
+        if not isinstance(value, dict):
+            return None
+        text, error, usage = value.get("text"), value.get("error"), value.get("usage")
+        finish = value.get("finish_reason")
+        return cls(
+            model=str(value.get("model")),
+            text=text if isinstance(text, str) else None,
+            error=error if isinstance(error, str) else None,
+            called="usage" in value,
+            usage=usage if isinstance(usage, dict) else None,
+            finish_reason=finish if isinstance(finish, str) else None,
+        )
+
+
+def read_answers(records: dict[str, Any]) -> dict[str, AnswerRecord]:
+    """The stored answers of a task (RunStore.records of kind `answer`), typed."""
+    out: dict[str, AnswerRecord] = {}
+    for key, value in records.items():
+        record = AnswerRecord.from_stored(value)
+        if record is not None:
+            out[key] = record
+    return out
