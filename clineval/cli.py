@@ -85,7 +85,15 @@ def _install_completion(ctx: typer.Context, param: typer.CallbackParam, value: s
 @app.callback()
 def _global(
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", help="Log lines instead of bars.")] = False,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet",
+            help="No progress (bars, progress lines, status lines): only warnings, errors and"
+            " the results. (Without it, stderr in a file gets a progress line every"
+            " $CLINEVAL_PROGRESS_INTERVAL seconds, default 20.)",
+        ),
+    ] = False,
     version: Annotated[
         bool,
         typer.Option(
@@ -117,11 +125,18 @@ def _global(
         ),
     ] = None,
 ) -> None:
-    from clineval.progress import set_quiet
+    from clineval.progress import current_stderr, interval_seconds, set_quiet
 
     _state["debug"] = debug
     set_quiet(quiet)
-    logging.basicConfig(level=logging.INFO if quiet else logging.WARNING, format="%(message)s")
+    interval_seconds()  # a bad $CLINEVAL_PROGRESS_INTERVAL: one error line before any work
+    # INFO: status lines of long waits (a batch's) are progress too, so --quiet drops them.
+    # Written to stderr as it is at each line: a terminal's bars then keep them above.
+    logging.basicConfig(
+        level=logging.WARNING if quiet else logging.INFO,
+        format="%(message)s",
+        stream=current_stderr,
+    )
 
 
 def _run_epilog() -> str:
@@ -492,13 +507,12 @@ def run(
             else:
                 print_plan(summary)
             return
-        with _results_on_failure(emit, out_dir):
+        with _on_failure(emit, out_dir, "run"):
             results = run_tasks(run_config, out_dir, wait=wait)
         if emit is not None:
             emit(_results_payload(out_dir, results, None))
             return
-        print_results(results)
-        stdout.print(f"run directory: {out_dir}")
+    print_results(results, out_dir)
 
 
 def _with_config_file(ctx: typer.Context, config: Path | None) -> dict[str, Any]:
@@ -537,6 +551,22 @@ def _json_stdout(enabled: bool) -> Iterator[Callable[[Any], None] | None]:
         yield emit
 
 
+@contextlib.contextmanager
+def _results_shown_on_failure(run_dir: Path, command: str) -> Iterator[None]:
+    """A task failed a bound after its results were written (exit 1): the end of the run is
+    printed as on success, then the error line says what failed."""
+    from clineval.run_record import read_run_files
+    from clineval.runner import TaskFailures
+
+    try:
+        yield
+    except TaskFailures:
+        with contextlib.suppress(InputError, OSError):
+            results = read_run_files(run_dir, with_samples=False).results
+            print_results(results, run_dir, command=command)
+        raise
+
+
 def _results_payload(run_dir: Path, results: dict[str, Any], error: str | None) -> dict[str, Any]:
     """The --json document of run and score: the run directory, its status and its results."""
     return {
@@ -548,19 +578,23 @@ def _results_payload(run_dir: Path, results: dict[str, Any], error: str | None) 
 
 
 @contextlib.contextmanager
-def _results_on_failure(emit: Callable[[Any], None] | None, run_dir: Path) -> Iterator[None]:
-    """A run or score whose results were written but that failed a bound (exit 1) still puts
-    those results on stdout under --json, with status "failed"."""
+def _on_failure(emit: Callable[[Any], None] | None, run_dir: Path, command: str) -> Iterator[None]:
+    """A run or score whose results were written but that failed a bound (exit 1) still shows
+    those results: under --json as the document on stdout, with status "failed" and the
+    reason; else as the end of a run is shown."""
+    if emit is None:
+        with _results_shown_on_failure(run_dir, command):
+            yield
+        return
     from clineval.runner import TaskFailures
 
     try:
         yield
     except TaskFailures as exc:
-        if emit is not None:
-            from clineval.run_record import read_manifest, read_results
+        from clineval.run_record import read_manifest, read_results
 
-            results = read_results(run_dir, read_manifest(run_dir))
-            emit(_results_payload(run_dir, results, redact(str(exc))))
+        results = read_results(run_dir, read_manifest(run_dir))
+        emit(_results_payload(run_dir, results, redact(str(exc))))
         raise
 
 
@@ -628,14 +662,15 @@ def score(
     if max_judge_error_rate is not None:
         settings["max_judge_error_rate"] = max_judge_error_rate
     options = split_option_items(option or [])
-    with _json_stdout(as_json) as emit, _results_on_failure(emit, run_dir):
-        results = score_run(
-            run_dir, data_dir=data_dir, force=force, settings=settings, options=options
-        )
-    if emit is not None:
-        emit(_results_payload(run_dir, results, None))
-    else:
-        print_results(results)
+    with _json_stdout(as_json) as emit:
+        with _on_failure(emit, run_dir, "score"):
+            results = score_run(
+                run_dir, data_dir=data_dir, force=force, settings=settings, options=options
+            )
+        if emit is not None:
+            emit(_results_payload(run_dir, results, None))
+            return
+    print_results(results, run_dir, command="score")
 
 
 @app.command(epilog="Example:\n  clineval report runs/tfidf -o tfidf.html")
@@ -732,7 +767,7 @@ def merge(
     """Join the run directories of --shard I/N runs into one result."""
     from clineval.merge import merge_runs
 
-    print_results(merge_runs(run_dirs, output_dir))
+    print_results(merge_runs(run_dirs, output_dir), output_dir, command="merge")
 
 
 def _complete_export_formats(incomplete: str) -> list[str]:

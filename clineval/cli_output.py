@@ -2,37 +2,107 @@
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from rich import box
+from rich.measure import Measurement
 from rich.table import Table
 
 from clineval.console import make_console
 
+if TYPE_CHECKING:
+    from clineval.run_summary import Summary
+    from clineval.run_summary import Table as SummaryTable
+
 stdout = make_console()
 
+_UNBOUNDED = 100_000  # columns: room enough to measure a table's natural width
 
-def _headline(metrics: dict[str, Any]) -> list[tuple[str, str]]:
-    """Top-level scalar metrics of a task, formatted for the terminal."""
-    out = []
-    for key, value in metrics.items():
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            continue
-        out.append((key, f"{value:.4f}" if isinstance(value, float) else str(value)))
+
+def _fits(table: Table) -> bool:
+    natural = Measurement.get(stdout, stdout.options.update_width(_UNBOUNDED), table)
+    return natural.maximum <= stdout.options.max_width
+
+
+def _text(cell: Any, stacked: bool) -> str:
+    if cell is None:
+        return "-"
+    if cell.interval is None:
+        return str(cell.value)
+    return f"{cell.value}{chr(10) if stacked else ' '}{cell.interval}"
+
+
+def _task_label(row: Any) -> str:
+    return f"{row.task} (fixture)" if row.fixture else row.task
+
+
+def _new_table() -> Table:
+    return Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold")
+
+
+def _by_task(table: SummaryTable, stacked: bool) -> Table:
+    """A row per task, a column per headline metric."""
+    out = _new_table()
+    out.add_column("task", no_wrap=True)
+    for key in table.columns:
+        out.add_column(key, justify="right", no_wrap=True)
+    for row in table.rows:
+        out.add_row(
+            _task_label(row), *(_text(row.cells.get(key), stacked) for key in table.columns)
+        )
     return out
 
 
-def print_results(results: dict[str, Any]) -> None:
-    for task, metrics in results.items():
-        table = Table(title=task, show_header=True)
-        table.add_column("metric")
-        table.add_column("value", justify="right")
-        for key, value in _headline(metrics):
-            table.add_row(key, value)
-        stdout.print(table)
-        if metrics.get("fixture") is True:
-            # Fixture/synthetic data must be named as such wherever its numbers appear.
-            note = str(metrics.get("data_note") or "fixture data: not a benchmark result")
-            stdout.print(f"{task}: {note}", style="bold yellow", markup=False)
+def _by_metric(table: SummaryTable) -> Table:
+    """A row per headline metric, a column per task: for many metrics on a narrow console."""
+    out = _new_table()
+    out.add_column("metric", no_wrap=True)
+    for row in table.rows:
+        out.add_column(_task_label(row), justify="right", no_wrap=True)
+    for key in table.columns:
+        out.add_row(key, *(_text(row.cells.get(key), True) for row in table.rows))
+    return out
+
+
+def _fitted(table: SummaryTable) -> Table:
+    """The first layout that fits the console: value and interval side by side, then the
+    interval under its value, then the metrics as rows."""
+    for layout in (_by_task(table, False), _by_task(table, True)):
+        if _fits(layout):
+            return layout
+    return _by_metric(table)
+
+
+def print_summary(summary: Summary) -> None:
+    """The end of a run: its tables, the notes beside them, the run directory, what next."""
+    for table in summary.tables:
+        stdout.print(_fitted(table))
+    if summary.tables:
+        stdout.print(
+            "[95% interval]: the task's own, or a bootstrap over its samples (as the report)",
+            style="dim",
+            markup=False,
+        )
+    for note in summary.notes:
+        stdout.print(note, style="bold yellow", markup=False, soft_wrap=True)
+    if summary.run_dir is not None:
+        stdout.print(f"run directory: {summary.run_dir}", markup=False, soft_wrap=True)
+    if summary.next_commands:
+        stdout.print("next:", markup=False)
+        for command in summary.next_commands:
+            stdout.print(f"  {command}", markup=False, soft_wrap=True, highlight=False)
+
+
+def print_results(
+    results: dict[str, Any], run_dir: Path | None = None, *, command: str = "run"
+) -> None:
+    """The results of a run (`run`, `score`, `merge`): one compact table per benchmark family
+    with the headline metrics and their intervals; with `run_dir`, the intervals the tasks did
+    not store (from its samples), the run directory and the next commands."""
+    from clineval.run_summary import summarize
+
+    print_summary(summarize(results, run_dir, command=command))
 
 
 def _money(value: float | None) -> str:

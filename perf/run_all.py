@@ -16,6 +16,7 @@ BENCHMARKS = (
     "perf.bench_tcm_metrics",
     "perf.bench_tcm_run",
     "perf.bench_report",
+    "perf.bench_run_summary",
     "perf.bench_judge_throughput",
     "perf.bench_clinconsensus_flow",
     "perf.bench_retry_overhead",

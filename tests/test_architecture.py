@@ -40,7 +40,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # 5 what knows every benchmark through the registry
     ("clineval.benchmarks.registry", "clineval.report", "clineval.export",
      "clineval.skills_install", "clineval.run_checks", "clineval.run_inputs",
-     "clineval.run_result", "clineval.comparison", "clineval.judge_agreement"),
+     "clineval.run_result", "clineval.comparison", "clineval.judge_agreement",
+     "clineval.run_summary"),
     # 6 running
     ("clineval.runner", "clineval.merge"),
     # 7 front ends

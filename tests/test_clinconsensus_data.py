@@ -287,10 +287,17 @@ def test_judge_errors_name_the_flag_and_score_recounts_them_without_a_model(
     stays refused by `score`, naming the option."""
     code, res, out = _run(tmp_path, _verdict_rows([30, 7, 6, 10], errors={0: 1, 1: 1, 2: 1, 3: 1}))
     assert code == 1 and res["cacs@7"] is None and res["n_cases_scored"] == 0
-    err = capsys.readouterr().err
+    captured = capsys.readouterr()
+    err = captured.err
+    # the failed bound ends the run as a success does: the table first, then the error line
+    assert re.search(r"^clinconsensus \(fixture\)\s+0\.\d{4}", captured.out, re.M)
+    assert f"run directory: {out}" in captured.out
     assert f"clineval score {out} --judge-errors-as-unmet" in err
     assert res["judge_errors_hint"].startswith("4 of 4 case(s) hold a judge error")
     assert "clineval score RUN_DIR --judge-errors-as-unmet" in res["judge_errors_hint"]
+    # a verdicts file has no judge: no call to retry, the file is what can fill the gaps
+    assert "retry the failed judge calls" not in err + res["judge_errors_hint"]
+    assert "missing verdicts in the verdicts file" in res["judge_errors_hint"]
 
     argv = ["score", str(out), "--judge-errors-as-unmet", "--max-judge-error-rate", "0.5"]
     assert main([*argv, "--option", "clinconsensus.k=3"]) == 0

@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import io
 import random
 
 import pytest
+from rich.console import Console
 
 from clineval.benchmarks.ner.bio import word_offsets
-from clineval.benchmarks.ner.crf import CrfConfig, document_features, open_tagger, train_crf
-from clineval.benchmarks.ner.crf_jobs import CrfJob, run_job, train_many
+from clineval.benchmarks.ner.crf import (
+    FEATURES,
+    FEATURES_CRFSUITE,
+    LBFGS,
+    CrfConfig,
+    document_features,
+    open_tagger,
+    train_crf,
+)
+from clineval.benchmarks.ner.crf_jobs import READING, CrfJob, run_job, train_many
 from clineval.benchmarks.ner.records import NerDocument, Span
 
 
@@ -78,9 +88,15 @@ def _fixture_documents(n: int, seed: int) -> list[NerDocument]:
 
 def test_training_on_fixture_documents_learns_the_entities() -> None:
     train = _fixture_documents(30, seed=1)
-    ticks: list[int] = []
-    model = train_crf(train, CrfConfig(max_iterations=30), on_iteration=lambda: ticks.append(1))
-    assert len(ticks) >= 1 and len(ticks) <= 30  # one tick per L-BFGS iteration
+    reports: list[tuple[str, int, int | None]] = []
+    model = train_crf(train, CrfConfig(max_iterations=30), lambda *r: reports.append(r))
+    parts = [part for part, _, _ in reports]
+    # every part of the training is named, in order: features, crfsuite's features, L-BFGS
+    assert list(dict.fromkeys(parts)) == [FEATURES, FEATURES_CRFSUITE, LBFGS]
+    assert (FEATURES, 30, 30) in reports and (FEATURES_CRFSUITE, 100, 100) in reports
+    iterations = [done for part, done, _ in reports if part == LBFGS]
+    assert iterations[0] == 0 and 1 <= iterations[-1] <= 30  # one report per iteration
+    assert iterations == list(range(len(iterations)))
     assert model[:4] == b"lCRF"  # a crfsuite model file, not a pickle
     test = _fixture_documents(5, seed=2)
     with open_tagger(model) as tagger:
@@ -108,12 +124,53 @@ def test_parallel_training_equals_in_process_training(
         CrfJob("ncbi", str(root), ("dev",), config),
         CrfJob("biored", str(root), ("dev",), config),
     ]
-    ticks: list[int] = []
-    results = {r.job.dataset: r for r in train_many(jobs, 2, lambda: ticks.append(1))}
+    events: list[tuple[str, str, int, int | None]] = []
+    results = {r.job.dataset: r for r in train_many(jobs, 2, events.append)}
     assert set(results) == {"ncbi", "biored"}
-    assert len(ticks) == 6  # every worker iteration reached the parent's progress bar
+    # every worker iteration reached the parent's progress display
+    assert sum(part == LBFGS and done > 0 for _, part, done, _ in events) == 6
+    assert {(d, p) for d, p, done, total in events if done == total} >= {
+        (d, p) for d in ("ncbi", "biored") for p in (READING, FEATURES, FEATURES_CRFSUITE)
+    }
     for job in jobs:
         alone = run_job(job)
         assert alone.model == results[job.dataset].model
         assert alone.documents == results[job.dataset].documents == 100
         assert alone.meta()["config"]["max_iterations"] == 3
+
+
+def test_the_crf_display_names_each_part(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A training once sat at "0/240" for a minute with nothing saying what it did: each
+    corpus' row names its part, on a terminal (bars) and in a log (a line per part)."""
+    from clineval import progress
+    from clineval.benchmarks.ner.task import _CrfDisplay
+
+    monkeypatch.setattr(progress, "_quiet", False)  # an in-process `--quiet` run may precede
+    events = [
+        ("ncbi", READING, 0, 1),
+        ("ncbi", READING, 1, 1),
+        ("ncbi", FEATURES, 0, 593),
+        ("ncbi", FEATURES, 593, 593),
+        ("ncbi", FEATURES_CRFSUITE, 100, 100),
+        *[("ncbi", LBFGS, i, 60) for i in range(61)],
+    ]
+    screen = io.StringIO()
+    terminal = Console(file=screen, force_terminal=True, width=120)
+    with monkeypatch.context() as patched:
+        patched.setattr(progress, "console", terminal)
+        with _CrfDisplay() as display:
+            for event in events:
+                display.on_event(event)
+            display.finished("ncbi")
+    assert "ner:ncbi CRF training (L-BFGS)" in screen.getvalue()
+    assert "60/60" in screen.getvalue()
+
+    with _CrfDisplay() as display:  # stderr captured: a log's lines
+        for event in events[:4]:
+            display.on_event(event)
+    lines = [line[9:] for line in capsys.readouterr().err.splitlines()]
+    assert lines[0] == "ner:ncbi CRF reading the training split: started (1 splits)"
+    assert lines[2] == "ner:ncbi CRF feature generation: started (593 documents)"
+    assert lines[-1].startswith("ner:ncbi CRF feature generation: stopped at 593/593 documents")

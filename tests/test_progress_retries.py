@@ -42,7 +42,7 @@ def test_progress_reads_retries_from_the_call_counters() -> None:
         tp.count("retries")  # a second count of the same thing is refused
 
 
-def test_quiet_log_and_manifest_show_the_same_retries(tmp_path: Path, stub: StubServer) -> None:
+def test_the_log_and_manifest_show_the_same_retries(tmp_path: Path, stub: StubServer) -> None:
     stub.reset()
     stub.script([{"do": "status", "status": 503}] * FAILURES)
     out = tmp_path / "run"
@@ -50,7 +50,6 @@ def test_quiet_log_and_manifest_show_the_same_retries(tmp_path: Path, stub: Stub
         sys.executable,
         "-m",
         "clineval",
-        "--quiet",
         "run",
         "clinconsensus",
         "--model",
@@ -78,7 +77,9 @@ def test_quiet_log_and_manifest_show_the_same_retries(tmp_path: Path, stub: Stub
     assert stub.stats()["by_behaviour"] == {"status": FAILURES, "ok": 3}  # 1 answer, 2 verdicts
     manifest = json.loads((out / "manifest.json").read_text("utf-8"))
     assert manifest["llm_calls"]["totals"]["retries"] == FAILURES
-    summaries = re.findall(r"^clinconsensus: 3/3 .*$", done.stderr, flags=re.MULTILINE)
+    summaries = re.findall(
+        r"^\d\d:\d\d:\d\d clinconsensus: done at 3/3 .*$", done.stderr, flags=re.MULTILINE
+    )
     assert len(summaries) == 1, done.stderr
     assert f"retries {FAILURES} " in summaries[0]
     assert manifest["tasks"]["clinconsensus"]["progress"]["retries"] == FAILURES

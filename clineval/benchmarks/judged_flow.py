@@ -297,7 +297,9 @@ async def _predict(
             judges[label] = await stack.enter_async_context(
                 open_chat_model(spec, ctx.runtime, "judge")
             )
-        with task_progress(judging.task, total, ctx.runtime.calls) as progress:
+        # judge errors show from the start when there are judges (a run without one has none)
+        counters = ("judge_errors",) if judges else ()
+        with task_progress(judging.task, total, ctx.runtime.calls, counters=counters) as progress:
             flow = _Flow(ctx, judging, len(items), candidate, judges, progress)
             try:
                 await asyncio.gather(*(flow.item(item) for item in items))

@@ -82,7 +82,7 @@ def fetch(
     out = []
     try:
         for file in (
-            track(wanted, total=len(wanted), description=f"fetch {source.name}") if wanted else ()
+            track(wanted, len(wanted), f"fetch {source.name}", unit="files") if wanted else ()
         ):
             entry = manifest_entry(file.relative)
             if entry is None or entry.sha256 is None:

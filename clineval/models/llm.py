@@ -61,6 +61,7 @@ from clineval.models.llm_base import ChatModel
 from clineval.models.options import LLM_OPTIONS
 from clineval.models.server_capacity import warn_unservable_concurrency
 from clineval.models.spec import ModelSpec
+from clineval.progress import step
 from clineval.retry import RetryPolicy, parse_retry_after
 from clineval.secrets import env_credential, register_url
 
@@ -119,7 +120,9 @@ async def _shared_hf_generator(state: RunCallState, path: str) -> AsyncIterator[
     key = f"hf:{Path(path).resolve()}"
     entry = state.resources.get(key)
     if entry is None:
-        generator = await asyncio.to_thread(HFGenerator, Path(path))
+        with step(f"hf:{Path(path).name}: loading the model", 1, unit="model") as loading:
+            generator = await asyncio.to_thread(HFGenerator, Path(path))
+            loading.advance()
         entry = state.resources.setdefault(key, {"generator": generator, "users": 0})
         if entry["generator"] is not generator:  # another role loaded it meanwhile
             generator.close()
@@ -146,7 +149,13 @@ async def _shared_llamacpp(
         entry = state.resources.setdefault(key, {"server": server, "users": 0})
     entry["users"] += 1
     try:
-        base_url = await asyncio.to_thread(entry["server"].start)
+        if not entry.setdefault("started", False):  # the first user loads it, shown as a step
+            entry["started"] = True
+            with step(f"llamacpp:{path.name}: loading the model", 1, unit="model") as loading:
+                base_url = await asyncio.to_thread(entry["server"].start)
+                loading.advance()
+        else:
+            base_url = await asyncio.to_thread(entry["server"].start)
         yield base_url
     finally:
         entry["users"] -= 1

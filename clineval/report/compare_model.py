@@ -261,7 +261,7 @@ def build_comparison(
         for i, j in itertools.combinations(range(len(runs)), 2)
         if (i, task) in stats and (j, task) in stats
     ]
-    for task, key, i, j in track(jobs, total=len(jobs), description="paired bootstrap"):
+    for task, key, i, j in track(jobs, len(jobs), "paired bootstrap", unit="tests"):
         sa, sb = stats[(i, task)].get(key), stats[(j, task)].get(key)
         if sa is None or sb is None:
             continue  # e.g. invalid_rate, or a run without samples.jsonl

@@ -122,7 +122,7 @@ def build_sections(
     sections = []
     seed = int(run.manifest.get("seed") or 0)
     tasks = list(run.results)
-    for task in track(tasks, total=len(tasks), description="report sections"):
+    for task in track(tasks, len(tasks), "report sections", unit="tasks"):
         bench = benchmark_of(task)
         notes = run.manifest.get("tasks", {}).get(task) or {}
         if bench is not None and bench.report_section is not None:

@@ -205,10 +205,13 @@ def evaluate(ctx: RunContext, data: Data) -> TaskResult:
     # The bound holds for the primary figures AND for each judge of a panel.
     bounded = {"": headline, **{f" of {k}": v for k, v in metrics.get("per_judge", {}).items()}}
     errors += error_rate_failures(config.max_judge_error_rate, bounded)
-    hint = judge_errors_hint(str(ctx.output_dir), headline, len(kept), unmet)
+    by_judge = not from_file  # a verdicts file has no judge whose failed calls a rerun retries
+    hint = judge_errors_hint(str(ctx.output_dir), headline, len(kept), unmet, by_judge)
     if hint is not None:
         # results.json names no directory (a run directory may be copied or moved): RUN_DIR
-        metrics["judge_errors_hint"] = judge_errors_hint("RUN_DIR", headline, len(kept), unmet)
+        metrics["judge_errors_hint"] = judge_errors_hint(
+            "RUN_DIR", headline, len(kept), unmet, by_judge
+        )
         if errors:
             errors.append(hint)
         else:  # under the bound the run succeeds, but the empty figures still need a reason
@@ -217,18 +220,25 @@ def evaluate(ctx: RunContext, data: Data) -> TaskResult:
 
 
 def judge_errors_hint(
-    run_dir: str, headline: dict[str, Any], n_answered: int, unmet: bool
+    run_dir: str, headline: dict[str, Any], n_answered: int, unmet: bool, judged: bool = True
 ) -> str | None:
     """What to do when judge errors left cases out of CACS@k (None when none were), naming
-    the re-score that counts them as not met: a user reading an empty CACS@7 needs the flag."""
+    the re-score that counts them as not met: a user reading an empty CACS@7 needs the flag.
+    `judged`: the verdicts came from judge calls (a rerun retries the failed ones), not from
+    a verdicts file (whose missing verdicts only the file can supply)."""
     left_out = n_answered - int(headline["n_cases_scored"])
     if unmet or not headline["judge_errors"] or left_out <= 0:
         return None
+    other_way = (
+        "or rerun the same command to retry the failed judge calls"
+        if judged
+        else "or give the missing verdicts in the verdicts file and rerun"
+    )
     return (
         f"{left_out} of {n_answered} case(s) hold a judge error and are left out of CACS@k "
         f"(scored: {headline['n_cases_scored']}); to count judge errors as not met (the "
         f"official script's rule) re-score without a model: clineval score {run_dir} "
-        "--judge-errors-as-unmet (or rerun the same command to retry the failed judge calls)"
+        f"--judge-errors-as-unmet ({other_way})"
     )
 
 

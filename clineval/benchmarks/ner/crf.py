@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -135,32 +136,48 @@ def training_sequences(
         yield document_features(doc.text, tokens), spans_to_bio(doc.entities, tokens)
 
 
-def _trainer_class(on_iteration: Callable[[], None] | None) -> type[pycrfsuite.Trainer]:
-    """A crfsuite trainer that reports each L-BFGS iteration (for a progress bar), silently."""
+# The named parts of a training, as its progress reports them: (part, done, total).
+FEATURES = "feature generation"
+FEATURES_CRFSUITE = "feature generation (crfsuite)"
+LBFGS = "training (L-BFGS)"
+PART_UNITS = {FEATURES: "documents", FEATURES_CRFSUITE: "%", LBFGS: "iterations"}
+Report = Callable[[str, int, int | None], None]
+# Feature generation reports every this many documents (each report may cross processes).
+_REPORT_EVERY = 20
+
+
+def _trainer_class(report: Report | None, max_iterations: int) -> type[pycrfsuite.Trainer]:
+    """A crfsuite trainer that reports its feature generation and each L-BFGS iteration (for
+    the progress display), silently."""
 
     class _Trainer(pycrfsuite.Trainer):  # type: ignore[misc]
         def __init__(self, *args: Any, **kwargs: Any) -> None:
-            # crfsuite only parses its log (and so calls on_iteration) when verbose; the
-            # hooks below keep it quiet. sklearn-crfsuite's own verbose flag stays off (it
-            # would add a tqdm bar).
+            # crfsuite only parses its log (and so calls the hooks) when verbose; the hooks
+            # below keep it quiet. sklearn-crfsuite's own verbose flag stays off (it would
+            # add a tqdm bar).
             kwargs["verbose"] = True
             super().__init__(*args, **kwargs)
+            self._iterations = 0
 
         def on_iteration(self, log: object, info: object) -> None:
-            if on_iteration is not None:
-                on_iteration()
+            self._iterations += 1
+            if report is not None:
+                report(LBFGS, self._iterations, max_iterations)
 
         def on_start(self, log: object) -> None:
-            return None
+            if report is not None:
+                report(FEATURES_CRFSUITE, 0, 100)
 
         def on_featgen_progress(self, log: object, percent: object) -> None:
-            return None
+            if report is not None and isinstance(percent, int):
+                report(FEATURES_CRFSUITE, max(0, min(percent, 100)), 100)
 
         def on_featgen_end(self, log: object) -> None:
             return None
 
         def on_prepared(self, log: object) -> None:
-            return None
+            if report is not None:
+                report(LBFGS, 0, max_iterations)
 
         def on_optimization_end(self, log: object) -> None:
             return None
@@ -172,11 +189,11 @@ def _trainer_class(on_iteration: Callable[[], None] | None) -> type[pycrfsuite.T
 
 
 def train_crf(
-    documents: Sequence[NerDocument],
-    config: CrfConfig,
-    on_iteration: Callable[[], None] | None = None,
+    documents: Sequence[NerDocument], config: CrfConfig, report: Report | None = None
 ) -> bytes:
-    """Train on the documents and return the crfsuite model file's bytes."""
+    """Train on the documents and return the crfsuite model file's bytes; `report` hears each
+    part of the training: (FEATURES, documents done, documents), then crfsuite's own feature
+    generation in percent, then (LBFGS, iteration, max_iterations)."""
     with tempfile.TemporaryDirectory(prefix="clineval-crf-") as tmp:
         path = os.path.join(tmp, "model.crfsuite")
         crf = sklearn_crfsuite.CRF(
@@ -186,14 +203,28 @@ def train_crf(
             max_iterations=config.max_iterations,
             all_possible_transitions=True,
             model_filename=path,
-            trainer_cls=_trainer_class(on_iteration),
+            trainer_cls=_trainer_class(report, config.max_iterations),
         )
-        xs: list[list[Features]] = []
-        ys: list[list[str]] = []
-        for x, y in training_sequences(documents):
-            xs.append(x)
-            ys.append(y)
-        crf.fit(xs, ys)
+        # Each document's features go to crfsuite as they are made (sklearn-crfsuite's fit
+        # zips X with y and appends pair by pair): the features of a corpus are never all held
+        # at once, and the progress counts the documents crfsuite has taken in.
+        labels: deque[list[str]] = deque()
+        n = len(documents)
+
+        def features() -> Iterator[list[Features]]:
+            if report is not None:
+                report(FEATURES, 0, n)
+            for i, (x, y) in enumerate(training_sequences(documents), 1):
+                labels.append(y)
+                yield x
+                if report is not None and (i % _REPORT_EVERY == 0 or i == n):
+                    report(FEATURES, i, n)
+
+        def tags() -> Iterator[list[str]]:
+            while labels:  # zip asks features() first: the pair's labels are waiting here
+                yield labels.popleft()
+
+        crf.fit(features(), tags())
         with open(path, "rb") as fh:
             return fh.read()
 

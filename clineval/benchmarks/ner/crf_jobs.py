@@ -4,8 +4,9 @@ crfsuite trains on one core. A run of the four NER tasks needs four models, and 
 would otherwise train its model while the second core idles, then the next, and so on. Here the
 missing models are trained up front in a small process pool (largest corpus first, so the
 two workers finish close together); each worker loads its own training split, so parsing
-parallelizes too. The workers report each L-BFGS iteration through a queue, which drives one
-progress bar in the parent. The parent alone writes to the run store.
+parallelizes too. The workers report each part of a training (reading, feature generation,
+each L-BFGS iteration) through a queue as `Event`s, which drive the progress display in the
+parent. The parent alone writes to the run store.
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clineval.benchmarks.ner.crf import CrfConfig, train_crf
+
+READING = "reading the training split"
+# (dataset, part, done, total): one report of a training's progress, from any process
+Event = tuple[str, str, int, "int | None"]
 
 
 @dataclass(frozen=True)
@@ -49,19 +54,25 @@ class TrainedCrf:
         }
 
 
-def run_job(job: CrfJob, ticks: Any | None = None) -> TrainedCrf:
-    """Load the job's training splits and train (in whatever process calls it)."""
+def run_job(job: CrfJob, events: Any | None = None) -> TrainedCrf:
+    """Load the job's training splits and train (in whatever process calls it); each part's
+    progress goes to `events.put(Event)` when given."""
     from clineval.benchmarks.ner.corpora import load_ner_split
+
+    def report(part: str, done: int, total: int | None) -> None:
+        if events is not None:
+            events.put((job.dataset, part, done, total))
 
     started = time.time()
     documents = []
     files: list[dict[str, Any]] = []
-    for split in job.splits:
+    for i, split in enumerate(job.splits):
+        report(READING, i, len(job.splits))
         prepared = load_ner_split(job.dataset, split, job.data_root)
         documents.extend(prepared.documents)
         files.extend(prepared.notes.get("files", []))
-    on_iteration = None if ticks is None else (lambda: ticks.put(1))
-    model = train_crf(documents, job.config, on_iteration=on_iteration)
+    report(READING, len(job.splits), len(job.splits))
+    model = train_crf(documents, job.config, report if events is not None else None)
     return TrainedCrf(job, model, len(documents), round(time.time() - started, 2), files)
 
 
@@ -70,12 +81,13 @@ def default_workers() -> int:
 
 
 def train_many(
-    jobs: Sequence[CrfJob], workers: int, on_iteration: Callable[[], None]
+    jobs: Sequence[CrfJob], workers: int, on_event: Callable[[Event], None]
 ) -> Iterator[TrainedCrf]:
-    """Train every job; yield each result as soon as it is ready (in completion order)."""
+    """Train every job; yield each result as soon as it is ready (in completion order). Every
+    `Event` of every job reaches `on_event`, in this process, before its job's result."""
     if workers <= 1 or len(jobs) <= 1:
         for job in jobs:
-            yield _in_process(job, on_iteration)
+            yield _in_process(job, on_event)
         return
     # spawn, not fork: the parent holds threads (progress display) and an open SQLite file.
     context = multiprocessing.get_context("spawn")
@@ -83,34 +95,34 @@ def train_many(
         manager = context.Manager()
     except OSError:  # no way to start helper processes here (sandbox, no /dev/shm): one by one
         for job in jobs:
-            yield _in_process(job, on_iteration)
+            yield _in_process(job, on_event)
         return
     with (
         manager,
         ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=context) as pool,
     ):
-        ticks = manager.Queue()
-        pending: set[Future[TrainedCrf]] = {pool.submit(run_job, job, ticks) for job in jobs}
+        events = manager.Queue()
+        pending: set[Future[TrainedCrf]] = {pool.submit(run_job, job, events) for job in jobs}
         while pending:
             done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
-            _drain(ticks, on_iteration)
+            _drain(events, on_event)
             for future in done:
                 yield future.result()
-        _drain(ticks, on_iteration)
+        _drain(events, on_event)
 
 
-def _in_process(job: CrfJob, on_iteration: Callable[[], None]) -> TrainedCrf:
-    class _Ticks:
-        def put(self, _: int) -> None:
-            on_iteration()
+def _in_process(job: CrfJob, on_event: Callable[[Event], None]) -> TrainedCrf:
+    class _Events:
+        def put(self, event: Event) -> None:
+            on_event(event)
 
-    return run_job(job, _Ticks())
+    return run_job(job, _Events())
 
 
-def _drain(ticks: Any, on_iteration: Callable[[], None]) -> None:
+def _drain(events: Any, on_event: Callable[[Event], None]) -> None:
     while True:
         try:
-            ticks.get_nowait()
+            event = events.get_nowait()
         except queue.Empty:
             return
-        on_iteration()
+        on_event(event)

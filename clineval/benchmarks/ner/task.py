@@ -37,7 +37,7 @@ from clineval.benchmarks.ner.records import DATASET_TYPES, NerDocument, Prepared
 from clineval.errors import InputError
 from clineval.models.backends import ModelKind
 from clineval.plan import CallPlan
-from clineval.progress import make_progress
+from clineval.progress import Step, step
 
 PREDICTION = PREDICTION_KIND  # store record kind
 TEST_SPLIT = "test"
@@ -66,11 +66,12 @@ def _model_tokenizer(ctx: RunContext) -> bool:
 
 
 @contextmanager
-def _bar(description: str, total: int | None) -> Iterator[Callable[[], None]]:
-    """A plain progress bar (items, not model calls); quiet under --quiet."""
-    with make_progress() as progress:
-        task_id = progress.add_task(description, total=total, status="")
-        yield lambda: progress.advance(task_id)
+def _bar(
+    description: str, total: int | None, unit: str = "documents"
+) -> Iterator[Callable[[], None]]:
+    """The progress of a step (no model calls): over documents, or loading a model."""
+    with step(description, total, unit=unit) as current:
+        yield current.advance
 
 
 def verify_files(root: Path, dataset: str, splits: Iterable[str]) -> None:
@@ -246,7 +247,10 @@ class NerTask(Task[NerData]):
 
         if not todo:
             return
-        tagger = HfTagger.load(ctx.model.name, self.types, ctx.config.options.get(LABEL_MAP_OPTION))
+        with _bar(f"{self.name} {ctx.model.label}: loading the model", 1, "model") as loaded:
+            label_map = ctx.config.options.get(LABEL_MAP_OPTION)
+            tagger = HfTagger.load(ctx.model.name, self.types, label_map)
+            loaded()
         ctx.note(self.name, "hf_label_map", tagger.label_map_note())
         keep_tokens = _model_tokenizer(ctx)
         batch: list[tuple[str, dict[str, Any]]] = []
@@ -268,7 +272,9 @@ class NerTask(Task[NerData]):
 
         if not todo:
             return
-        tagger = load_span_tagger(ctx, self.name, self.types)
+        with _bar(f"{self.name} {ctx.model.label}: loading the model", 1, "model") as loaded:
+            tagger = load_span_tagger(ctx, self.name, self.types)
+            loaded()
         with _bar(f"{self.name} GLiNER predict", len(todo)) as advance:
             predict_span_tagger(tagger, todo, lambda rows: self._put(ctx, rows), advance)
 
@@ -365,10 +371,15 @@ def _train_missing_crfs(ctx: RunContext, dataset: str) -> None:
     jobs = [CrfJob(d, str(ctx.data_root), TRAIN_SPLITS, config) for d in missing]
     chosen = NER_OPTIONS.value(ctx.config.options, "crf_workers")
     workers = default_workers() if chosen is None else int(chosen)
-    total = config.max_iterations * len(jobs)
-    label = f"CRF training ({', '.join(missing)}; L-BFGS iterations)"
-    with _bar(label, total) as advance:
-        for trained in train_many(jobs, workers, advance):
+    # One step over the models (it starts before the worker processes, whose start-up took
+    # half a minute on a busy machine), and a row per model with its named parts.
+    with (
+        step(f"CRF training ({', '.join(missing)})", len(jobs), unit="models") as overall,
+        _CrfDisplay() as display,
+    ):
+        for trained in train_many(jobs, workers, display.on_event):
+            display.finished(trained.job.dataset)
+            overall.advance()
             name = f"ner:{trained.job.dataset}"
             ctx.store.put_artifact(
                 config.artifact_name(trained.job.dataset, TRAIN_SPLITS),
@@ -379,3 +390,38 @@ def _train_missing_crfs(ctx: RunContext, dataset: str) -> None:
             ctx.note(name, "crf_train_seconds", trained.seconds)
             ctx.note(name, "crf_train_documents", trained.documents)
             ctx.note(name, "crf_train_workers", min(max(workers, 1), len(jobs)))
+
+
+class _CrfDisplay:
+    """One progress row per CRF being trained, its part named (reading, feature generation,
+    L-BFGS): a training that sat at 0 iterations for a minute said nothing of its features."""
+
+    def __init__(self) -> None:
+        self._steps: dict[str, Step] = {}
+
+    def __enter__(self) -> _CrfDisplay:
+        return self
+
+    def on_event(self, event: tuple[str, str, int, int | None]) -> None:
+        from clineval.benchmarks.ner.crf import PART_UNITS
+
+        dataset, part, done, total = event
+        description = f"ner:{dataset} CRF {part}"
+        unit = PART_UNITS.get(part, "splits")
+        current = self._steps.get(dataset)
+        if current is None:
+            current = self._steps[dataset] = Step(description, total, unit=unit)
+            current.open()
+        elif current.description != description:
+            current.phase(description, total, unit)
+        if done > current.done:
+            current.advance(done - current.done)
+
+    def finished(self, dataset: str) -> None:
+        current = self._steps.pop(dataset, None)
+        if current is not None:
+            current.close("done")
+
+    def __exit__(self, *exc: object) -> None:
+        for dataset in list(self._steps):
+            self._steps.pop(dataset).close("stopped")

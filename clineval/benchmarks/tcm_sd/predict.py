@@ -27,7 +27,7 @@ from clineval.benchmarks.tcm_sd.samples import (
 from clineval.data.checksums import sha256_file
 from clineval.errors import InputError
 from clineval.models.backends import ModelKind
-from clineval.progress import task_progress, track
+from clineval.progress import step, track
 from clineval.store import stable_hash
 
 BATCH = 512
@@ -49,7 +49,7 @@ def predict_in_batches(
 ) -> None:
     """Run `predict` over `todo` batch by batch, storing each batch as soon as it is done."""
     chunks = list(_batches(todo, batch))
-    for chunk in track(chunks, total=len(chunks), description=f"{description} (batches)"):
+    for chunk in track(chunks, len(chunks), f"{description} predict", unit="batches"):
         preds = predict([r for _, r in chunk])
         ctx.store.put_records(
             TASK, KIND, ((k, {"pred": p}) for (k, _), p in zip(chunk, preds, strict=True))
@@ -72,9 +72,9 @@ def _predict_tfidf(ctx: RunContext, data: TcmData, todo: Todo) -> None:
         ctx.note(TASK, "tfidf_model", {"artifact": name, "trained_now": False})
     else:
         texts = [record_text(r, fields) for r in data.train]
-        with task_progress(f"tcm-sd tfidf training on {len(texts):,} records", 1) as progress:
+        with step(f"tcm-sd tf-idf training on {len(texts):,} records", 1, unit="model") as done:
             model = TfidfBaseline().fit(texts, [str(r.label) for r in data.train])
-            progress.advance()
+            done.advance()
         ctx.store.put_artifact(name, model.to_bytes(), {"n_train": len(texts), "fields": fields})
         ctx.note(TASK, "tfidf_model", {"artifact": name, "trained_now": True})
     predict_in_batches(
@@ -131,7 +131,9 @@ def _predict_hf(ctx: RunContext, data: TcmData, todo: Todo) -> None:
 
     batch: int = option(ctx, "batch")
     max_length: int = option(ctx, "max_length")
-    model = HFSyndromeClassifier(Path(ctx.model.name), data.labels, max_length=max_length)
+    with step(f"tcm-sd {ctx.model.label}: loading the model", 1, unit="model") as loading:
+        model = HFSyndromeClassifier(Path(ctx.model.name), data.labels, max_length=max_length)
+        loading.advance()
     ctx.note(TASK, "hf_model", model.describe())
     predict_in_batches(ctx, todo, model.predict, "tcm-sd hf", batch=batch)
 

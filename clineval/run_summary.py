@@ -1,0 +1,141 @@
+"""The end of a run as data: each task's headline metrics with their 95% intervals, the notes
+a reader must see beside them, and the commands that come next.
+
+The columns are what each benchmark declares as headline metrics (`MetricSchema`), grouped by
+benchmark family (tasks of one family share their columns). An interval is the one the task
+stored; for a metric stored without one, the seeded bootstrap over the run's samples that the
+report and `clineval compare` compute (same statistics, same seed: the console, the report
+and compare show the same interval). `clineval run`, `score` and `merge` end with it
+(clineval.cli_output renders it).
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from clineval.benchmarks.registry import benchmark_of, metric_schema
+from clineval.report.rundata import RunData
+from clineval.report.sections_common import NOTE_KEYS, Metric, fill_intervals, headline
+from clineval.run_record import read_run_files
+from clineval.rundir import MANIFEST, SAMPLES
+
+
+@dataclass(frozen=True)
+class Cell:
+    value: str  # formatted as the report formats it
+    interval: str | None  # "[low, high]", formatted like the value
+    computed: bool = False  # the interval is the bootstrap over samples, not stored by the task
+
+
+@dataclass
+class Row:
+    task: str
+    cells: dict[str, Cell]
+    fixture: bool = False
+
+
+@dataclass
+class Table:
+    """The tasks of one benchmark family: a row per task, a column per headline metric."""
+
+    family: str
+    columns: list[str]
+    rows: list[Row] = field(default_factory=list)
+
+
+@dataclass
+class Summary:
+    tables: list[Table]
+    # one line each, "TASK: text": data notes (fixture data), self-judged runs, scope notes
+    notes: list[str]
+    run_dir: Path | None = None
+    next_commands: list[str] = field(default_factory=list)
+
+
+def _cell(metric: Metric) -> Cell:
+    return Cell(metric.value, metric.ci, bool(metric.ci_note))
+
+
+def _is_fixture(metrics: dict[str, Any]) -> bool:
+    return metrics.get("fixture") is True or metrics.get("synthetic") is True
+
+
+def _notes(task: str, metrics: dict[str, Any]) -> list[str]:
+    notes = []
+    if _is_fixture(metrics):
+        # Fixture/synthetic data must be named as such wherever its numbers appear.
+        notes.append(str(metrics.get("data_note") or "fixture data: not a benchmark result"))
+    elif metrics.get("data_note"):
+        notes.append(str(metrics["data_note"]))
+    if metrics.get("judge_is_candidate") is True:
+        # A result key any judged benchmark sets: the candidate graded its own answers.
+        who = metrics.get("candidate")
+        notes.append(
+            "self-judged: the judge was the candidate model"
+            + (f" ({who})" if isinstance(who, str) and who else "")
+            + ", so these scores grade its own answers; give --judge for an independent judge"
+        )
+    notes += [str(metrics[k]) for k in NOTE_KEYS if k != "data_note" and metrics.get(k)]
+    return [f"{task}: {note}" for note in notes]
+
+
+def summarize(
+    results: dict[str, dict[str, Any]],
+    run_dir: Path | None = None,
+    *,
+    command: str = "run",
+    seed: int | None = None,
+) -> Summary:
+    """The summary of `results` (task -> metrics, as results.json holds them). With `run_dir`
+    its samples give the intervals the tasks did not store, and the next commands name it."""
+    run: RunData | None = None
+    record: dict[str, Any] = {}  # manifest.json["tasks"]: a task's metrics as its run recorded
+    if run_dir is not None and (run_dir / MANIFEST).exists():
+        record = read_run_files(run_dir, with_samples=False).manifest.get("tasks") or {}
+    tables: dict[str, Table] = {}
+    notes: list[str] = []
+    for task, metrics in results.items():
+        bench = benchmark_of(task)
+        entry = record.get(task)
+        task_record: dict[str, Any] = entry if isinstance(entry, dict) else {}
+        schema = metric_schema(task, task_record)
+        family = bench.family if bench is not None else str(task_record.get("family") or task)
+        keys = schema.headline_keys if schema is not None else ()
+        digits = schema.digits() if schema is not None else None
+        cards, _ = headline(metrics, keys, digits)
+        if run_dir is not None and any(card.ci is None for card in cards):
+            # The samples are read only when a task stored no interval (27,000 verdict rows
+            # of a ClinConsensus run take seconds to read, for intervals it stored).
+            if run is None and (run_dir / SAMPLES).exists():
+                run = read_run_files(run_dir, with_samples=True)
+            if run is not None:
+                from clineval.report.task_stats import statistics_for  # numpy: only if needed
+
+                if seed is None:
+                    seed = int(run.manifest.get("seed") or 0)
+                stats = statistics_for(task, metrics, run.samples.get(task, []))
+                fill_intervals(cards, stats, seed, digits)
+        table = tables.setdefault(family, Table(family, []))
+        for card in cards:
+            if card.key not in table.columns:
+                table.columns.append(card.key)
+        table.rows.append(Row(task, {c.key: _cell(c) for c in cards}, _is_fixture(metrics)))
+        notes += _notes(task, metrics)
+    commands = next_commands(run_dir, command) if run_dir is not None else []
+    return Summary(list(tables.values()), notes, run_dir, commands)
+
+
+def next_commands(run_dir: Path, command: str = "run") -> list[str]:
+    """What a user does next with a finished run directory."""
+    where = shlex.quote(str(run_dir))
+    report = shlex.quote(str(run_dir / "report.html"))
+    commands = [
+        f"clineval report {where} -o {report}",
+        f"clineval compare {where} OTHER_RUN_DIR ...",
+    ]
+    if command == "run":
+        commands.append(f"clineval score {where}")
+    return commands
