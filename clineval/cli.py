@@ -21,7 +21,7 @@ import threading
 import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 from rich.table import Table
@@ -31,6 +31,9 @@ from clineval.cli_output import print_plan, print_results, stdout
 from clineval.errors import BatchFilesWritten, InputError
 from clineval.jsonio import json_document as json_text
 from clineval.secrets import MaskedStream, redact, register_environment
+
+if TYPE_CHECKING:
+    from clineval.benchmarks.base import DataFileStatus
 
 app = typer.Typer(
     # completion options of our own (below): typer's guess the shell from the parent process
@@ -140,9 +143,9 @@ def _global(
 
 
 def _run_epilog() -> str:
-    from clineval.models.spec import BACKEND_FORMS
+    from clineval.models.registry import BACKEND_TABLE
 
-    backends = "\n".join(f"  {name}:{form}" for name, form in BACKEND_FORMS.items())
+    backends = "\n".join(f"  {info.name}:{info.form}" for info in BACKEND_TABLE)
     return (
         "Examples:\n"
         "  clineval run tcm-sd -m baseline:tfidf -o runs/tfidf\n"
@@ -903,11 +906,12 @@ def list_tasks(
     from clineval.benchmarks.registry import (
         PluginError,
         benchmark_of,
+        fetch_command,
         get_task,
         option_groups,
         task_names,
     )
-    from clineval.datapaths import resolve_data_root
+    from clineval.datapaths import default_cache_dir, resolve_data_root
 
     if show_options:
         groups = option_groups()
@@ -945,6 +949,7 @@ def list_tasks(
 
     root = resolve_data_root(data_dir)
     rows: list[dict[str, Any]] = []
+    cells: list[str] = []  # the table's data column
     for name in task_names():
         try:  # a plugin whose task cannot be made costs its row, not the listing
             task = get_task(name)
@@ -957,24 +962,55 @@ def list_tasks(
             {
                 "task": name,
                 "description": task.description,
-                "data": [{"path": str(s.relative_path), "status": s.status} for s in statuses],
+                "data": [
+                    {
+                        "path": str(s.relative_path),
+                        "status": s.status,
+                        "fetch": fetch_command(s.relative_path) if s.status == "missing" else None,
+                    }
+                    for s in statuses
+                ],
                 "metrics": list(bench.metrics.ranked_keys) if bench is not None else [],
             }
         )
+        cells.append(_data_cell(statuses))
     if as_json:
-        sys.stdout.write(
-            json_text({"data_root": None if root is None else str(root), "tasks": rows})
-        )
+        shown_root = None if root is None else str(root)
+        document = {"data_root": shown_root, "fetch_cache": str(default_cache_dir()), "tasks": rows}
+        sys.stdout.write(json_text(document))
         return
     table = Table(show_header=True)
     for col in ("task", "description", "data", "metrics"):
         table.add_column(col)
-    for row in rows:
-        bad = [s for s in row["data"] if s["status"] != "ok"]
-        data = "ok" if not bad else "; ".join(f"{s['path']}: {s['status']}" for s in bad)
-        table.add_row(row["task"], row["description"], data, ", ".join(row["metrics"]))
+    for row, cell in zip(rows, cells, strict=True):
+        table.add_row(row["task"], row["description"], cell, ", ".join(row["metrics"]))
     stdout.print(table)
-    stdout.print(f"data root: {root}")
+    # where the files are looked for: the data root, then the fetch cache (clineval.datapaths)
+    where = "none (--data-dir, $CLINEVAL_DATA_DIR)" if root is None else str(root)
+    stdout.print(f"data root: {where}", soft_wrap=True)
+    stdout.print(f"fetch cache: {default_cache_dir()}", soft_wrap=True)
+
+
+def _data_cell(statuses: list[DataFileStatus]) -> str:
+    """A task's data in one cell: "ok", the files that are not, and for missing files the
+    command that fetches them (where a corpus has one)."""
+    from clineval.benchmarks.registry import fetch_command
+
+    bad = [s for s in statuses if s.status != "ok"]
+    if not bad:
+        return "ok"
+    parts: list[str] = []
+    missing: dict[str, int] = {}
+    for status in bad:
+        command = fetch_command(status.relative_path) if status.status == "missing" else None
+        if command is None:
+            parts.append(f"{status.relative_path}: {status.status}")
+        else:
+            missing[command] = missing.get(command, 0) + 1
+    for command, count in missing.items():
+        files = "1 file" if count == 1 else f"{count} files"
+        parts.append(f"{files} missing: run '{command}'")
+    return "; ".join(parts)
 
 
 INTERRUPTED = 130  # the shell's code for a process stopped by SIGINT

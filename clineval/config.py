@@ -23,6 +23,7 @@ from pydantic import (
 from pydantic_core import ErrorDetails
 
 from clineval.errors import EMPTY_PATH, InputError, is_empty_path
+from clineval.models.registry import backend_info
 from clineval.models.spec import ModelSpec, check_base_url
 from clineval.shard import is_auto, parse_shard, resolve_auto
 
@@ -168,7 +169,7 @@ class RunConfig(BaseModel):
                     f"(judges: {labels})"
                 )
             found = matches[0]
-        if ModelSpec.parse(found).backend != "openai":
+        if not backend_info(ModelSpec.parse(found)).takes_base_url:
             raise InputError(
                 f"--judge-base-url {_shown(item)}: {ModelSpec.parse(found).label} is not an "
                 "openai: model (base URLs are for OpenAI-compatible servers)"
@@ -185,7 +186,7 @@ class RunConfig(BaseModel):
                 raise InputError(
                     f"--batch-model {name!r}: not a model of this run (models: {labels})"
                 )
-            if ModelSpec.parse(named[0]).backend != "openai":
+            if not backend_info(ModelSpec.parse(named[0])).has_batch:
                 raise InputError(
                     f"--batch-model {name!r}: only openai: models have a batch interface"
                 )
@@ -199,7 +200,7 @@ class RunConfig(BaseModel):
     def batched(self, spec: str) -> bool:
         """Whether the calls of model `spec` (as written in --model / --judge) go through
         batches: an openai: model, in batch mode, named by --batch-model when any is."""
-        if not self.batch_mode or ModelSpec.parse(spec).backend != "openai":
+        if not self.batch_mode or not backend_info(ModelSpec.parse(spec)).has_batch:
             return False
         return not self.batch_models or any(n in _names(spec) for n in self.batch_models)
 

@@ -250,7 +250,8 @@ def _shown_model(selector: str) -> str:
     )
 
 
-# The model backends a selector may name (clineval.models.spec.BACKENDS; this module is below it).
+# The model backends a selector may name (clineval.models.registry.BACKENDS; this module is
+# below it, tests/test_backend_registry.py keeps the two equal).
 _BACKENDS = ("openai", "llamacpp", "hf", "gliner", "baseline", "predictions")
 
 

@@ -5,11 +5,16 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from clineval.config import RunConfig
 from clineval.errors import InputError
 from clineval.options import check_options
+
+if TYPE_CHECKING:
+    from clineval.benchmarks.declaration import Benchmark
 
 
 def check_run_config(config: RunConfig) -> None:
@@ -27,6 +32,7 @@ def check_run_config(config: RunConfig) -> None:
     )
     # a default cannot be told from a value given, except where the default is off
     check_scoring_settings(config.tasks, ["judge_errors_as_unmet"] * config.judge_errors_as_unmet)
+    check_run_settings(config)
     _check_openai_settings(config)
     _check_model_fits_tasks(config)
     if config.price_table is not None:
@@ -39,6 +45,23 @@ def check_run_config(config: RunConfig) -> None:
 def check_scoring_settings(tasks: list[str], given: list[str]) -> None:
     """Each of the scoring settings `given` (RunConfig fields) is read by a task of the run
     (its benchmark's `scoring_settings`), else InputError naming the flag and the tasks."""
+    _check_read_by_tasks(tasks, given, lambda bench: bench.scoring_settings)
+
+
+def check_run_settings(config: RunConfig) -> None:
+    """The settings a benchmark may own (OWNABLE_RUN_SETTINGS: --judge, --cases, ...) that
+    `config` sets are declared by a task of the run (`Benchmark.run_settings`), else
+    InputError naming the flag, as for an unknown option: given to a run of NER, --judge
+    would be ignored."""
+    from clineval.benchmarks.declaration import OWNABLE_RUN_SETTINGS
+
+    given = [name for name in OWNABLE_RUN_SETTINGS if getattr(config, name)]
+    _check_read_by_tasks(config.tasks, given, lambda bench: bench.run_settings)
+
+
+def _check_read_by_tasks(
+    tasks: list[str], given: list[str], declared: Callable[[Benchmark], tuple[str, ...]]
+) -> None:
     from clineval.benchmarks.registry import benchmark_of
     from clineval.config import flag_of
 
@@ -46,7 +69,7 @@ def check_scoring_settings(tasks: list[str], given: list[str]) -> None:
     if len(benches) < len(tasks):
         return  # a task no installed benchmark knows (a plugin's run read elsewhere): unknown
     for name in given:
-        if not any(name in b.scoring_settings for b in benches):
+        if not any(name in declared(b) for b in benches):
             raise InputError(
                 f"{flag_of(name)} applies to none of this run's tasks ({', '.join(tasks)}): "
                 "it would be ignored"
@@ -57,16 +80,17 @@ def _check_openai_settings(config: RunConfig) -> None:
     """--base-url and --batch are for openai: models: given for a run without one, they would
     be ignored silently (a llamacpp: model serves itself, in process). A check of a new
     command, not of RunConfig: a manifest recorded before it still scores and merges."""
+    from clineval.models.registry import backend_info
     from clineval.models.spec import ModelSpec
 
     model = ModelSpec.parse(config.model)
-    if config.base_urls and model.backend != "openai":
+    if config.base_urls and not backend_info(model).takes_base_url:
         raise InputError(
             f"--base-url applies to openai: models only, and --model {model.label} is a "
             f"{model.backend}: model"
         )
     specs = [ModelSpec.parse(m) for m in (config.model, *config.judges)]
-    if config.batch_mode and not any(spec.backend == "openai" for spec in specs):
+    if config.batch_mode and not any(backend_info(spec).has_batch for spec in specs):
         given = {
             "--batch": config.batch,
             "--batch-file-out": config.batch_file_out is not None,

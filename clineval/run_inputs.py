@@ -13,50 +13,19 @@ from __future__ import annotations
 from pathlib import Path
 
 from clineval.config import RunConfig
-from clineval.errors import InputError
+from clineval.models.predictions_files import check_readable_file
+from clineval.models.registry import ModelKind, backend_info
 from clineval.models.spec import ModelSpec
 
-
-def check_readable_file(path: Path, what: str) -> None:
-    """`path` is a regular file this process can open, else InputError naming it."""
-    if path.is_dir():
-        raise InputError(f"{what}: expected a file, got a directory", path=path)
-    try:
-        with open(path, "rb"):
-            pass
-    except FileNotFoundError:
-        raise InputError(f"{what} not found", path=path) from None
-    except OSError as exc:
-        raise InputError(f"cannot read the {what}: {exc.strerror}", path=path) from None
+__all__ = ["check_model_files", "check_readable_file", "check_run_inputs"]
 
 
 def check_model_files(spec: ModelSpec) -> None:
-    """The local file or directory a model spec names exists (servers are not contacted)."""
-    if spec.backend == "predictions":
-        from clineval.benchmarks.registry import task_names
-        from clineval.models.predictions_files import predictions_map
+    """The local file or directory a model spec names exists (servers are not contacted):
+    its backend's registered check (clineval.models.registry)."""
+    from clineval.benchmarks.registry import task_names
 
-        mapping = predictions_map(spec, task_names())
-        for path in mapping.values() if mapping else [Path(spec.name).expanduser()]:
-            check_readable_file(path, "predictions file")
-    elif spec.backend == "llamacpp":
-        from clineval.models.llamacpp_server import check_gguf
-
-        check_gguf(spec.name)
-    elif spec.backend == "hf":
-        directory = Path(spec.name)
-        if not directory.is_dir():
-            raise InputError("hf model directory not found", path=directory)
-        if not (directory / "config.json").is_file():
-            raise InputError("not a Hugging Face checkpoint (no config.json)", path=directory)
-        from clineval.models.hf_checkpoint import require_packages
-
-        require_packages()  # else the run would write its manifest, then fail to import torch
-    elif spec.backend == "gliner":
-        from clineval.models.gliner_checkpoint import check_checkpoint_dir, require_package
-
-        check_checkpoint_dir(spec.name)
-        require_package()
+    backend_info(spec).check_files(spec, task_names)
 
 
 def check_run_inputs(config: RunConfig) -> None:
@@ -64,7 +33,7 @@ def check_run_inputs(config: RunConfig) -> None:
     for text in (config.model, *config.judges):
         check_model_files(ModelSpec.parse(text))
     model = ModelSpec.parse(config.model)
-    if model.backend == "predictions":
+    if ModelKind.PREDICTIONS in backend_info(model).kinds:  # each file names a task of the run
         from clineval.benchmarks.registry import task_names
         from clineval.models.predictions_files import check_predictions_spec
 

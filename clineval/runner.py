@@ -15,7 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from clineval.benchmarks.base import RunContext, Task, TaskResult
-from clineval.benchmarks.registry import benchmark_of, get_task, option_groups
+from clineval.benchmarks.registry import (
+    benchmark_of,
+    get_task,
+    naming_fetch_commands,
+    option_groups,
+)
 from clineval.config import RunConfig
 from clineval.datapaths import resolve_data_root
 from clineval.errors import InputError
@@ -265,10 +270,11 @@ def _note_predictions_file(ctx: RunContext, task: str) -> None:
     says which bytes were scored. Only when predicting: a re-score reads the store, not the
     file, whose bytes may have changed since."""
     from clineval.models.predictions_files import predictions_file, predictions_note
+    from clineval.models.registry import backend_info
 
     # (a task that reads a file named by a flag of its own, such as ClinConsensus's
     # --verdicts, notes that file itself)
-    if ctx.model.backend == "predictions":
+    if backend_info(ctx.model).replays_predictions:
         ctx.note(task, "predictions_file", predictions_note(predictions_file(ctx.model, task)))
 
 
@@ -284,6 +290,7 @@ def _phase_seconds(started: float, ends: dict[str, float]) -> dict[str, float]:
 _WAIT_HINT = "pass --wait to wait for it, "
 
 
+@naming_fetch_commands()  # a missing corpus: say which fetch gets it
 def run(config: RunConfig, output_dir: Path, *, wait: bool = False) -> dict[str, Any]:
     """Run (or resume) every task of the config into output_dir, holding its lock: another
     process using it is an InputError at once, or, with `wait`, is waited for."""
@@ -326,6 +333,7 @@ def _forget_if_nothing_stored(output_dir: Path) -> None:
         (output_dir / name).unlink(missing_ok=True)
 
 
+@naming_fetch_commands()  # a missing corpus: say which fetch gets it
 def plan(config: RunConfig, output_dir: Path) -> dict[str, Any]:
     """The model calls `run` would make (clineval run --dry-run): counted, estimated, priced.
 
@@ -363,12 +371,13 @@ def _parallel_calls(config: RunConfig) -> dict[str, int]:
     """Model label -> calls served at once: --concurrency, and for the in-process llama.cpp
     server no more than its slots (clineval waits for a free one)."""
     from clineval.models.llamacpp_server import LlamaCppSettings
+    from clineval.models.registry import backend_info
 
     slots = LlamaCppSettings.from_options(config.options).n_parallel
     out = {}
     for text in (config.model, *config.judges):
         spec = ModelSpec.parse(text)
-        local = spec.backend == "llamacpp"
+        local = backend_info(spec).local_slots
         out[spec.label] = min(config.concurrency, slots) if local else config.concurrency
     return out
 
@@ -405,6 +414,7 @@ def scoring_config(
     return RunConfig.checked(**data)
 
 
+@naming_fetch_commands()  # a missing corpus: say which fetch gets it
 def score(
     output_dir: Path,
     data_dir: str | None = None,

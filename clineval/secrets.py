@@ -165,9 +165,8 @@ def _forms(secrets: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 
 _Known = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]
-# The forms of the last state seen: the registry object itself (held, so that its id cannot be
-# reused by a new set a test swaps in, which an id-keyed cache mistook for the old one) and
-# its size.
+# the forms of the last state seen: the registry object itself (held, so that a replaced set's
+# id cannot be reused by a new one and look unchanged) and its size
 _last: tuple[set[str], int, _Known] | None = None
 
 
@@ -176,15 +175,16 @@ def _known() -> _Known:
     registered credentials. On the hot path of every stored call: recomputed only when the
     registry changed (it is only ever added to, or replaced whole by a test)."""
     global _last
-    registered, size = _registered, len(_registered)
+    registry = _registered
     last = _last
-    if last is not None and last[0] is registered and last[1] == size:
+    if last is not None and last[0] is registry and last[1] == len(registry):
         return last[2]
     with _lock:
-        everywhere, in_strings = _forms(tuple(sorted(registered)))
+        size = len(registry)
+        everywhere, in_strings = _forms(tuple(sorted(registry)))
     both = tuple(sorted({*everywhere, *in_strings}, key=lambda f: (-len(f), f)))
     found = (everywhere, in_strings, both)
-    _last = (registered, size, found)
+    _last = (registry, size, found)
     return found
 
 

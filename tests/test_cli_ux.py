@@ -22,7 +22,7 @@ import typer
 
 import clineval
 from clineval.cli import _help_as_written, app, main
-from clineval.models.spec import BACKEND_FORMS
+from clineval.models.registry import BACKEND_TABLE
 
 REPO = Path(__file__).resolve().parents[1]
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -165,8 +165,8 @@ def test_every_help_describes_every_option_as_written(terminal: bool) -> None:
     for panel in ("Model", "Judge", "Data", "Output", "Run control", "Batch"):
         assert f"─ {panel} ─" in run_help
     assert "Examples:" in run_help and "clineval tasks --options" in run_help
-    for backend, form in BACKEND_FORMS.items():  # the list comes from the backend table
-        assert f"{backend}:{form.split(':')[0]}" in run_help
+    for info in BACKEND_TABLE:  # the list comes from the backend table
+        assert info.form and f"{info.name}:{info.form.split(':')[0]}" in run_help
 
 
 # ---- completion ---------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import shutil
 import sqlite3
 import subprocess
@@ -197,7 +198,10 @@ def test_ner_label_and_threshold_options_parse_or_say_why() -> None:
 def _run(out: Path, checkpoint: Path, data_root: Path, *extra: str, limit: int = 10) -> int:
     argv = ["run", "ner:ncbi", "--model", f"gliner:{checkpoint}", "--output-dir", str(out)]
     argv += ["--data-dir", str(data_root), "--limit", str(limit)]
-    return main([*argv, "--option", f"ner.threshold={THRESHOLD}", *extra])
+    # the test's threshold unless the caller gives one (an option key may be given once)
+    if not any(str(e).startswith("ner.threshold=") for e in extra):
+        argv += ["--option", f"ner.threshold={THRESHOLD}"]
+    return main([*argv, *extra])
 
 
 def _manifest(out: Path) -> dict[str, Any]:
@@ -491,6 +495,50 @@ def test_ncer_chunking_reproduces_ncers_extractor(checkpoint: Path) -> None:
 # NCER cuts by characters, so a piece can hold more words than the model takes; GLiNER then
 # truncates it with this warning, exactly as in NCER's own runs (what the option reproduces).
 @pytest.mark.filterwarnings("ignore:Sentence of length .* has been truncated:UserWarning")
+def _ncer_order_in_a_process(texts: list[str], seed: int) -> list[str]:
+    """NCER's `list(set(label_map.keys()))` in a fresh interpreter under PYTHONHASHSEED=seed."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env["PYTHONHASHSEED"] = str(seed)
+    script = "import json, sys; print(json.dumps(list(set(dict.fromkeys(json.load(sys.stdin))))))"
+    done = subprocess.run(
+        [sys.executable, "-S", "-c", script],
+        input=json.dumps(texts),
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+        timeout=60,
+    )
+    order: list[str] = json.loads(done.stdout)
+    return order
+
+
+@pytest.mark.filterwarnings("ignore:Sentence of length .* has been truncated:UserWarning")
+def test_ncer_hash_seed_orders_the_prompts_and_decides_resume(
+    tmp_path: Path, checkpoint: Path, data_root: Path
+) -> None:
+    """`ner.hash_seed`: the prompts in NCER's order under that seed (NCBI's config texts, in its
+    order), recorded; a resume under a seed with another order predicts again, one with the
+    same order does not."""
+    texts = ["disease", "medical condition"]  # NCBI's label_normalization_map keys, in order
+    labels = "ner.labels=condition:disease,condition:medical condition"
+    orders = {seed: _ncer_order_in_a_process(texts, seed) for seed in (0, 2, 16)}
+    assert orders[16] == orders[0] != orders[2]  # seeds 16 and 0 agree, 2 differs
+    # seed 16 puts the texts in a colliding slot: added the other way round, the order differs
+    assert _ncer_order_in_a_process(texts[::-1], 16) != orders[16]
+    out = tmp_path / "run"
+    ncer = ["--option", "ner.chunking=ncer", "--option", labels]
+    assert _run(out, checkpoint, data_root, *ncer, "--option", "ner.hash_seed=16", limit=2) == 0
+    notes = _manifest(out)
+    assert notes["gliner"]["label_order"] == orders[16]
+    assert notes["gliner"]["label_order_seed"] == "ner.hash_seed=16"
+    assert _run(out, checkpoint, data_root, *ncer, "--option", "ner.hash_seed=0", limit=2) == 0
+    assert _manifest(out)["predicted_now"] == 0  # the same order: the stored spans stand
+    assert _run(out, checkpoint, data_root, *ncer, "--option", "ner.hash_seed=2", limit=2) == 0
+    assert _manifest(out)["predicted_now"] == 2
+    assert _manifest(out)["gliner"]["label_order"] == orders[2]
+
+
 def test_ncer_chunking_option_end_to_end(
     tmp_path: Path, checkpoint: Path, data_root: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -144,7 +144,7 @@ def test_predictions_file_is_validated(
         for line in (fixture_root / "tcm-sd" / "test.synthetic.json").read_text().splitlines()
     ]
     a, b = test_ids[:2]
-    cases = {
+    cases: dict[str, tuple[list[Any], str]] = {
         "bad json": ([{"id": a, "label": "气虚血瘀证"}, "{oops"], ":2: invalid JSON"),
         "unknown id": ([{"id": "nope", "label": "气虚血瘀证"}], ":1: unknown id 'nope'"),
         "duplicate": (
@@ -219,6 +219,70 @@ def test_answer_mapping_mrc_maps_non_labels_and_counts_them(
     assert samples[rows[2]["user_id"]]["pred"] == labels[0]
     expected_correct = 1 + (contained == gold[1]) + (labels[0] == gold[2])
     assert after["accuracy"] == expected_correct / 4
+
+
+def _run_tcm_mrc_rule(prediction: str, vocabulary: list[str]) -> int:
+    """The authors' run_tcm_mrc.py (`compute_classification_F1`) for one example, restated:
+    the vocabulary index of the prediction when it is a label; else of the first label, in
+    vocabulary order, found inside the prediction; else 0. The prediction is used as the MRC
+    post-processing returns it: nothing is stripped, and no answer is the empty string."""
+    index = {label: i for i, label in enumerate(vocabulary)}
+    if prediction in index:
+        return index[prediction]
+    for label, i in index.items():
+        if label in prediction:
+            return i
+    return 0
+
+
+def test_answer_mapping_mrc_maps_as_the_authors_script_does(
+    fixture_root: Path, tmp_path: Path
+) -> None:
+    """Empty and white-space answers (an MRC model's "no answer") go to label 0, padded labels
+    are found inside, exact labels stay: each as the restated rule says, through the CLI."""
+    rows = [
+        json.loads(line)
+        for line in (fixture_root / "tcm-sd" / "test.synthetic.json").read_text().splitlines()
+    ][:12]
+    labels = read_vocab(fixture_root / "tcm-sd" / "syndrome_vocab.txt")
+    gold = [r["norm_syndrome"] for r in rows]
+    answers = [
+        "",  # what the MRC post-processing returns for no answer
+        " ",
+        "\n",
+        "\u3000",  # an ideographic space
+        f" {gold[4]} ",
+        f"{gold[5]}\n",
+        gold[6],
+        "empty",  # what it returns when no n-best span is left
+        f"{labels[-1]}{labels[1]}",
+        labels[0],
+        "证",
+        f"{gold[11]}证候",
+    ]
+    path = _write_preds(
+        tmp_path / "p.jsonl",
+        [{"id": r["user_id"], "label": a} for r, a in zip(rows, answers, strict=True)],
+    )
+    out = tmp_path / "mrc"
+    argv = ["--model", f"predictions:{path}", "--limit", "12", "--option", "tcm.answer_mapping=mrc"]
+    assert _run(fixture_root, out, *argv) == 0
+    samples = {s["id"]: s for s in _samples(out)}
+    expected = [labels[_run_tcm_mrc_rule(a, labels)] for a in answers]
+    assert [samples[r["user_id"]]["pred"] for r in rows] == expected
+    results = _results(out)
+    assert results["n_invalid"] == 0
+    exact = sum(a in labels for a in answers)
+    to_zero = sum(a not in labels and not any(x in a for x in labels) for a in answers)
+    assert to_zero >= 5  # the four empty or blank answers and "empty" at least
+    assert results["answer_mapping"] == {
+        "rule": "mrc",
+        "mapped_contained": len(answers) - exact - to_zero,
+        "mapped_label_0": to_zero,
+    }
+    assert results["accuracy"] == sum(e == g for e, g in zip(expected, gold, strict=True)) / len(
+        rows
+    )
 
 
 def test_missing_official_splits_is_a_clear_input_error(

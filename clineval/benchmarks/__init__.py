@@ -113,6 +113,7 @@ _HOME = {
     "error_rate_failures": "clineval.benchmarks.judged",
     "judge_options": "clineval.benchmarks.judged",
     "JUDGED_SCORING_SETTINGS": "clineval.benchmarks.judged",
+    "JUDGED_RUN_SETTINGS": "clineval.benchmarks.judged",
     "stored_answers": "clineval.benchmarks.judged",
     "stored_verdicts": "clineval.benchmarks.judged",
     "verdict_matrix": "clineval.benchmarks.judged",
@@ -164,6 +165,9 @@ if TYPE_CHECKING:  # what type checkers and editors see of the lazy names below
     )
     from clineval.benchmarks.declaration import (
         Synthesizer as Synthesizer,
+    )
+    from clineval.benchmarks.judged import (
+        JUDGED_RUN_SETTINGS as JUDGED_RUN_SETTINGS,
     )
     from clineval.benchmarks.judged import (
         JUDGED_SCORING_SETTINGS as JUDGED_SCORING_SETTINGS,

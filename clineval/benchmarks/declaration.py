@@ -17,6 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 from clineval.options import OptionGroup
 
+# The RunConfig fields a benchmark may own (`Benchmark.run_settings`): read only by the tasks
+# that declare them, so a run with none of those tasks refuses them
+# (clineval.run_checks.check_run_settings).
+OWNABLE_RUN_SETTINGS = ("judges", "judge_base_urls", "judge_prompt", "cases", "verdicts")
+
 if TYPE_CHECKING:
     from clineval.benchmarks.base import Task
     from clineval.config import RunConfig
@@ -164,6 +169,15 @@ class DataSource:
     notice: str | None = None  # shown once the files are fetched (license terms)
     # what to do when the official address cannot be reached (offline machines)
     offline_hint: str | None = None
+    # data files, by the paths tasks name them with (`Task.data_status`), that the `unpinned`
+    # step makes available: a task missing one is told to run this fetch
+    provides: tuple[str, ...] = ()
+
+    def supplies(self, relative: str) -> bool:
+        """Whether fetching this source from its official address gets the data file
+        `relative` (a file only a mirror has does not count)."""
+        pinned = any(f.relative == relative and f.url is not None for f in self.files)
+        return pinned or relative in self.provides
 
 
 @dataclass(frozen=True)
@@ -190,12 +204,22 @@ class Benchmark:
     # given to `score` (or set for `run`) when no task of the run reads it is refused, as an
     # unknown option is, since it would be ignored silently
     scoring_settings: tuple[str, ...] = ()
+    # run settings (RunConfig fields such as judges, judge_prompt) its tasks read and other
+    # benchmarks' tasks do not: one given to `run` when no task of the run reads it is
+    # refused, as an unknown option is (a judged benchmark: JUDGED_RUN_SETTINGS)
+    run_settings: tuple[str, ...] = ()
     # folder holding the benchmark's Agent Skill pages (one sub-folder per skill)
     skills_dir: Path | None = None
 
     def __post_init__(self) -> None:
         if not self.tasks:
             raise ValueError(f"benchmark {self.family!r} declares no task")
+        foreign = [name for name in self.run_settings if name not in OWNABLE_RUN_SETTINGS]
+        if foreign:  # e.g. "model": every run without this benchmark would refuse --model
+            raise ValueError(
+                f"benchmark {self.family!r}: run_settings {foreign} are not settings a "
+                f"benchmark may own ({', '.join(OWNABLE_RUN_SETTINGS)})"
+            )
 
     def record(self) -> dict[str, Any]:
         """What a run record says of each of its tasks, so that compare, the Python API and

@@ -46,6 +46,7 @@ from clineval.judge.verdict import (
     verdict_key,
     verdict_kind,
 )
+from clineval.models.registry import backend_info
 from clineval.models.spec import ModelSpec
 from clineval.options import MAX_TOKENS, Option, OptionGroup, choice, integer
 from clineval.store import RunStore
@@ -82,6 +83,10 @@ LOCAL_JUDGE_MAX_TOKENS = 256
 # The scoring settings every judged benchmark reads (`Benchmark.scoring_settings`): how judge
 # errors are scored and the bound on their rate.
 JUDGED_SCORING_SETTINGS = ("judge_errors_as_unmet", "max_judge_error_rate")
+# The run settings every judged benchmark reads (`Benchmark.run_settings`): the judge panel
+# (--judge, --judge-base-url) and the judge wording (--judge-prompt). A run with no judged
+# task refuses them rather than ignore them.
+JUDGED_RUN_SETTINGS = ("judges", "judge_base_urls", "judge_prompt")
 # The longest explanation bound: its token cap (verdict_token_bound) stays within MAX_TOKENS.
 MAX_EXPLANATION_CHARS = 100_000
 
@@ -99,21 +104,24 @@ class ReplyBounds:
         cls, spec: ModelSpec, max_tokens: int | None, explanation_chars: int | None
     ) -> ReplyBounds:
         """The bounds of `spec`'s judge calls given the options' values (None: not set).
-        The explanation: never bounded on an hf: judge (it ignores response_format, a bound
-        would be recorded but not kept); 0 = unbounded; by default bounded only on the
-        in-process llama.cpp server (a hosted API's strict mode may refuse the keyword).
-        max_tokens: as set; else room for a bounded verdict on llama.cpp (a small local
-        model that loops writes all of its cap at a few tokens/s), else 1,024."""
+        The explanation: never bounded on a judge that ignores response_format (hf:, a
+        bound would be recorded but not kept); 0 = unbounded; by default bounded only where
+        the schema is kept as a grammar (the in-process llama.cpp server; a hosted API's
+        strict mode may refuse the keyword). max_tokens: as set; else, on an in-process
+        server with slots, room for a bounded verdict (a small local model that loops writes
+        all of its cap at a few tokens/s), else 1,024. The capabilities are the backend's
+        registration (clineval.models.registry)."""
+        backend = backend_info(spec)
         bound: int | None
-        if spec.backend == "hf":
+        if backend.ignores_response_format:
             bound = None
         elif explanation_chars is not None:
             bound = explanation_chars or None
         else:
-            bound = LOCAL_EXPLANATION_CHARS if spec.backend == "llamacpp" else None
+            bound = LOCAL_EXPLANATION_CHARS if backend.keeps_schema_as_grammar else None
         if max_tokens is not None:
             cap = max_tokens
-        elif spec.backend != "llamacpp":
+        elif not backend.local_slots:
             cap = DEFAULT_JUDGE_MAX_TOKENS
         else:
             cap = LOCAL_JUDGE_MAX_TOKENS if bound is None else verdict_token_bound(bound)

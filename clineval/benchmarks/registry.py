@@ -19,7 +19,8 @@ import math
 import os
 import sys
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from importlib import metadata
@@ -34,6 +35,7 @@ from clineval.benchmarks.declaration import (
     MetricSchema,
     Synthesizer,
 )
+from clineval.datapaths import MissingDataFile
 from clineval.errors import InputError
 from clineval.options import OptionGroup
 
@@ -72,7 +74,10 @@ class _Found:
 
 def _distribution(entry: metadata.EntryPoint) -> str:
     dist = getattr(entry, "dist", None)
-    name = None if dist is None else dist.metadata["Name"]
+    try:
+        name = None if dist is None else dist.metadata["Name"]
+    except (KeyError, OSError, ValueError):  # a damaged METADATA names no one
+        name = None
     return str(name) if name else f"the package of entry point {entry.name!r}"
 
 
@@ -355,6 +360,27 @@ def active_namespaces(tasks: list[str]) -> set[str]:
 def data_sources() -> dict[str, DataSource]:
     """`clineval data fetch NAME`: every benchmark's corpora by name."""
     return {source.name: source for bench in _all() for source in bench.data_sources}
+
+
+def fetch_command(relative: str) -> str | None:
+    """The command that puts the data file at `relative` into the fetch cache, if one does."""
+    for name, source in data_sources().items():
+        if source.supplies(relative):
+            return f"clineval data fetch {name}"
+    return None
+
+
+@contextmanager
+def naming_fetch_commands() -> Iterator[None]:
+    """A data file missing in the data root and the fetch cache becomes an error that names
+    the command fetching its corpus (a task knows its files, the registry their sources)."""
+    try:
+        yield
+    except MissingDataFile as exc:
+        command = fetch_command(exc.relative)
+        if command is None:
+            raise
+        raise exc.with_hint(f"run '{command}'") from None
 
 
 def benchmarks_with_skills() -> list[Path]:

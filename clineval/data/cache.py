@@ -4,6 +4,9 @@ The cache is laid out like a data root (``ner/ncbi_disease/...``), so it can be 
 ``--data-dir``; ``clineval data verify`` checks it too. Default: ``$CLINEVAL_CACHE_DIR`` or
 ``~/.cache/clineval/data``.
 
+Where it is (``default_cache_dir``) is decided in clineval.datapaths, beside the data root,
+because every task reads its data files from the cache too when the data root lacks them.
+
 Downloads in progress live in ``<cache>/.partial/`` (same file system as the cache, so moving a
 finished file into place is an atomic rename), never beside the data files. Each holds an
 exclusive ``flock`` for as long as its writer runs; the kernel drops it when the writer dies, even
@@ -17,17 +20,13 @@ import fcntl
 import os
 from pathlib import Path
 
+from clineval.datapaths import CACHE_ENV as CACHE_ENV  # re-exported: where the cache is
+from clineval.datapaths import default_cache_dir as default_cache_dir
 from clineval.errors import InputError
 from clineval.rundir import new_file
 
-CACHE_ENV = "CLINEVAL_CACHE_DIR"
 STAGING = ".partial"
 PARTIAL_SUFFIX = ".part"
-
-
-def default_cache_dir() -> Path:
-    env = os.environ.get(CACHE_ENV)
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "clineval" / "data"
 
 
 def cache_root(cache_dir: str | Path | None) -> Path:

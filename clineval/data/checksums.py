@@ -42,7 +42,7 @@ from rich.text import Text
 from clineval.console import make_console
 from clineval.data.cache import default_cache_dir
 from clineval.datapaths import ENV_VAR as DATA_ENV_VAR
-from clineval.datapaths import resolve_data_root
+from clineval.datapaths import data_base, require_file, resolve_data_root
 from clineval.errors import InputError
 from clineval.jsonio import loads_input
 
@@ -159,14 +159,13 @@ def _gz_content_status(version: FileVersion, entry: ManifestEntry) -> str:
 
 def file_status(root: Path | str | None, relative: str) -> str:
     """ "ok" | "missing" | "checksum mismatch" | "not checked" (file not in the manifest or
-    without a published hash) for one data file, by its path relative to the data root."""
-    if root is None:
+    without a published hash) for one data file, by its path relative to the data root, where
+    a task reads it: under the data root, else in the fetch cache (clineval.datapaths)."""
+    base = data_base(root, relative)
+    if base is None:
         return MISSING
-    base = Path(root)
     entry = manifest_entry(relative)
-    if entry is None:
-        return NOT_CHECKED if (base / relative).is_file() else MISSING
-    return entry_status(base, entry)
+    return NOT_CHECKED if entry is None else entry_status(base, entry)
 
 
 def verify_root(root: Path) -> tuple[list[tuple[ManifestEntry, str]], list[str]]:
@@ -292,12 +291,10 @@ def _verify_and_print(title: str, root: Path, console: Console) -> bool:
     return not failures
 
 
-def require_verified(root: Path, relative: str) -> Path:
-    """The path of a data file, raising InputError when it is missing or corrupt."""
-    status = file_status(root, relative)
-    path = root / relative
-    if status == MISSING:
-        raise InputError("data file not found", path=path)
-    if status == MISMATCH:
+def require_verified(root: Path | None, relative: str) -> Path:
+    """The path of a data file (the data root's, else the fetch cache's), raising InputError
+    when it is in neither (MissingDataFile) or corrupt."""
+    path = require_file(root, relative)
+    if file_status(root, relative) == MISMATCH:
         raise InputError("checksum mismatch (run `clineval data verify`)", path=path)
     return path

@@ -10,24 +10,20 @@ can do; it asks `resolve_backend(spec).kind`:
   predictions  `predictions:FILE`, outputs made elsewhere, replayed
   span_tagger  `gliner:PATH`, a GLiNER checkpoint: text + label prompts -> typed spans
 
-`hf:PATH` is the one spec whose kind depends on a file (config.json's architectures); it is
-read once per RunContext (which caches the resolved backend), not at every question.
+The kinds a backend can have are its registration's (`clineval.models.registry`, which also
+holds its capabilities). `hf:PATH` is the one spec whose kind depends on a file (config.json's
+architectures); it is read once per RunContext (which caches the resolved backend), not at
+every question.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
 
+from clineval.models.registry import ModelKind, backend_info
 from clineval.models.spec import ModelSpec
 
-
-class ModelKind(StrEnum):
-    CHAT = "chat"
-    CHECKPOINT = "checkpoint"
-    BASELINE = "baseline"
-    PREDICTIONS = "predictions"
-    SPAN_TAGGER = "span_tagger"
+__all__ = ["Backend", "ModelKind", "model_traits", "resolve_backend", "static_kind"]
 
 
 @dataclass(frozen=True)
@@ -43,30 +39,24 @@ class Backend:
 def static_kind(spec: ModelSpec) -> ModelKind | None:
     """The kind a spec has without reading any file; None for `hf:PATH` (chat or checkpoint,
     by its config.json)."""
-    if spec.backend == "hf":
-        return None
-    return resolve_backend(spec).kind
+    kinds = backend_info(spec).kinds
+    return kinds[0] if len(kinds) == 1 else None
 
 
 def resolve_backend(spec: ModelSpec) -> Backend:
-    if spec.backend in ("openai", "llamacpp"):
-        return Backend(spec, ModelKind.CHAT)
-    if spec.backend == "hf":
-        from clineval.models.hf_chat import is_causal_lm_checkpoint
+    kind = static_kind(spec)
+    if kind is not None:
+        return Backend(spec, kind)
+    # the one backend whose kind a file decides (registry: chat or checkpoint)
+    from clineval.models.hf_chat import is_causal_lm_checkpoint
 
-        causal = is_causal_lm_checkpoint(spec.name)
-        return Backend(spec, ModelKind.CHAT if causal else ModelKind.CHECKPOINT)
-    if spec.backend == "predictions":
-        return Backend(spec, ModelKind.PREDICTIONS)
-    if spec.backend == "gliner":
-        return Backend(spec, ModelKind.SPAN_TAGGER)
-    return Backend(spec, ModelKind.BASELINE)
+    causal = is_causal_lm_checkpoint(spec.name)
+    return Backend(spec, ModelKind.CHAT if causal else ModelKind.CHECKPOINT)
 
 
 def model_traits(spec: ModelSpec) -> frozenset[str]:
     """What `spec` is, in the words an `--option` declares the models it applies to with
     (clineval.options.Option.models): its backend, its kind and `backend:name`. `hf:PATH` is
     chat or checkpoint by a file read later, so it counts as both here."""
-    kind = static_kind(spec)
-    kinds = {kind.value} if kind is not None else {ModelKind.CHAT.value, ModelKind.CHECKPOINT.value}
+    kinds = {kind.value for kind in backend_info(spec).kinds}
     return frozenset({spec.backend, f"{spec.backend}:{spec.name}", *kinds})

@@ -6,6 +6,12 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from clineval.models.spec import ModelSpec
 
 from clineval.errors import InputError
 
@@ -35,3 +41,10 @@ def require_package() -> None:
         found = False
     if not found:
         raise InputError(f"gliner:PATH needs the gliner package ({INSTALL_HINT})")
+
+
+def check_spec_files(spec: ModelSpec, task_names: Callable[[], Sequence[str]]) -> None:
+    """The registry's file check of `gliner:DIR` (clineval.models.registry): the checkpoint,
+    and the package that reads it, before the run writes anything."""
+    check_checkpoint_dir(spec.name)
+    require_package()

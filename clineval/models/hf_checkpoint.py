@@ -10,7 +10,12 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from clineval.models.spec import ModelSpec
 
 
 def require_packages() -> None:
@@ -31,6 +36,20 @@ def require_packages() -> None:
             f"hf:PATH needs torch and transformers (pip install 'clineval[hf]'): "
             f"{' and '.join(missing)} not installed"
         )
+
+
+def check_spec_files(spec: ModelSpec, task_names: Callable[[], Sequence[str]]) -> None:
+    """The registry's file check of `hf:DIR` (clineval.models.registry): a checkpoint
+    directory, and torch and transformers installed (else the run would write its manifest,
+    then fail to import torch)."""
+    from clineval.errors import InputError
+
+    directory = Path(spec.name)
+    if not directory.is_dir():
+        raise InputError("hf model directory not found", path=directory)
+    if not (directory / "config.json").is_file():
+        raise InputError("not a Hugging Face checkpoint (no config.json)", path=directory)
+    require_packages()
 
 
 def load_checkpoint(path: str | Path, model_class: str) -> tuple[Any, Any]:

@@ -18,7 +18,12 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from clineval.models.spec import ModelSpec
 
 from clineval.errors import InputError
 from clineval.models.gguf_file import check_gguf_layout
@@ -143,6 +148,11 @@ def check_gguf(path: str | Path) -> Path:
     except OSError as exc:
         raise InputError(f"cannot read the GGUF file: {exc.strerror}", path=p) from None
     return p.resolve()
+
+
+def check_spec_files(spec: ModelSpec, task_names: Callable[[], Sequence[str]]) -> None:
+    """The registry's file check of `llamacpp:GGUF` (clineval.models.registry)."""
+    check_gguf(spec.name)
 
 
 def _wait_until_serving(address: str) -> str | None:

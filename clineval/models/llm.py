@@ -38,10 +38,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
 
 from clineval.concurrency import RunCallState
@@ -59,6 +60,7 @@ from clineval.models.llamacpp_server import (
 )
 from clineval.models.llm_base import ChatModel
 from clineval.models.options import LLM_OPTIONS
+from clineval.models.registry import backend_info, resolve_reference
 from clineval.models.server_capacity import warn_unservable_concurrency
 from clineval.models.spec import ModelSpec
 from clineval.progress import step
@@ -174,89 +176,140 @@ async def _open_backend(
     transport: str | None = None,
 ) -> AsyncIterator[ChatModel]:
     """A ChatModel for `spec` within a run (`runtime`), closed (and its local server stopped)
-    on exit.
+    on exit: opened by its backend's registered opener (clineval.models.registry).
 
     `role` ("candidate", "judge", ...) only labels the call counters (runtime.calls:
     a progress display given them shows their retries). `retry` and `transport` override the
     run's settings (tests, benchmarks); by default they come from runtime.config (max_retries,
     options llm.transport / llm.backoff_base_s / llm.backoff_max_s).
     """
-    state, config = runtime.calls, runtime.config
+    config = runtime.config
     transport_name = transport or config.options.get("llm.transport", DEFAULT_TRANSPORT)
     if transport_name not in TRANSPORTS:
         raise InputError(
             f"unknown --option llm.transport={transport_name!r} (known: {', '.join(TRANSPORTS)})"
         )
+    opener = backend_info(spec).opener
+    if opener is None:
+        raise _not_a_chat_model(spec)
+    open_model = cast(Opener, resolve_reference(opener))
+    async with open_model(Opening(spec, runtime, role, retry, transport_name)) as model:
+        yield model
+
+
+def _not_a_chat_model(spec: ModelSpec) -> InputError:
+    return InputError(
+        f"{spec.label} is not a chat model (LLM tasks need openai:MODEL[@URL], "
+        "llamacpp:PATH.gguf or hf:PATH of a causal language model)"
+    )
+
+
+@dataclass(frozen=True)
+class Opening:
+    """What a chat backend's opener (its registration's `opener`) is given: the spec, the
+    run, the role its calls are counted under, a retry policy that overrides the run's, and
+    the transport of the run's HTTP calls (checked)."""
+
+    spec: ModelSpec
+    runtime: ModelRuntime
+    role: str
+    retry: RetryPolicy | None
+    transport_name: str
 
     @asynccontextmanager
     async def http_model(
+        self,
         urls: tuple[str, ...],
         api_key: str | None,
         *,
         server_slots: int | None = None,
-        timeout_s: float = float(config.timeout_s),
+        timeout_s: float | None = None,
     ) -> AsyncIterator[ChatModel]:
-        client = make_transport(transport_name, api_key, pool_size=state.limit)
+        """A chat model behind OpenAI-compatible `urls`, with the run's store, counters,
+        retry policy and transport (the HTTP backends share it)."""
+        state, config = self.runtime.calls, self.runtime.config
+        client = make_transport(self.transport_name, api_key, pool_size=state.limit)
         try:
             yield HTTPChatModel(
-                label=spec.label,
-                model_name=spec.name,
+                label=self.spec.label,
+                model_name=self.spec.name,
                 base_urls=urls,
-                role=role,
+                role=self.role,
                 transport=client,
-                store=runtime.store,
+                store=self.runtime.store,
                 state=state,
-                policy=retry or _retry_policy(config),
-                timeout_s=timeout_s,
+                policy=self.retry or _retry_policy(config),
+                timeout_s=float(config.timeout_s) if timeout_s is None else timeout_s,
                 send_prompt_cache_key=LLM_OPTIONS.value(config.options, "prompt_cache_key"),
                 server_slots=server_slots,
             )
         finally:
             await client.aclose()
 
-    if spec.backend == "openai" and runtime.batched(spec):
-        async with _batch_model(spec, runtime, role, retry or _retry_policy(config)) as model:
-            yield model
-    elif spec.backend == "openai":
-        api_key = env_credential("OPENAI_API_KEY")
-        urls = openai_base_urls(spec)
-        if api_key and any(urlsplit(u).username is not None for u in urls):
-            # HTTP has one Authorization header: Basic (from the URL) or Bearer (the key).
-            raise InputError(
-                f"{spec.label}: a base URL carries user:password and $OPENAI_API_KEY is set; "
-                "use one of the two"
-            )
-        probed = state.resources.setdefault("capacity_probed", set())  # once a URL a run
-        if not set(urls) <= probed:
-            probed.update(urls)
-            await warn_unservable_concurrency(urls, api_key, config.concurrency, config.timeout_s)
-        async with http_model(urls, api_key) as model:
-            yield model
-    elif spec.backend == "llamacpp":
-        settings = LlamaCppSettings.from_options(config.options)
-        # clineval started this server and knows its slots: calls wait for a free one
-        # (untimed), so none queues inside the server against its timeout.
-        timeout_s = max(float(config.timeout_s), LOCAL_MIN_TIMEOUT_S)
-        async with (
-            _shared_llamacpp(state, spec.name, settings) as base_url,
-            http_model(
-                (base_url,), None, server_slots=settings.n_parallel, timeout_s=timeout_s
-            ) as model,
-        ):
-            yield model
-    elif resolve_backend(spec).is_chat:  # hf:PATH of a causal LM
-        from clineval.models.hf_chat import HFChatModel
 
-        async with _shared_hf_generator(state, spec.name) as generator:
-            yield HFChatModel(
-                label=spec.label, generator=generator, role=role, store=runtime.store, state=state
-            )
-    elif spec.backend == "hf" and not (Path(spec.name) / "config.json").is_file():
-        raise InputError("not a Hugging Face checkpoint (no config.json)", path=spec.name)
-    else:
+Opener = Callable[[Opening], AbstractAsyncContextManager[ChatModel]]
+
+
+@asynccontextmanager
+async def open_openai(opening: Opening) -> AsyncIterator[ChatModel]:
+    """The opener of `openai:` (registry): its batch model in batch mode, else its servers."""
+    spec, runtime = opening.spec, opening.runtime
+    state, config = runtime.calls, runtime.config
+    if runtime.batched(spec):
+        policy = opening.retry or _retry_policy(config)
+        async with _batch_model(spec, runtime, opening.role, policy) as model:
+            yield model
+        return
+    api_key = env_credential("OPENAI_API_KEY")
+    urls = openai_base_urls(spec)
+    if api_key and any(urlsplit(u).username is not None for u in urls):
+        # HTTP has one Authorization header: Basic (from the URL) or Bearer (the key).
         raise InputError(
-            f"{spec.label} is not a chat model (LLM tasks need openai:MODEL[@URL], "
-            "llamacpp:PATH.gguf or hf:PATH of a causal language model)"
+            f"{spec.label}: a base URL carries user:password and $OPENAI_API_KEY is set; "
+            "use one of the two"
+        )
+    probed = state.resources.setdefault("capacity_probed", set())  # once a URL a run
+    if not set(urls) <= probed:
+        probed.update(urls)
+        await warn_unservable_concurrency(urls, api_key, config.concurrency, config.timeout_s)
+    async with opening.http_model(urls, api_key) as model:
+        yield model
+
+
+@asynccontextmanager
+async def open_llamacpp(opening: Opening) -> AsyncIterator[ChatModel]:
+    """The opener of `llamacpp:` (registry): the run's one in-process server of the GGUF."""
+    config, spec = opening.runtime.config, opening.spec
+    settings = LlamaCppSettings.from_options(config.options)
+    # clineval started this server and knows its slots: calls wait for a free one
+    # (untimed), so none queues inside the server against its timeout.
+    timeout_s = max(float(config.timeout_s), LOCAL_MIN_TIMEOUT_S)
+    async with (
+        _shared_llamacpp(opening.runtime.calls, spec.name, settings) as base_url,
+        opening.http_model(
+            (base_url,), None, server_slots=settings.n_parallel, timeout_s=timeout_s
+        ) as model,
+    ):
+        yield model
+
+
+@asynccontextmanager
+async def open_hf(opening: Opening) -> AsyncIterator[ChatModel]:
+    """The opener of `hf:` (registry): a causal LM's checkpoint, loaded once a run."""
+    spec, runtime = opening.spec, opening.runtime
+    if not resolve_backend(spec).is_chat:
+        if not (Path(spec.name) / "config.json").is_file():
+            raise InputError("not a Hugging Face checkpoint (no config.json)", path=spec.name)
+        raise _not_a_chat_model(spec)
+    from clineval.models.hf_chat import HFChatModel
+
+    async with _shared_hf_generator(runtime.calls, spec.name) as generator:
+        yield HFChatModel(
+            label=spec.label,
+            generator=generator,
+            role=opening.role,
+            store=runtime.store,
+            state=runtime.calls,
         )
 
 

@@ -20,7 +20,7 @@ it scored, not only where they were.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -99,3 +99,24 @@ def predictions_note(path: Path) -> dict[str, Any]:
     from clineval.data.checksums import sha256_file
 
     return {"path": str(path), "sha256": sha256_file(path)}
+
+
+def check_readable_file(path: Path, what: str) -> None:
+    """`path` is a regular file this process can open, else InputError naming it."""
+    if path.is_dir():
+        raise InputError(f"{what}: expected a file, got a directory", path=path)
+    try:
+        with open(path, "rb"):
+            pass
+    except FileNotFoundError:
+        raise InputError(f"{what} not found", path=path) from None
+    except OSError as exc:
+        raise InputError(f"cannot read the {what}: {exc.strerror}", path=path) from None
+
+
+def check_spec_files(spec: ModelSpec, task_names: Callable[[], Sequence[str]]) -> None:
+    """The registry's file check of `predictions:` (clineval.models.registry): each file the
+    spec names can be read."""
+    mapping = predictions_map(spec, task_names())
+    for path in mapping.values() if mapping else [Path(spec.name).expanduser()]:
+        check_readable_file(path, "predictions file")

@@ -5,18 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from clineval.errors import InputError
+from clineval.models.registry import BACKENDS, backend_named
 
-# The backends and what follows each one's colon: the one table (`clineval run --help` lists it).
-BACKEND_FORMS = {
-    "openai": "MODEL[@URL]: an OpenAI-compatible server (vLLM, SGLang, llama.cpp, hosted APIs)",
-    "llamacpp": "PATH.gguf: a local GGUF served in process by llama.cpp",
-    "hf": "PATH: a local Hugging Face checkpoint (a classifier, or a causal LM with a chat "
-    "template)",
-    "gliner": "PATH: a local GLiNER checkpoint (an NER span tagger)",
-    "baseline": "NAME: a built-in baseline of the task (crf for NER; tfidf, knowledge for TCM-SD)",
-    "predictions": "FILE or TASK=FILE,...: outputs made elsewhere, replayed and scored",
-}
-BACKENDS = tuple(BACKEND_FORMS)
+__all__ = ["BACKENDS", "ModelSpec", "check_base_url"]
 
 
 @dataclass(frozen=True)
@@ -38,7 +29,7 @@ class ModelSpec:
         if backend not in BACKENDS:
             raise InputError(f"unknown model backend {backend!r} in {text!r} (known: {BACKENDS})")
         name, urls = rest, tuple(extra_base_urls)
-        if backend == "openai":
+        if backend_named(backend).takes_base_url:
             at = rest.lower().rfind("@http")  # HTTP:// too: else the URL would become the name
             if at > 0:
                 name, urls = rest[:at], (rest[at + 1 :], *extra_base_urls)

@@ -16,10 +16,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from clineval.benchmarks.clinconsensus.cases import OFFICIAL_RELATIVE_PATH
 from clineval.benchmarks.clinconsensus.common import CLINCONSENSUS_OPTIONS, TASK
 from clineval.benchmarks.clinconsensus.fetch import PROMPT_RELATIVE, PROMPT_URL
 from clineval.benchmarks.declaration import Benchmark, DataSource, MetricSchema, MetricSpec
-from clineval.benchmarks.judged import JUDGED_SCORING_SETTINGS
+from clineval.benchmarks.judged import JUDGED_RUN_SETTINGS, JUDGED_SCORING_SETTINGS
 from clineval.data.fetch import Source
 
 if TYPE_CHECKING:
@@ -114,10 +115,13 @@ BENCHMARK = Benchmark(
             _fetch_step,
             offline_hint="clinconsensus_low.jsonl in DATA_DIR/clinconsensus/ "
             "(or pass --cases FILE)",
+            provides=(OFFICIAL_RELATIVE_PATH,),
         ),
     ),
     exporters={"clinconsensus-judgements": _export_judgements},
     check_settings=_check_settings,
     scoring_settings=JUDGED_SCORING_SETTINGS,
+    # the judge panel and wording, and the flags of its own: the cases and a verdicts file
+    run_settings=(*JUDGED_RUN_SETTINGS, "cases", "verdicts"),
     skills_dir=Path(__file__).parent / "skills",
 )

@@ -54,10 +54,12 @@ from clineval.benchmarks.judged import (
 from clineval.benchmarks.kit import select_samples
 from clineval.config import RunConfig
 from clineval.data.cache import default_cache_dir
+from clineval.datapaths import data_file
 from clineval.errors import InputError
 from clineval.judge.ensemble import AGGREGATES
 from clineval.judge.prompt import JudgePrompt, verdict_token_bound
 from clineval.judge.run import DEFAULT_JUDGE_MAX_TOKENS, DEFAULT_PARSE_RETRIES
+from clineval.models.registry import backend_info
 from clineval.models.spec import ModelSpec
 from clineval.options import MAX_TOKENS, Option, OptionGroup, choice, integer, integer_list
 
@@ -228,19 +230,16 @@ def resolve_cases_path(config: RunConfig, options: Options, data_root: Path | No
 
 def official_cases_path(data_root: Path | None) -> Path | None:
     """The official cases file: under the data root, else in the data cache, where
-    `clineval data fetch clinconsensus` puts it ($CLINEVAL_CACHE_DIR or the default)."""
-    roots = [] if data_root is None else [data_root]
-    for root in [*roots, default_cache_dir()]:
-        if (root / OFFICIAL_RELATIVE_PATH).is_file():
-            return root / OFFICIAL_RELATIVE_PATH
-    return None
+    `clineval data fetch clinconsensus` puts it ($CLINEVAL_CACHE_DIR or the default): the
+    rule of every data file (clineval.datapaths)."""
+    return data_file(data_root, OFFICIAL_RELATIVE_PATH)
 
 
 def _verdicts_source(config: RunConfig) -> Path | None:
     from clineval.models.predictions_files import predictions_file
 
     spec = ModelSpec.parse(config.model)
-    from_model = predictions_file(spec, TASK) if spec.backend == "predictions" else None
+    from_model = predictions_file(spec, TASK) if backend_info(spec).replays_predictions else None
     from_flag = Path(config.verdicts).expanduser() if config.verdicts else None
     if from_model and from_flag and from_model.resolve() != from_flag.resolve():
         raise InputError(
@@ -280,7 +279,7 @@ def load_data(ctx: RunContext) -> Data:
     else:
         panel = JudgePanel.from_config(config)
         specs, judges = panel.specs, panel.labels
-        not_local = [s.label for s in specs if s.backend != "hf"]
+        not_local = [s.label for s in specs if not backend_info(s).templates_own_input]
         if options.judge_input_tokens is not None and not_local:
             # A chat server templates the input itself: its input cannot be cut after the
             # template, where the authors cut theirs, so nothing is cut rather than something.

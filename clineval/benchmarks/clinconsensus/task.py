@@ -24,6 +24,7 @@ from clineval.benchmarks.clinconsensus.common import (
     run_prompt,
 )
 from clineval.benchmarks.clinconsensus.official_prompt import judge_prompt
+from clineval.models.registry import backend_info
 from clineval.plan import CallPlan
 
 
@@ -47,7 +48,7 @@ class ClinConsensusTask(Task[Data]):
     def predict(self, ctx: RunContext, data: Data) -> None:
         from clineval.benchmarks.clinconsensus.predict import predict
 
-        if ctx.config.verdicts and ctx.model.backend != "predictions":
+        if ctx.config.verdicts and not backend_info(ctx.model).replays_predictions:
             from clineval.models.predictions_files import predictions_note
 
             # provenance of the scored bytes (the runner notes a predictions: model's file)

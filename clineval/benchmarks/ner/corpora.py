@@ -25,7 +25,7 @@ from clineval.benchmarks.ner.chia import ChiaPrepCounts, ncer_split, ncer_surviv
 from clineval.benchmarks.ner.pubtator import read_pubtator
 from clineval.benchmarks.ner.records import DATASET_TYPES, NerDocument, PreparedSplit, Span
 from clineval.data.checksums import sha256_file
-from clineval.datapaths import require_file
+from clineval.datapaths import data_file, require_file, search_roots
 from clineval.errors import InputError
 from clineval.jsonio import read_json_file
 
@@ -144,8 +144,22 @@ class _Notes:
         return mapped
 
 
+def _relative(path: Path, root: Path | None) -> str:
+    """How the manifest names a data file: by its path under the data root or the fetch
+    cache, whichever it was read from."""
+    for base in search_roots(root):
+        if path.is_relative_to(base):
+            return path.relative_to(base).as_posix()
+    return str(path)
+
+
 def _finish(
-    dataset: str, split: str, docs: list[NerDocument], notes: _Notes, files: list[Path], root: Path
+    dataset: str,
+    split: str,
+    docs: list[NerDocument],
+    notes: _Notes,
+    files: list[Path],
+    root: Path | None,
 ) -> PreparedSplit:
     kept = []
     for doc in docs:
@@ -159,7 +173,7 @@ def _finish(
     rendered: dict[str, Any] = {
         "files": [
             {
-                "path": p.relative_to(root).as_posix() if p.is_relative_to(root) else str(p),
+                "path": _relative(p, root),
                 "sha256": sha256_file(p),
             }
             for p in files
@@ -293,7 +307,7 @@ def _load_bc5cdr(path: Path, notes: _Notes, ncer: bool) -> list[NerDocument]:
     return docs
 
 
-def chia_split_ids(root: Path, split: str) -> list[str]:
+def chia_split_ids(root: Path | None, split: str) -> list[str]:
     """Document ids of NCER's CHIA split (before the empty-document filter), in split order."""
     path = require_file(root, CHIA_SPLIT_IDS)
     try:
@@ -311,11 +325,14 @@ def derive_chia_split_ids(zip_path: Path, split: str) -> list[str]:
     return ncer_split(zip_stems(zip_path))[CHIA_SPLIT_KEYS[split]]
 
 
-def _load_chia(root: Path, split: str, notes: _Notes, files: list[Path]) -> list[NerDocument]:
+def _load_chia(
+    root: Path | None, split: str, notes: _Notes, files: list[Path]
+) -> list[NerDocument]:
     zip_path = require_file(root, CHIA_ZIP)
     files.append(zip_path)
-    if (root / CHIA_SPLIT_IDS).is_file():
-        files.append(root / CHIA_SPLIT_IDS)
+    split_ids = data_file(root, CHIA_SPLIT_IDS)
+    if split_ids is not None:
+        files.append(split_ids)
         ids = chia_split_ids(root, split)
         notes.extra["chia_split_source"] = CHIA_SPLIT_IDS
     else:
@@ -345,7 +362,7 @@ def _load_chia(root: Path, split: str, notes: _Notes, files: list[Path]) -> list
 
 
 def load_ner_split(
-    dataset: str, split: str, data_root: str | Path, preparation: str = "clineval"
+    dataset: str, split: str, data_root: str | Path | None, preparation: str = "clineval"
 ) -> PreparedSplit:
     """Documents and gold spans of one split, prepared as NCER does (see module docstring);
     `preparation="ncer"` applies NCER's NCBI mismatch drop and BC5CDR rules instead."""
@@ -353,7 +370,8 @@ def load_ner_split(
     if preparation not in PREPARATIONS:
         raise InputError(f"unknown preparation {preparation!r} (known: {', '.join(PREPARATIONS)})")
     ncer = preparation == "ncer"
-    root = Path(data_root)
+    # each file from the data root, else from the fetch cache (clineval.datapaths)
+    root = None if data_root is None else Path(data_root)
     notes = _Notes(dataset)
     notes.extra["preparation"] = preparation
     files: list[Path] = []
@@ -369,6 +387,6 @@ def load_ner_split(
     return _finish(dataset, split, docs, notes, files, root)
 
 
-def document_ids(dataset: str, split: str, data_root: str | Path) -> list[str]:
+def document_ids(dataset: str, split: str, data_root: str | Path | None) -> list[str]:
     """Ids of the documents of a prepared split, in order (the benchmark's sample ids)."""
     return [doc.id for doc in load_ner_split(dataset, split, data_root).documents]

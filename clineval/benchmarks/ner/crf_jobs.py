@@ -30,7 +30,7 @@ Event = tuple[str, str, int, "int | None"]
 @dataclass(frozen=True)
 class CrfJob:
     dataset: str
-    data_root: str
+    data_root: str | None  # None: the fetch cache alone (clineval.datapaths)
     splits: tuple[str, ...]
     config: CrfConfig
 

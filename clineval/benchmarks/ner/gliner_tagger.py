@@ -30,13 +30,18 @@ checkpoint the package cannot read, or a missing `gliner` package are one-line I
 from __future__ import annotations
 
 import inspect
+import json
 import math
+import os
+import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from clineval.benchmarks.ner.bio import word_offsets
+from clineval.benchmarks.ner.options import HASH_SEED_MAX
 from clineval.benchmarks.ner.records import Span
 from clineval.benchmarks.ner.span_windows import TokenSpan, Window, merge, plan_windows
 from clineval.errors import InputError
@@ -59,6 +64,27 @@ class TaggerSettings:
     threshold: float | None = None  # None: the package's default
     flat: bool = True
     chunking: str = "windows"  # "windows" (clineval's) | "ncer" (NCER's extractor)
+    # The prompt order with chunking "ncer", computed by the caller (ncer_label_order, from the
+    # label texts in the order given); empty: NCER's order in this process of the prompts'
+    # own order
+    label_order: tuple[str, ...] = ()
+    hash_seed: int | None = None  # the seed label_order was computed under (None: the process's)
+
+    def ncer_order(self) -> list[str]:
+        """The labels as NCER's extractor prompts them (every label text exactly once)."""
+        texts = self.prompt_types()
+        if not self.label_order:
+            return ncer_label_order(list(texts))
+        if sorted(self.label_order) != sorted(texts):
+            raise InputError("the label order does not hold every label text exactly once")
+        return list(self.label_order)
+
+    def order_source(self) -> str:
+        """Which hash seed ordered the labels, for the manifest."""
+        if self.hash_seed is not None:
+            return f"ner.hash_seed={self.hash_seed}"
+        seed = os.environ.get("PYTHONHASHSEED")
+        return f"PYTHONHASHSEED={seed}" if seed else "this process's random hash seed"
 
     def prompt_types(self) -> dict[str, str]:
         """Label text -> entity type; one text must not stand for two types."""
@@ -98,11 +124,55 @@ def ncer_pieces(text: str, n_words: int, n_types: int, max_len: int) -> list[str
     return pieces
 
 
-def ncer_label_order(labels: Sequence[str]) -> list[str]:
-    """The order NCER prompts its labels in: `list(set(labels))`, i.e. the iteration order of a
-    set of strings built in `labels`' order. That order follows Python's string hashes, so it
-    is the one NCER's own process had only under the same PYTHONHASHSEED (recorded)."""
-    return list(set(labels))
+# Run in a fresh interpreter: the labels (JSON on stdin) -> the positions of `list(set(labels))`.
+# -S (no site) and -P (no script directory on sys.path) so that nothing but the standard
+# library is imported; not -E or -I, which would ignore PYTHONHASHSEED itself.
+_SET_ORDER_SCRIPT = (
+    "import json, sys; labels = json.load(sys.stdin); "
+    "print(*[labels.index(x) for x in set(labels)])"
+)
+
+
+def ncer_label_order(labels: Sequence[str], hash_seed: int | None = None) -> list[str]:
+    """The order NCER prompts its labels in: `list(set(label_map.keys()))`, the set built from
+    empty by adding its config's label texts in the config's order (`labels` must be in that
+    order: the insertion history decides where colliding strings land). A set of strings
+    iterates in an order fixed by that history and by the strings' hashes, which CPython salts
+    with PYTHONHASHSEED. `hash_seed` None: the order of this process (its own seed, random per
+    process unless PYTHONHASHSEED is set); a seed: the order a fresh interpreter started with
+    PYTHONHASHSEED=hash_seed gives, computed in one (a running process cannot change its
+    seed). Either equals NCER's order under that seed on the same string hash (SipHash-1-3,
+    every Python clineval supports; Python 3.10's SipHash-2-4 gives other orders)."""
+    unique = list(dict.fromkeys(labels))  # adding a member again leaves a set as it was
+    if hash_seed is None:
+        return list(set(unique))
+    if not 0 <= hash_seed <= HASH_SEED_MAX:
+        raise InputError(f"hash seed {hash_seed} is outside 0..{HASH_SEED_MAX}")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env["PYTHONHASHSEED"] = str(hash_seed)
+    where = f"NCER's label order under PYTHONHASHSEED={hash_seed} ({sys.executable})"
+    try:
+        done = subprocess.run(
+            [sys.executable, "-S", "-P", "-c", _SET_ORDER_SCRIPT],
+            input=json.dumps(unique),
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise InputError(f"cannot compute {where}: {exc}") from None
+    words = done.stdout.split()
+    positions = [int(w) for w in words if w.isascii() and w.isdigit()]
+    if (
+        done.returncode != 0
+        or len(positions) != len(words)
+        or sorted(positions) != list(range(len(unique)))
+    ):
+        reason = " ".join(done.stderr.split())[-300:] or f"exit status {done.returncode}"
+        raise InputError(f"cannot compute {where}: {reason}")
+    return [unique[i] for i in positions]
 
 
 class GlinerTagger:
@@ -115,7 +185,7 @@ class GlinerTagger:
         self.prompt_types = settings.prompt_types()
         self.labels = list(self.prompt_types)
         if settings.chunking == "ncer":
-            self.labels = ncer_label_order(self.labels)
+            self.labels = settings.ncer_order()
         config = model.config
         self.max_words = int(getattr(config, "max_len", 384))
         self.max_width = int(getattr(config, "max_width", 12))
@@ -169,6 +239,7 @@ class GlinerTagger:
                 "labels": {prompt: t for prompt, t in self.prompt_types.items()},
                 "chunking": "ncer",
                 "label_order": self.labels,
+                "label_order_seed": self.settings.order_source(),
                 "threshold": self.threshold,
                 "flat": self.settings.flat,
                 "max_len": self.max_words,

@@ -7,6 +7,8 @@ from clineval.options import Option, OptionGroup, boolean, choice, integer, numb
 
 TOKENIZER_OPTION = "ner.tokenizer"
 # Every entity type of the NER datasets (the OMOP domains), for options that name types.
+# What PYTHONHASHSEED accepts besides "random" (ner.hash_seed is one).
+HASH_SEED_MAX = 2**32 - 1
 ALL_TYPES = tuple(dict.fromkeys(t for types in DATASET_TYPES.values() for t in types))
 # ner.label_map is read by models/ner_hf.py (LABEL_MAP_OPTION, the same name): the model layer
 # knows no tasks, so it keeps its own constant.
@@ -84,7 +86,8 @@ NER_OPTIONS = OptionGroup(
             "labels",
             label_prompts,
             "gliner: the label text the model is prompted with, per type: "
-            "type:text,type:text,... (several texts per type allowed; default: the type name)",
+            "type:text,type:text,... (several texts per type allowed; default: the type name; "
+            "with ner.chunking=ncer their order is the order NCER's label set is built in)",
             None,
             models=("span_tagger",),
         ),
@@ -102,6 +105,14 @@ NER_OPTIONS = OptionGroup(
             "extractor cuts them (character pieces, spans concatenated unmerged)",
             "windows",
             models=("span_tagger",),
+        ),
+        Option(
+            "hash_seed",
+            integer(minimum=0, maximum=HASH_SEED_MAX),
+            "gliner with ner.chunking=ncer: the PYTHONHASHSEED whose string hashes order the "
+            "label prompts, as NCER's list(set(...)) ordered them in a process with that seed "
+            "(default: this process's own hash seed)",
+            None,
         ),
         Option(
             "flat",

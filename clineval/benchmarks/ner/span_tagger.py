@@ -14,6 +14,7 @@ resume, like a CRF record of another model: a run never mixes spans of two setti
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from clineval.benchmarks.base import RunContext
@@ -37,17 +38,32 @@ def tagger_settings(ctx: RunContext, types: Sequence[str]) -> TaggerSettings:
         entity_type: tuple(text for t, text in given if t == entity_type) or (entity_type,)
         for entity_type in types
     }
+    chunking = str(NER_OPTIONS.value(ctx.config.options, "chunking"))
+    hash_seed: int | None = NER_OPTIONS.value(ctx.config.options, "hash_seed")
+    if hash_seed is not None and chunking != "ncer":
+        raise InputError(
+            "--option ner.hash_seed orders the labels as NCER's extractor does: it applies "
+            "only with --option ner.chunking=ncer"
+        )
     settings = TaggerSettings(
         prompts=prompts,
         threshold=NER_OPTIONS.value(ctx.config.options, "threshold"),
         flat=NER_OPTIONS.value(ctx.config.options, "flat"),
-        chunking=str(NER_OPTIONS.value(ctx.config.options, "chunking")),
+        chunking=chunking,
     )
     try:
         settings.prompt_types()  # one label text for two types: refused naming the option
     except InputError as exc:
         raise InputError(f"--option ner.labels: {exc.message}") from None
-    return settings
+    if chunking != "ncer":
+        return settings
+    # NCER builds its label set from its config's label texts in the config's order, and
+    # that history is part of what orders the set: the texts go in as the option gives them
+    # (not grouped by type), then the type names of types given no text.
+    texts = [text for t, text in given if t in prompts]
+    texts += [t for t in types if not any(g == t for g, _ in given)]
+    order = ncer_label_order(texts, hash_seed)
+    return replace(settings, label_order=tuple(order), hash_seed=hash_seed)
 
 
 def settings_record(settings: TaggerSettings) -> dict[str, Any]:
@@ -59,9 +75,8 @@ def settings_record(settings: TaggerSettings) -> dict[str, Any]:
     }
     if settings.chunking != "windows":  # absent for the default: old records still match
         record["chunking"] = settings.chunking
-        # NCER's prompt order follows the hash seed: a resume under another one predicts again
-        labels = [text for texts in settings.prompts.values() for text in texts]
-        record["label_order"] = ncer_label_order(list(dict.fromkeys(labels)))
+        # NCER's prompt order follows the hash seed: a resume under another order predicts again
+        record["label_order"] = settings.ncer_order()
     return record
 
 

@@ -74,15 +74,17 @@ def _bar(
         yield current.advance
 
 
-def verify_files(root: Path, dataset: str, splits: Iterable[str]) -> None:
-    """InputError (exit 2) when a data file is missing or its sha256 differs from the manifest."""
+def verify_files(root: Path | None, dataset: str, splits: Iterable[str]) -> None:
+    """InputError (exit 2) when a data file is in neither the data root nor the fetch cache,
+    or its sha256 differs from the manifest."""
     from clineval.benchmarks.ner.corpora import data_files, optional_data_files
     from clineval.data.checksums import require_verified
+    from clineval.datapaths import data_file
 
     optional = optional_data_files(dataset)
     for split in splits:
         for relative in data_files(dataset, split):
-            if relative in optional and not (root / relative).exists():
+            if relative in optional and data_file(root, relative) is None:
                 continue  # recomputed by the loader (a note in the manifest says so)
             require_verified(root, relative)
 
@@ -99,25 +101,22 @@ class NerTask(Task[NerData]):
 
     # ---- data ------------------------------------------------------------------------------
     def data_status(self, data_root: Path | None) -> list[DataFileStatus]:
-        from clineval.benchmarks.ner.corpora import data_files
+        from clineval.benchmarks.ner.corpora import data_files, optional_data_files
         from clineval.data.checksums import file_status
 
         seen: list[str] = []
         for split in (TEST_SPLIT, *TRAIN_SPLITS):
             seen.extend(p for p in data_files(self.dataset, split) if p not in seen)
-        return [DataFileStatus(p, file_status(data_root, p)) for p in seen]
-
-    def _root(self, ctx: RunContext) -> Path:
-        if ctx.data_root is None:
-            raise InputError(
-                f"{self.name} needs the NER corpora: pass --data-dir or set $CLINEVAL_DATA_DIR"
-            )
-        return ctx.data_root
+        statuses = [DataFileStatus(p, file_status(data_root, p)) for p in seen]
+        # a missing optional file is recomputed by the loader: nothing to do about it
+        optional = optional_data_files(self.dataset)
+        return [s for s in statuses if not (s.relative_path in optional and s.status == "missing")]
 
     def load(self, ctx: RunContext) -> NerData:
         from clineval.benchmarks.ner.corpora import load_ner_split
 
-        root = self._root(ctx)
+        # None: no data root; the files are then read from the fetch cache (clineval.datapaths)
+        root = ctx.data_root
         _model_tokenizer(ctx)  # a misspelt option stops the run before any model call
         verify_files(root, self.dataset, (TEST_SPLIT,))
         # The test gold only: the CRF baseline trains on clineval's preparation either way.
@@ -364,11 +363,10 @@ def _train_missing_crfs(ctx: RunContext, dataset: str) -> None:
         for d in sorted(wanted, key=lambda d: (*_TRAIN_ORDER, d).index(d))
         if ctx.store.get_artifact(config.artifact_name(d, TRAIN_SPLITS)) is None
     ]
-    if ctx.data_root is None:
-        raise InputError("the CRF baseline needs the NER corpora: pass --data-dir")
     for name in missing:
         verify_files(ctx.data_root, name, TRAIN_SPLITS)
-    jobs = [CrfJob(d, str(ctx.data_root), TRAIN_SPLITS, config) for d in missing]
+    root = None if ctx.data_root is None else str(ctx.data_root)
+    jobs = [CrfJob(d, root, TRAIN_SPLITS, config) for d in missing]
     chosen = NER_OPTIONS.value(ctx.config.options, "crf_workers")
     workers = default_workers() if chosen is None else int(chosen)
     # One step over the models (it starts before the worker processes, whose start-up took

@@ -81,6 +81,13 @@ BENCHMARK = Benchmark(
             notice=LICENSE_NOTICE,
             offline_hint="train.json, dev.json, test.json and syndrome_vocab.txt in "
             "DATA_DIR/tcm-sd/",
+            # as the task's data status names them (the vocabulary: where the data root has it)
+            provides=(
+                "tcm-sd/train.json",
+                "tcm-sd/dev.json",
+                "tcm-sd/test.json",
+                "tcm-sd/zy-bert/syndrome_vocab.txt",
+            ),
         ),
     ),
     synthesizers={FAMILY: _synthesize},

@@ -49,7 +49,7 @@ TCM_OPTIONS = OptionGroup(
             choice("invalid", "mrc"),
             "an answer that is not one of the labels: invalid (counted), or mrc, the authors' "
             "run_tcm_mrc.py rule (the first label, in vocabulary order, contained in the "
-            "answer, else the first label)",
+            "answer, else the first label: an empty answer, an MRC model's no-answer, too)",
             "invalid",
             models=("chat", "predictions"),  # the only models whose answers can be no label
         ),

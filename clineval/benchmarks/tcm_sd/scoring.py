@@ -50,7 +50,8 @@ class _Outputs:
 def mrc_answer(answer: str, labels: Sequence[str]) -> tuple[str, str]:
     """(label, how) by the authors' run_tcm_mrc.py rule for an answer that is not a label: the
     first label, in vocabulary order, that the answer contains ("contained"), else the first
-    label of the vocabulary ("label_0")."""
+    label of the vocabulary ("label_0"). The answer is taken as it is (nothing stripped), so
+    an empty one, the MRC model's "no answer", and one of white space only are label 0."""
     for label in labels:
         if label in answer:
             return label, "contained"
@@ -59,13 +60,15 @@ def mrc_answer(answer: str, labels: Sequence[str]) -> tuple[str, str]:
 
 def _map_answers(outputs: _Outputs, data: TcmData) -> tuple[list[str | None], Counter[str]]:
     """`tcm.answer_mapping=mrc`: every stored output that is not a label is mapped by
-    `mrc_answer`, from the predicted text when it is one (a predictions file) else from the
+    `mrc_answer`, from the predicted text when it is one (a predictions file; the empty text
+    included, which is what an MRC model answers when it finds no span) else from the
     model's reply (a chat model whose reply named no single label). A record with no stored
-    output stays missing: the authors' script has no such case."""
+    output, and a predictions file's `null` (no text at all), stay missing or invalid: the
+    authors' script always has a text."""
     mapped: list[str | None] = []
     how: Counter[str] = Counter()
     for pred, raw in zip(outputs.preds, outputs.raws, strict=True):
-        answer = pred if isinstance(pred, str) and pred else raw
+        answer = pred if isinstance(pred, str) else raw
         if pred in data.index or not isinstance(answer, str):
             mapped.append(pred)
             continue

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from clineval.benchmarks import (
+    JUDGED_RUN_SETTINGS,
     JUDGED_SCORING_SETTINGS,
     Benchmark,
     Task,
@@ -47,4 +48,6 @@ BENCHMARK = Benchmark(
     statistics=score_statistics,
     # --judge-errors-as-unmet and --max-judge-error-rate apply to this task
     scoring_settings=JUDGED_SCORING_SETTINGS,
+    # --judge, --judge-base-url and --judge-prompt apply to this task
+    run_settings=JUDGED_RUN_SETTINGS,
 )
