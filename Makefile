@@ -28,7 +28,7 @@ demo: $(STAMP)
 	$(BIN)/clineval report $(RUNS)/demo-ner -o $(RUNS)/demo-ner/report.html
 	$(BIN)/clineval run clinconsensus $(DEMO_CLINCONSENSUS) --dry-run
 	$(BIN)/clineval run clinconsensus $(DEMO_CLINCONSENSUS)
-	$(BIN)/clineval data synth tcm-sd --out $(RUNS)/tcm-sd-synthetic-data && $(BIN)/clineval run tcm-sd --model baseline:tfidf --data-dir $(RUNS)/tcm-sd-synthetic-data --output-dir $(RUNS)/demo-tcm-sd-synthetic
+	$(BIN)/clineval data synth tcm-sd -o $(RUNS)/tcm-sd-synthetic-data && $(BIN)/clineval run tcm-sd --model baseline:tfidf --data-dir $(RUNS)/tcm-sd-synthetic-data --output-dir $(RUNS)/demo-tcm-sd-synthetic
 	$(BIN)/clineval report $(RUNS)/demo-clinconsensus-fixture -o $(RUNS)/demo-clinconsensus-fixture/report.html
 	$(BIN)/clineval report $(RUNS)/demo-tcm-sd-synthetic -o $(RUNS)/demo-tcm-sd-synthetic/report.html
 

@@ -4,21 +4,24 @@ One thin typer function per command (its flags, then one call into the layer tha
 work), and the one place that turns errors into exit codes. The `data` and `skills` groups are
 in clineval.cli_groups, what is printed in clineval.cli_output.
 
-Long module: `run` alone declares every run flag as a typer parameter (~120 lines of
-declarations, one per RunConfig field: tests/test_api.py holds them together).
+Long module: `run` alone declares every run flag as a typer parameter with its help, metavar
+and group (one per RunConfig field, plus the flags that are actions: tests/test_api.py holds
+them together, and together with the keys of a --config file).
 """
 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import logging
+import os
 import signal
 import sys
 import threading
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 from rich.table import Table
@@ -26,20 +29,60 @@ from rich.table import Table
 from clineval.cli_groups import data_app, path_text, path_value, skills_app
 from clineval.cli_output import print_plan, print_results, stdout
 from clineval.errors import BatchFilesWritten, InputError
+from clineval.jsonio import json_document as json_text
 from clineval.secrets import MaskedStream, redact, register_environment
 
 if TYPE_CHECKING:
     from clineval.benchmarks.base import DataFileStatus
 
 app = typer.Typer(
+    # completion options of our own (below): typer's guess the shell from the parent process
+    # and fail ("Shell  not supported") where there is none to guess from, as in CI or an agent
     add_completion=False,
     no_args_is_help=True,
     help="Evaluate models on Clinical NER (NCER), TCM-SD and ClinConsensus.",
+    epilog="Every command's options: clineval COMMAND --help. Task option keys: clineval tasks "
+    "--options.",
 )
 app.add_typer(data_app, name="data")
 app.add_typer(skills_app, name="skills")
 
 _state = {"debug": False}
+
+# Option groups of `clineval run --help` (typer's rich_help_panel).
+_MODEL, _JUDGE, _DATA, _OUTPUT, _CONTROL, _BATCH = (
+    "Model",
+    "Judge",
+    "Data",
+    "Output",
+    "Run control",
+    "Batch",
+)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from clineval.version import version_line
+
+        print(version_line())
+        raise typer.Exit()
+
+
+Shell = Literal["bash", "zsh", "fish", "powershell", "pwsh"]
+
+
+def _show_completion(ctx: typer.Context, param: typer.CallbackParam, value: str | None) -> None:
+    if value is not None and not ctx.resilient_parsing:
+        import typer.completion
+
+        typer.completion.show_callback(ctx, param, value)  # exits
+
+
+def _install_completion(ctx: typer.Context, param: typer.CallbackParam, value: str | None) -> None:
+    if value is not None and not ctx.resilient_parsing:
+        import typer.completion
+
+        typer.completion.install_callback(ctx, param, value)  # exits
 
 
 @app.callback()
@@ -54,6 +97,36 @@ def _global(
             " $CLINEVAL_PROGRESS_INTERVAL seconds, default 20.)",
         ),
     ] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            "-V",
+            is_eager=True,
+            callback=_print_version,
+            help="Print the version and exit.",
+        ),
+    ] = False,
+    install_completion: Annotated[
+        Shell | None,
+        typer.Option(
+            "--install-completion",
+            metavar="SHELL",
+            is_eager=True,
+            callback=_install_completion,
+            help="Install tab completion for SHELL (bash, zsh, fish, powershell, pwsh).",
+        ),
+    ] = None,
+    show_completion: Annotated[
+        Shell | None,
+        typer.Option(
+            "--show-completion",
+            metavar="SHELL",
+            is_eager=True,
+            callback=_show_completion,
+            help="Print the completion script for SHELL, to install it by hand.",
+        ),
+    ] = None,
 ) -> None:
     from clineval.progress import current_stderr, interval_seconds, set_quiet
 
@@ -69,71 +142,292 @@ def _global(
     )
 
 
-@app.command()
+def _run_epilog() -> str:
+    from clineval.models.registry import BACKEND_TABLE
+
+    backends = "\n".join(f"  {info.name}:{info.form}" for info in BACKEND_TABLE)
+    return (
+        "Examples:\n"
+        "  clineval run tcm-sd -m baseline:tfidf -o runs/tfidf\n"
+        "  clineval run ner:ncbi -m baseline:crf --limit 5 -o runs/crf\n"
+        "  clineval run clinconsensus -m openai:qwen@http://127.0.0.1:8000/v1 -o runs/cc "
+        "--dry-run\n"
+        "  clineval run --config run.toml -o runs/again   (flags override the file)\n"
+        "  clineval config runs/tfidf > run.toml          (a finished run's settings)\n\n"
+        f"Model backends (--model BACKEND:...):\n{backends}\n\n"
+        "Task option keys (--option KEY=VALUE) and their defaults: clineval tasks --options"
+    )
+
+
+def _complete_tasks(incomplete: str) -> list[str]:
+    # imported only when the shell asks: the registry loads every benchmark
+    from clineval.benchmarks.registry import task_names
+
+    return [name for name in task_names() if name.startswith(incomplete)]
+
+
+@app.command(epilog=_run_epilog())
 def run(
-    tasks: Annotated[list[str], typer.Argument(help="Task names, see `clineval tasks`.")],
-    output_dir: Annotated[Path, typer.Option("--output-dir", "-o", parser=path_value)],
+    ctx: typer.Context,
+    tasks: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="TASK",
+            help="Task names (see clineval tasks); or tasks in --config.",
+            show_default=False,
+            autocompletion=_complete_tasks,
+        ),
+    ] = None,
     model: Annotated[
         str | None,
         typer.Option(
             "--model",
             "-m",
-            help="backend:name[@base_url] (not needed with --verdicts: the file is the model)",
+            metavar="BACKEND:NAME",
+            help="backend:name[@base_url], backends below (not needed with --verdicts: the "
+            "file is the model).",
+            rich_help_panel=_MODEL,
         ),
     ] = None,
-    data_dir: Annotated[str | None, typer.Option("--data-dir", parser=path_text)] = None,
-    limit: Annotated[int | None, typer.Option("--limit", help="First N samples only.")] = None,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
-    base_url: Annotated[list[str] | None, typer.Option("--base-url")] = None,
-    judge: Annotated[list[str] | None, typer.Option("--judge")] = None,
+    data_dir: Annotated[
+        str | None,
+        typer.Option(
+            "--data-dir",
+            metavar="DIR",
+            help="Data root (default: $CLINEVAL_DATA_DIR, ../shared/data, the fetch cache).",
+            rich_help_panel=_DATA,
+            parser=path_text,
+        ),
+    ] = None,
+    limit: Annotated[
+        int | None,
+        typer.Option("--limit", metavar="N", help="First N samples only.", rich_help_panel=_DATA),
+    ] = None,
+    seed: Annotated[
+        int,
+        typer.Option(
+            "--seed",
+            metavar="N",
+            help="Seed of sampling, bootstrap intervals and baselines.",
+            rich_help_panel=_CONTROL,
+        ),
+    ] = 0,
+    base_url: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--base-url",
+            metavar="URL",
+            help="A replica of the openai: model (repeat for a fleet).",
+            rich_help_panel=_MODEL,
+        ),
+    ] = None,
+    judge: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--judge",
+            metavar="BACKEND:NAME",
+            help="Judge model of LLM-judged tasks (repeat for a panel; default: the candidate).",
+            rich_help_panel=_JUDGE,
+        ),
+    ] = None,
     judge_base_url: Annotated[
         list[str] | None,
         typer.Option(
             "--judge-base-url",
+            metavar="[JUDGE=]URL",
             help="A judge's own replica: URL (one judge) or JUDGE=URL; repeat for a fleet.",
+            rich_help_panel=_JUDGE,
         ),
     ] = None,
-    concurrency: Annotated[int, typer.Option("--concurrency")] = 16,
-    cases: Annotated[str | None, typer.Option("--cases", parser=path_text)] = None,
-    verdicts: Annotated[str | None, typer.Option("--verdicts", parser=path_text)] = None,
-    judge_prompt: Annotated[str | None, typer.Option("--judge-prompt", parser=path_text)] = None,
-    judge_errors_as_unmet: Annotated[bool, typer.Option("--judge-errors-as-unmet")] = False,
-    max_judge_error_rate: Annotated[float, typer.Option("--max-judge-error-rate")] = 0.02,
+    concurrency: Annotated[
+        int,
+        typer.Option(
+            "--concurrency",
+            metavar="N",
+            help="Most model calls in flight at once (candidate and judges together).",
+            rich_help_panel=_MODEL,
+        ),
+    ] = 16,
+    cases: Annotated[
+        str | None,
+        typer.Option(
+            "--cases",
+            metavar="FILE",
+            help="Cases file of a rubric task (default: found under the data root).",
+            rich_help_panel=_DATA,
+            parser=path_text,
+        ),
+    ] = None,
+    verdicts: Annotated[
+        str | None,
+        typer.Option(
+            "--verdicts",
+            metavar="FILE",
+            help="Score a file of judge verdicts made elsewhere (no model is called).",
+            rich_help_panel=_JUDGE,
+            parser=path_text,
+        ),
+    ] = None,
+    judge_prompt: Annotated[
+        str | None,
+        typer.Option(
+            "--judge-prompt",
+            metavar="FILE",
+            help="Judge prompt template file, or official (the authors' prompt).",
+            rich_help_panel=_JUDGE,
+            parser=path_text,
+        ),
+    ] = None,
+    judge_errors_as_unmet: Annotated[
+        bool,
+        typer.Option(
+            "--judge-errors-as-unmet",
+            help="Count criteria without a verdict as not met (default: left out).",
+            rich_help_panel=_JUDGE,
+        ),
+    ] = False,
+    max_judge_error_rate: Annotated[
+        float,
+        typer.Option(
+            "--max-judge-error-rate",
+            metavar="RATE",
+            help="Above this share of judge errors the run exits 1 (results are written).",
+            rich_help_panel=_JUDGE,
+        ),
+    ] = 0.02,
     shard: Annotated[
         str | None,
         typer.Option(
             "--shard",
+            metavar="I/N",
             help="I/N, or auto (auto/N) from a Slurm array or Kubernetes Indexed Job.",
+            rich_help_panel=_DATA,
         ),
     ] = None,
-    dedupe: Annotated[bool, typer.Option("--dedupe")] = False,
-    temperature: Annotated[float, typer.Option("--temperature")] = 0.0,
-    max_tokens: Annotated[int | None, typer.Option("--max-tokens")] = None,
-    timeout: Annotated[float, typer.Option("--timeout", help="Seconds per call.")] = 120.0,
-    max_retries: Annotated[int, typer.Option("--max-retries")] = 5,
-    price_table: Annotated[str | None, typer.Option("--price-table", parser=path_text)] = None,
-    option: Annotated[
-        list[str] | None, typer.Option("--option", help="Task option KEY=VALUE.")
+    dedupe: Annotated[
+        bool,
+        typer.Option(
+            "--dedupe",
+            help="Drop evaluated records that also occur in train (TCM-SD).",
+            rich_help_panel=_DATA,
+        ),
+    ] = False,
+    temperature: Annotated[
+        float,
+        typer.Option(
+            "--temperature",
+            metavar="T",
+            help="Sampling temperature of chat models (0: greedy).",
+            rich_help_panel=_MODEL,
+        ),
+    ] = 0.0,
+    max_tokens: Annotated[
+        int | None,
+        typer.Option(
+            "--max-tokens",
+            metavar="N",
+            help="Most tokens of a chat model's reply (default: the server's).",
+            rich_help_panel=_MODEL,
+        ),
     ] = None,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout", metavar="SECONDS", help="Seconds per call.", rich_help_panel=_MODEL
+        ),
+    ] = 120.0,
+    max_retries: Annotated[
+        int,
+        typer.Option(
+            "--max-retries",
+            metavar="N",
+            help="Retries of a failed model call, with backoff.",
+            rich_help_panel=_MODEL,
+        ),
+    ] = 5,
+    price_table: Annotated[
+        str | None,
+        typer.Option(
+            "--price-table",
+            metavar="FILE",
+            help="JSON of per-model prices: the run and --dry-run say what it costs.",
+            rich_help_panel=_CONTROL,
+            parser=path_text,
+        ),
+    ] = None,
+    option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--option",
+            metavar="KEY=VALUE",
+            help="A task or model option (repeatable); keys: clineval tasks --options.",
+            rich_help_panel=_DATA,
+        ),
+    ] = None,
+    output_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--output-dir",
+            "-o",
+            metavar="DIR",
+            help="Run directory to write (the same DIR again resumes); or output_dir in --config.",
+            rich_help_panel=_OUTPUT,
+            parser=path_value,
+        ),
+    ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            metavar="FILE.toml",
+            help="Settings from a TOML file, keys as the flags (model = ..., tasks = [...], "
+            "option = {KEY = VALUE}); flags given here override it.",
+            rich_help_panel=_CONTROL,
+            parser=path_value,
+        ),
+    ] = None,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="Print the results (or the --dry-run plan) as JSON on stdout, nothing else.",
+            rich_help_panel=_OUTPUT,
+        ),
+    ] = False,
     batch: Annotated[
         bool,
-        typer.Option("--batch", help="Send openai: models' calls through the Batch API."),
+        typer.Option(
+            "--batch",
+            help="Send openai: models' calls through the Batch API.",
+            rich_help_panel=_BATCH,
+        ),
     ] = False,
     batch_model: Annotated[
         list[str] | None,
-        typer.Option("--batch-model", help="Only this model's calls in batches (repeatable)."),
+        typer.Option(
+            "--batch-model",
+            metavar="NAME",
+            help="Only this model's calls in batches (repeatable).",
+            rich_help_panel=_BATCH,
+        ),
     ] = None,
     batch_file_out: Annotated[
         str | None,
         typer.Option(
-            "--batch-file-out", help="Write batch request files here and stop.", parser=path_text
+            "--batch-file-out",
+            metavar="DIR",
+            help="Write batch request files here and stop.",
+            rich_help_panel=_BATCH,
+            parser=path_text,
         ),
     ] = None,
     batch_file_in: Annotated[
         list[str] | None,
         typer.Option(
             "--batch-file-in",
-            help="Batch output file (vllm run-batch) to import.",
+            metavar="FILE",
+            help="Batch output file (vllm run-batch) to import (repeatable).",
+            rich_help_panel=_BATCH,
             parser=path_text,
         ),
     ] = None,
@@ -144,18 +438,24 @@ def run(
             metavar="DIR",
             help="Answer identical model calls from this earlier run directory's store "
             "(read only; repeatable): a new judge pays only for the judge calls.",
+            rich_help_panel=_MODEL,
+            parser=path_text,
         ),
     ] = None,
     dry_run: Annotated[
         bool,
         typer.Option(
-            "--dry-run", help="Count and price the model calls the run would make; call none."
+            "--dry-run",
+            help="Count and price the model calls the run would make; call none.",
+            rich_help_panel=_CONTROL,
         ),
     ] = False,
     wait: Annotated[
         bool,
         typer.Option(
-            "--wait", help="If another clineval process uses --output-dir, wait for it to end."
+            "--wait",
+            help="If another clineval process uses --output-dir, wait for it to end.",
+            rich_help_panel=_CONTROL,
         ),
     ] = False,
 ) -> None:
@@ -165,6 +465,19 @@ def run(
     from clineval.runner import plan as plan_tasks
     from clineval.runner import run as run_tasks
 
+    values = _with_config_file(ctx, config)
+    if not values["tasks"]:
+        raise InputError(
+            "clineval run: missing argument 'TASK...' (or tasks in --config FILE) "
+            "(see 'clineval run --help')"
+        )
+    if values["output_dir"] is None:
+        raise InputError(
+            "clineval run: missing option '--output-dir' / '-o' (or output_dir in --config "
+            "FILE) (see 'clineval run --help')"
+        )
+    out_dir = Path(values["output_dir"])
+    model, verdicts = values["model"], values["verdicts"]
     if model is None:
         if verdicts is None:
             raise InputError(
@@ -172,41 +485,85 @@ def run(
                 "verdicts file) (see 'clineval run --help')"
             )
         model = f"predictions:{verdicts}"  # the verdicts file stands in for the model
-    config = RunConfig.checked(
-        tasks=tasks,
+    run_config = RunConfig.checked(
+        tasks=values["tasks"],
         model=model,
-        data_dir=data_dir,
-        limit=limit,
-        seed=seed,
-        base_urls=base_url or [],
-        judges=judge or [],
-        judge_base_urls=judge_base_url or [],
-        concurrency=concurrency,
-        cases=cases,
+        data_dir=values["data_dir"],
+        limit=values["limit"],
+        seed=values["seed"],
+        base_urls=values["base_url"] or [],
+        judges=values["judge"] or [],
+        judge_base_urls=values["judge_base_url"] or [],
+        concurrency=values["concurrency"],
+        cases=values["cases"],
         verdicts=verdicts,
-        judge_prompt=judge_prompt,
-        judge_errors_as_unmet=judge_errors_as_unmet,
-        max_judge_error_rate=max_judge_error_rate,
-        shard=shard,
-        dedupe=dedupe,
-        temperature=temperature,
-        max_tokens=max_tokens,
-        timeout_s=timeout,
-        max_retries=max_retries,
-        price_table=price_table,
-        batch=batch,
-        batch_models=batch_model or [],
-        batch_file_out=batch_file_out,
-        batch_file_in=batch_file_in or [],
-        reuse=reuse or [],
-        options=split_option_items(option or []),
+        judge_prompt=values["judge_prompt"],
+        judge_errors_as_unmet=values["judge_errors_as_unmet"],
+        max_judge_error_rate=values["max_judge_error_rate"],
+        shard=values["shard"],
+        dedupe=values["dedupe"],
+        temperature=values["temperature"],
+        max_tokens=values["max_tokens"],
+        timeout_s=values["timeout"],
+        max_retries=values["max_retries"],
+        price_table=values["price_table"],
+        batch=values["batch"],
+        batch_models=values["batch_model"] or [],
+        batch_file_out=values["batch_file_out"],
+        batch_file_in=values["batch_file_in"] or [],
+        reuse=values["reuse"] or [],
+        options=split_option_items(values["option"] or []),
     )
-    if dry_run:
-        print_plan(plan_tasks(config, output_dir))
+    with _json_stdout(as_json) as emit:
+        if dry_run:
+            summary = plan_tasks(run_config, out_dir)
+            if emit is not None:
+                emit({"run_dir": str(out_dir), "dry_run": True, **summary})
+            else:
+                print_plan(summary)
+            return
+        with _on_failure(emit, out_dir, "run"):
+            results = run_tasks(run_config, out_dir, wait=wait)
+        if emit is not None:
+            emit(_results_payload(out_dir, results, None))
+            return
+    print_results(results, out_dir)
+
+
+def _with_config_file(ctx: typer.Context, config: Path | None) -> dict[str, Any]:
+    """The run's flag values: those given on the command line, else the --config file's, else
+    the flags' defaults (keys: the parameter names, which are the file's keys)."""
+    values = dict(ctx.params)
+    if config is None:
+        return values
+    from clineval.config_file import read_run_file
+
+    given = {
+        name
+        for name in values
+        if getattr(ctx.get_parameter_source(name), "name", "") == "COMMANDLINE"
+    }
+    for key, value in read_run_file(config).items():
+        if key not in given:
+            values[key] = value
+    return values
+
+
+@contextlib.contextmanager
+def _json_stdout(enabled: bool) -> Iterator[Callable[[Any], None] | None]:
+    """With --json, stdout carries one JSON document and nothing else: whatever the command
+    prints meanwhile (tables, notes) goes to stderr. Yields the writer of that document."""
+    if not enabled:
+        yield None
         return
-    with _results_shown_on_failure(output_dir, "run"):
-        results = run_tasks(config, output_dir, wait=wait)
-    print_results(results, output_dir)
+    out = sys.stdout
+
+    def emit(payload: Any) -> None:
+        out.write(json_text(payload))
+        out.flush()
+
+    with contextlib.redirect_stdout(sys.stderr):
+        yield emit
 
 
 @contextlib.contextmanager
@@ -225,10 +582,54 @@ def _results_shown_on_failure(run_dir: Path, command: str) -> Iterator[None]:
         raise
 
 
-@app.command()
+def _results_payload(run_dir: Path, results: dict[str, Any], error: str | None) -> dict[str, Any]:
+    """The --json document of run and score: the run directory, its status and its results."""
+    return {
+        "run_dir": str(run_dir),
+        "status": "done" if error is None else "failed",
+        "error": error,
+        "results": results,
+    }
+
+
+@contextlib.contextmanager
+def _on_failure(emit: Callable[[Any], None] | None, run_dir: Path, command: str) -> Iterator[None]:
+    """A run or score whose results were written but that failed a bound (exit 1) still shows
+    those results: under --json as the document on stdout, with status "failed" and the
+    reason; else as the end of a run is shown."""
+    if emit is None:
+        with _results_shown_on_failure(run_dir, command):
+            yield
+        return
+    from clineval.runner import TaskFailures
+
+    try:
+        yield
+    except TaskFailures as exc:
+        from clineval.run_record import read_manifest, read_results
+
+        results = read_results(run_dir, read_manifest(run_dir))
+        emit(_results_payload(run_dir, results, redact(str(exc))))
+        raise
+
+
+@app.command(
+    epilog="Examples:\n  clineval score runs/cc --judge-errors-as-unmet\n"
+    "  clineval score runs/cc --option clinconsensus.k=10 --json"
+)
 def score(
-    run_dir: Annotated[Path, typer.Argument(parser=path_value)],
-    data_dir: Annotated[str | None, typer.Option("--data-dir", parser=path_text)] = None,
+    run_dir: Annotated[
+        Path, typer.Argument(metavar="RUN_DIR", help="A run directory.", parser=path_value)
+    ],
+    data_dir: Annotated[
+        str | None,
+        typer.Option(
+            "--data-dir",
+            metavar="DIR",
+            help="Data root, if it has moved since the run.",
+            parser=path_text,
+        ),
+    ] = None,
     force: Annotated[
         bool,
         typer.Option(
@@ -240,20 +641,33 @@ def score(
         bool | None,
         typer.Option(
             "--judge-errors-as-unmet/--judge-errors-left-out",
-            help="ClinConsensus: count criteria without a verdict as not met (or leave them out).",
+            help="Count criteria without a verdict as not met (or leave them out).",
         ),
     ] = None,
     max_judge_error_rate: Annotated[
-        float | None, typer.Option("--max-judge-error-rate", help="ClinConsensus bound.")
+        float | None,
+        typer.Option(
+            "--max-judge-error-rate",
+            metavar="RATE",
+            help="Above this share of judge errors the command exits 1 (results are written).",
+        ),
     ] = None,
     option: Annotated[
         list[str] | None,
-        typer.Option("--option", help="KEY=VALUE of a scoring-only option (clinconsensus.k, ...)."),
+        typer.Option(
+            "--option",
+            metavar="KEY=VALUE",
+            help="A scoring-only option (clinconsensus.k, ...; clineval tasks --options).",
+        ),
     ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the results as JSON on stdout, nothing else.")
+    ] = False,
 ) -> None:
-    """Recompute results.json from a run's store, without calling any model; scoring-only
-    settings (--judge-errors-as-unmet, --max-judge-error-rate, --option KEY=VALUE of a scoring
-    option) may be changed."""
+    """Recompute results.json from a run's store, without calling any model.
+
+    Scoring-only settings (--judge-errors-as-unmet, --max-judge-error-rate, --option KEY=VALUE
+    of a scoring option) may be changed."""
     from clineval.options import split_option_items
     from clineval.runner import score as score_run
 
@@ -263,21 +677,37 @@ def score(
     if max_judge_error_rate is not None:
         settings["max_judge_error_rate"] = max_judge_error_rate
     options = split_option_items(option or [])
-    with _results_shown_on_failure(run_dir, "score"):
-        results = score_run(
-            run_dir, data_dir=data_dir, force=force, settings=settings, options=options
-        )
+    with _json_stdout(as_json) as emit:
+        with _on_failure(emit, run_dir, "score"):
+            results = score_run(
+                run_dir, data_dir=data_dir, force=force, settings=settings, options=options
+            )
+        if emit is not None:
+            emit(_results_payload(run_dir, results, None))
+            return
     print_results(results, run_dir, command="score")
 
 
-@app.command()
+@app.command(epilog="Example:\n  clineval report runs/tfidf -o tfidf.html")
 def report(
-    run_dir: Annotated[Path, typer.Argument(parser=path_value)],
-    output: Annotated[Path | None, typer.Option("-o", "--output", parser=path_value)] = None,
+    run_dir: Annotated[
+        Path, typer.Argument(metavar="RUN_DIR", help="A run directory.", parser=path_value)
+    ],
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            metavar="FILE",
+            help="HTML file to write (default: RUN_DIR/report.html).",
+            parser=path_value,
+        ),
+    ] = None,
     reference: Annotated[
         list[Path] | None,
         typer.Option(
             "--reference",
+            metavar="FILE",
             help="JSON file of published figures to show beside the run's own (repeatable); "
             "format in docs/command-line.md",
             parser=path_value,
@@ -291,23 +721,63 @@ def report(
     stdout.print(f"report: {path}")
 
 
-@app.command()
+CompareFormat = Literal["table", "markdown", "csv", "html", "json"]
+
+
+@app.command(
+    epilog="Examples:\n  clineval compare runs/a runs/b\n"
+    "  clineval compare runs/* --format markdown -o leaderboard.md\n"
+    "  clineval compare runs/a runs/b --json | jq '.leaderboard'"
+)
 def compare(
-    run_dirs: Annotated[list[Path], typer.Argument(parser=path_value)],
-    fmt: Annotated[str, typer.Option("--format", help="table|markdown|csv|html")] = "table",
-    output: Annotated[Path | None, typer.Option("-o", "--output", parser=path_value)] = None,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
+    run_dirs: Annotated[
+        list[Path],
+        typer.Argument(metavar="RUN_DIR", help="Run directories to compare.", parser=path_value),
+    ],
+    fmt: Annotated[
+        CompareFormat,
+        typer.Option("--format", help="How to print or write the comparison."),
+    ] = "table",
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            metavar="FILE",
+            help="Write to FILE instead of stdout (html: default compare.html).",
+            parser=path_value,
+        ),
+    ] = None,
+    seed: Annotated[
+        int, typer.Option("--seed", metavar="N", help="Seed of the paired bootstrap.")
+    ] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="The same as --format json.")] = False,
 ) -> None:
     """A leaderboard across runs, with paired bootstrap tests on shared samples."""
     from clineval.report.compare import compare_runs
 
-    compare_runs(run_dirs, fmt=fmt, output=output, seed=seed, console=stdout)
+    if as_json and fmt not in ("table", "json"):
+        raise InputError(f"--json: --format {fmt} asks for another format")
+    # the json document is all compare prints on stdout (its progress is on stderr)
+    compare_runs(run_dirs, fmt="json" if as_json else fmt, output=output, seed=seed, console=stdout)
 
 
 @app.command()
 def merge(
-    run_dirs: Annotated[list[Path], typer.Argument(parser=path_value)],
-    output_dir: Annotated[Path, typer.Option("--output-dir", "-o", parser=path_value)],
+    run_dirs: Annotated[
+        list[Path],
+        typer.Argument(metavar="RUN_DIR", help="The shards' run directories.", parser=path_value),
+    ],
+    output_dir: Annotated[
+        Path,
+        typer.Option(
+            "--output-dir",
+            "-o",
+            metavar="DIR",
+            help="Run directory of the merged run.",
+            parser=path_value,
+        ),
+    ],
 ) -> None:
     """Join the run directories of --shard I/N runs into one result."""
     from clineval.merge import merge_runs
@@ -315,24 +785,54 @@ def merge(
     print_results(merge_runs(run_dirs, output_dir), output_dir, command="merge")
 
 
+def _complete_export_formats(incomplete: str) -> list[str]:
+    from clineval.export import formats
+
+    return [name for name in formats() if name.startswith(incomplete)]
+
+
 @app.command("export")
 def export(
-    run_dir: Annotated[Path, typer.Argument(parser=path_value)],
-    fmt: Annotated[str, typer.Option("--format", help="clinconsensus-judgements | samples-csv")],
+    run_dir: Annotated[
+        Path, typer.Argument(metavar="RUN_DIR", help="A run directory.", parser=path_value)
+    ],
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            metavar="FORMAT",
+            help="clinconsensus-judgements, samples-csv, or a plugin's format.",
+            autocompletion=_complete_export_formats,
+        ),
+    ],
     output: Annotated[
-        Path, typer.Option("-o", "--output-dir", help="Directory to write into.", parser=path_value)
+        Path,
+        typer.Option(
+            "--output-dir", "-o", metavar="DIR", help="Directory to write into.", parser=path_value
+        ),
     ],
     name: Annotated[
         str | None,
-        typer.Option("--name", help="Model name of <name>_judge.json (default: the candidate)."),
+        typer.Option(
+            "--name",
+            metavar="NAME",
+            help="Model name of <name>_judge.json (default: the candidate).",
+        ),
     ] = None,
     cases: Annotated[
         str | None,
-        typer.Option("--cases", help="The run's cases file, if it has moved.", parser=path_text),
+        typer.Option(
+            "--cases",
+            metavar="FILE",
+            help="The run's cases file, if it has moved.",
+            parser=path_text,
+        ),
     ] = None,
 ) -> None:
-    """Write a run's outputs in another tool's format (e.g. the official ClinConsensus
-    judgements file that the authors' eval_cacs.py scores)."""
+    """Write a run's outputs in another tool's format.
+
+    For example the official ClinConsensus judgements file that the authors' eval_cacs.py
+    scores."""
     from clineval.export import export_run
 
     for path in export_run(run_dir, fmt, output, name=name, cases=cases):
@@ -341,13 +841,18 @@ def export(
 
 @app.command("judge-agreement")
 def judge_agreement(
-    run_dir: Annotated[Path, typer.Argument(parser=path_value)],
+    run_dir: Annotated[
+        Path, typer.Argument(metavar="RUN_DIR", help="A run directory.", parser=path_value)
+    ],
     labels: Annotated[
-        Path, typer.Option("--labels", help="JSONL of human verdicts.", parser=path_value)
+        Path,
+        typer.Option(
+            "--labels", metavar="FILE", help="JSONL of human verdicts.", parser=path_value
+        ),
     ],
     task: Annotated[
         str | None,
-        typer.Option("--task", help="The judged task, when the run holds several."),
+        typer.Option("--task", metavar="TASK", help="The judged task, when the run holds several."),
     ] = None,
 ) -> None:
     """Compare a run's stored judge verdicts with human labels (any judged task)."""
@@ -356,17 +861,64 @@ def judge_agreement(
     judge_agreement_report(run_dir, labels, console=stdout, task=task)
 
 
-@app.command("tasks")
+@app.command(
+    "config",
+    epilog="Example:\n  clineval config runs/tfidf > run.toml\n"
+    "  clineval run --config run.toml -o runs/tfidf-again",
+)
+def config_command(
+    run_dir: Annotated[
+        Path, typer.Argument(metavar="RUN_DIR", help="A run directory.", parser=path_value)
+    ],
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            metavar="FILE",
+            help="Write to FILE instead of stdout.",
+            parser=path_value,
+        ),
+    ] = None,
+) -> None:
+    """Print a run's settings as a TOML file for clineval run --config (secrets left out).
+
+    clineval run --config FILE reproduces the run; flags given with it override the file (e.g.
+    -o NEW_DIR to run it again elsewhere)."""
+    from clineval.config_file import run_file_text
+    from clineval.run_record import read_manifest
+    from clineval.rundir import atomic_write_text
+
+    text = run_file_text(read_manifest(run_dir), run_dir)
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        atomic_write_text(output, text)
+        print(f"wrote {output}", file=sys.stderr)
+
+
+@app.command(
+    "tasks",
+    epilog="Examples:\n  clineval tasks --data-dir data\n  clineval tasks --options\n"
+    "  clineval tasks --json | jq '.tasks[].task'",
+)
 def list_tasks(
-    data_dir: Annotated[str | None, typer.Option("--data-dir", parser=path_text)] = None,
+    data_dir: Annotated[
+        str | None,
+        typer.Option("--data-dir", metavar="DIR", help="Data root to check.", parser=path_text),
+    ] = None,
     show_options: Annotated[
         bool, typer.Option("--options", help="List every --option KEY with its default.")
+    ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the list as JSON on stdout, nothing else.")
     ] = False,
 ) -> None:
     """List tasks, their data status and metrics (or, with --options, every option key)."""
     from clineval.benchmarks.registry import (
         PluginError,
         benchmark_of,
+        fetch_command,
         get_task,
         option_groups,
         task_names,
@@ -374,7 +926,27 @@ def list_tasks(
     from clineval.datapaths import default_cache_dir, resolve_data_root
 
     if show_options:
-        for group in option_groups():
+        groups = option_groups()
+        if as_json:
+            sys.stdout.write(
+                json_text(
+                    {
+                        "options": [
+                            {
+                                "key": group.key(option),
+                                "applies_to": group.applies_to,
+                                "default": option.default,
+                                "models": group.models_text(option),
+                                "help": option.help,
+                            }
+                            for group in groups
+                            for option in group.options
+                        ]
+                    }
+                )
+            )
+            return
+        for group in groups:
             options = Table(show_header=True, title=f"--option KEY=VALUE of {group.applies_to}")
             # a key is copied as a whole into --option: never folded over two lines
             options.add_column("key", no_wrap=True)
@@ -388,9 +960,8 @@ def list_tasks(
         return
 
     root = resolve_data_root(data_dir)
-    table = Table(show_header=True)
-    for col in ("task", "description", "data", "metrics"):
-        table.add_column(col)
+    rows: list[dict[str, Any]] = []
+    cells: list[str] = []  # the table's data column
     for name in task_names():
         try:  # a plugin whose task cannot be made costs its row, not the listing
             task = get_task(name)
@@ -398,10 +969,33 @@ def list_tasks(
         except PluginError as exc:
             print(f"warning: {redact(exc.one_line())}; skipped", file=sys.stderr)
             continue
-        data = _data_cell(statuses)
         bench = benchmark_of(name)
-        metrics = ", ".join(bench.metrics.ranked_keys) if bench is not None else ""
-        table.add_row(name, task.description, data, metrics)
+        rows.append(
+            {
+                "task": name,
+                "description": task.description,
+                "data": [
+                    {
+                        "path": str(s.relative_path),
+                        "status": s.status,
+                        "fetch": fetch_command(s.relative_path) if s.status == "missing" else None,
+                    }
+                    for s in statuses
+                ],
+                "metrics": list(bench.metrics.ranked_keys) if bench is not None else [],
+            }
+        )
+        cells.append(_data_cell(statuses))
+    if as_json:
+        shown_root = None if root is None else str(root)
+        document = {"data_root": shown_root, "fetch_cache": str(default_cache_dir()), "tasks": rows}
+        sys.stdout.write(json_text(document))
+        return
+    table = Table(show_header=True)
+    for col in ("task", "description", "data", "metrics"):
+        table.add_column(col)
+    for row, cell in zip(rows, cells, strict=True):
+        table.add_row(row["task"], row["description"], cell, ", ".join(row["metrics"]))
     stdout.print(table)
     # where the files are looked for: the data root, then the fetch cache (clineval.datapaths)
     where = "none (--data-dir, $CLINEVAL_DATA_DIR)" if root is None else str(root)
@@ -480,13 +1074,71 @@ def _click_module() -> Any:
     return vendored if vendored is not None else getattr(typer.core, "click")  # noqa: B009
 
 
+def _enable_completion() -> None:
+    """Register typer's completion of each shell: with add_completion=False typer does not,
+    and the shell's call (`_CLINEVAL_COMPLETE=complete_bash clineval`) needs it."""
+    if any(name.startswith("_CLINEVAL_COMPLETE") for name in os.environ):
+        from typer.completion import completion_init
+
+        completion_init()
+
+
+# Metavars of options that declare none, by the value's type (typer would print `<int>`).
+_TYPE_METAVARS = {"int": "N", "float": "NUMBER", "str": "TEXT", "Path": "PATH"}
+
+
+def _help_as_written(command: Any) -> None:
+    """Every help text of `command` and its subcommands as written, in typer's rich help.
+
+    Rich markup would swallow a `[@base_url]`, so text is escaped; a docstring's wrapped lines
+    are joined (typer keeps them in the command list and in later paragraphs); a flag shows no
+    `<bool>` and a value no `<list[str]>` type: each value shows its metavar."""
+    from rich.markup import escape
+
+    if command.help:
+        paragraphs = inspect.cleandoc(command.help).split("\n\n")
+        joined = [" ".join(p.split()) if not p.startswith("\b") else p for p in paragraphs]
+        command.help = escape("\n\n".join(joined))
+        if not command.short_help:
+            command.short_help = joined[0]  # escaped on its own: typer renders it apart
+        command.short_help = escape(command.short_help)
+    if command.epilog:
+        # typer dedents from the second line on: a first line of its own keeps the indented
+        # example lines indented
+        command.epilog = "\n" + escape(command.epilog)
+    help_option = command.get_help_option(command.context_class(command))
+    params = [*command.params, *([help_option] if help_option is not None else [])]
+    for param in params:
+        if getattr(param, "help", None):
+            param.help = escape(param.help)
+        if param.param_type_name == "argument":
+            if param.metavar is None:
+                param.metavar = param.name.upper()
+            # the name column already says TASK...: no type column beside it
+            param.display_type_rich = lambda ctx: None
+        elif getattr(param, "is_flag", False) or getattr(param, "count", False):
+            param.metavar = ""
+        elif param.metavar is None and not _is_choice(param):
+            bare = param.bare_type() if hasattr(param, "bare_type") else "str"
+            bare = bare.removeprefix("list[").removesuffix("]")
+            param.metavar = _TYPE_METAVARS.get(bare, bare.upper())
+    for sub in getattr(command, "commands", {}).values():
+        _help_as_written(sub)
+
+
+def _is_choice(param: Any) -> bool:
+    descriptor = getattr(param, "type_descriptor", None)
+    return bool(getattr(descriptor, "is_choice", False))
+
+
 def _usage_error_line(exc: Exception) -> str:
     """One line for a command-line usage error: what is wrong and where to find the usage."""
     ctx = getattr(exc, "ctx", None)
     command = getattr(ctx, "command_path", None) or "clineval"
     format_message = getattr(exc, "format_message", None)
     message = format_message() if callable(format_message) else str(exc)
-    message = " ".join(str(message).split())
+    # typer's choice check words it as a pydantic error: "Value error, 'x' is not one of ..."
+    message = " ".join(str(message).split()).replace(": Value error, ", ": ")
     return f"error: {command}: {message} (see '{command} --help')"
 
 
@@ -543,7 +1195,10 @@ def _main(args: list[str]) -> int:
     click = _click_module()
     try:
         # Without standalone mode click returns a `typer.Exit(code)` as the call's value.
-        result = app(args=args, standalone_mode=False, prog_name="clineval")
+        command = typer.main.get_command(app)
+        _help_as_written(command)
+        _enable_completion()
+        result = command.main(args=args, standalone_mode=False, prog_name="clineval")
         if result == INTERRUPTED:  # typer's answer to Ctrl-C (KeyboardInterrupt) or SIGTERM
             raise KeyboardInterrupt
         if isinstance(result, int) and not isinstance(result, bool):

@@ -35,13 +35,55 @@ skills_app = typer.Typer(
 )
 
 
+def _missing_output_dir(ctx: typer.Context, param: object, value: Path | None) -> Path | None:
+    """Callback of an old, hidden spelling of --output-dir (declared after it, so processed
+    after it): with neither given, click's own "Missing option" usage error, raised while
+    parsing as for any required option (so a parse-only check of a command line sees it)."""
+    if value is None and ctx.params.get("output_dir") is None and not ctx.resilient_parsing:
+        import typer.core
+
+        click = getattr(typer.core, "_click", None) or getattr(typer.core, "click")  # noqa: B009
+        canonical = next(p for p in ctx.command.params if p.name == "output_dir")
+        raise click.exceptions.MissingParameter(ctx=ctx, param=canonical)
+    return value
+
+
+def output_dir_of(canonical: Path | None, old: Path | None, old_flag: str) -> Path:
+    """The directory of `--output-dir` / `-o` or of its older spelling `old_flag`, which still
+    works but is no longer shown (one of the two, checked to be given by the callback)."""
+    if canonical is not None and old is not None:
+        raise InputError(f"give --output-dir or {old_flag} (its old spelling), not both")
+    found = canonical if canonical is not None else old
+    assert found is not None  # _missing_output_dir refused the command line otherwise
+    return found
+
+
+def _complete_corpora(incomplete: str) -> list[str]:
+    # imported only when the shell asks: the registry loads every benchmark
+    from clineval.benchmarks.registry import data_sources
+
+    return [name for name in data_sources() if name.startswith(incomplete)]
+
+
+def _complete_synthesizers(incomplete: str) -> list[str]:
+    from clineval.benchmarks.registry import synthesizers
+
+    return [name for name in synthesizers() if name.startswith(incomplete)]
+
+
 @data_app.command("verify")
 def data_verify(
-    data_dir: Annotated[str | None, typer.Option("--data-dir", parser=path_text)] = None,
+    data_dir: Annotated[
+        str | None,
+        typer.Option("--data-dir", metavar="DIR", help="Data root to check.", parser=path_text),
+    ] = None,
     cache_dir: Annotated[
         str | None,
         typer.Option(
-            "--cache-dir", help="Check this cache of `clineval data fetch`.", parser=path_text
+            "--cache-dir",
+            metavar="DIR",
+            help="Check this cache of `clineval data fetch`.",
+            parser=path_text,
         ),
     ] = None,
 ) -> None:
@@ -57,10 +99,26 @@ def data_verify(
 
 @data_app.command("fetch")
 def data_fetch(
-    name: str,
-    cache_dir: Annotated[Path | None, typer.Option("--cache-dir", parser=path_value)] = None,
+    name: Annotated[
+        str,
+        typer.Argument(
+            metavar="NAME",
+            help="Corpus to fetch (an unknown name lists the known ones).",
+            autocompletion=_complete_corpora,
+        ),
+    ],
+    cache_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--cache-dir",
+            metavar="DIR",
+            help="Cache to fetch into (default: $CLINEVAL_CACHE_DIR or ~/.cache/clineval/data).",
+            parser=path_value,
+        ),
+    ] = None,
     base_url: Annotated[
-        str | None, typer.Option("--base-url", help="Mirror to fetch from instead.")
+        str | None,
+        typer.Option("--base-url", metavar="URL", help="Mirror to fetch from instead."),
     ] = None,
 ) -> None:
     """Download a corpus from its official public address into a cache, checking sha256.
@@ -82,22 +140,49 @@ def data_fetch(
 
 @data_app.command("synth")
 def data_synth(
-    task: str,
-    out: Annotated[Path, typer.Option("--out", parser=path_value)],
-    seed: Annotated[int, typer.Option("--seed")] = 0,
-    data_dir: Annotated[str | None, typer.Option("--data-dir", parser=path_text)] = None,
+    task: Annotated[
+        str,
+        typer.Argument(
+            metavar="TASK",
+            help="Task to synthesize (tcm-sd).",
+            autocompletion=_complete_synthesizers,
+        ),
+    ],
+    output_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--output-dir", "-o", metavar="DIR", help="Directory to write into.", parser=path_value
+        ),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", hidden=True, callback=_missing_output_dir, parser=path_value),
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", metavar="N", help="Seed of the generator.")] = 0,
+    data_dir: Annotated[
+        str | None,
+        typer.Option(
+            "--data-dir",
+            metavar="DIR",
+            help="Data root with the label and knowledge files.",
+            parser=path_text,
+        ),
+    ] = None,
     scale: Annotated[
-        float, typer.Option("--scale", help="Size relative to the official splits, (0, 1].")
+        float,
+        typer.Option("--scale", metavar="S", help="Size relative to the official splits, (0, 1]."),
     ] = 1.0,
 ) -> None:
     """Write a synthetic (fixture) dataset in a benchmark's official format."""
     from clineval.benchmarks.registry import synthesizers
 
+    target = output_dir_of(output_dir, out, "--out")
+
     available = synthesizers()
     if task not in available:
         known = ", ".join(available) or "none"
         raise InputError(f"no synthetic generator for {task!r} (available: {known})")
-    for path in available[task](out, seed, data_dir, scale):
+    for path in available[task](target, seed, data_dir, scale):
         stdout.print(f"wrote {path}")
 
 
@@ -112,19 +197,28 @@ def skills_list() -> None:
     for skill in list_skills():
         table.add_row(skill.name, skill.description)
     stdout.print(table)
-    stdout.print("install: clineval skills install [NAME...] --target DIR", markup=False)
+    stdout.print("install: clineval skills install [NAME...] --output-dir DIR", markup=False)
 
 
 @skills_app.command("install")
 def skills_install(
-    target: Annotated[
-        Path,
-        typer.Option(
-            "--target", help="The agent's skills folder, e.g. .claude/skills.", parser=path_value
-        ),
-    ],
     names: Annotated[
-        list[str] | None, typer.Argument(help="Skills to install (default: all).")
+        list[str] | None,
+        typer.Argument(metavar="NAME", help="Skills to install (default: all)."),
+    ] = None,
+    output_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--output-dir",
+            "-o",
+            metavar="DIR",
+            help="The agent's skills folder, e.g. .claude/skills.",
+            parser=path_value,
+        ),
+    ] = None,
+    target: Annotated[
+        Path | None,
+        typer.Option("--target", hidden=True, callback=_missing_output_dir, parser=path_value),
     ] = None,
     force: Annotated[
         bool, typer.Option("--force", help="Replace an existing skill folder that differs.")
@@ -133,5 +227,6 @@ def skills_install(
     """Copy skill folders into DIR/NAME; a different existing one is kept unless --force."""
     from clineval.skills_install import install
 
-    for done in install(names or [], target, force=force):
+    folder = output_dir_of(output_dir, target, "--target")
+    for done in install(names or [], folder, force=force):
         print(f"{done.status} {done.name}: {done.path}")

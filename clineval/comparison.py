@@ -80,7 +80,7 @@ def compare(
     seed: int = 0,
 ) -> Comparison:
     """A leaderboard across runs with paired bootstrap tests (`clineval compare`). `format`
-    table|markdown|csv|html; with `output` the rendering is also written to that file (html
+    table|markdown|csv|html|json; with `output` the rendering is also written to that file (html
     without `output` goes to ./compare.html, as on the command line)."""
     import io
 

@@ -20,6 +20,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import ErrorDetails
 
 from clineval.errors import EMPTY_PATH, InputError, is_empty_path
 from clineval.models.registry import backend_info
@@ -32,6 +33,7 @@ _FLAGS = {
     "base_urls": "--base-url",
     "judges": "--judge",
     "judge_base_urls": "--judge-base-url",
+    "batch_models": "--batch-model",
     "options": "--option",
     "tasks": "TASK",
 }
@@ -285,7 +287,16 @@ def input_error(exc: ValidationError) -> InputError:
     field = str(location[0]) if location else "?"
     value = first.get("input")
     shown = "" if isinstance(value, dict) or value is None else f" {_number(value)[:80]}"
-    reason = {
+    reason = reason_of(first)
+    if first.get("type") == "extra_forbidden":
+        return InputError(f"unknown setting {field!r}")
+    return InputError(f"{flag_of(field)}{shown}: {reason}")
+
+
+def reason_of(error: ErrorDetails) -> str:
+    """What is wrong, in a user's words, of one error of a ValidationError."""
+    limits = error.get("ctx") or {}
+    return {
         "greater_than_equal": f"must be >= {_number(limits.get('ge'))}",
         "greater_than": f"must be > {_number(limits.get('gt'))}",
         "less_than_equal": f"must be <= {_number(limits.get('le'))}",
@@ -293,17 +304,14 @@ def input_error(exc: ValidationError) -> InputError:
         "int_parsing": "is not an integer",
         "float_parsing": "is not a number",
         "too_short": "must not be empty",
-        # strict validation (the Python API): a value of another type
+        # strict validation (the Python API, a config file): a value of another type
         "int_type": "is not an integer",
         "float_type": "is not a number",
         "bool_type": "is not True or False",
         "string_type": "is not a string",
         "list_type": "is not a list",
         "dict_type": "is not a mapping",
-    }.get(str(first.get("type")), str(first.get("msg", "invalid value")))
-    if first.get("type") == "extra_forbidden":
-        return InputError(f"unknown setting {field!r}")
-    return InputError(f"{flag_of(field)}{shown}: {reason}")
+    }.get(str(error.get("type")), str(error.get("msg", "invalid value")))
 
 
 def _number(value: Any) -> str:

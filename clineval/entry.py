@@ -18,6 +18,12 @@ def _raise(signum: int, frame: object) -> None:
 
 
 def main() -> int:
+    if sys.argv[1:] in (["--version"], ["-V"]):
+        # Answered before typer, rich and pydantic load: a script or an agent asks this first.
+        from clineval.version import version_line
+
+        print(version_line())
+        return 0
     previous = signal.signal(signal.SIGTERM, _raise)
     try:
         from clineval.cli import main as cli_main

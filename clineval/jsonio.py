@@ -19,6 +19,7 @@ e.g. one JSON Lines line); reply handling calls `parse_json`, `decode_prefix` an
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
 import threading
@@ -239,3 +240,24 @@ def read_text_file(path: str | Path, what: str = "file") -> str:
 def read_json_file(path: str | Path, what: str = "file") -> Any:
     """The JSON value of a whole file (see `read_text_file` and `loads_input`)."""
     return loads_input(read_text_file(path, what), path)
+
+
+def _plain_json(value: Any) -> Any:
+    """`value` as strict JSON values: a non-finite float (a metric of an empty split) is null,
+    as jq and JavaScript parsers refuse NaN; a tuple is a list; anything else its str."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(key): _plain_json(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain_json(item) for item in value]
+    if value is None or isinstance(value, str | int | bool):
+        return value
+    if hasattr(value, "item"):  # a numpy scalar
+        return _plain_json(value.item())
+    return str(value)
+
+
+def json_document(payload: Any) -> str:
+    """`payload` as one strict JSON document and a newline: what a --json command prints."""
+    return json.dumps(_plain_json(payload), ensure_ascii=False, indent=2, allow_nan=False) + "\n"

@@ -157,7 +157,7 @@ def install(names: Iterable[str], target: Path, *, force: bool = False) -> list[
     if unknown:
         raise InputError(f"unknown skill {unknown[0]!r} (known: {', '.join(available)})")
     if os.path.isfile(target):  # said with the flag; other unwritable targets: make_dir
-        raise InputError("--target is a file, not a directory", path=target)
+        raise InputError("--output-dir is a file, not a directory", path=target)
     make_dir(target)
     plan: list[tuple[Skill, Path, str]] = []
     for name in wanted:

@@ -2,3 +2,8 @@
 the package root (which loads the Python API)."""
 
 __version__ = "0.1.0"
+
+
+def version_line() -> str:
+    """What `clineval --version` prints."""
+    return f"clineval {__version__}"

@@ -392,7 +392,7 @@ CLI_NAMES = {
     "option": "options",
     "timeout": "timeout_s",
 }
-CLI_ONLY = {"output_dir", "dry_run", "wait"}
+CLI_ONLY = {"output_dir", "dry_run", "wait", "config", "as_json", "ctx"}
 
 
 def undeclared(config: type, command: Any) -> tuple[list[str], list[str]]:
@@ -416,6 +416,11 @@ def test_run_settings_are_declared_once() -> None:
     from clineval.config import RunConfig
 
     assert undeclared(RunConfig, cli.run) == ([], [])
+    # the keys of a --config file are the flags' parameter names, each filling its field
+    from clineval.config_file import file_keys
+
+    settings = set(inspect.signature(cli.run).parameters) - CLI_ONLY
+    assert file_keys() == {"output_dir": "output_dir"} | {p: CLI_NAMES.get(p, p) for p in settings}
     assert set(RunSettings.__annotations__) == set(RunConfig.model_fields) - {"tasks", "model"}
     for function in (clineval.run, clineval.dry_run):
         hints = typing.get_type_hints(inspect.unwrap(function), include_extras=True)

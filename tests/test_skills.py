@@ -635,4 +635,4 @@ def test_install_all_and_bad_names_or_targets(
     a_file = tmp_path / "file"
     a_file.write_text("x")
     assert main(["skills", "install", "--target", str(a_file)]) == 2
-    assert "--target is a file" in capsys.readouterr().err
+    assert "--output-dir is a file" in capsys.readouterr().err

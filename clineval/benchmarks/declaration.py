@@ -156,7 +156,7 @@ FetchStep = Callable[[Path, "str | None", "RetryPolicy"], list[Path]]
 LongRows = Callable[[dict[str, Any]], list[dict[str, Any]]]
 # `clineval export --format NAME`: the paths written.
 Exporter = Callable[["RunFiles", Path, "ExportSettings"], list[Path]]
-# `clineval data synth NAME --out DIR [--seed S] [--data-dir D] [--scale X]`: the paths written.
+# `clineval data synth NAME -o DIR [--seed S] [--data-dir D] [--scale X]`: the paths written.
 Synthesizer = Callable[[Path, int, "str | None", float], list[Path]]
 
 

@@ -65,6 +65,8 @@ class BackendInfo:
     # an in-process server with a fixed number of slots (calls beyond them wait) on local
     # hardware, where a small model that loops writes its whole token cap slowly
     local_slots: bool = False
+    # what follows `name:` in a spec, as `clineval run --help` lists the backends
+    form: str = ""
 
     @property
     def replays_predictions(self) -> bool:
@@ -91,6 +93,7 @@ BACKEND_TABLE: tuple[BackendInfo, ...] = (
         opener="clineval.models.llm:open_openai",
         takes_base_url=True,
         has_batch=True,
+        form="MODEL[@URL]: an OpenAI-compatible server (vLLM, SGLang, llama.cpp, hosted APIs)",
     ),
     BackendInfo(
         "llamacpp",
@@ -99,6 +102,7 @@ BACKEND_TABLE: tuple[BackendInfo, ...] = (
         opener="clineval.models.llm:open_llamacpp",
         keeps_schema_as_grammar=True,
         local_slots=True,
+        form="PATH.gguf: a local GGUF served in process by llama.cpp",
     ),
     BackendInfo(
         "hf",
@@ -107,17 +111,25 @@ BACKEND_TABLE: tuple[BackendInfo, ...] = (
         opener="clineval.models.llm:open_hf",
         ignores_response_format=True,
         templates_own_input=True,
+        form="PATH: a local Hugging Face checkpoint (a classifier, or a causal LM with a chat "
+        "template)",
     ),
     BackendInfo(
         "gliner",
         (ModelKind.SPAN_TAGGER,),
         file_check="clineval.models.gliner_checkpoint:check_spec_files",
+        form="PATH: a local GLiNER checkpoint (an NER span tagger)",
     ),
-    BackendInfo("baseline", (ModelKind.BASELINE,)),
+    BackendInfo(
+        "baseline",
+        (ModelKind.BASELINE,),
+        form="NAME: a built-in baseline of the task (crf for NER; tfidf, knowledge for TCM-SD)",
+    ),
     BackendInfo(
         "predictions",
         (ModelKind.PREDICTIONS,),
         file_check="clineval.models.predictions_files:check_spec_files",
+        form="FILE or TASK=FILE,...: outputs made elsewhere, replayed and scored",
     ),
 )
 

@@ -14,11 +14,12 @@ from rich.console import Console
 
 from clineval.console import make_console
 from clineval.errors import InputError
+from clineval.jsonio import json_document
 from clineval.report.compare_model import Comparison, build_comparison
 from clineval.report.compare_render import render_csv, render_html, render_markdown, render_table
 from clineval.rundir import atomic_write_text
 
-FORMATS = ("table", "markdown", "csv", "html")
+FORMATS = ("table", "markdown", "csv", "html", "json")
 
 
 def compare_runs(
@@ -28,7 +29,7 @@ def compare_runs(
     seed: int = 0,
     console: Console | None = None,
 ) -> Comparison:
-    """Build the comparison and write/print it in `fmt` (table|markdown|csv|html)."""
+    """Build the comparison and write/print it in `fmt` (table|markdown|csv|html|json)."""
     if fmt not in FORMATS:
         raise InputError(f"--format {fmt!r} is not one of {', '.join(FORMATS)}")
     comp = build_comparison(run_dirs, seed=seed)
@@ -44,6 +45,8 @@ def compare_runs(
         text = render_markdown(comp)
     elif fmt == "csv":
         text = render_csv(comp)
+    elif fmt == "json":
+        text = render_json(comp)
     else:
         text = render_html(comp)
         output = output or Path("compare.html")
@@ -53,3 +56,46 @@ def compare_runs(
         atomic_write_text(output, text)
         console.print(f"wrote {output}")
     return comp
+
+
+def render_json(comp: Comparison) -> str:
+    """The comparison as one JSON document (`compare --format json`): the runs, one leaderboard
+    cell per run, task and metric (with its 95% interval), and the paired tests."""
+    runs = [
+        {
+            "label": label,
+            "run_dir": str(run.path),
+            "model": comp.model(i),
+            "fixture": comp.is_fixture_run(i),
+        }
+        for i, (label, run) in enumerate(zip(comp.labels, comp.runs, strict=True))
+    ]
+    cells = [
+        {
+            "run": comp.labels[i],
+            "task": task,
+            "metric": metric,
+            "value": cell.value,
+            "ci": None if cell.ci is None else list(cell.ci),
+            "best": comp.best(task, metric) == i,
+            "fixture": comp.fixture.get((i, task), False),
+        }
+        for (i, task, metric), cell in comp.cells.items()
+    ]
+    pairs = [
+        {
+            "task": row.task,
+            "metric": row.metric,
+            "run_a": row.run_a,
+            "run_b": row.run_b,
+            "n_shared": None if row.result is None else row.result.n_shared,
+            "a": None if row.result is None else row.result.a,
+            "b": None if row.result is None else row.result.b,
+            "difference": None if row.result is None else row.result.delta,
+            "ci": None if row.result is None else list(row.result.ci),
+            "p_value": None if row.result is None else row.result.p_value,
+            "note": row.note,
+        }
+        for row in comp.pairs
+    ]
+    return json_document({"runs": runs, "leaderboard": cells, "pairs": pairs})

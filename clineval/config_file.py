@@ -1,0 +1,167 @@
+"""`clineval run --config FILE.toml`, and a finished run's settings written as such a file.
+
+The file's keys are the run's flags, written with underscores (`max_tokens`, `judge`,
+`base_url`, `option`) plus `tasks` and `output_dir`; they are derived from RunConfig's fields
+through `config.flag_of`, so a new run setting is a key without another edit here. A flag that
+may be repeated takes a string or a list of strings; `option` also takes a table
+(`option = {"ner.chunking" = "ncer"}`). Values are checked strictly here, where they enter:
+TOML has types, so `limit = "5"` is a mistake to name, not a string to convert. What the
+command line gives overrides the file (the command line's own values, checked as ever).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from clineval.config import RunConfig, flag_of, reason_of
+from clineval.errors import InputError, clip
+from clineval.jsonio import read_text_file
+from clineval.run_record import Manifest
+from clineval.rundir import MANIFEST
+from clineval.secrets import redact
+from clineval.version import __version__
+
+OUTPUT_DIR = "output_dir"  # the one key that is no RunConfig field (the run's directory)
+_OPTIONS = "options"
+
+
+def file_keys() -> dict[str, str]:
+    """{key in the file: RunConfig field}, in the order a written file lists them; output_dir
+    maps to itself."""
+    keys = {"tasks": "tasks", "model": "model", OUTPUT_DIR: OUTPUT_DIR}
+    for field in RunConfig.model_fields:
+        if field not in ("tasks", "model"):
+            keys[flag_of(field).removeprefix("--").replace("-", "_")] = field
+    return keys
+
+
+def _is_list(field: str) -> bool:
+    annotation = RunConfig.model_fields[field].annotation
+    return getattr(annotation, "__origin__", None) is list
+
+
+def read_run_file(path: Path) -> dict[str, Any]:
+    """The settings of a TOML run file as {key: value}, each value in the shape its flag has on
+    the command line (a repeatable flag: a list of strings; option: KEY=VALUE strings).
+    InputError naming the file (and line, for TOML syntax) for anything else."""
+    text = read_text_file(path, "config file")
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        message = str(exc)
+        found = re.search(r" \(at (line (\d+), column \d+|end of document)\)$", message)
+        line = int(found.group(2)) if found and found.group(2) else None
+        message = message[: found.start()] if found else message
+        raise InputError(f"not TOML: {message}", path=path, line=line) from None
+    keys = file_keys()
+    out: dict[str, Any] = {}
+    for written, value in data.items():
+        key = written.replace("-", "_")
+        if key not in keys:
+            near = difflib.get_close_matches(key, keys, n=1)
+            hint = f"did you mean {near[0]!r}? " if near else ""
+            raise InputError(
+                f"unknown key {clip(written)} ({hint}keys: {', '.join(keys)})", path=path
+            )
+        if key in out:
+            raise InputError(f"key {key!r} is given twice (- and _ spellings)", path=path)
+        out[key] = _checked(key, keys[key], value, path)
+    return out
+
+
+def _checked(key: str, field: str, value: Any, path: Path) -> Any:
+    """`value` of `key` checked against its setting's type and bounds (strict: no string is
+    taken for a number), in the shape of the flag's value."""
+
+    def wrong(reason: str) -> InputError:
+        return InputError(f"key {key!r}: {reason}", path=path)
+
+    if field == OUTPUT_DIR:
+        if not isinstance(value, str) or not value:
+            raise wrong("must be a non-empty string (a directory)")
+        return value
+    if field == _OPTIONS:
+        return _option_items(value, wrong)
+    if _is_list(field) and isinstance(value, str):
+        value = [value]
+    info = RunConfig.model_fields[field]
+    kind: Any = Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation
+    adapter: TypeAdapter[Any] = TypeAdapter(kind)
+    try:
+        checked = adapter.validate_python(value, strict=True)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = "".join(f"[{part}]" for part in first.get("loc", ()))
+        raise wrong(f"{clip(value)}{where} {reason_of(first)}") from None
+    if isinstance(checked, str) and not checked.strip():
+        raise wrong("must not be empty")
+    return checked
+
+
+def _option_items(value: Any, wrong: Any) -> list[str]:
+    """`option` as the command line's KEY=VALUE items: a table {KEY: VALUE} (a number written
+    as the command line would take it), a list of "KEY=VALUE" strings, or one such string."""
+    if isinstance(value, dict):
+        items = []
+        for key, item in value.items():
+            if isinstance(item, bool) or not isinstance(item, str | int | float):
+                raise wrong(f"{key}: the value must be a string or a number, not {clip(item)}")
+            items.append(f"{key}={item}")
+        return items
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise wrong('must be a table {KEY = "VALUE"} or a list of "KEY=VALUE" strings')
+    for item in value:
+        name, sep, _ = item.partition("=")
+        if not sep or not name.strip():
+            raise wrong(f"{clip(item)} is not KEY=VALUE")
+    return list(value)
+
+
+# --- a finished run's settings as a file -----------------------------------------------------
+
+
+def run_file_text(manifest: Manifest, run_dir: Path) -> str:
+    """The TOML run file of a run: every setting it ran with (defaults included, so that a
+    later version's other default does not change a reproduction), secrets masked."""
+    config = RunConfig.from_manifest(manifest.config, str(run_dir / MANIFEST))
+    version = manifest.clineval_version or "unknown"
+    lines = [
+        f"# The settings of the clineval run in {_toml(str(run_dir))} (clineval {version};",
+        f"# written by clineval {__version__}). Run them again with:",
+        "#   clineval run --config THIS_FILE [-o NEW_DIR]",
+        "# Flags given with --config override the file's keys. Secrets are never written: keys",
+        "# come from the environment, credentials in URLs are masked.",
+    ]
+    for key, field in file_keys().items():
+        value = str(run_dir) if field == OUTPUT_DIR else getattr(config, field)
+        if value is None or value == [] or value == {}:
+            continue
+        lines.append(f"{key} = {_toml(value)}")
+    return "\n".join(lines) + "\n"
+
+
+def _toml(value: Any) -> str:
+    """`value` as a TOML value (strings through `redact`: a URL's credentials never reach the
+    file)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        # a JSON string is a TOML basic string, but for DEL, which TOML wants escaped
+        return json.dumps(redact(value), ensure_ascii=False).replace("\x7f", "\\u007f")
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(item) for item in value) + "]"
+    if isinstance(value, dict):
+        pairs = ", ".join(f"{_toml(str(k))} = {_toml(v)}" for k, v in value.items())
+        return "{ " + pairs + " }" if pairs else "{}"
+    raise TypeError(f"no TOML form for {type(value).__name__}")
