@@ -9,6 +9,7 @@ the flag, before anything is loaded or written.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import (
@@ -20,7 +21,6 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic_core import ErrorDetails
 
 from clineval.errors import EMPTY_PATH, InputError, is_empty_path
 from clineval.models.registry import backend_info
@@ -293,7 +293,7 @@ def input_error(exc: ValidationError) -> InputError:
     return InputError(f"{flag_of(field)}{shown}: {reason}")
 
 
-def reason_of(error: ErrorDetails) -> str:
+def reason_of(error: Mapping[str, Any]) -> str:
     """What is wrong, in a user's words, of one error of a ValidationError."""
     limits = error.get("ctx") or {}
     return {
