@@ -46,6 +46,7 @@ def _clineval(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
         ([*NER, "--judge-prompt", "prompt.txt"], "--judge-prompt", "ner:ncbi"),
         ([*NER, "--cases", "cases.jsonl"], "--cases", "ner:ncbi"),
         ([*TCM, "--verdicts", "verdicts.jsonl"], "--verdicts", "tcm-sd"),
+        ([*NER, "--dedupe"], "--dedupe", "ner:ncbi"),
     ],
 )
 def test_a_flag_no_task_reads_is_refused_and_nothing_is_made(
