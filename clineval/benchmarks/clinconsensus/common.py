@@ -45,20 +45,13 @@ from clineval.benchmarks.clinconsensus.cases import (
     load_cases,
 )
 from clineval.benchmarks.clinconsensus.metrics import DEFAULT_KS
-from clineval.benchmarks.judged import (
-    LOCAL_EXPLANATION_CHARS,
-    MAX_EXPLANATION_CHARS,
-    JudgePanel,
-    ReplyBounds,
-)
+from clineval.benchmarks.judged import JudgePanel, ReplyBounds, judge_options
 from clineval.benchmarks.kit import select_samples
 from clineval.config import RunConfig
 from clineval.data.cache import default_cache_dir
 from clineval.datapaths import data_file
 from clineval.errors import InputError
-from clineval.judge.ensemble import AGGREGATES
-from clineval.judge.prompt import JudgePrompt, verdict_token_bound
-from clineval.judge.run import DEFAULT_JUDGE_MAX_TOKENS, DEFAULT_PARSE_RETRIES
+from clineval.judge.prompt import JudgePrompt
 from clineval.models.registry import backend_info
 from clineval.models.spec import ModelSpec
 from clineval.options import MAX_TOKENS, Option, OptionGroup, choice, integer, integer_list
@@ -79,38 +72,8 @@ CLINCONSENSUS_OPTIONS = OptionGroup(
             "judge only the first N criteria of each case (smoke runs)",
             str(RUBRICS_PER_CASE),
         ),
-        Option(
-            "judge_retries",
-            integer(minimum=0, maximum=100),
-            "re-asks after an unparseable judge reply",
-            str(DEFAULT_PARSE_RETRIES),
-        ),
-        Option(
-            "judge_max_tokens",
-            integer(minimum=1, maximum=MAX_TOKENS),
-            # unset (None) is a default of its own: judge_cap() decides per judge
-            f"max_tokens of a judge call (default {DEFAULT_JUDGE_MAX_TOKENS}; "
-            f"{verdict_token_bound(LOCAL_EXPLANATION_CHARS)} for a llamacpp: judge)",
-            None,
-        ),
-        Option(
-            "judge_explanation_chars",
-            # a JSON schema's maxLength, turned into a grammar and a token cap (3 a character)
-            integer(minimum=0, maximum=MAX_EXPLANATION_CHARS),
-            # unset (None): explanation_bound() decides per judge
-            "bound the verdict's explanation to N characters in the judge's JSON schema "
-            f"(default {LOCAL_EXPLANATION_CHARS} for a llamacpp: judge, unbounded elsewhere; "
-            "0 = unbounded)",
-            None,
-            changes_requests=True,
-        ),
-        Option(
-            "aggregate",
-            choice(*AGGREGATES),
-            "rule that joins several judges",
-            "majority",
-            scoring_only=True,
-        ),
+        # the options every judged task takes, as the judging kit declares them
+        *judge_options(TASK, "the clinconsensus task").options,
         Option(
             "k",
             integer_list(minimum=1, maximum=10_000),
