@@ -39,7 +39,7 @@ from clineval.config import RunConfig
 from clineval.errors import InputError
 from clineval.jsonl import iter_json_objects
 from clineval.judge.ensemble import AGGREGATES, aggregate, cohen_kappa
-from clineval.judge.verdict import judge_of_kind, read_verdicts, verdict_key, verdict_kind
+from clineval.judge.verdict import as_id, judge_of_kind, read_verdicts, verdict_key, verdict_kind
 from clineval.run_record import read_manifest
 from clineval.rundir import MANIFEST, CannotWrite, write_json
 from clineval.store import STORE_FILENAME, RunStore
@@ -76,7 +76,7 @@ def read_labels(path: Path) -> Labels:
     # names the line a user sees in an editor.
     for lineno, row in iter_json_objects(path, what="labels file"):
         sample = row.get("case_id", row.get("id"))
-        case_id, criterion_id = _as_id(sample), _as_id(row.get("criterion_id"))
+        case_id, criterion_id = as_id(sample), as_id(row.get("criterion_id"))
         met = row.get("criteria_met")
         if case_id is None or criterion_id is None:
             raise InputError("needs 'case_id' and 'criterion_id'", path=path, line=lineno)
@@ -102,17 +102,6 @@ def read_labels(path: Path) -> Labels:
     if not labels.rows:
         raise InputError("no labels in file", path=path)
     return labels
-
-
-def _as_id(value: Any) -> str | None:
-    """An id written as a string or an integer (as releases do); anything else is invalid."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, str) and value.strip():
-        return value
-    return None
 
 
 def binary_f1(truth: NDArray[np.bool_], pred: NDArray[np.bool_], positive: bool) -> float:

@@ -258,3 +258,15 @@ def read_answers(records: dict[str, Any]) -> dict[str, AnswerRecord]:
         if record is not None:
             out[key] = record
     return out
+
+
+def as_id(value: Any) -> str | None:
+    """An item or criterion id as releases write it, a string or an integer, as text; None
+    for anything else (a bool, an empty string), which the caller reports as invalid."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str) and value.strip():
+        return value
+    return None

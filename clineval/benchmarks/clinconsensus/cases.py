@@ -16,7 +16,7 @@ from typing import Any
 
 from clineval.errors import InputError
 from clineval.jsonl import iter_json_objects
-from clineval.judge.verdict import verdict_key
+from clineval.judge.verdict import as_id, verdict_key
 
 RUBRICS_PER_CASE = 30
 OFFICIAL_RELATIVE_PATH = "clinconsensus/clinconsensus_low.jsonl"
@@ -67,17 +67,6 @@ def fixture_path() -> Path:
 
 def is_fixture_file(path: Path) -> bool:
     return "fixture" in path.name.lower()
-
-
-def as_id(value: Any) -> str | None:
-    """Ids may be written as strings or integers in a release; anything else is invalid."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, str) and value.strip():
-        return value
-    return None
 
 
 def _parse_rubrics(raw: Any, path: Path, line: int) -> tuple[Rubric, ...]:
