@@ -201,8 +201,11 @@ def test_generation_failure_is_a_chat_error(checkpoint: Path) -> None:
     from clineval.models.hf_chat import HFChatModel
     from clineval.models.llm_base import ChatError
 
-    class NoStore:
+    class NoStore:  # a run store that has no call stored and nothing to reuse
         def get_call(self, key: str) -> Any:
+            return None
+
+        def reused_call(self, key: str) -> Any:
             return None
 
     generator = HFGenerator(checkpoint)
