@@ -10,8 +10,8 @@ TOKENIZER_OPTION = "ner.tokenizer"
 # What PYTHONHASHSEED accepts besides "random" (ner.hash_seed is one).
 HASH_SEED_MAX = 2**32 - 1
 ALL_TYPES = tuple(dict.fromkeys(t for types in DATASET_TYPES.values() for t in types))
-# ner.label_map is read by models/ner_hf.py (LABEL_MAP_OPTION, the same name): the model layer
-# knows no tasks, so it keeps its own constant.
+# ner.label_map is read by hf_tagger.py under the same name (LABEL_MAP_OPTION there): the
+# tagger parses its own value when it maps a checkpoint's labels to the dataset's types.
 
 
 def label_prompts(value: str) -> tuple[tuple[str, str], ...]:
