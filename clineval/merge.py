@@ -20,8 +20,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from clineval.config import with_spec_labels
 from clineval.errors import InputError
-from clineval.models.spec import ModelSpec
 from clineval.run_record import (
     Manifest,
     MergedShard,
@@ -108,12 +108,7 @@ def _check_output(output_dir: Path, config: dict[str, Any]) -> None:
 def _what_was_asked(config: dict[str, Any]) -> dict[str, Any]:
     """The config without HOW fields; model and judge specs without their @URL (a shard may
     reach the same model at another address, as with --base-url)."""
-    out = {k: v for k, v in config.items() if k not in _HOW_FIELDS}
-    if isinstance(out.get("model"), str):
-        out["model"] = ModelSpec.parse(out["model"]).label
-    if isinstance(out.get("judges"), list):
-        out["judges"] = [ModelSpec.parse(j).label for j in out["judges"]]
-    return out
+    return with_spec_labels({k: v for k, v in config.items() if k not in _HOW_FIELDS})
 
 
 def _check_same_run(configs: list[dict[str, Any]], run_dirs: list[Path]) -> None:

@@ -30,9 +30,9 @@ def check_model_files(spec: ModelSpec) -> None:
 
 def check_run_inputs(config: RunConfig) -> None:
     """Every file the run's model, judges and --verdicts name can be read."""
-    for text in (config.model, *config.judges):
-        check_model_files(ModelSpec.parse(text))
-    model = ModelSpec.parse(config.model)
+    for spec in config.models.all:
+        check_model_files(spec)
+    model = config.models.candidate
     if ModelKind.PREDICTIONS in backend_info(model).kinds:  # each file names a task of the run
         from clineval.benchmarks.registry import task_names
         from clineval.models.predictions_files import check_predictions_spec

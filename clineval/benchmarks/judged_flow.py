@@ -71,7 +71,7 @@ def candidate_request(config: RunConfig, item: JudgedItem, template_version: str
         messages=item.candidate_messages(),
         temperature=config.temperature,
         # the in-process llama.cpp server bounds an answer that has no --max-tokens
-        max_tokens=config.max_tokens or default_max_tokens(config.model, config.options),
+        max_tokens=config.max_tokens or default_max_tokens(config.models.candidate, config.options),
         seed=config.seed,
         template_version=template_version,
     )
@@ -331,7 +331,7 @@ def plan_judged(
     seed = ctx.config.seed
     answer_bound = (
         ctx.config.max_tokens
-        or default_max_tokens(ctx.config.model, ctx.config.options)
+        or default_max_tokens(ctx.model, ctx.config.options)
         or UNBOUNDED_REPLY_TOKENS
     )
     for item in items:

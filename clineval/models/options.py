@@ -155,3 +155,9 @@ LLAMACPP_OPTIONS = OptionGroup(
 )
 
 MODEL_OPTION_GROUPS = (LLM_OPTIONS, LLAMACPP_OPTIONS)
+
+
+def model_options(options: Mapping[str, str]) -> dict[str, str]:
+    """The items of a run's `--option` that the model layer reads (its groups' keys)."""
+    prefixes = tuple(f"{group.namespace}." for group in MODEL_OPTION_GROUPS)
+    return {key: value for key, value in options.items() if key.startswith(prefixes)}
