@@ -285,3 +285,68 @@ def test_internal_packages_say_so(module: str) -> None:
     editor shows on hover, and what a reader of the source meets first)."""
     doc = ast.get_docstring(ast.parse(MODULES[module].read_text())) or ""
     assert "Internal: not part of clineval's public API" in doc, module
+
+
+# ---- the model layer: what it is given --------------------------------------------------------
+
+# Where spec text enters and is parsed: the config's validator (flags, the API, a config file,
+# a manifest read back) and the spec's own module. Everything else reads `RunConfig.models`.
+SPEC_PARSERS = ("clineval.config", "clineval.models.spec")
+# A model gets the settings it reads (clineval.models.settings), never the run's whole config.
+NOT_FOR_MODELS = ("clineval.config",)
+
+
+def spec_parses(source: str) -> list[str]:
+    """The `ModelSpec.parse(...)` calls in `source`."""
+    return [
+        ast.unparse(node)
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "parse"
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "ModelSpec"
+    ]
+
+
+def config_imports(source: str, module: str) -> list[str]:
+    """Imports of `NOT_FOR_MODELS` by a model module, those for type checkers included (a
+    signature taking the config is the dependence the rule is about)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module or "", *(f"{node.module}.{a.name}" for a in node.names)]
+        else:
+            continue
+        found += [n for n in names if n in NOT_FOR_MODELS]
+    return found if module.startswith("clineval.models") else []
+
+
+def test_the_spec_is_parsed_only_where_its_text_enters() -> None:
+    files = {m: p for m, p in MODULES.items() if m not in SPEC_PARSERS}
+    files.update({str(p.relative_to(EXAMPLES)): p for p in EXAMPLES.glob("*/**/*.py")})
+    found = {m: spec_parses(p.read_text(encoding="utf-8")) for m, p in files.items()}
+    assert {m: calls for m, calls in found.items() if calls} == {}
+
+
+def test_models_do_not_import_the_config() -> None:
+    found = {m: config_imports(p.read_text(encoding="utf-8"), m) for m, p in MODULES.items()}
+    assert {m: names for m, names in found.items() if names} == {}
+
+
+def test_the_model_layer_rules_can_fail() -> None:
+    planted = "def f(config):\n    return ModelSpec.parse(config.model, ()).label\n"
+    assert spec_parses(planted) == ["ModelSpec.parse(config.model, ())"]
+    assert spec_parses("spec = config.models.candidate\nx = json.parse(s)") == []
+    typed = (
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from clineval.config import RunConfig\n"
+    )
+    assert config_imports(typed, "clineval.models.llm") == ["clineval.config"]
+    assert config_imports("import clineval.config", "clineval.models.batch") == ["clineval.config"]
+    assert config_imports("from clineval import config", "clineval.models.x") == ["clineval.config"]
+    # the layer above may: the task layer builds the models' settings from the config
+    assert config_imports(typed, "clineval.benchmarks.base") == []
