@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,7 +16,7 @@ from clineval.models.spec import ModelSpec
 from clineval.store import RunStore
 
 
-def _config(**settings: object) -> RunConfig:
+def _config(**settings: Any) -> RunConfig:
     return RunConfig.checked(tasks=["clinconsensus"], **{"model": "openai:cand", **settings})
 
 
