@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+# imported for its registration: the selectors below name backends (clineval.options)
+import clineval.models.registry  # noqa: F401
 from clineval.models.extra_body import parse_extra_body
 from clineval.models.http_transport import DEFAULT_TRANSPORT, TRANSPORTS
 from clineval.options import (

@@ -23,6 +23,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, cast
 
 from clineval.errors import InputError
+from clineval.options import register_backends
 
 if TYPE_CHECKING:
     from clineval.models.spec import ModelSpec
@@ -135,6 +136,7 @@ BACKEND_TABLE: tuple[BackendInfo, ...] = (
 
 _BY_NAME = {info.name: info for info in BACKEND_TABLE}
 BACKENDS: tuple[str, ...] = tuple(_BY_NAME)
+register_backends(BACKENDS)  # for `--option` messages ("llamacpp: models")
 
 
 def backend_named(name: str) -> BackendInfo:
