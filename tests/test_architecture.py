@@ -23,7 +23,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
      "clineval.secrets", "clineval.retry", "clineval.concurrency", "clineval.progress",
      "clineval.shard", "clineval.datapaths", "clineval.store", "clineval.store_json",
      "clineval.store_damage", "clineval.store_reuse", "clineval.rundir",
-     "clineval.rundir_lock", "clineval.run_record", "clineval.options", "clineval.console"),
+     "clineval.rundir_lock", "clineval.run_record", "clineval.options", "clineval.console",
+     "clineval.references"),
     # 1 generic data handling and metric helpers
     ("clineval.data", "clineval.metrics"),
     # 2 models, their settings, judging

@@ -16,13 +16,13 @@ and returns an async context manager of its `ChatModel`.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, cast
 
 from clineval.errors import InputError
+from clineval.references import resolve_reference
 
 if TYPE_CHECKING:
     from clineval.models.spec import ModelSpec
@@ -78,12 +78,6 @@ class BackendInfo:
             return
         check = cast(FileCheck, resolve_reference(self.file_check))
         check(spec, task_names)
-
-
-def resolve_reference(reference: str) -> object:
-    """The object a "module:attribute" string names (imported now, not at startup)."""
-    module, _, attr = reference.partition(":")
-    return cast(object, getattr(importlib.import_module(module), attr))
 
 
 BACKEND_TABLE: tuple[BackendInfo, ...] = (
