@@ -112,12 +112,12 @@ BACKEND_TABLE: tuple[BackendInfo, ...] = (
         "gliner",
         (ModelKind.SPAN_TAGGER,),
         file_check="clineval.models.gliner_checkpoint:check_spec_files",
-        form="PATH: a local GLiNER checkpoint (an NER span tagger)",
+        form="PATH: a local GLiNER checkpoint (a span tagger)",
     ),
     BackendInfo(
         "baseline",
         (ModelKind.BASELINE,),
-        form="NAME: a built-in baseline of the task (crf for NER; tfidf, knowledge for TCM-SD)",
+        form="NAME: a built-in baseline of the task (each benchmark names its own)",
     ),
     BackendInfo(
         "predictions",
