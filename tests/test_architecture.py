@@ -107,6 +107,9 @@ def _resolve(name: str) -> str | None:
     return None
 
 
+_REFERENCE = re.compile(r"^(clineval(?:\.\w+)+):[\w.]+$")
+
+
 def _imports(source: str, module: str, is_package: bool) -> set[str]:
     """The clineval modules `source` imports at run time."""
     found: set[str] = set()
@@ -125,6 +128,11 @@ def _imports(source: str, module: str, is_package: bool) -> set[str]:
             # `from pkg import sub` imports the submodule; the package only for plain names
             plain = [n for n in subs if n not in MODULES]
             names = [*subs, *([head] if plain or not subs else [])]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            # a "module:attribute" reference (a declaration's part, a backend's opener) is an
+            # import made later: it follows the same rules
+            reference = _REFERENCE.match(node.value)
+            names = [reference.group(1)] if reference else []
         for name in names:
             target = _resolve(name) if name.startswith("clineval") else None
             if target is not None and target != module:
@@ -194,6 +202,10 @@ def test_the_layer_rules_can_fail() -> None:
         "benchmark tcm_sd imports benchmark ner" in p
         for p in violations("clineval.benchmarks.tcm_sd.task", other)
     )
+    # a "module:attribute" string reaches a module as an import does
+    named = 'make_task = "clineval.benchmarks.ner.task:NerTask"\n'
+    assert _imports(named, "clineval.benchmarks.tcm_sd", True) == {"clineval.benchmarks.ner.task"}
+    assert violations("clineval.benchmarks.tcm_sd", {"clineval.benchmarks.ner.task"})
     typed = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import clineval.cli\n"
     assert _imports(typed, "clineval.models.llm", False) == set()
     # and a clean import passes
