@@ -327,10 +327,6 @@ UNSCANNED_SUFFIXES = {".md", ".pyc", ".typed"}
 NAMES_ALLOWED: dict[tuple[str, str | None], str] = {
     ("benchmarks/registry.py", "from clineval.benchmarks."): "it lists the built-in declarations",
     ("benchmarks/registry.py", "return [NER, TCM_SD, CLINCONSENSUS]"): "the same list",
-    ("resources/data_manifest.json", None): (
-        "data, not code: the pinned sha256 of each data file by its path under the data root, "
-        "whose folders are the benchmarks' (`clineval data verify` checks them all)"
-    ),
     # The command line's own help: the product's one-line description and the examples of
     # `run --help` / `score --help` name the built-in benchmarks a user has, as the README does.
     ("cli.py", "Evaluate models on Clinical NER (NCER), TCM-SD and ClinConsensus."): "product",
