@@ -208,6 +208,21 @@ def test_every_shipped_reference_resolves_and_fits(with_examples: list[Benchmark
                 assert callable(source.fetch_step()), source.name
 
 
+def test_each_package_pins_only_its_own_data_files() -> None:
+    """A benchmark package's data manifest lists files of its own tasks, under its data folder
+    (the generic loader reads them all by the package layout)."""
+    from clineval.data.checksums import MANIFEST_NAME, load_manifest
+
+    pinned = 0
+    for bench in registry._builtin():
+        package = REPO / "clineval" / "benchmarks" / bench.family.replace("-", "_")
+        manifest = json.loads((package / MANIFEST_NAME).read_text(encoding="utf-8"))["files"]
+        assert {row["group"] for row in manifest} <= {bench.family, *bench.tasks}, bench.family
+        assert {row["path"].split("/")[0] for row in manifest} == {bench.family}, bench.family
+        pinned += len(manifest)
+    assert pinned == len(load_manifest()) > 0
+
+
 def test_no_shipped_declaration_keeps_a_forwarding_function() -> None:
     """The declarations hold data and references: no function that only imports lazily."""
     import ast
