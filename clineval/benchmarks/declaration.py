@@ -335,22 +335,21 @@ class Benchmark:
         a Task class is built with it when its constructor takes an argument, else with none."""
         from clineval.benchmarks.base import Task
 
-        owner = f"benchmark {self.family!r}"
-        target = _target(owner, "make_task", self.make_task)
-        call, _ = _CALLS["make_task"]
-        problem = call_shape_problem(target, call, 1)
-        if isinstance(target, type) and issubclass(target, Task) and problem is not None:
-            problem = call_shape_problem(target, "make_task()", 0)
-            if problem is None:
-                made = target()
-        elif problem is None:
-            assert callable(target)
-            made = target(name)
-        if problem is not None:
-            raise DeclarationError(f"{owner}: make_task {_shown(self.make_task)} {problem}")
+        target = _target(f"benchmark {self.family!r}", "make_task", self.make_task)
+        # a Task class whose constructor takes nothing stands for a family of one task
+        bare = (
+            isinstance(target, type)
+            and issubclass(target, Task)
+            and call_shape_problem(target, "", 1) is not None
+            and call_shape_problem(target, "", 0) is None
+        )
+        if bare:
+            made = cast("type[Task[Any]]", target)()
+        else:
+            made = self._part("make_task", self.make_task)(name)
         if not isinstance(made, Task):
             raise DeclarationError(
-                f"{owner}: make_task {_shown(self.make_task)} returned a "
+                f"benchmark {self.family!r}: make_task {_shown(self.make_task)} returned a "
                 f"{type(made).__name__}, not a Task"
             )
         return made
