@@ -401,8 +401,8 @@ def benchmarks_with_skills() -> list[Path]:
 def synthesizers() -> dict[str, Synthesizer]:
     """`clineval data synth NAME`: every benchmark's synthetic-fixture generators, each
     resolved when it is called (a completion lists the names, importing none of them)."""
-    return {name: partial(_synthesize, bench, name) for bench in _all() for name in
-            bench.synthesizers}  # fmt: skip
+    found = [(bench, name) for bench in _all() for name in bench.synthesizers]
+    return {name: partial(_synthesize, bench, name) for bench, name in found}
 
 
 def _synthesize(
