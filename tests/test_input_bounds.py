@@ -145,11 +145,14 @@ def test_a_numeric_flag_takes_ascii_digits_only(
 
 
 def test_a_numeric_flag_in_ascii_digits_still_works(tmp_path: Path) -> None:
-    out = tmp_path / "out"
+    from clineval.cli_groups import decimal_number, whole_number
+
+    assert (whole_number("+5"), whole_number(" 10 "), whole_number(7)) == (5, 10, 7)
+    assert (decimal_number("2.5e1"), decimal_number(".5"), decimal_number(3)) == (25.0, 0.5, 3.0)
     argv = ["run", "tcm-sd", "-m", "baseline:tfidf", *SYNTHETIC, "--seed", "10", "--limit"]
-    assert main([*argv, "+5", "--timeout", "2.5e1", "-o", str(out)]) == 0
-    config = json.loads((out / "manifest.json").read_text(encoding="utf-8"))["config"]
-    assert (config["seed"], config["limit"], config["timeout_s"]) == (10, 5, 25.0)
+    assert (
+        main(["--quiet", *argv, "+5", "--timeout", "2.5e1", "--dry-run", "-o", str(tmp_path)]) == 0
+    )
 
 
 TCM = ["run", "tcm-sd", "-m", "baseline:tfidf", *SYNTHETIC]
