@@ -22,6 +22,7 @@ from typing import Any
 
 from clineval.errors import InputError
 from clineval.models.spec import ModelSpec
+from clineval.option_flags import manifest_config
 from clineval.run_record import (
     Manifest,
     MergedShard,
@@ -108,7 +109,8 @@ def _check_output(output_dir: Path, config: dict[str, Any]) -> None:
 def _what_was_asked(config: dict[str, Any]) -> dict[str, Any]:
     """The config without HOW fields; model and judge specs without their @URL (a shard may
     reach the same model at another address, as with --base-url)."""
-    out = {k: v for k, v in config.items() if k not in _HOW_FIELDS}
+    # a shard recorded by an older clineval (a benchmark's setting still a field) too
+    out = {k: v for k, v in manifest_config(config).items() if k not in _HOW_FIELDS}
     if isinstance(out.get("model"), str):
         out["model"] = ModelSpec.parse(out["model"]).label
     if isinstance(out.get("judges"), list):

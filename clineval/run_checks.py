@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from clineval.config import RunConfig
 from clineval.errors import InputError
-from clineval.options import check_options
+from clineval.options import RunFacts, check_options
 
 if TYPE_CHECKING:
     from clineval.benchmarks.declaration import Benchmark
@@ -27,9 +27,7 @@ def check_run_config(config: RunConfig) -> None:
 
     for name in config.tasks:
         get_task(name)
-    check_options(
-        config.options, option_groups(), active_namespaces(config.tasks), run_models(config)
-    )
+    check_options(config.options, option_groups(), active_namespaces(config.tasks), run_facts(config))
     # a default cannot be told from a value given, except where the default is off
     check_scoring_settings(config.tasks, ["judge_errors_as_unmet"] * config.judge_errors_as_unmet)
     check_run_settings(config)
@@ -110,14 +108,25 @@ def _check_openai_settings(config: RunConfig) -> None:
         raise InputError(f"{flag} applies to openai: models only, and this run has none ({labels})")
 
 
-def run_models(config: RunConfig) -> dict[str, frozenset[str]]:
-    """The run's models (the candidate and each judge) by label, with what each is: the
-    `--option` keys declared for other models are refused (clineval.options.Option.models)."""
+def run_facts(config: RunConfig) -> RunFacts:
+    """What the run is, for the `--option` rules that depend on it: its models (the candidate
+    and each judge) by label with what each is (clineval.options.Option.models: keys declared
+    for other models are refused), the candidate's, and the run settings given
+    (Option.unusable)."""
     from clineval.models.backends import model_traits
     from clineval.models.spec import ModelSpec
 
     specs = [ModelSpec.parse(text) for text in (config.model, *config.judges)]
-    return {spec.label: model_traits(spec) for spec in specs}
+    given = frozenset(
+        name
+        for name, value in config
+        if name in config.model_fields_set and value not in (None, False, [], {})
+    )
+    return RunFacts(
+        candidate=model_traits(specs[0]),
+        models={spec.label: model_traits(spec) for spec in specs},
+        given=given,
+    )
 
 
 def _check_model_fits_tasks(config: RunConfig) -> None:

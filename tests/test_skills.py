@@ -40,7 +40,7 @@ from clineval.cli import app, main
 from clineval.config import RunConfig
 from clineval.errors import InputError
 from clineval.options import check_options, split_option_items
-from clineval.run_checks import run_models
+from clineval.run_checks import run_facts
 from clineval.skills_install import (
     MAX_DESCRIPTION,
     SKILL_FILE,
@@ -187,7 +187,7 @@ def check_run_settings(params: dict[str, Any]) -> None:
         options=options,
     )
     # each key for a model of the command too: a page must not suggest one it would ignore
-    check_options(options, option_groups(), active_namespaces(params["tasks"]), run_models(config))
+    check_options(options, option_groups(), active_namespaces(params["tasks"]), run_facts(config))
 
 
 ANY_VALUES = {

@@ -93,6 +93,4 @@ BENCHMARK = Benchmark(
     ),
     synthesizers={FAMILY: _synthesize},
     skills_dir=Path(__file__).parent / "skills",
-    # --dedupe (drop duplicated records) is read by this benchmark's sample selection only
-    run_settings=("dedupe",),
 )
