@@ -157,9 +157,8 @@ def test_dry_run_counts_reused_calls_as_free(
             tasks=["clinconsensus"],
             model=f"openai:stub-candidate@{stub.base_url}",
             judges=[f"openai:stub-judge-2@{stub.base_url}"],
-            cases=FIXTURE,
             limit=CASES,
-            options={"clinconsensus.max_criteria": str(CRITERIA)},
+            options={"clinconsensus.max_criteria": str(CRITERIA), "clinconsensus.cases": FIXTURE},
             reuse=list(reuse),
         )
 
