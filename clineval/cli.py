@@ -1278,7 +1278,7 @@ def _main(args: list[str]) -> int:
         # Without standalone mode click returns a `typer.Exit(code)` as the call's value.
         command = typer.main.get_command(app)
         if _command_words(args)[:1] == ("run",):  # the registry is read for `run` only
-            add_declared_flags(command.commands["run"])
+            add_declared_flags(getattr(command, "commands", {})["run"])
         _help_as_written(command)
         _enable_completion()
         result = command.main(args=args, standalone_mode=False, prog_name="clineval")
