@@ -1019,6 +1019,7 @@ def list_tasks(
                                 "default": option.default,
                                 "models": group.models_text(option),
                                 "help": option.help,
+                                "flag": option.flag.name if option.flag else None,
                             }
                             for group in groups
                             for option in group.options
@@ -1036,7 +1037,9 @@ def list_tasks(
             for option in group.options:
                 default = "-" if option.default is None else option.default
                 models = group.models_text(option)
-                options.add_row(group.key(option), default, models, option.help)
+                # a flag the benchmark keeps for the key: the same setting (one of the two)
+                flag = f"(also {option.flag.name}) " if option.flag else ""
+                options.add_row(group.key(option), default, models, flag + option.help)
             stdout.print(options)
         return
 

@@ -14,6 +14,7 @@ Internal: not part of clineval's public API (`clineval`, `clineval.benchmarks`).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,12 +22,39 @@ from clineval.config import RunConfig
 from clineval.errors import InputError
 from clineval.options import Flag, Option, OptionGroup, flag_settings, flagged
 
+log = logging.getLogger(__name__)
+
 
 def declared_flags() -> dict[str, tuple[OptionGroup, Option, Flag]]:
-    """Every declared option flag, by its setting name ("cases" of --cases)."""
+    """Every declared option flag, by its setting name ("cases" of --cases). A flag named as
+    a run setting of clineval's own (`limit`, `output_dir`), or as another option's flag, is
+    left out with a warning: the name would mean two settings."""
     from clineval.benchmarks.registry import option_groups
+    from clineval.config_file import file_keys
 
-    return flagged(option_groups())
+    groups = option_groups()
+    own = set(RunConfig.model_fields) | set(file_keys())
+    out: dict[str, tuple[OptionGroup, Option, Flag]] = {}
+    for setting, (group, option, flag) in flagged(groups).items():
+        if setting in own:
+            log.warning(
+                "the flag %s of --option %s is left out: clineval has a setting of that name",
+                flag.name,
+                group.key(option),
+            )
+        else:
+            out[setting] = (group, option, flag)
+    claimed = [
+        group.key(option)
+        for group in groups
+        for option in group.options
+        if option.flag is not None
+        and option.flag.setting in out
+        and out[option.flag.setting][1] is not option
+    ]
+    for key in claimed:
+        log.warning("the flag of --option %s is left out: another option declares it", key)
+    return out
 
 
 def with_flags(options: Mapping[str, str], given: Mapping[str, Any]) -> dict[str, str]:

@@ -347,3 +347,48 @@ def test_the_same_values_apply_where_they_can(tmp_path: Path) -> None:
     judged += ["--option", "clinconsensus.judge_retries=1", "--limit", "1"]
     done = _clineval("run", *judged, "-o", "c", "--dry-run", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
+
+
+# ---- a flag that would mean two settings ------------------------------------------------------
+
+
+def test_a_flag_named_as_a_clineval_setting_or_taken_is_left_out(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A plugin's option flag named as one of clineval's own settings (`--limit`), or as
+    another option's flag (`--cases`), would give one name two meanings: it is left out, with
+    a warning naming the option, and the settings keep their meaning."""
+    from clineval.benchmarks import Benchmark
+    from clineval.benchmarks.registry import benchmarks, register, unregister
+    from clineval.option_flags import declared_flags
+    from clineval.options import Flag, Option, OptionGroup, text
+
+    clinconsensus = next(b for b in benchmarks() if b.family == "clinconsensus")
+    group = OptionGroup(
+        "fixture_flags",
+        "the fixture-flags task",
+        (
+            Option("limit", text(), "a fixture option", None, flag=Flag("--limit")),
+            Option("cases", text(), "a fixture option", None, flag=Flag("--cases")),
+            Option("own", text(), "a fixture option", None, flag=Flag("--fixture-own")),
+        ),
+    )
+    register(
+        Benchmark(
+            family="fixture-flags",
+            title="fixture",
+            tasks=("fixture-flags",),
+            make_task=clinconsensus.make_task,
+            metrics=clinconsensus.metrics,
+            options=(group,),
+        )
+    )
+    try:
+        flags = declared_flags()
+    finally:
+        unregister("fixture-flags")
+    assert flags["cases"][0].namespace == "clinconsensus"
+    assert "limit" not in flags and flags["fixture_own"][0] is group
+    warned = " ".join(r.getMessage() for r in caplog.records)
+    assert "--limit of --option fixture_flags.limit is left out" in warned
+    assert "--option fixture_flags.cases is left out" in warned
