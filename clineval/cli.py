@@ -26,7 +26,14 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import typer
 from rich.table import Table
 
-from clineval.cli_groups import data_app, path_text, path_value, skills_app
+from clineval.cli_groups import (
+    data_app,
+    decimal_number,
+    path_text,
+    path_value,
+    skills_app,
+    whole_number,
+)
 from clineval.cli_output import print_plan, print_results, stdout
 from clineval.errors import BatchFilesWritten, InputError
 from clineval.jsonio import json_document as json_text
@@ -202,12 +209,19 @@ def run(
     ] = None,
     limit: Annotated[
         int | None,
-        typer.Option("--limit", metavar="N", help="First N samples only.", rich_help_panel=_DATA),
+        typer.Option(
+            "--limit",
+            parser=whole_number,
+            metavar="N",
+            help="First N samples only.",
+            rich_help_panel=_DATA,
+        ),
     ] = None,
     seed: Annotated[
         int,
         typer.Option(
             "--seed",
+            parser=whole_number,
             metavar="N",
             help="Seed of sampling, bootstrap intervals and baselines.",
             rich_help_panel=_CONTROL,
@@ -244,6 +258,7 @@ def run(
         int,
         typer.Option(
             "--concurrency",
+            parser=whole_number,
             metavar="N",
             help="Most model calls in flight at once (candidate and judges together).",
             rich_help_panel=_MODEL,
@@ -281,6 +296,7 @@ def run(
         float,
         typer.Option(
             "--max-judge-error-rate",
+            parser=decimal_number,
             metavar="RATE",
             help="Above this share of judge errors the run exits 1 (results are written).",
             rich_help_panel=_JUDGE,
@@ -299,6 +315,7 @@ def run(
         float,
         typer.Option(
             "--temperature",
+            parser=decimal_number,
             metavar="T",
             help="Sampling temperature of chat models (0: greedy).",
             rich_help_panel=_MODEL,
@@ -308,6 +325,7 @@ def run(
         int | None,
         typer.Option(
             "--max-tokens",
+            parser=whole_number,
             metavar="N",
             help="Most tokens of a chat model's reply (default: the server's).",
             rich_help_panel=_MODEL,
@@ -316,13 +334,18 @@ def run(
     timeout: Annotated[
         float,
         typer.Option(
-            "--timeout", metavar="SECONDS", help="Seconds per call.", rich_help_panel=_MODEL
+            "--timeout",
+            parser=decimal_number,
+            metavar="SECONDS",
+            help="Seconds per call.",
+            rich_help_panel=_MODEL,
         ),
     ] = 120.0,
     max_retries: Annotated[
         int,
         typer.Option(
             "--max-retries",
+            parser=whole_number,
             metavar="N",
             help="Retries of a failed model call, with backoff.",
             rich_help_panel=_MODEL,
@@ -726,6 +749,7 @@ def score(
         float | None,
         typer.Option(
             "--max-judge-error-rate",
+            parser=decimal_number,
             metavar="RATE",
             help="Above this share of judge errors the command exits 1 (results are written).",
         ),
@@ -827,7 +851,10 @@ def compare(
         ),
     ] = None,
     seed: Annotated[
-        int, typer.Option("--seed", metavar="N", help="Seed of the paired bootstrap.")
+        int,
+        typer.Option(
+            "--seed", parser=whole_number, metavar="N", help="Seed of the paired bootstrap."
+        ),
     ] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="The same as --format json.")] = False,
 ) -> None:

@@ -3,6 +3,7 @@ clineval.cli)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated
 
@@ -20,6 +21,34 @@ def path_text(text: str) -> str:
     if not text.strip():
         raise typer.BadParameter(EMPTY_PATH)
     return text
+
+
+# ASCII only, as every `--option` value (clineval.options): typer's own conversion reads
+# "1_0" as 10, which no other tool reading the same command line would.
+_WHOLE = re.compile(r"[+-]?[0-9]+")
+_DECIMAL = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?")
+
+
+def whole_number(text: str | int) -> int:
+    """The parser of every integer flag: ASCII digits only (bounds are the config's). typer
+    hands a value it has already converted back to its parser: that passes as it is."""
+    if isinstance(text, int):
+        return text
+    if not _WHOLE.fullmatch(text.strip()):
+        raise typer.BadParameter(f"{text[:40]!r} is not an integer (ASCII digits only)")
+    return int(text)
+
+
+def decimal_number(text: str | float) -> float:
+    """The parser of every number flag: an ASCII decimal. nan and inf pass, for the run's
+    config to refuse them in its own words ("must be a finite number")."""
+    if isinstance(text, float | int):
+        return float(text)
+    if text.strip().lower().lstrip("+-") in ("nan", "inf", "infinity"):
+        return float(text)
+    if not _DECIMAL.fullmatch(text.strip()):
+        raise typer.BadParameter(f"{text[:40]!r} is not a number (ASCII digits only)")
+    return float(text)
 
 
 def path_value(text: str) -> Path:
@@ -158,7 +187,9 @@ def data_synth(
         Path | None,
         typer.Option("--out", hidden=True, callback=_missing_output_dir, parser=path_value),
     ] = None,
-    seed: Annotated[int, typer.Option("--seed", metavar="N", help="Seed of the generator.")] = 0,
+    seed: Annotated[
+        int, typer.Option("--seed", parser=whole_number, metavar="N", help="Seed of the generator.")
+    ] = 0,
     data_dir: Annotated[
         str | None,
         typer.Option(
@@ -170,7 +201,12 @@ def data_synth(
     ] = None,
     scale: Annotated[
         float,
-        typer.Option("--scale", metavar="S", help="Size relative to the official splits, (0, 1]."),
+        typer.Option(
+            "--scale",
+            parser=decimal_number,
+            metavar="S",
+            help="Size relative to the official splits, (0, 1].",
+        ),
     ] = 1.0,
 ) -> None:
     """Write a synthetic (fixture) dataset in a benchmark's official format."""

@@ -94,6 +94,64 @@ def test_every_numeric_option_has_a_ceiling_and_takes_ascii_digits_only(
             parse(foreign)
 
 
+def _numeric_flags() -> list[tuple[str, Any]]:
+    """(command, param) of every int or float flag of every command."""
+    import typer
+
+    from clineval.cli import app
+
+    found: list[tuple[str, Any]] = []
+
+    def walk(command: Any, path: str) -> None:
+        found.extend((path, p) for p in command.params if p.bare_type() in ("int", "float"))
+        for name, sub in getattr(command, "commands", {}).items():
+            walk(sub, f"{path} {name}")
+
+    walk(typer.main.get_command(app), "clineval")
+    return found
+
+
+def test_every_numeric_flag_is_parsed_by_the_ascii_parsers() -> None:
+    from clineval.cli_groups import decimal_number, whole_number
+
+    flags = _numeric_flags()
+    assert len(flags) >= 10  # run, score, compare, data synth
+    unparsed = [
+        f"{path} {param.opts[0]}"
+        for path, param in flags
+        if param.type_descriptor.parameter_info.parser
+        not in {"int": whole_number, "float": decimal_number}.values()
+    ]
+    assert unparsed == []
+
+
+@pytest.mark.parametrize("value", ["1_0", "\uff11\uff10", "\u0661\u0660", "0x10", "10^2"])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "tcm-sd", "-m", "baseline:tfidf", *SYNTHETIC, "--seed"],
+        ["run", "tcm-sd", "-m", "baseline:tfidf", *SYNTHETIC, "--timeout"],
+        ["compare", "--seed"],
+        ["data", "synth", "--scale"],
+    ],
+    ids=["run-seed", "run-timeout", "compare-seed", "synth-scale"],
+)
+def test_a_numeric_flag_takes_ascii_digits_only(
+    argv: list[str], value: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    line = _refused([*argv, value, "-o", str(out), str(tmp_path / "x")], capsys, tmp_path)
+    assert f"'{argv[-1]}'" in line and "ASCII digits only" in line
+
+
+def test_a_numeric_flag_in_ascii_digits_still_works(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    argv = ["run", "tcm-sd", "-m", "baseline:tfidf", *SYNTHETIC, "--seed", "10", "--limit"]
+    assert main([*argv, "+5", "--timeout", "2.5e1", "-o", str(out)]) == 0
+    config = json.loads((out / "manifest.json").read_text(encoding="utf-8"))["config"]
+    assert (config["seed"], config["limit"], config["timeout_s"]) == (10, 5, 25.0)
+
+
 TCM = ["run", "tcm-sd", "-m", "baseline:tfidf", *SYNTHETIC]
 LLAMACPP = ["run", "tcm-sd", "-m", "llamacpp:/nowhere/model.gguf", *SYNTHETIC]
 CLINCONSENSUS = ["run", "clinconsensus", "--cases", str(FIXTURE), "-m", "openai:m@http://h/v1"]
