@@ -3,11 +3,14 @@
 A run refuses an unknown key or a value its parser rejects before anything is loaded or written,
 with one line that names the option and lists the valid keys. Each layer declares its own
 group (tasks their `ner.*` / `tcm.*` / `clinconsensus.*` keys, the model layer `llm.*` and
-`llamacpp.*`); `clineval tasks --options` prints them all.
+`llamacpp.*`); `clineval tasks --options` prints them all. An option may keep a flag of its own
+(`Flag`: `--cases` is `clinconsensus.cases`), another spelling of the same setting, and a rule
+refusing a value that cannot apply to a run (`Option.unusable`, over `RunFacts`).
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -16,6 +19,7 @@ from typing import Any
 from clineval.errors import InputError
 
 Parser = Callable[[str], Any]
+_FLAG_NAME = re.compile(r"--[a-z][a-z0-9]*(-[a-z0-9]+)*")
 
 
 @dataclass(frozen=True)
@@ -30,6 +34,10 @@ class Flag:
     metavar: str = "VALUE"
     # A flag that takes no value ("--dedupe") sets the option to this; absent, it is not set.
     value: str | None = None
+
+    def __post_init__(self) -> None:
+        if not _FLAG_NAME.fullmatch(self.name):  # a declaration's mistake, found at import
+            raise ValueError(f"flag {self.name!r} is not --name (lower case, digits, -)")
 
     @property
     def setting(self) -> str:
@@ -70,7 +78,7 @@ class Option:
     # A run none of whose models (the candidate and the judges) matches refuses the key, as
     # an unknown one: it would be ignored silently. () = every model (the group's `models`).
     models: tuple[str, ...] = ()
-    # A flag of its own, kept from when the setting was a run flag (see Flag).
+    # A command-line flag of its own for the same setting (see Flag).
     flag: Flag | None = None
     # A rule over the typed value and the run (see RunFacts): a value that depends on what
     # the run is to matter (ner.tokenizer=model needs a checkpoint with its own tokenizer) is
@@ -347,8 +355,6 @@ def flag_settings(
     `--option` of the same key together are refused: one setting, one value. A value the
     option's parser refuses is an InputError naming the flag; False (or None) is a flag not
     given."""
-    import os
-
     by_setting = flagged(groups)
     out = dict(options)
     for setting, value in given.items():

@@ -27,7 +27,9 @@ def check_run_config(config: RunConfig) -> None:
 
     for name in config.tasks:
         get_task(name)
-    check_options(config.options, option_groups(), active_namespaces(config.tasks), run_facts(config))
+    check_options(
+        config.options, option_groups(), active_namespaces(config.tasks), run_facts(config)
+    )
     # a default cannot be told from a value given, except where the default is off
     check_scoring_settings(config.tasks, ["judge_errors_as_unmet"] * config.judge_errors_as_unmet)
     check_run_settings(config)
@@ -117,10 +119,14 @@ def run_facts(config: RunConfig) -> RunFacts:
     from clineval.models.spec import ModelSpec
 
     specs = [ModelSpec.parse(text) for text in (config.model, *config.judges)]
+    # set and not empty: a value given (0 is one, though 0 == False)
     given = frozenset(
         name
         for name, value in config
-        if name in config.model_fields_set and value not in (None, False, [], {})
+        if name in config.model_fields_set
+        and value is not None
+        and value is not False
+        and (not isinstance(value, list | dict) or value)
     )
     return RunFacts(
         candidate=model_traits(specs[0]),

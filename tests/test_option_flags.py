@@ -392,3 +392,13 @@ def test_a_flag_named_as_a_clineval_setting_or_taken_is_left_out(
     warned = " ".join(r.getMessage() for r in caplog.records)
     assert "--limit of --option fixture_flags.limit is left out" in warned
     assert "--option fixture_flags.cases is left out" in warned
+
+
+def test_a_flag_is_declared_as_a_long_flag() -> None:
+    """A declaration's mistake is found when it is made, not on a user's command line."""
+    from clineval.options import Flag
+
+    assert Flag("--fixture-flag").setting == "fixture_flag"
+    for bad in ("-c", "cases", "--Cases", "--x_y", "--"):
+        with pytest.raises(ValueError, match="is not --name"):
+            Flag(bad)
