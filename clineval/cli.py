@@ -1253,6 +1253,15 @@ def _usage_error_line(exc: Exception) -> str:
     return f"error: {command}: {message} (see '{command} --help')"
 
 
+def _completed_words() -> list[str]:
+    """The words of the command line a shell asks completions of (typer's variables: bash's
+    COMP_WORDS, the others' _TYPER_COMPLETE_ARGS), without the program's name."""
+    if not any(name.startswith("_CLINEVAL_COMPLETE") for name in os.environ):
+        return []
+    line = os.environ.get("COMP_WORDS") or os.environ.get("_TYPER_COMPLETE_ARGS") or ""
+    return line.split()[1:]
+
+
 def _command_words(args: list[str]) -> tuple[str, ...]:
     """The command of a command line: its leading words that are not options (the global
     options --debug and --quiet take no value)."""
@@ -1307,7 +1316,7 @@ def _main(args: list[str]) -> int:
     try:
         # Without standalone mode click returns a `typer.Exit(code)` as the call's value.
         command = typer.main.get_command(app)
-        if _command_words(args)[:1] == ("run",):  # the registry is read for `run` only
+        if _command_words(args or _completed_words())[:1] == ("run",):  # the registry: `run` only
             add_declared_flags(getattr(command, "commands", {})["run"])
         _help_as_written(command)
         _enable_completion()

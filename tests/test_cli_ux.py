@@ -202,6 +202,9 @@ def test_shell_completion_script_and_answers() -> None:
     assert cli(env={**env, "COMP_CWORD": "3"}).stdout.split() == ["markdown"]
     env = {"_CLINEVAL_COMPLETE": "complete_bash", "COMP_WORDS": "clineval run tcm"}
     assert cli(env={**env, "COMP_CWORD": "2"}).stdout.split() == ["tcm-sd"]
+    # a benchmark's declared flag completes as clineval's own do
+    env = {"_CLINEVAL_COMPLETE": "complete_bash", "COMP_WORDS": "clineval run clinconsensus --ca"}
+    assert cli(env={**env, "COMP_CWORD": "3"}).stdout.split() == ["--cases"]
     wrong = cli("--show-completion", "tcsh")
     assert wrong.returncode == 2 and "'bash', 'zsh', 'fish'" in wrong.stderr
 
