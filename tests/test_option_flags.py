@@ -402,3 +402,28 @@ def test_a_flag_is_declared_as_a_long_flag() -> None:
     for bad in ("-c", "cases", "--Cases", "--x_y", "--"):
         with pytest.raises(ValueError, match="is not --name"):
             Flag(bad)
+
+
+def test_the_command_line_overrides_a_config_file_by_either_spelling(tmp_path: Path) -> None:
+    verdicts = write_fixture_verdicts(tmp_path / "verdicts.jsonl", cases=2)
+    head = f'tasks = ["clinconsensus"]\nverdicts = {json.dumps(str(verdicts))}\nlimit = 2\n'
+    files = {
+        "option.toml": head + 'option = {"clinconsensus.cases" = "fixture"}\n',
+        "flag.toml": head + 'cases = "nowhere.jsonl"\n',
+        "both.toml": head + 'cases = "x.jsonl"\noption = {"clinconsensus.cases" = "fixture"}\n',
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    # the file's option, the command line's flag: the flag's value
+    done = _clineval("run", "--config", "option.toml", "--cases", FIXTURE, "-o", "a", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert _config(tmp_path / "a")["options"] == {"clinconsensus.cases": FIXTURE}
+    # the file's flag, the command line's option: the option's value
+    over = ["--option", "clinconsensus.cases=fixture"]
+    done = _clineval("run", "--config", "flag.toml", *over, "-o", "b", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert _config(tmp_path / "b")["options"] == {"clinconsensus.cases": "fixture"}
+    # one file giving both spellings gives the setting twice
+    line = _refused(_clineval("run", "--config", "both.toml", "-o", "c", cwd=tmp_path))
+    assert "--cases and --option clinconsensus.cases are one setting" in line
+    assert not (tmp_path / "c").exists()
