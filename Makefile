@@ -50,7 +50,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 test: lint typecheck
-	$(BIN)/python -m pytest -n 2 -q
+	$(BIN)/python -m pytest -n 2 -q --durations=15
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -n 2 -q -m "not slow and not llm and not browser"

@@ -759,7 +759,7 @@ def score(
         typer.Option(
             "--option",
             metavar="KEY=VALUE",
-            help="A scoring-only option (clinconsensus.k, ...; clineval tasks --options).",
+            help="A scoring-only option of a task's benchmark (clineval tasks --options).",
         ),
     ] = None,
     as_json: Annotated[
@@ -906,7 +906,7 @@ def export(
         typer.Option(
             "--format",
             metavar="FORMAT",
-            help="clinconsensus-judgements, samples-csv, or a plugin's format.",
+            help="samples-csv, or a format a benchmark declares (a wrong name lists them).",
             autocompletion=_complete_export_formats,
         ),
     ],

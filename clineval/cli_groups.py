@@ -173,7 +173,7 @@ def data_synth(
         str,
         typer.Argument(
             metavar="TASK",
-            help="Task to synthesize (tcm-sd).",
+            help="A benchmark's synthetic fixture (a name it declares; a wrong one lists them).",
             autocompletion=_complete_synthesizers,
         ),
     ],

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     ValidationError,
     ValidationInfo,
     field_validator,
@@ -23,8 +26,10 @@ from pydantic import (
 )
 
 from clineval.errors import EMPTY_PATH, InputError, is_empty_path
+from clineval.models.options import model_options
 from clineval.models.registry import backend_info
-from clineval.models.spec import ModelSpec, check_base_url
+from clineval.models.settings import ModelSettings
+from clineval.models.spec import ModelSpec, RunModels, check_base_url
 from clineval.shard import is_auto, parse_shard, resolve_auto
 
 # Command-line flag of each field whose name is not simply --field-name.
@@ -63,7 +68,7 @@ class RunConfig(BaseModel):
     seed: int = Field(default=0, ge=0, le=2**32 - 1)
     base_urls: list[str] = Field(default_factory=list)
     judges: list[str] = Field(default_factory=list)
-    # A judge's own replicas: "URL" (the one judge) or "JUDGE=URL" (see judge_base_urls_of).
+    # A judge's own replicas: "URL" (the one judge) or "JUDGE=URL" (see `models`).
     judge_base_urls: list[str] = Field(default_factory=list)
     concurrency: int = Field(default=16, ge=1)
     # A verdicts file made elsewhere, scored in place of the model's answers and the judge.
@@ -122,21 +127,6 @@ class RunConfig(BaseModel):
     def _valid_batch_file_out(cls, value: str | None) -> str | None:
         return check_path_value(value, "--batch-file-out")
 
-    @field_validator("model")
-    @classmethod
-    def _valid_model(cls, value: str) -> str:
-        for url in ModelSpec.parse(value).base_urls:
-            check_base_url(url, "--model")
-        return value
-
-    @field_validator("judges")
-    @classmethod
-    def _valid_judges(cls, value: list[str]) -> list[str]:
-        for judge in value:
-            for url in ModelSpec.parse(judge).base_urls:
-                check_base_url(url, "--judge")
-        return value
-
     @field_validator("base_urls")
     @classmethod
     def _valid_base_urls(cls, value: list[str]) -> list[str]:
@@ -144,51 +134,38 @@ class RunConfig(BaseModel):
             check_base_url(url, "--base-url")
         return value
 
+    # The specs of --model and --judge, parsed once by `_valid_models` (run again on every
+    # assignment: validate_assignment) with the settings they were parsed from.
+    _models: tuple[tuple[Any, ...], RunModels] | None = PrivateAttr(default=None)
+
     @model_validator(mode="after")
-    def _valid_judge_base_urls(self) -> RunConfig:
-        for item in self.judge_base_urls:
-            judge, url = _split_judge_url(item)
-            check_base_url(url, "--judge-base-url")
-            self._judge_of(judge, item)
+    def _valid_models(self) -> RunConfig:
+        self._models = (self._spec_settings(), _run_models(self))
         return self
 
-    def _judge_of(self, name: str | None, item: str) -> str:
-        """The --judge (or, without --judge, the candidate that judges) that `name` names."""
-        judges = self.judges or [self.model]
-        if name is None:
-            if len(judges) != 1:
-                raise InputError(
-                    f"--judge-base-url {_shown(item)}: there are {len(judges)} judges; "
-                    "write JUDGE=URL"
-                )
-            found = judges[0]
-        else:
-            matches = [j for j in judges if name in _names(j)]
-            if not matches:
-                labels = ", ".join(ModelSpec.parse(j).label for j in judges)
-                raise InputError(
-                    f"--judge-base-url {_shown(item)}: {name!r} is not a judge of this run "
-                    f"(judges: {labels})"
-                )
-            found = matches[0]
-        if not backend_info(ModelSpec.parse(found)).takes_base_url:
-            raise InputError(
-                f"--judge-base-url {_shown(item)}: {ModelSpec.parse(found).label} is not an "
-                "openai: model (base URLs are for OpenAI-compatible servers)"
-            )
-        return found
+    def _spec_settings(self) -> tuple[Any, ...]:
+        return (self.model, *self.judges, None, *self.base_urls, None, *self.judge_base_urls)
+
+    @property
+    def models(self) -> RunModels:
+        """The run's model specs, typed: --model with --base-url, each --judge with its
+        --judge-base-url replicas, the judge panel. Parsed when the config was validated; a
+        copy made without validation (model_copy(update=...)) is parsed again, never stale."""
+        if self._models is None or self._models[0] != self._spec_settings():
+            self._models = (self._spec_settings(), _run_models(self))
+        return self._models[1]
 
     @model_validator(mode="after")
     def _valid_batch_models(self) -> RunConfig:
         for name in self.batch_models:
-            models = [self.model, *self.judges]
-            named = [m for m in models if name in _names(m)]
+            models = self.models.all
+            named = [spec for spec in models if name in _names(spec)]
             if not named:
-                labels = ", ".join(ModelSpec.parse(m).label for m in models)
+                labels = ", ".join(spec.label for spec in models)
                 raise InputError(
                     f"--batch-model {name!r}: not a model of this run (models: {labels})"
                 )
-            if not backend_info(ModelSpec.parse(named[0])).has_batch:
+            if not backend_info(named[0]).has_batch:
                 raise InputError(
                     f"--batch-model {name!r}: only openai: models have a batch interface"
                 )
@@ -199,26 +176,25 @@ class RunConfig(BaseModel):
         """Whether any call of the run goes through batches (server or files)."""
         return self.batch or bool(self.batch_models or self.batch_file_out or self.batch_file_in)
 
-    def batched(self, spec: str) -> bool:
-        """Whether the calls of model `spec` (as written in --model / --judge) go through
-        batches: an openai: model, in batch mode, named by --batch-model when any is."""
-        if not self.batch_mode or not backend_info(ModelSpec.parse(spec)).has_batch:
+    def batched(self, spec: ModelSpec) -> bool:
+        """Whether the calls of `spec` (one of `models`) go through batches: an openai:
+        model, in batch mode, named by --batch-model when any is."""
+        if not self.batch_mode or not backend_info(spec).has_batch:
             return False
         return not self.batch_models or any(n in _names(spec) for n in self.batch_models)
 
-    def judge_base_urls_of(self, judge: str) -> tuple[str, ...]:
-        """The replicas of `judge` (one of --judge, or the candidate judging its own answers)
-        besides any @URL in its spec: its --judge-base-url entries; without any, --base-url
-        when the judge is the candidate model itself, else none."""
-        own = tuple(
-            url
-            for item in self.judge_base_urls
-            for name, url in [_split_judge_url(item)]
-            if self._judge_of(name, item) == judge
+    def model_settings(self) -> ModelSettings:
+        """What the model layer reads of this run, and nothing else (clineval.models.runtime)."""
+        return ModelSettings(
+            timeout_s=self.timeout_s,
+            max_retries=self.max_retries,
+            concurrency=self.concurrency,
+            options=model_options(self.options),
+            batch_server=self.batch or bool(self.batch_models),
+            batch_file_out=Path(self.batch_file_out) if self.batch_file_out else None,
+            batch_file_in=tuple(self.batch_file_in),
+            batched=frozenset(spec.text for spec in self.models.all if self.batched(spec)),
         )
-        if own:
-            return own
-        return tuple(self.base_urls) if judge == self.model else ()
 
     @classmethod
     def checked(cls, *, strict: bool = False, **settings: Any) -> RunConfig:
@@ -253,6 +229,63 @@ def _from_manifest(info: ValidationInfo) -> bool:
     return bool(info.context and info.context.get(_MANIFEST))
 
 
+def _run_models(config: RunConfig) -> RunModels:
+    """The specs of `config` typed, their URLs checked (naming the flag that gave each), each
+    --judge-base-url entry given to the judge it names."""
+    candidate = _parse(config.model, "--model")
+    judges = [_parse(judge, "--judge") for judge in config.judges]
+    own: dict[str, list[str]] = {}  # a judge as written -> its --judge-base-url replicas
+    for item in config.judge_base_urls:
+        name, url = _split_judge_url(item)
+        check_base_url(url, "--judge-base-url")
+        own.setdefault(_judge_named(name, item, judges or [candidate]).text, []).append(url)
+
+    def as_judge(spec: ModelSpec) -> ModelSpec:
+        # --base-url belongs to --model: a judge without replicas of its own takes it only
+        # when it is that same model
+        mine = own.get(spec.text) or (config.base_urls if spec.text == config.model else [])
+        return replace(spec, base_urls=(*spec.base_urls, *mine))
+
+    with_urls = tuple(as_judge(judge) for judge in judges)
+    return RunModels(
+        candidate=replace(candidate, base_urls=(*candidate.base_urls, *config.base_urls)),
+        judges=with_urls,
+        panel=with_urls or (as_judge(candidate),),
+    )
+
+
+def _parse(text: str, flag: str) -> ModelSpec:
+    spec = ModelSpec.parse(text)
+    for url in spec.base_urls:
+        check_base_url(url, flag)
+    return spec
+
+
+def _judge_named(name: str | None, item: str, judges: list[ModelSpec]) -> ModelSpec:
+    """The judge (a --judge, or the candidate that judges) that JUDGE in `item` names."""
+    if name is None:
+        if len(judges) != 1:
+            raise InputError(
+                f"--judge-base-url {_shown(item)}: there are {len(judges)} judges; write JUDGE=URL"
+            )
+        found = judges[0]
+    else:
+        matches = [j for j in judges if name in _names(j)]
+        if not matches:
+            labels = ", ".join(j.label for j in judges)
+            raise InputError(
+                f"--judge-base-url {_shown(item)}: {name!r} is not a judge of this run "
+                f"(judges: {labels})"
+            )
+        found = matches[0]
+    if not backend_info(found).takes_base_url:
+        raise InputError(
+            f"--judge-base-url {_shown(item)}: {found.label} is not an "
+            "openai: model (base URLs are for OpenAI-compatible servers)"
+        )
+    return found
+
+
 def _split_judge_url(item: str) -> tuple[str | None, str]:
     """ "URL" -> (None, URL); "JUDGE=URL" -> (JUDGE, URL)."""
     if item.strip().lower().startswith(("http://", "https://")):
@@ -263,10 +296,22 @@ def _split_judge_url(item: str) -> tuple[str | None, str]:
     return name.strip(), url.strip()
 
 
-def _names(judge: str) -> tuple[str, str, str]:
-    """What a user may call a judge in JUDGE=URL: as written, its label, its model name."""
-    spec = ModelSpec.parse(judge)
-    return judge, spec.label, spec.name
+def _names(spec: ModelSpec) -> tuple[str, str, str]:
+    """What a user may call a model in JUDGE=URL and --batch-model: as written, its label,
+    its model name."""
+    return spec.text, spec.label, spec.name
+
+
+def with_spec_labels(recorded: Mapping[str, Any]) -> dict[str, Any]:
+    """A config as a manifest records it (JSON), its model and judge specs as their labels:
+    what the run asked, without the URLs that say where (a moved server, other replicas, a
+    shard's own address answer the same stored calls). Resume and merge compare these."""
+    out = dict(recorded)
+    if isinstance(out.get("model"), str):
+        out["model"] = ModelSpec.parse(out["model"]).label
+    if isinstance(out.get("judges"), list):
+        out["judges"] = [ModelSpec.parse(j).label for j in out["judges"]]
+    return out
 
 
 def _shown(item: str) -> str:

@@ -20,8 +20,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from clineval.config import with_spec_labels
 from clineval.errors import InputError
-from clineval.models.spec import ModelSpec
 from clineval.option_flags import manifest_config
 from clineval.run_record import (
     Manifest,
@@ -110,12 +110,8 @@ def _what_was_asked(config: dict[str, Any]) -> dict[str, Any]:
     """The config without HOW fields; model and judge specs without their @URL (a shard may
     reach the same model at another address, as with --base-url)."""
     # a shard recorded by an older clineval (a benchmark's setting still a field) too
-    out = {k: v for k, v in manifest_config(config).items() if k not in _HOW_FIELDS}
-    if isinstance(out.get("model"), str):
-        out["model"] = ModelSpec.parse(out["model"]).label
-    if isinstance(out.get("judges"), list):
-        out["judges"] = [ModelSpec.parse(j).label for j in out["judges"]]
-    return out
+    asked = manifest_config(config)
+    return with_spec_labels({k: v for k, v in asked.items() if k not in _HOW_FIELDS})
 
 
 def _check_same_run(configs: list[dict[str, Any]], run_dirs: list[Path]) -> None:

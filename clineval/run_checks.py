@@ -90,15 +90,14 @@ def _check_openai_settings(config: RunConfig) -> None:
     be ignored silently (a llamacpp: model serves itself, in process). A check of a new
     command, not of RunConfig: a manifest recorded before it still scores and merges."""
     from clineval.models.registry import backend_info
-    from clineval.models.spec import ModelSpec
 
-    model = ModelSpec.parse(config.model)
+    model = config.models.candidate
     if config.base_urls and not backend_info(model).takes_base_url:
         raise InputError(
             f"--base-url applies to openai: models only, and --model {model.label} is a "
             f"{model.backend}: model"
         )
-    specs = [ModelSpec.parse(m) for m in (config.model, *config.judges)]
+    specs = config.models.all
     if config.batch_mode and not any(backend_info(spec).has_batch for spec in specs):
         given = {
             "--batch": config.batch,
@@ -116,9 +115,7 @@ def run_facts(config: RunConfig) -> RunFacts:
     for other models are refused), the candidate's, and the run settings given
     (Option.unusable)."""
     from clineval.models.backends import model_traits
-    from clineval.models.spec import ModelSpec
 
-    specs = [ModelSpec.parse(text) for text in (config.model, *config.judges)]
     # set and not empty: a value given (0 is one, though 0 == False)
     given = frozenset(
         name
@@ -129,8 +126,8 @@ def run_facts(config: RunConfig) -> RunFacts:
         and (not isinstance(value, list | dict) or value)
     )
     return RunFacts(
-        candidate=model_traits(specs[0]),
-        models={spec.label: model_traits(spec) for spec in specs},
+        candidate=model_traits(config.models.candidate),
+        models={spec.label: model_traits(spec) for spec in config.models.all},
         given=given,
     )
 
@@ -141,15 +138,14 @@ def _check_model_fits_tasks(config: RunConfig) -> None:
     was written. (`hf:PATH` is chat or checkpoint by its config.json: checked when loaded.)"""
     from clineval.benchmarks.registry import benchmark_of
     from clineval.models.backends import static_kind
-    from clineval.models.spec import ModelSpec
 
-    for judge in config.judges:
-        kind = static_kind(ModelSpec.parse(judge))
+    for judge in config.models.judges:
+        kind = static_kind(judge)
         if kind is not None and kind != "chat":
-            raise InputError(f"--judge {judge}: a {kind} model cannot judge; use a chat model")
+            raise InputError(f"--judge {judge.text}: a {kind} model cannot judge; use a chat model")
     if config.verdicts is not None:
         return  # the verdicts file stands in for the model's answers and the judge
-    spec = ModelSpec.parse(config.model)
+    spec = config.models.candidate
     kind = static_kind(spec)
     if kind is None:
         return

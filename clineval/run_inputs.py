@@ -30,9 +30,9 @@ def check_model_files(spec: ModelSpec) -> None:
 
 def check_run_inputs(config: RunConfig) -> None:
     """Every file the run's model, judges and --verdicts name can be read."""
-    for text in (config.model, *config.judges):
-        check_model_files(ModelSpec.parse(text))
-    model = ModelSpec.parse(config.model)
+    for spec in config.models.all:
+        check_model_files(spec)
+    model = config.models.candidate
     if ModelKind.PREDICTIONS in backend_info(model).kinds:  # each file names a task of the run
         from clineval.benchmarks.registry import task_names
         from clineval.models.predictions_files import check_predictions_spec
@@ -43,7 +43,9 @@ def check_run_inputs(config: RunConfig) -> None:
     from clineval.benchmarks.registry import benchmark_of
 
     benches = [bench for task in config.tasks if (bench := benchmark_of(task)) is not None]
-    for check in dict.fromkeys(bench.check_settings for bench in benches):
+    # a benchmark of several tasks (ner:*) checks once
+    for bench in {bench.family: bench for bench in benches}.values():
+        check = bench.check_settings_function()
         if check is not None:
             check(config)  # e.g. ClinConsensus: the file --judge-prompt names
     for name in config.batch_file_in:  # their lines are checked when the run opens its models

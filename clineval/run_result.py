@@ -199,7 +199,7 @@ def declared_metrics(task: str, notes: Mapping[str, Any] | None = None) -> dict[
         "headline_keys": bench.metrics.headline_keys,
         "tables": bench.metrics.tables,
         "specs": specs,
-        "long_rows": bench.long_rows,
+        "long_rows": bench.long_rows_function(),
     }
 
 

@@ -21,10 +21,9 @@ from clineval.benchmarks.registry import (
     naming_fetch_commands,
     option_groups,
 )
-from clineval.config import RunConfig
+from clineval.config import RunConfig, with_spec_labels
 from clineval.datapaths import resolve_data_root
 from clineval.errors import InputError
-from clineval.models.spec import ModelSpec
 from clineval.option_flags import config_from_manifest, manifest_config
 from clineval.run_checks import (
     check_output_dir,
@@ -57,17 +56,6 @@ class TaskFailures(Exception):
     """Results were written, but a task asked for a non-zero exit (e.g. judge-error bound)."""
 
 
-def _identity(name: str, value: Any) -> Any:
-    """What must match on resume. Model and judge specs compare without their server URL: the
-    same model reached at another address (a moved server, other replicas) answers the same
-    cached calls, whose keys never contain a URL either."""
-    if name == "model" and isinstance(value, str):
-        return ModelSpec.parse(value).label
-    if name == "judges" and isinstance(value, list):
-        return [ModelSpec.parse(v).label for v in value]
-    return value
-
-
 def _check_resume_compatible(output_dir: Path, config: RunConfig) -> Manifest | None:
     """The manifest of the run this one resumes, or None for a new run. A run directory whose
     store holds no output (its run was refused or stopped before storing anything) has
@@ -79,8 +67,11 @@ def _check_resume_compatible(output_dir: Path, config: RunConfig) -> Manifest | 
         return None
     old = manifest_config(previous.config)  # a run recorded by an older clineval too
     new = public_config(config)
+    # Model and judge specs compare without their server URL: the same model reached at
+    # another address answers the same cached calls, whose keys never contain a URL either.
+    old_asked, new_asked = with_spec_labels(old), with_spec_labels(new)
     for name in _IDENTITY_FIELDS:
-        if name in old and _identity(name, old[name]) != _identity(name, new[name]):
+        if name in old and old_asked[name] != new_asked[name]:
             raise InputError(
                 f"this run directory holds a run with {name}={old[name]!r}; "
                 f"refusing to resume it with {name}={new[name]!r} "
@@ -125,7 +116,7 @@ def _make_context(config: RunConfig, output_dir: Path, store: RunStore) -> RunCo
         store=store,
         output_dir=output_dir,
         data_root=resolve_data_root(config.data_dir),
-        model=ModelSpec.parse(config.model, tuple(config.base_urls)),
+        model=config.models.candidate,
     )
 
 
@@ -384,8 +375,8 @@ def plan(config: RunConfig, output_dir: Path) -> dict[str, Any]:
             task = get_task(name)
             task.plan(ctx, task.load(ctx), calls)
         calls.estimate_time(_parallel_calls(config))
-    labels = {row.model for row in calls.rows()}
-    batched = {label: ctx.runtime.batched(ModelSpec.parse(label)) for label in labels}
+    by_label = _batched_by_label(config)
+    batched = {label: by_label.get(label, False) for label in {row.model for row in calls.rows()}}
     summary = plan_summary(calls.rows(), prices, batched)
     summary["warnings"] = _batch_price_warnings(config)
     for line in summary["warnings"]:
@@ -405,8 +396,17 @@ def _batch_price_warnings(config: RunConfig) -> list[str]:
 
     if config.price_table is None or not config.batch_mode:
         return []
-    labels = [ModelSpec.parse(s).label for s in (config.model, *config.judges) if config.batched(s)]
+    labels = [spec.label for spec in config.models.all if config.batched(spec)]
     return batch_price_warnings(load_price_table(config.price_table), labels, config.price_table)
+
+
+def _batched_by_label(config: RunConfig) -> dict[str, bool]:
+    """Model label -> whether its calls go through batches (the plan's rows name labels; of
+    two specs with one label, the first given decides)."""
+    out: dict[str, bool] = {}
+    for spec in config.models.all:
+        out.setdefault(spec.label, config.batched(spec))
+    return out
 
 
 def _parallel_calls(config: RunConfig) -> dict[str, int]:
@@ -417,8 +417,7 @@ def _parallel_calls(config: RunConfig) -> dict[str, int]:
 
     slots = LlamaCppSettings.from_options(config.options).n_parallel
     out = {}
-    for text in (config.model, *config.judges):
-        spec = ModelSpec.parse(text)
+    for spec in config.models.all:
         local = backend_info(spec).local_slots
         out[spec.label] = min(config.concurrency, slots) if local else config.concurrency
     return out

@@ -7,7 +7,15 @@ a function counts as much as one at the top (imports under `if TYPE_CHECKING:` d
 from __future__ import annotations
 
 import ast
+import functools
+import io
+import keyword
+import re
+import sys
+import tokenize
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,7 +31,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
      "clineval.secrets", "clineval.retry", "clineval.concurrency", "clineval.progress",
      "clineval.shard", "clineval.datapaths", "clineval.store", "clineval.store_json",
      "clineval.store_damage", "clineval.store_reuse", "clineval.rundir",
-     "clineval.rundir_lock", "clineval.run_record", "clineval.options", "clineval.console"),
+     "clineval.rundir_lock", "clineval.run_record", "clineval.options", "clineval.console",
+     "clineval.references"),
     # 1 generic data handling and metric helpers
     ("clineval.data", "clineval.metrics"),
     # 2 models, their settings, judging
@@ -98,6 +107,9 @@ def _resolve(name: str) -> str | None:
     return None
 
 
+_REFERENCE = re.compile(r"^(clineval(?:\.\w+)+):[\w.]+$")
+
+
 def _imports(source: str, module: str, is_package: bool) -> set[str]:
     """The clineval modules `source` imports at run time."""
     found: set[str] = set()
@@ -116,6 +128,11 @@ def _imports(source: str, module: str, is_package: bool) -> set[str]:
             # `from pkg import sub` imports the submodule; the package only for plain names
             plain = [n for n in subs if n not in MODULES]
             names = [*subs, *([head] if plain or not subs else [])]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            # a "module:attribute" reference (a declaration's part, a backend's opener) is an
+            # import made later: it follows the same rules
+            reference = _REFERENCE.match(node.value)
+            names = [reference.group(1)] if reference else []
         for name in names:
             target = _resolve(name) if name.startswith("clineval") else None
             if target is not None and target != module:
@@ -185,6 +202,10 @@ def test_the_layer_rules_can_fail() -> None:
         "benchmark tcm_sd imports benchmark ner" in p
         for p in violations("clineval.benchmarks.tcm_sd.task", other)
     )
+    # a "module:attribute" string reaches a module as an import does
+    named = 'make_task = "clineval.benchmarks.ner.task:NerTask"\n'
+    assert _imports(named, "clineval.benchmarks.tcm_sd", True) == {"clineval.benchmarks.ner.task"}
+    assert violations("clineval.benchmarks.tcm_sd", {"clineval.benchmarks.ner.task"})
     typed = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import clineval.cli\n"
     assert _imports(typed, "clineval.models.llm", False) == set()
     # and a clean import passes
@@ -285,3 +306,273 @@ def test_internal_packages_say_so(module: str) -> None:
     editor shows on hover, and what a reader of the source meets first)."""
     doc = ast.get_docstring(ast.parse(MODULES[module].read_text())) or ""
     assert "Internal: not part of clineval's public API" in doc, module
+
+
+# ---- the model layer: what it is given --------------------------------------------------------
+
+# Where spec text enters and is parsed: the config's validator (flags, the API, a config file,
+# a manifest read back) and the spec's own module. Everything else reads `RunConfig.models`.
+SPEC_PARSERS = ("clineval.config", "clineval.models.spec")
+# A model gets the settings it reads (clineval.models.settings), never the run's whole config.
+NOT_FOR_MODELS = ("clineval.config",)
+
+
+def spec_parses(source: str) -> list[str]:
+    """The `ModelSpec.parse(...)` calls in `source`."""
+    return [
+        ast.unparse(node)
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "parse"
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "ModelSpec"
+    ]
+
+
+def config_imports(source: str, module: str) -> list[str]:
+    """Imports of `NOT_FOR_MODELS` by a model module, those for type checkers included (a
+    signature taking the config is the dependence the rule is about)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module or "", *(f"{node.module}.{a.name}" for a in node.names)]
+        else:
+            continue
+        found += [n for n in names if n in NOT_FOR_MODELS]
+    return found if module.startswith("clineval.models") else []
+
+
+def test_the_spec_is_parsed_only_where_its_text_enters() -> None:
+    files = {m: p for m, p in MODULES.items() if m not in SPEC_PARSERS}
+    files.update({str(p.relative_to(EXAMPLES)): p for p in EXAMPLES.glob("*/**/*.py")})
+    found = {m: spec_parses(p.read_text(encoding="utf-8")) for m, p in files.items()}
+    assert {m: calls for m, calls in found.items() if calls} == {}
+
+
+def test_models_do_not_import_the_config() -> None:
+    found = {m: config_imports(p.read_text(encoding="utf-8"), m) for m, p in MODULES.items()}
+    assert {m: names for m, names in found.items() if names} == {}
+
+
+def test_the_model_layer_rules_can_fail() -> None:
+    planted = "def f(config):\n    return ModelSpec.parse(config.model, ()).label\n"
+    assert spec_parses(planted) == ["ModelSpec.parse(config.model, ())"]
+    assert spec_parses("spec = config.models.candidate\nx = json.parse(s)") == []
+    typed = (
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from clineval.config import RunConfig\n"
+    )
+    assert config_imports(typed, "clineval.models.llm") == ["clineval.config"]
+    assert config_imports("import clineval.config", "clineval.models.batch") == ["clineval.config"]
+    assert config_imports("from clineval import config", "clineval.models.x") == ["clineval.config"]
+    # the layer above may: the task layer builds the models' settings from the config
+    assert config_imports(typed, "clineval.benchmarks.base") == []
+
+
+# ---- benchmark names in generic text -----------------------------------------------------------
+#
+# An import is not the only way generic code can know a benchmark: a report template with a
+# renderer per family, a formatter that special-cases a metric key, a config file or a message
+# that names a task do too. Every file of the package outside the benchmark packages is scanned
+# for the words that name a registered benchmark: in Python, its identifiers and string
+# literals (docstrings and comments explain, and may name one as an example); in any other file
+# (templates, scripts, styles, JSON/TOML/YAML), all of its text. Prose pages (Markdown: the
+# generic Agent Skill) are documentation, like docstrings, and are not scanned.
+
+FAMILY_PACKAGES = PACKAGE / "benchmarks"
+EXAMPLE_FOLDERS = (EXAMPLES / "plugin-benchmark", EXAMPLES / "plugin-judged")
+UNSCANNED_SUFFIXES = {".md", ".pyc", ".typed"}
+
+# Generic text that may name a benchmark, each with why: {(file under clineval/, fragment of the
+# line): reason}. A fragment of None allows the whole file.
+NAMES_ALLOWED: dict[tuple[str, str | None], str] = {
+    ("benchmarks/registry.py", "from clineval.benchmarks."): "it lists the built-in declarations",
+    ("benchmarks/registry.py", "return [NER, TCM_SD, CLINCONSENSUS]"): "the same list",
+    # The command line's own help: the product's one-line description and the examples of
+    # `run --help` / `score --help` name the built-in benchmarks a user has, as the README does.
+    ("cli.py", "Evaluate models on Clinical NER (NCER), TCM-SD and ClinConsensus."): "product",
+    ("cli.py", "clineval run tcm-sd -m baseline:tfidf"): "an example",
+    ("cli.py", "clineval run ner:ncbi -m baseline:crf"): "an example",
+    ("cli.py", "clineval run clinconsensus -m openai:qwen"): "an example",
+    ("cli.py", "clineval score runs/cc --"): "an example",
+    ("cli.py", "(TCM-SD)."): "the help of --dedupe, a flag only TCM-SD reads",
+}
+
+
+def _declarations() -> tuple[list[Any], list[Any]]:
+    """(the built-in benchmarks' declarations, the example plugins' declarations)."""
+    import importlib
+    import sys
+
+    from clineval.benchmarks.registry import _builtin
+
+    examples = []
+    for folder in EXAMPLE_FOLDERS:
+        sys.path.insert(0, str(folder))
+        try:
+            package = next(p.name for p in folder.iterdir() if (p / "__init__.py").is_file())
+            examples.append(importlib.import_module(package).BENCHMARK)
+        finally:
+            sys.path.remove(str(folder))
+    return _builtin(), examples
+
+
+def _split_identifier(name: str) -> list[str]:
+    return [w.lower() for w in re.findall(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])", name)]
+
+
+# Words of a part's own name that say what it is, not whose (ner_statistics, ClinConsensusTask).
+_PART_WORDS = {"task", "statistics", "build", "section", "report", "rows", "long", "view"}
+
+
+def naming_words(bench: Any, shared_keys: set[str]) -> set[str]:
+    """The words that name one benchmark, from its declaration alone: family, tasks, option
+    namespaces, data sources; its metric and table keys that no other benchmark declares (and
+    the stem of a `key@k` family, e.g. cacs for cacs@7); and the name its code parts carry
+    before the part's own word (cc of cc_statistics, ner of NerTask)."""
+    words = {bench.family, bench.family.replace("-", "_"), *bench.tasks}
+    words.update(group.namespace for group in bench.options)
+    words.update(source.name for source in bench.data_sources)
+    keys = {m.key for m in bench.metrics.metrics} | set(bench.metrics.tables)
+    words.update(keys - shared_keys)
+    for key in keys - shared_keys:
+        stem, at, _ = key.partition("@")
+        if at:
+            words.add(f"{stem}@")
+            if not keyword.iskeyword(stem):  # pass@k: `pass` is Python; only `pass@` names it
+                words.add(stem)
+    for part in (bench.make_task, bench.statistics, bench.report_section):
+        name = part.rpartition(":")[2] if isinstance(part, str) else getattr(part, "__name__", "")
+        own = [w for w in _split_identifier(name.rpartition(".")[2]) if w not in _PART_WORDS]
+        if own:
+            words.update({"".join(own), "_".join(own)})
+    words.discard("")
+    return words
+
+
+def _pattern(word: str) -> re.Pattern[str]:
+    # A word stands alone: not inside a longer word (ner in general, cc in accept). A snake_case
+    # key must be the whole identifier (macro_f1 is not macro_f1_statistic); a plain word may
+    # be one part of one (ner in ner_statistics, cc in DETAIL.cc).
+    inner = "A-Za-z0-9_" if "_" in word else "A-Za-z0-9"
+    right = "" if word[-1] in "@:" else rf"(?![{inner}])"
+    return re.compile(rf"(?<![{inner}]){re.escape(word)}{right}", re.IGNORECASE)
+
+
+def _docstrings(tree: ast.AST) -> set[tuple[int, int]]:
+    starts = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            first = node.body[0] if node.body else None
+            value = first.value if isinstance(first, ast.Expr) else None
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                starts.add((value.lineno, value.col_offset))
+    return starts
+
+
+def _scanned_text(path: Path) -> list[tuple[int, str, str]]:
+    """(line, the text scanned there, the whole line) of a file: Python's identifiers and
+    string literals without docstrings; every line of any other file."""
+    source = path.read_text(encoding="utf-8")
+    lines = source.splitlines()
+    if path.suffix != ".py":
+        return [(i, line, line) for i, line in enumerate(lines, 1)]
+    docs = _docstrings(ast.parse(source))
+    out = []
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == tokenize.NAME or (tok.type == tokenize.STRING and tok.start not in docs):
+            out.append((tok.start[0], tok.string, lines[tok.start[0] - 1]))
+    return out
+
+
+def _generic_files() -> list[Path]:
+    families = {p.parent for p in FAMILY_PACKAGES.glob("*/__init__.py")}
+    return [
+        path
+        for path in sorted(PACKAGE.rglob("*"))
+        if path.is_file()
+        and path.suffix not in UNSCANNED_SUFFIXES
+        and "__pycache__" not in path.parts
+        and not any(family in path.parents for family in families)
+    ]
+
+
+def benchmark_names_in(
+    files: list[Path], words: dict[str, set[str]], allowed: Mapping[tuple[str, str | None], str]
+) -> list[str]:
+    """Each place in `files` that names a benchmark ({family: its words}) and is not allowed."""
+    patterns = [(family, word, _pattern(word)) for family, ws in words.items() for word in ws]
+    found = []
+    for path in files:
+        where = path.relative_to(PACKAGE).as_posix()
+        fragments = [fragment for (file, fragment) in allowed if file == where]
+        if None in fragments:
+            continue
+        for line, text, whole in _scanned_text(path):
+            named = sorted({word for family, word, p in patterns if p.search(text)})
+            if named and not any(f is not None and f in whole for f in fragments):
+                found.append(f"clineval/{where}:{line}: names {', '.join(named)}: {text[:80]}")
+    return found
+
+
+@functools.cache
+def _naming_words() -> dict[str, set[str]]:
+    builtin, examples = _declarations()
+    owners: dict[str, set[str]] = {}
+    for bench in (*builtin, *examples):
+        for key in {m.key for m in bench.metrics.metrics} | set(bench.metrics.tables):
+            owners.setdefault(key, set()).add(bench.family)
+    shared = {key for key, families in owners.items() if len(families) > 1}
+    words = {bench.family: naming_words(bench, shared) for bench in builtin}
+    # the templates' names too: generic code must not know the example plugins either
+    words.update({bench.family: {bench.family, *bench.tasks} for bench in examples})
+    return words
+
+
+def test_generic_files_name_no_benchmark() -> None:
+    assert benchmark_names_in(_generic_files(), _naming_words(), NAMES_ALLOWED) == []
+
+
+def test_the_names_come_from_the_declarations() -> None:
+    words = _naming_words()
+    assert {"ner", "ner:chia", "chia", "token_macro_f1", "per_type"} <= words["ner"]
+    assert {"tcm-sd", "tcm_sd", "tcm", "macro_f1", "per_class"} <= words["tcm-sd"]
+    assert {"clinconsensus", "cacs", "cacs@7", "pass@", "cc"} <= words["clinconsensus"]
+    # words another benchmark declares too are not names (the example declares accuracy)
+    assert "accuracy" not in words["tcm-sd"] and "pass" not in words["clinconsensus"]
+    assert words["example-mcq"] == {"example-mcq"}
+
+
+def test_the_name_rule_can_fail(tmp_path: Path) -> None:
+    """The scanner on a renderer per family in a script, a formatter that special-cases a
+    metric, a config naming a task; and what it lets through."""
+    words = _naming_words()
+    script = tmp_path / "report.js"
+    script.write_text('DETAIL.cc = function (row) {};\nvar accept = "ok"; // ner in a comment\n')
+    formatter = tmp_path / "fmt.py"
+    formatter.write_text(
+        '"""Formats a metric (e.g. cacs@7: a docstring may say so)."""\n'
+        "def fmt(key):\n"
+        "    # comments too: tcm-sd\n"
+        '    return key.startswith("cacs")\n'
+        "def general(macro_f1_statistic):\n"
+        "    return macro_f1_statistic\n"
+    )
+    config = tmp_path / "defaults.toml"
+    config.write_text('task = "ner:ncbi"\n')
+    files = [script, formatter, config]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sys.modules[__name__], "PACKAGE", tmp_path)
+        found = benchmark_names_in(files, words, {})
+        assert found == [
+            "clineval/report.js:1: names cc: DETAIL.cc = function (row) {};",
+            'clineval/report.js:2: names ner: var accept = "ok"; // ner in a comment',
+            'clineval/fmt.py:4: names cacs: "cacs"',
+            'clineval/defaults.toml:1: names ncbi, ner, ner:ncbi: task = "ner:ncbi"',
+        ]
+        allowed = {("report.js", "DETAIL.cc"): "a test", ("defaults.toml", None): "a test"}
+        assert benchmark_names_in(files, words, allowed) == [found[1], found[2]]

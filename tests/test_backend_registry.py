@@ -39,10 +39,23 @@ def _names_a_backend(node: ast.expr) -> bool:
     return False
 
 
+def _spec_prefix(value: object) -> bool:
+    """ "llamacpp:", "hf:/x": text that starts with a registered name and a colon."""
+    return isinstance(value, str) and ":" in value and value.partition(":")[0] in NAMES
+
+
 def name_comparisons(source: str) -> list[str]:
-    """The comparisons in `source` of a backend-holding operand with a registered name."""
+    """The comparisons in `source` of a backend-holding operand with a registered name, and
+    the tests of a spec's text or label for a backend's prefix (`label.startswith("hf:")`)."""
     found = []
     for node in ast.walk(ast.parse(source)):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("startswith", "removeprefix")
+            and any(_spec_prefix(v) for arg in node.args for v in _constants(arg))
+        ):
+            found.append(ast.unparse(node))
         if not isinstance(node, ast.Compare):
             continue
         operands = [node.left, *node.comparators]
@@ -75,13 +88,20 @@ def test_the_name_rule_can_fail() -> None:
         "    if ctx.model.backend in ('hf', 'gliner'):\n"
         "        return None\n"
         "    backend = spec.backend\n"
+        "    if ctx.model.label.startswith(('hf:', 'gliner:')):\n"
+        "        return 1\n"
         "    return 'openai' != backend\n"
     )
-    assert name_comparisons(planted) == [
-        "spec.backend == 'llamacpp'",
-        "ctx.model.backend in ('hf', 'gliner')",
-        "'openai' != backend",
-    ]
+    assert sorted(name_comparisons(planted)) == sorted(
+        [
+            "spec.backend == 'llamacpp'",
+            "ctx.model.backend in ('hf', 'gliner')",
+            "ctx.model.label.startswith(('hf:', 'gliner:'))",
+            "'openai' != backend",
+        ]
+    )
+    # nor is building a spec's text, or a prefix that names no backend
+    assert name_comparisons("x = f'predictions:{path}'\ny = s.startswith('http:')") == []
     # a capability question, and a kind compared as a kind, are not name comparisons
     assert name_comparisons("x = backend_info(spec).has_batch and ctx.kind == 'chat'") == []
 
@@ -89,7 +109,7 @@ def test_the_name_rule_can_fail() -> None:
 def test_every_backend_is_registered_once_and_parses() -> None:
     assert len(BACKENDS) == len(BACKEND_TABLE)
     # options.py sits below the models layer and keeps its own copy of the names
-    assert OPTION_BACKENDS == BACKENDS
+    assert set(BACKENDS) == OPTION_BACKENDS  # handed over by the registry, not repeated
     for info in BACKEND_TABLE:
         assert info.kinds and all(isinstance(k, ModelKind) for k in info.kinds)
         spec = ModelSpec.parse(f"{info.name}:x")

@@ -153,8 +153,9 @@ def test_judge_replicas_of_a_config() -> None:
         judges=["openai:cand", "openai:j"],
         judge_base_urls=["openai:j=http://j1:1/v1", "j=http://j2:1/v1"],
     )
-    assert config.judge_base_urls_of("openai:j") == ("http://j1:1/v1", "http://j2:1/v1")
-    assert config.judge_base_urls_of("openai:cand") == ("http://c:1/v1",)  # the candidate's
+    as_judge, judge = config.models.judges
+    assert judge.base_urls == ("http://j1:1/v1", "http://j2:1/v1")
+    assert as_judge.base_urls == ("http://c:1/v1",)  # the candidate's
 
 
 def test_shards_may_reach_a_judge_at_other_replicas(tmp_path: Path) -> None:

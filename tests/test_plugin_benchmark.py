@@ -58,6 +58,14 @@ def results(run: Path) -> dict[str, object]:
     return dict(json.loads((run / "results.json").read_text())["example-mcq"])
 
 
+def test_the_template_stays_small() -> None:
+    """The template is what every new benchmark copies: it was 206 Python lines when its
+    declaration still held a function only to import its task lazily."""
+    package = EXAMPLE / "clineval_example_mcq"
+    lines = sum(len(p.read_text().splitlines()) for p in package.glob("*.py"))
+    assert lines <= 196
+
+
 def test_the_plugin_through_every_surface(site: Path, tmp_path: Path) -> None:
     listed = cli(site, "tasks")
     assert listed.returncode == 0 and "example-mcq" in listed.stdout

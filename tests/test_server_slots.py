@@ -114,6 +114,7 @@ def test_embedded_server_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
     a call without --max-tokens on the in-process server is capped at a quarter of a slot (an
     unbounded looping answer filled the slot and no longer fit into the judge prompts)."""
     from clineval.models import llamacpp_server as ls
+    from clineval.models.spec import ModelSpec
 
     monkeypatch.setattr(ls, "usable_cores", lambda: 2)
     monkeypatch.setattr(ls, "busy_cores", lambda: 0.1)
@@ -122,15 +123,15 @@ def test_embedded_server_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
     assert ls.default_threads() == 1
     monkeypatch.setattr(ls, "busy_cores", lambda: 11.2)
     assert ls.default_threads() == 1
-    assert ls.default_max_tokens("llamacpp:/m.gguf", {}) == 1024
-    assert ls.default_max_tokens("llamacpp:/m.gguf", {"llamacpp.n_ctx": "2048"}) == 512
-    assert ls.default_max_tokens("openai:m@http://127.0.0.1:9/v1", {}) is None
+    local = ModelSpec.parse("llamacpp:/m.gguf")
+    assert ls.default_max_tokens(local, {}) == 1024
+    assert ls.default_max_tokens(local, {"llamacpp.n_ctx": "2048"}) == 512
+    assert ls.default_max_tokens(ModelSpec.parse("openai:m@http://127.0.0.1:9/v1"), {}) is None
     # a verdict is short: the in-process judge's cap is room for a 200-character explanation
     # (3 x 200 + 64; tests/test_judge_explanation_bound.py) unless the option says otherwise
     from clineval.benchmarks.clinconsensus.common import Options
-    from clineval.models.spec import ModelSpec
 
-    local, remote = ModelSpec.parse("llamacpp:/m.gguf"), ModelSpec.parse("openai:m")
+    remote = ModelSpec.parse("openai:m")
     assert Options.from_config({}).judge_cap(local) == 664
     assert Options.from_config({}).judge_cap(remote) == 1024
     set_to = Options.from_config({"clinconsensus.judge_max_tokens": "64"})

@@ -36,12 +36,12 @@ class RunContext:
     model: ModelSpec
     # Per-task notes for the manifest (data file hashes, dropped/moved gold spans, ...).
     manifest_notes: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # What the model backends get of this run (settings, store, call state: the one
-    # concurrency limit, call counters, local servers); built from config and store.
+    # What the model backends get of this run (the settings they read, store, call state: the
+    # one concurrency limit, call counters, local servers); built from config and store.
     runtime: ModelRuntime = field(init=False)
 
     def __post_init__(self) -> None:
-        self.runtime = ModelRuntime.for_run(self.config, self.store)
+        self.runtime = ModelRuntime.for_run(self.config.model_settings(), self.store)
 
     @cached_property
     def backend(self) -> Backend:

@@ -139,14 +139,11 @@ class JudgePanel:
         """The judges of `--judge`, or the candidate judging its own answers. Each judge its
         own replicas (--judge-base-url); --base-url belongs to --model, and a judge without
         its own gets it only when it is that same model."""
-        specs = tuple(
-            ModelSpec.parse(j, config.judge_base_urls_of(j))
-            for j in (config.judges or [config.model])
-        )
-        labels = tuple(s.label for s in specs)
+        models = config.models
+        labels = tuple(s.label for s in models.panel)
         if len(set(labels)) != len(labels):
             raise InputError(f"the same judge is given twice: {', '.join(labels)}")
-        return cls(labels, specs, not config.judges or config.model in config.judges)
+        return cls(labels, models.panel, models.judge_is_candidate)
 
 
 @dataclass(frozen=True)

@@ -61,6 +61,7 @@ from clineval.judge.verdict import (
 )
 from clineval.models.llamacpp_server import default_max_tokens
 from clineval.models.llm_base import ChatError, ChatModel, ChatRequest
+from clineval.models.registry import ModelKind
 from clineval.plan import UNBOUNDED_REPLY_TOKENS, CallPlan
 from clineval.progress import TaskProgress, task_progress
 from clineval.store import RunStore
@@ -71,7 +72,7 @@ def candidate_request(config: RunConfig, item: JudgedItem, template_version: str
         messages=item.candidate_messages(),
         temperature=config.temperature,
         # the in-process llama.cpp server bounds an answer that has no --max-tokens
-        max_tokens=config.max_tokens or default_max_tokens(config.model, config.options),
+        max_tokens=config.max_tokens or default_max_tokens(config.models.candidate, config.options),
         seed=config.seed,
         template_version=template_version,
     )
@@ -262,7 +263,7 @@ class _Flow:
 def all_stored(ctx: RunContext, judging: Judging, items: Sequence[JudgedItem]) -> bool:
     """Every answer and verdict is stored: then no model is opened (no llama.cpp start-up).
     An item a predictions file does not answer can never be, so it counts as done."""
-    if ctx.backend.kind == "predictions":
+    if ctx.backend.kind is ModelKind.PREDICTIONS:
         items = [item for item in items if item.answer is not None]
     answers = stored_answers(ctx.store, judging.task)
     if any(answer_text(answers.get(item.id)) is None for item in items):
@@ -288,7 +289,8 @@ async def _predict(
         return {"done": total, "total": total, "all_stored": True}
     async with AsyncExitStack() as stack:
         candidate = None
-        if ctx.backend.kind != "predictions" and any(item.answer is None for item in items):
+        answers_needed = any(item.answer is None for item in items)
+        if ctx.backend.kind is not ModelKind.PREDICTIONS and answers_needed:
             candidate = await stack.enter_async_context(
                 open_chat_model(ctx.model, ctx.runtime, "candidate")
             )
@@ -331,14 +333,14 @@ def plan_judged(
     seed = ctx.config.seed
     answer_bound = (
         ctx.config.max_tokens
-        or default_max_tokens(ctx.config.model, ctx.config.options)
+        or default_max_tokens(ctx.model, ctx.config.options)
         or UNBOUNDED_REPLY_TOKENS
     )
     for item in items:
         answer = answer_text(answers.get(item.id))
         if answer is None and item.answer is not None:
             answer = item.answer
-        elif answer is None and ctx.backend.kind == "predictions":
+        elif answer is None and ctx.backend.kind is ModelKind.PREDICTIONS:
             continue  # a predictions file without this item: nothing to send
         elif answer is None:
             request = candidate_request(ctx.config, item, judging.candidate_template)

@@ -34,6 +34,7 @@ from clineval.errors import InputError
 from clineval.judge.ensemble import aggregate, agreement_table, count_ties
 from clineval.judge.prompt import JudgePrompt
 from clineval.judge.verdict import VerdictRow
+from clineval.models.registry import ModelKind
 from clineval.plan import CallPlan
 from clineval.report.statistics import SampleStatistic, mean_statistic
 
@@ -105,7 +106,7 @@ class JudgedTask(Task[JudgedData]):
     def _answers(self, ctx: RunContext, items: list[JudgedItem]) -> list[JudgedItem]:
         from clineval.models.predictions_files import predictions_file
 
-        if ctx.backend.kind != "predictions":
+        if ctx.backend.kind is not ModelKind.PREDICTIONS:
             return items
         if not ctx.config.judges:
             raise InputError("--model predictions:... gives the answers: name the judges (--judge)")

@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, partial
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -31,6 +31,7 @@ from clineval.benchmarks.base import DataFileStatus, RunContext, Task, TaskResul
 from clineval.benchmarks.declaration import (
     Benchmark,
     DataSource,
+    DeclarationError,
     Exporter,
     MetricSchema,
     Synthesizer,
@@ -40,6 +41,7 @@ from clineval.errors import InputError
 from clineval.options import OptionGroup
 
 if TYPE_CHECKING:
+    from clineval.export.run_files import ExportSettings, RunFiles
     from clineval.plan import CallPlan
 
 ENTRY_POINT_GROUP = "clineval.benchmarks"
@@ -264,12 +266,18 @@ def get_task(name: str) -> Task[Any]:
         raise InputError(f"unknown task {name!r} (known: {', '.join(task_names())})")
     dist = _ORIGIN.get(bench.family)
     if dist is None:
-        return bench.make_task(name)
+        return bench.task(name)
     try:
-        task = bench.make_task(name)
+        task = bench.task(name)
+    except DeclarationError as exc:  # says what is wrong with which part: add the package
+        raise _declaration_error(exc, dist) from None
     except (Exception, SystemExit) as exc:  # a sys.exit in outside code is a failure too
         raise _plugin_error(name, dist, "make_task", exc) from exc
     return _PluginTask(task, dist)
+
+
+def _declaration_error(exc: DeclarationError, dist: str) -> PluginError:
+    return PluginError(f"{exc.message} (package {dist!r})")
 
 
 def _plugin_error(task: str, dist: str, step: str, exc: BaseException) -> PluginError:
@@ -291,6 +299,8 @@ def _plugin_step(task: str, dist: str, step: str, call: Callable[[], T]) -> T:
     try:
         with contextlib.redirect_stdout(sys.stderr):
             return call()
+    except DeclarationError as exc:
+        raise _declaration_error(exc, dist) from None
     except (Exception, SystemExit) as exc:
         if _passes(exc):
             raise
@@ -389,10 +399,25 @@ def benchmarks_with_skills() -> list[Path]:
 
 
 def synthesizers() -> dict[str, Synthesizer]:
-    """`clineval data synth NAME`: every benchmark's synthetic-fixture generators."""
-    return {name: fn for bench in _all() for name, fn in bench.synthesizers.items()}
+    """`clineval data synth NAME`: every benchmark's synthetic-fixture generators, each
+    resolved when it is called (a completion lists the names, importing none of them)."""
+    found = [(bench, name) for bench in _all() for name in bench.synthesizers]
+    return {name: partial(_synthesize, bench, name) for bench, name in found}
+
+
+def _synthesize(
+    bench: Benchmark, name: str, out: Path, seed: int, data_dir: str | None, scale: float
+) -> list[Path]:
+    return bench.synthesizer(name)(out, seed, data_dir, scale)
 
 
 def exporters() -> dict[str, Exporter]:
-    """`clineval export --format NAME` formats that benchmarks declare."""
-    return {name: fn for bench in _all() for name, fn in bench.exporters.items()}
+    """`clineval export --format NAME` formats that benchmarks declare, each resolved when it
+    is called."""
+    return {name: partial(_export, bench, name) for bench in _all() for name in bench.exporters}
+
+
+def _export(
+    bench: Benchmark, name: str, run: RunFiles, out_dir: Path, settings: ExportSettings
+) -> list[Path]:
+    return bench.exporter(name)(run, out_dir, settings)

@@ -1,11 +1,11 @@
 """What `clineval data fetch` put into a cache, and from where: `<cache>/cache_manifest.json`.
 
-The package manifest (clineval/resources/data_manifest.json) pins the files whose hash is
-published. Some fetched files have none to pin (the ClinConsensus cases on the Hugging Face hub
-can change with the dataset's revision): for those the cache manifest records the sha256 and
-size of the copy that was fetched and validated, the address and revision it came from, and
-when. `clineval data verify` then checks the cached copy against that record, and a run can
-name the exact data it used.
+The package manifest (each benchmark package's resources/data_manifest.json) pins the files
+whose hash is published. Some fetched files have none to pin (the ClinConsensus cases on the
+Hugging Face hub can change with the dataset's revision): for those the cache manifest records
+the sha256 and size of the copy that was fetched and validated, the address and revision it
+came from, and when. `clineval data verify` then checks the cached copy against that record,
+and a run can name the exact data it used.
 
     {"format": 1, "files": {"clinconsensus/clinconsensus_low.jsonl": {"sha256": ..., "size": ...,
      "source": ..., "revision": ..., "fetched": "2026-...", ...}}}

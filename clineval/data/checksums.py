@@ -1,11 +1,12 @@
 """Data-file checksums: the manifest shipped in the package, per-file status, ``data verify``.
 
-The manifest (``clineval/resources/data_manifest.json``) lists every data file clineval reads,
-relative to the data root, with its sha256 and size in bytes (taken from, and cross-checked
-against, the notes that come with the data; the size bounds a download). A ``.gz`` entry also
-carries ``sha256_uncompressed`` and ``size_uncompressed``: the hash and size of the upstream file
-it compresses, so a copy gzipped by another gzip build (different bytes, same
-content, e.g. after ``clineval data fetch`` from the official uncompressed source) still checks.
+The manifest (each benchmark package's ``resources/data_manifest.json``, read together) lists
+every data file clineval reads, relative to the data root, with its sha256 and size in bytes
+(taken from, and cross-checked against, the notes that come with the data; the size bounds a
+download). A ``.gz`` entry also carries ``sha256_uncompressed`` and ``size_uncompressed``: the
+hash and size of the upstream file it compresses, so a copy gzipped by another gzip build
+(different bytes, same content, e.g. after ``clineval data fetch`` from the official
+uncompressed source) still checks.
 
 Statuses: ``ok``, ``missing``, ``checksum mismatch``, and ``not checked`` for an entry without a
 published hash (the TCM-SD full splits, which users place by hand).
@@ -64,24 +65,35 @@ class ManifestEntry:
     note: str = ""
 
 
+# Each benchmark package pins its own data files: <package>/resources/data_manifest.json.
+MANIFEST_NAME = "resources/data_manifest.json"
+
+
 @functools.lru_cache(maxsize=1)
 def load_manifest() -> tuple[ManifestEntry, ...]:
-    """The manifest shipped in the package, in file order."""
-    text = resources.files("clineval").joinpath("resources/data_manifest.json").read_text("utf-8")
-    payload = loads_input(text, "clineval/resources/data_manifest.json")
-    return tuple(
-        ManifestEntry(
-            path=row["path"],
-            sha256=row.get("sha256"),
-            size=row.get("size"),
-            group=row["group"],
-            optional=bool(row.get("optional", False)),
-            sha256_uncompressed=row.get("sha256_uncompressed"),
-            size_uncompressed=row.get("size_uncompressed"),
-            note=row.get("note", ""),
-        )
-        for row in payload["files"]
-    )
+    """The manifests shipped in the benchmark packages, by package name, each in file order.
+    Read by the package layout, not by name: this layer knows no benchmark."""
+    packages = resources.files("clineval").joinpath("benchmarks")
+    entries: dict[str, ManifestEntry] = {}
+    for package in sorted(packages.iterdir(), key=lambda p: p.name):
+        manifest = package.joinpath(MANIFEST_NAME)
+        if not manifest.is_file():
+            continue
+        where = f"clineval/benchmarks/{package.name}/{MANIFEST_NAME}"
+        for row in loads_input(manifest.read_text("utf-8"), where)["files"]:
+            if row["path"] in entries:  # two packages cannot both pin one file
+                raise InputError(f"{row['path']} is pinned twice", path=where)
+            entries[row["path"]] = ManifestEntry(
+                path=row["path"],
+                sha256=row.get("sha256"),
+                size=row.get("size"),
+                group=row["group"],
+                optional=bool(row.get("optional", False)),
+                sha256_uncompressed=row.get("sha256_uncompressed"),
+                size_uncompressed=row.get("size_uncompressed"),
+                note=row.get("note", ""),
+            )
+    return tuple(entries.values())
 
 
 def manifest_entry(relative: str) -> ManifestEntry | None:

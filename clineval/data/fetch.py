@@ -88,8 +88,9 @@ def fetch(
             if entry is None or entry.sha256 is None:
                 raise InputError(f"no checksum for {file.relative} in the package manifest")
             out.append(_fetch_one(file, entry, root, base_url, retry))
-        if source.unpinned is not None:
-            out.extend(source.unpinned()(root, base_url, retry))
+        step = source.fetch_step()
+        if step is not None:
+            out.extend(step(root, base_url, retry))
     except InputError as exc:
         if not exc.message.startswith(DOWNLOAD_FAILED):
             raise

@@ -41,7 +41,8 @@ def to_csv(rows: list[dict[str, Any]]) -> str:
 
 def export(run: RunFiles, out_dir: Path, settings: ExportSettings) -> list[Path]:
     if settings.name is not None or settings.cases is not None:
-        raise InputError("--name and --cases are options of --format clinconsensus-judgements")
+        # they belong to formats a benchmark declares, which read them
+        raise InputError("--name and --cases are not options of --format samples-csv")
     tasks = [task for task, rows in run.samples.items() if rows]
     if not tasks:
         raise InputError("the run has no sample rows", path=run.path / SAMPLES)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
     from clineval.models.spec import ModelSpec
 
@@ -86,12 +86,10 @@ def default_reply_cap(n_ctx_per_slot: int) -> int:
     return max(64, n_ctx_per_slot // 4)
 
 
-def default_max_tokens(model: str, options: dict[str, str]) -> int | None:
+def default_max_tokens(model: ModelSpec, options: Mapping[str, str]) -> int | None:
     """The max_tokens a run's calls to `model` get without --max-tokens: `default_reply_cap`
     on the in-process server (`llamacpp:`), None (the server's own bound) elsewhere."""
-    from clineval.models.spec import ModelSpec
-
-    if ModelSpec.parse(model).backend != "llamacpp":
+    if model.backend != "llamacpp":
         return None
     return default_reply_cap(LlamaCppSettings.from_options(options).n_ctx_per_slot)
 
@@ -118,7 +116,7 @@ class LlamaCppSettings:
     metrics: bool = False  # serve Prometheus counters at /metrics (tests count work with it)
 
     @classmethod
-    def from_options(cls, options: dict[str, str]) -> LlamaCppSettings:
+    def from_options(cls, options: Mapping[str, str]) -> LlamaCppSettings:
         """The settings of `--option llamacpp.*`, typed by their declarations (defaults
         there are this class's)."""
         from clineval.models.options import LLAMACPP_OPTIONS

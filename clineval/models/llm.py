@@ -68,8 +68,8 @@ from clineval.retry import RetryPolicy, parse_retry_after
 from clineval.secrets import env_credential, register_url
 
 if TYPE_CHECKING:
-    from clineval.config import RunConfig
     from clineval.models.runtime import ModelRuntime
+    from clineval.models.settings import ModelSettings
 
 __all__ = [
     "DEFAULT_TRANSPORT",
@@ -81,14 +81,12 @@ __all__ = [
 ]
 
 
-def _retry_policy(config: RunConfig) -> RetryPolicy:
+def _retry_policy(settings: ModelSettings) -> RetryPolicy:
     """The run's retry policy: --max-retries and the declared llm.backoff_* options."""
-    from clineval.models.options import LLM_OPTIONS
-
-    base = LLM_OPTIONS.value(config.options, "backoff_base_s")
-    cap = LLM_OPTIONS.value(config.options, "backoff_max_s")
+    base = LLM_OPTIONS.value(settings.options, "backoff_base_s")
+    cap = LLM_OPTIONS.value(settings.options, "backoff_max_s")
     return RetryPolicy(
-        max_retries=config.max_retries,
+        max_retries=settings.max_retries,
         base_delay_s=RetryPolicy.base_delay_s if base is None else base,
         max_delay_s=RetryPolicy.max_delay_s if cap is None else cap,
     )
@@ -180,11 +178,10 @@ async def _open_backend(
 
     `role` ("candidate", "judge", ...) only labels the call counters (runtime.calls:
     a progress display given them shows their retries). `retry` and `transport` override the
-    run's settings (tests, benchmarks); by default they come from runtime.config (max_retries,
+    run's settings (tests, benchmarks); by default they come from runtime.settings (max_retries,
     options llm.transport / llm.backoff_base_s / llm.backoff_max_s).
     """
-    config = runtime.config
-    transport_name = transport or config.options.get("llm.transport", DEFAULT_TRANSPORT)
+    transport_name = transport or runtime.settings.options.get("llm.transport", DEFAULT_TRANSPORT)
     if transport_name not in TRANSPORTS:
         raise InputError(
             f"unknown --option llm.transport={transport_name!r} (known: {', '.join(TRANSPORTS)})"
@@ -227,7 +224,7 @@ class Opening:
     ) -> AsyncIterator[ChatModel]:
         """A chat model behind OpenAI-compatible `urls`, with the run's store, counters,
         retry policy and transport (the HTTP backends share it)."""
-        state, config = self.runtime.calls, self.runtime.config
+        state, settings = self.runtime.calls, self.runtime.settings
         client = make_transport(self.transport_name, api_key, pool_size=state.limit)
         try:
             yield HTTPChatModel(
@@ -238,9 +235,9 @@ class Opening:
                 transport=client,
                 store=self.runtime.store,
                 state=state,
-                policy=self.retry or _retry_policy(config),
-                timeout_s=float(config.timeout_s) if timeout_s is None else timeout_s,
-                send_prompt_cache_key=LLM_OPTIONS.value(config.options, "prompt_cache_key"),
+                policy=self.retry or _retry_policy(settings),
+                timeout_s=float(settings.timeout_s) if timeout_s is None else timeout_s,
+                send_prompt_cache_key=LLM_OPTIONS.value(settings.options, "prompt_cache_key"),
                 server_slots=server_slots,
             )
         finally:
@@ -254,9 +251,9 @@ Opener = Callable[[Opening], AbstractAsyncContextManager[ChatModel]]
 async def open_openai(opening: Opening) -> AsyncIterator[ChatModel]:
     """The opener of `openai:` (registry): its batch model in batch mode, else its servers."""
     spec, runtime = opening.spec, opening.runtime
-    state, config = runtime.calls, runtime.config
+    state, settings = runtime.calls, runtime.settings
     if runtime.batched(spec):
-        policy = opening.retry or _retry_policy(config)
+        policy = opening.retry or _retry_policy(settings)
         async with _batch_model(spec, runtime, opening.role, policy) as model:
             yield model
         return
@@ -271,7 +268,7 @@ async def open_openai(opening: Opening) -> AsyncIterator[ChatModel]:
     probed = state.resources.setdefault("capacity_probed", set())  # once a URL a run
     if not set(urls) <= probed:
         probed.update(urls)
-        await warn_unservable_concurrency(urls, api_key, config.concurrency, config.timeout_s)
+        await warn_unservable_concurrency(urls, api_key, settings.concurrency, settings.timeout_s)
     async with opening.http_model(urls, api_key) as model:
         yield model
 
@@ -279,11 +276,11 @@ async def open_openai(opening: Opening) -> AsyncIterator[ChatModel]:
 @asynccontextmanager
 async def open_llamacpp(opening: Opening) -> AsyncIterator[ChatModel]:
     """The opener of `llamacpp:` (registry): the run's one in-process server of the GGUF."""
-    config, spec = opening.runtime.config, opening.spec
-    settings = LlamaCppSettings.from_options(config.options)
+    run, spec = opening.runtime.settings, opening.spec
+    settings = LlamaCppSettings.from_options(run.options)
     # clineval started this server and knows its slots: calls wait for a free one
     # (untimed), so none queues inside the server against its timeout.
-    timeout_s = max(float(config.timeout_s), LOCAL_MIN_TIMEOUT_S)
+    timeout_s = max(float(run.timeout_s), LOCAL_MIN_TIMEOUT_S)
     async with (
         _shared_llamacpp(opening.runtime.calls, spec.name, settings) as base_url,
         opening.http_model(
@@ -322,21 +319,21 @@ async def _batch_model(
     from clineval.models.batch import BatchChatModel, BatchClient, BatchSettings
     from clineval.models.http_chat import chat_body
 
-    config = runtime.config
-    opts = config.options
+    run = runtime.settings
+    opts = run.options
     settings = BatchSettings(
         poll_s=LLM_OPTIONS.value(opts, "batch_poll_s"),
         poll_max_s=LLM_OPTIONS.value(opts, "batch_poll_max_s"),
         max_lines=LLM_OPTIONS.value(opts, "batch_max_lines"),
         max_bytes=LLM_OPTIONS.value(opts, "batch_max_bytes"),
         resubmits=LLM_OPTIONS.value(opts, "batch_resubmits"),
-        file_out=Path(config.batch_file_out) if config.batch_file_out else None,
+        file_out=run.batch_file_out,
     )
     client = None
-    if config.batch or config.batch_models:
+    if run.batch_server:
         # One server takes a model's batches: the first of its base URLs.
         url = openai_base_urls(spec)[0]
-        client = BatchClient(url, env_credential("OPENAI_API_KEY"), policy, config.timeout_s)
+        client = BatchClient(url, env_credential("OPENAI_API_KEY"), policy, run.timeout_s)
     send_key = LLM_OPTIONS.value(opts, "prompt_cache_key")
     try:
         yield BatchChatModel(
@@ -368,7 +365,7 @@ async def open_chat_model(
     """The model of `_open_backend`, its calls carrying the run's extra request fields for
     `role` (--option llm.extra_body / llm.judge_extra_body, clineval.models.extra_body): a
     model without them is returned as it is."""
-    extra = extra_body_for(runtime.config.options, role)
+    extra = extra_body_for(runtime.settings.options, role)
     if extra and spec.backend == "hf":
         check_in_process(extra, spec.label)
     async with _open_backend(spec, runtime, role, retry=retry, transport=transport) as model:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+# imported for its registration: the selectors below name backends (clineval.options)
+import clineval.models.registry  # noqa: F401
 from clineval.models.extra_body import parse_extra_body
 from clineval.models.http_transport import DEFAULT_TRANSPORT, TRANSPORTS
 from clineval.options import (
@@ -155,3 +157,9 @@ LLAMACPP_OPTIONS = OptionGroup(
 )
 
 MODEL_OPTION_GROUPS = (LLM_OPTIONS, LLAMACPP_OPTIONS)
+
+
+def model_options(options: Mapping[str, str]) -> dict[str, str]:
+    """The items of a run's `--option` that the model layer reads (its groups' keys)."""
+    prefixes = tuple(f"{group.namespace}." for group in MODEL_OPTION_GROUPS)
+    return {key: value for key, value in options.items() if key.startswith(prefixes)}

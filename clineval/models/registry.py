@@ -16,13 +16,14 @@ and returns an async context manager of its `ChatModel`.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, cast
 
 from clineval.errors import InputError
+from clineval.options import register_backends
+from clineval.references import resolve_reference
 
 if TYPE_CHECKING:
     from clineval.models.spec import ModelSpec
@@ -80,12 +81,6 @@ class BackendInfo:
         check(spec, task_names)
 
 
-def resolve_reference(reference: str) -> object:
-    """The object a "module:attribute" string names (imported now, not at startup)."""
-    module, _, attr = reference.partition(":")
-    return cast(object, getattr(importlib.import_module(module), attr))
-
-
 BACKEND_TABLE: tuple[BackendInfo, ...] = (
     BackendInfo(
         "openai",
@@ -118,12 +113,12 @@ BACKEND_TABLE: tuple[BackendInfo, ...] = (
         "gliner",
         (ModelKind.SPAN_TAGGER,),
         file_check="clineval.models.gliner_checkpoint:check_spec_files",
-        form="PATH: a local GLiNER checkpoint (an NER span tagger)",
+        form="PATH: a local GLiNER checkpoint (a span tagger)",
     ),
     BackendInfo(
         "baseline",
         (ModelKind.BASELINE,),
-        form="NAME: a built-in baseline of the task (crf for NER; tfidf, knowledge for TCM-SD)",
+        form="NAME: a built-in baseline of the task (each benchmark names its own)",
     ),
     BackendInfo(
         "predictions",
@@ -135,6 +130,7 @@ BACKEND_TABLE: tuple[BackendInfo, ...] = (
 
 _BY_NAME = {info.name: info for info in BACKEND_TABLE}
 BACKENDS: tuple[str, ...] = tuple(_BY_NAME)
+register_backends(BACKENDS)  # for `--option` messages ("llamacpp: models")
 
 
 def backend_named(name: str) -> BackendInfo:

@@ -1,4 +1,8 @@
-"""Model specs as the CLI writes them: ``backend:name[@base_url]``."""
+"""Model specs as the CLI writes them: ``backend:name[@base_url]``, and a run's specs typed.
+
+A spec is parsed where its text enters (the run's config is validated, a manifest is read):
+`RunModels` is what the rest of a run reads, never the text again.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ from dataclasses import dataclass, field
 from clineval.errors import InputError
 from clineval.models.registry import BACKENDS, backend_named
 
-__all__ = ["BACKENDS", "ModelSpec", "check_base_url"]
+__all__ = ["BACKENDS", "ModelSpec", "RunModels", "check_base_url"]
 
 
 @dataclass(frozen=True)
@@ -15,6 +19,14 @@ class ModelSpec:
     backend: str
     name: str
     base_urls: tuple[str, ...] = field(default_factory=tuple)
+    # As the user wrote it (--model, --judge): what --batch-model and JUDGE=URL name, and how
+    # the run's settings refer to it. Not part of equality: the parts above are the model.
+    # A spec built from its parts is written as its label. May hold a URL's credentials.
+    text: str = field(default="", compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.text:
+            object.__setattr__(self, "text", self.label)
 
     @property
     def label(self) -> str:
@@ -33,7 +45,29 @@ class ModelSpec:
             at = rest.lower().rfind("@http")  # HTTP:// too: else the URL would become the name
             if at > 0:
                 name, urls = rest[:at], (rest[at + 1 :], *extra_base_urls)
-        return cls(backend=backend, name=name, base_urls=urls)
+        return cls(backend=backend, name=name, base_urls=urls, text=text)
+
+
+@dataclass(frozen=True)
+class RunModels:
+    """A run's models, parsed once from its settings (`RunConfig.models`), each spec with the
+    base URLs its flags give it."""
+
+    candidate: ModelSpec  # --model, with --base-url
+    judges: tuple[ModelSpec, ...]  # --judge in order, each with its replicas
+    # Who judges a judged task: the --judge specs, else the candidate judging its own answers
+    # (as a judge it takes its --judge-base-url replicas where it has any).
+    panel: tuple[ModelSpec, ...]
+
+    @property
+    def all(self) -> tuple[ModelSpec, ...]:
+        """The candidate, then each --judge: the models the run's flags name."""
+        return (self.candidate, *self.judges)
+
+    @property
+    def judge_is_candidate(self) -> bool:
+        """Whether the candidate judges (no --judge, or --judge names it as --model does)."""
+        return not self.judges or any(j.text == self.candidate.text for j in self.judges)
 
 
 def check_base_url(url: str, flag: str = "--base-url") -> str:

@@ -27,7 +27,8 @@ BEST_NOTE = (
 )
 INTERVAL_NOTE = (
     "Intervals are seeded bootstrap percentile intervals: the run's own where it stored one "
-    "(TCM-SD Macro-F1 resamples within gold labels, so every label keeps its support), "
+    "(a benchmark may resample within strata, e.g. within gold labels so that every label "
+    "keeps its support), "
     "else computed here over the run's samples."
 )
 

@@ -23,7 +23,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from clineval.benchmarks.declaration import MetricSchema
+from clineval.benchmarks.declaration import Benchmark, MetricSchema
 from clineval.benchmarks.registry import benchmark_of, guarded, metric_schema
 from clineval.errors import InputError
 from clineval.progress import track
@@ -116,6 +116,13 @@ def _cell(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+def _declared_section(bench: Benchmark, run: RunData, task: str) -> dict[str, Any]:
+    # resolved inside the guard: a plugin's reference that does not resolve names its package
+    build = bench.report_section_function()
+    assert build is not None  # the caller checked that one is declared
+    return build(run, task)
+
+
 def build_sections(
     run: RunData, compress_over: int = COMPRESS_OVER, references: list[Reference] | None = None
 ) -> list[dict[str, Any]]:
@@ -126,7 +133,7 @@ def build_sections(
         bench = benchmark_of(task)
         notes = run.manifest.get("tasks", {}).get(task) or {}
         if bench is not None and bench.report_section is not None:
-            section = guarded(task, "report_section", partial(bench.report_section, run, task))
+            section = guarded(task, "report_section", partial(_declared_section, bench, run, task))
         elif bench is not None:
             section = _generic_section(run, task, bench.family, bench.metrics)
         else:  # a task of a benchmark that is not installed here: as its run record says

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from clineval.benchmarks.declaration import Benchmark
 from clineval.benchmarks.registry import benchmark_of, guarded, metric_schema
 from clineval.report import statistics as st
 
@@ -36,8 +37,16 @@ def statistics_for(
                     out[spec.key] = stat
     bench = benchmark_of(task)
     if bench is not None and bench.statistics is not None:
-        out.update(guarded(task, "statistics", partial(bench.statistics, metrics, samples)))
+        out.update(guarded(task, "statistics", partial(_declared, bench, metrics, samples)))
     return out
+
+
+def _declared(
+    bench: Benchmark, metrics: dict[str, Any], samples: list[dict[str, Any]]
+) -> dict[str, st.SampleStatistic]:
+    # resolved inside the guard: a plugin's reference that does not resolve names its package
+    compute = bench.statistics_function()
+    return {} if compute is None else compute(metrics, samples)
 
 
 def _mean_of(samples: list[dict[str, Any]], field: str) -> st.SampleStatistic | None:

@@ -14,7 +14,6 @@ docs/architecture.md, "Public API"). A benchmark package imports what it needs f
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from clineval.benchmarks.clinconsensus.cases import OFFICIAL_RELATIVE_PATH
 from clineval.benchmarks.clinconsensus.common import CLINCONSENSUS_OPTIONS, TASK
@@ -26,14 +25,6 @@ from clineval.benchmarks.clinconsensus.results_view import long_rows
 from clineval.benchmarks.declaration import Benchmark, DataSource, MetricSchema, MetricSpec
 from clineval.benchmarks.judged import JUDGED_RUN_SETTINGS, JUDGED_SCORING_SETTINGS
 from clineval.data.fetch import Source
-
-if TYPE_CHECKING:
-    from clineval.benchmarks.base import Task
-    from clineval.benchmarks.declaration import FetchStep
-    from clineval.config import RunConfig
-    from clineval.export.run_files import ExportSettings, RunFiles
-    from clineval.report.rundata import RunData
-    from clineval.report.statistics import SampleStatistic
 
 METRICS = MetricSchema(
     (
@@ -63,67 +54,30 @@ METRICS = MetricSchema(
 )
 
 
-def _task(name: str) -> Task[Any]:
-    from clineval.benchmarks.clinconsensus.task import ClinConsensusTask
-
-    return ClinConsensusTask()
-
-
-def _statistics(
-    metrics: dict[str, Any], samples: list[dict[str, Any]]
-) -> dict[str, SampleStatistic]:
-    from clineval.benchmarks.clinconsensus.statistics import cc_statistics
-
-    return cc_statistics(metrics, samples)
-
-
-def _section(run: RunData, task: str) -> dict[str, Any]:
-    from clineval.benchmarks.clinconsensus.report import build
-
-    return build(run, task, METRICS)
-
-
-def _fetch_step() -> FetchStep:
-    from clineval.benchmarks.clinconsensus.fetch import fetch_unpinned
-
-    return fetch_unpinned
-
-
-def _check_settings(config: RunConfig) -> None:
-    from clineval.benchmarks.clinconsensus.official_prompt import judge_prompt
-
-    judge_prompt(config.judge_prompt)  # the file exists, reads, has the placeholders
-
-
-def _export_judgements(run: RunFiles, out_dir: Path, settings: ExportSettings) -> list[Path]:
-    from clineval.benchmarks.clinconsensus.export import export
-
-    return export(run, out_dir, settings)
-
-
 BENCHMARK = Benchmark(
     family=TASK,
     title="ClinConsensus: rubric-judged answers to Chinese clinical queries",
     tasks=(TASK,),
-    make_task=_task,
+    make_task="clineval.benchmarks.clinconsensus.task:ClinConsensusTask",
     metrics=METRICS,
     options=(CLINCONSENSUS_OPTIONS,),
     capabilities=frozenset({"chat", "predictions"}),
-    statistics=_statistics,
-    report_section=_section,
+    statistics="clineval.benchmarks.clinconsensus.statistics:cc_statistics",
+    report_section="clineval.benchmarks.clinconsensus.report:build",
     # the official judge prompt's source (pinned); then the cases, which have no published hash
     data_sources=(
         DataSource(
             TASK,
             (Source(PROMPT_RELATIVE, PROMPT_URL),),
-            _fetch_step,
+            "clineval.benchmarks.clinconsensus.fetch:fetch_unpinned",
             offline_hint="clinconsensus_low.jsonl in DATA_DIR/clinconsensus/ "
             "(or pass --cases FILE)",
             provides=(OFFICIAL_RELATIVE_PATH,),
         ),
     ),
-    exporters={"clinconsensus-judgements": _export_judgements},
-    check_settings=_check_settings,
+    exporters={"clinconsensus-judgements": "clineval.benchmarks.clinconsensus.export:export"},
+    # the file --judge-prompt names exists, reads and has the placeholders
+    check_settings="clineval.benchmarks.clinconsensus.official_prompt:check_judge_prompt",
     scoring_settings=JUDGED_SCORING_SETTINGS,
     # the judge panel and wording, and a verdicts file (its cases are an option: --cases)
     run_settings=(*JUDGED_RUN_SETTINGS, "verdicts"),

@@ -243,7 +243,7 @@ def official_cases_path(data_root: Path | None) -> Path | None:
 def _verdicts_source(config: RunConfig) -> Path | None:
     from clineval.models.predictions_files import predictions_file
 
-    spec = ModelSpec.parse(config.model)
+    spec = config.models.candidate
     from_model = predictions_file(spec, TASK) if backend_info(spec).replays_predictions else None
     from_flag = Path(config.verdicts).expanduser() if config.verdicts else None
     if from_model and from_flag and from_model.resolve() != from_flag.resolve():
@@ -257,7 +257,7 @@ def judge_labels(config: RunConfig) -> tuple[str, ...]:
     """The judge labels a run's verdicts are stored under (also for judge-agreement)."""
     if _verdicts_source(config) is not None:
         return (VERDICTS_FILE_JUDGE,)
-    return tuple(ModelSpec.parse(j).label for j in (config.judges or [config.model]))
+    return tuple(spec.label for spec in config.models.panel)
 
 
 def run_prompt(prompt: JudgePrompt, options: Options) -> JudgePrompt:

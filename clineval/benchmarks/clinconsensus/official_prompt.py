@@ -24,6 +24,7 @@ import ast
 import hashlib
 import string
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from clineval.benchmarks.clinconsensus.fetch import PROMPT_RELATIVE, PROMPT_SCRIPT
 from clineval.benchmarks.clinconsensus.wording import builtin_prompt
@@ -31,6 +32,9 @@ from clineval.data.cache import CACHE_ENV, default_cache_dir
 from clineval.data.checksums import manifest_entry
 from clineval.errors import InputError
 from clineval.judge.prompt import PLACEHOLDERS, JudgePrompt, load_judge_prompt
+
+if TYPE_CHECKING:
+    from clineval.config import RunConfig
 
 OFFICIAL = "official"  # --judge-prompt official (a file named "official": ./official)
 
@@ -135,3 +139,9 @@ def judge_prompt(setting: str | None) -> JudgePrompt:
     if setting == OFFICIAL:
         return load_official_prompt()
     return load_judge_prompt(setting, builtin_prompt())
+
+
+def check_judge_prompt(config: RunConfig) -> None:
+    """The declaration's `check_settings`: the prompt `--judge-prompt` names exists, reads and
+    has the placeholders, before the run loads or writes anything."""
+    judge_prompt(config.judge_prompt)

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from clineval.benchmarks.clinconsensus import METRICS
 from clineval.benchmarks.clinconsensus.report_figures import (
     case_task,
     cases_note,
@@ -15,7 +16,6 @@ from clineval.benchmarks.clinconsensus.report_figures import (
     s_of,
     slice_intervals,
 )
-from clineval.benchmarks.declaration import MetricSchema
 from clineval.judge.verdict import read_verdict_rows
 from clineval.report import plots
 from clineval.report.rundata import RunData, finite_number
@@ -117,10 +117,11 @@ def slices_of(
     return out
 
 
-def build(run: RunData, task: str, schema: MetricSchema) -> dict[str, Any]:
+def build(run: RunData, task: str) -> dict[str, Any]:
+    """The task's report section (the declaration's `report_section`)."""
     metrics = run.results.get(task, {})
     samples = run.samples.get(task, [])
-    section = base_section(run, task, "clinconsensus", schema)
+    section = base_section(run, task, "clinconsensus", METRICS)
     blocks: list[dict[str, Any]] = section["blocks"]
     n = n_criteria(metrics, samples)
     ks = [k for k in thresholds(metrics) if 1 <= k <= n]

@@ -14,18 +14,13 @@ docs/architecture.md, "Public API"). A benchmark package imports what it needs f
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
-from clineval.benchmarks.declaration import Benchmark, DataSource, MetricSchema, MetricSpec
+from clineval.benchmarks.declaration import Benchmark, MetricSchema, MetricSpec
 from clineval.benchmarks.ner.options import NER_OPTIONS
 from clineval.benchmarks.ner.records import DATASET_TYPES
 from clineval.benchmarks.ner.results_view import NerMetricsView as NerMetricsView
 from clineval.benchmarks.ner.results_view import long_rows
-
-if TYPE_CHECKING:
-    from clineval.benchmarks.base import Task
-    from clineval.report.rundata import RunData
-    from clineval.report.statistics import SampleStatistic
+from clineval.benchmarks.ner.sources import DATA_SOURCES
 
 FAMILY = "ner"
 TASKS = tuple(f"{FAMILY}:{dataset}" for dataset in DATASET_TYPES)
@@ -49,43 +44,17 @@ METRICS = MetricSchema(
 )
 
 
-def _task(name: str) -> Task[Any]:
-    from clineval.benchmarks.ner.task import NerTask
-
-    return NerTask(name.removeprefix(f"{FAMILY}:"))
-
-
-def _statistics(
-    metrics: dict[str, Any], samples: list[dict[str, Any]]
-) -> dict[str, SampleStatistic]:
-    from clineval.benchmarks.ner.statistics import ner_statistics
-
-    return ner_statistics(metrics, samples)
-
-
-def _section(run: RunData, task: str) -> dict[str, Any]:
-    from clineval.benchmarks.ner.report import build
-
-    return build(run, task, METRICS)
-
-
-def _sources() -> tuple[DataSource, ...]:
-    from clineval.benchmarks.ner.sources import SOURCES
-
-    return tuple(DataSource(name, files) for name, files in SOURCES.items())
-
-
 BENCHMARK = Benchmark(
     family=FAMILY,
     title="Clinical NER (NCER: NCBI Disease, BC5CDR, BioRED, CHIA; OMOP CDM types)",
     tasks=TASKS,
-    make_task=_task,
+    make_task="clineval.benchmarks.ner.task:NerTask",
     metrics=METRICS,
     options=(NER_OPTIONS,),
     capabilities=frozenset({"chat", "checkpoint", "baseline", "predictions", "span_tagger"}),
-    statistics=_statistics,
-    report_section=_section,
-    data_sources=_sources(),
+    statistics="clineval.benchmarks.ner.statistics:ner_statistics",
+    report_section="clineval.benchmarks.ner.report:build",
+    data_sources=DATA_SOURCES,
     skills_dir=Path(__file__).parent / "skills",
     long_rows=long_rows,
 )

@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from clineval.benchmarks.declaration import MetricSchema
+from clineval.benchmarks.ner import METRICS
 from clineval.report import plots
 from clineval.report.rundata import RunData, finite_number
 from clineval.report.sections_common import (
@@ -201,11 +201,12 @@ def confusion_block(types: list[str], counts: dict[tuple[str, str], int]) -> dic
     )
 
 
-def build(run: RunData, task: str, schema: MetricSchema) -> dict[str, Any]:
+def build(run: RunData, task: str) -> dict[str, Any]:
+    """The task's report section (the declaration's `report_section`)."""
     seed = int(run.manifest.get("seed") or 0)
     metrics = run.results.get(task, {})
     samples = run.samples.get(task, [])
-    section = base_section(run, task, "ner", schema)
+    section = base_section(run, task, "ner", METRICS)
     blocks: list[dict[str, Any]] = section["blocks"]
     per_type = metrics.get("per_type")
     types = (

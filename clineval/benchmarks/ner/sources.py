@@ -3,6 +3,7 @@ mirrors at pinned commits; every file is checked against the package manifest's 
 
 from __future__ import annotations
 
+from clineval.benchmarks.declaration import DataSource
 from clineval.data.fetch import Source
 
 _NCBI = "https://raw.githubusercontent.com/spyysalo/ncbi-disease/5a266c6fc76fb2b5184cfa397ff0a5ecdb133aec/original-data"
@@ -65,3 +66,6 @@ SOURCES: dict[str, tuple[Source, ...]] = {
         Source("ner/chia/ncer_split_ids.json", None),
     ),
 }
+
+# `clineval data fetch NAME`, one source per corpus
+DATA_SOURCES = tuple(DataSource(name, files) for name, files in SOURCES.items())

@@ -93,9 +93,11 @@ class NerTask(Task[NerData]):
     family = "ner"
     option_group = NER_OPTIONS
 
-    def __init__(self, dataset: str) -> None:
+    def __init__(self, name: str) -> None:
+        """The task `name`, "ner:DATASET" (one of the declaration's tasks)."""
+        dataset = name.removeprefix(f"{self.family}:")
         self.dataset = dataset
-        self.name = f"ner:{dataset}"
+        self.name = f"{self.family}:{dataset}"
         self.types = DATASET_TYPES[dataset]
         self.description = f"Clinical NER on {dataset} test ({', '.join(self.types)})"
 

@@ -14,7 +14,6 @@ docs/architecture.md, "Public API"). A benchmark package imports what it needs f
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from clineval.benchmarks.declaration import Benchmark, DataSource
 from clineval.benchmarks.tcm_sd.fetch import LICENSE_NOTICE
@@ -22,63 +21,25 @@ from clineval.benchmarks.tcm_sd.options import TCM_OPTIONS
 from clineval.benchmarks.tcm_sd.results_view import TcmSdMetricsView as TcmSdMetricsView
 from clineval.benchmarks.tcm_sd.schema import METRICS
 
-if TYPE_CHECKING:
-    from clineval.benchmarks.base import Task
-    from clineval.benchmarks.declaration import FetchStep
-    from clineval.report.rundata import RunData
-    from clineval.report.statistics import SampleStatistic
-
 FAMILY = "tcm-sd"
-
-
-def _task(name: str) -> Task[Any]:
-    from clineval.benchmarks.tcm_sd.task import TcmSdTask
-
-    return TcmSdTask()
-
-
-def _statistics(
-    metrics: dict[str, Any], samples: list[dict[str, Any]]
-) -> dict[str, SampleStatistic]:
-    from clineval.benchmarks.tcm_sd.statistics import tcm_statistics
-
-    return tcm_statistics(metrics, samples)
-
-
-def _section(run: RunData, task: str) -> dict[str, Any]:
-    from clineval.benchmarks.tcm_sd.report import build
-
-    return build(run, task, METRICS)
-
-
-def _fetch_step() -> FetchStep:
-    from clineval.benchmarks.tcm_sd.fetch import fetch_tcm_sd
-
-    return fetch_tcm_sd
-
-
-def _synthesize(out: Path, seed: int, data_dir: str | None, scale: float) -> list[Path]:
-    from clineval.benchmarks.tcm_sd.synthetic import write_synthetic
-
-    return write_synthetic(out, seed=seed, data_dir=data_dir, scale=scale)
 
 
 BENCHMARK = Benchmark(
     family=FAMILY,
     title="TCM-SD: Chinese clinical record -> one of 148 TCM syndromes",
     tasks=(FAMILY,),
-    make_task=_task,
+    make_task="clineval.benchmarks.tcm_sd.task:TcmSdTask",
     metrics=METRICS,
     options=(TCM_OPTIONS,),
     capabilities=frozenset({"chat", "checkpoint", "baseline", "predictions"}),
-    statistics=_statistics,
-    report_section=_section,
+    statistics="clineval.benchmarks.tcm_sd.statistics:tcm_statistics",
+    report_section="clineval.benchmarks.tcm_sd.report:build",
     # Pinned by git blob ids, not by the package manifest: all of it in the fetch step.
     data_sources=(
         DataSource(
             FAMILY,
             (),
-            _fetch_step,
+            "clineval.benchmarks.tcm_sd.fetch:fetch_tcm_sd",
             notice=LICENSE_NOTICE,
             offline_hint="train.json, dev.json, test.json and syndrome_vocab.txt in "
             "DATA_DIR/tcm-sd/",
@@ -91,6 +52,6 @@ BENCHMARK = Benchmark(
             ),
         ),
     ),
-    synthesizers={FAMILY: _synthesize},
+    synthesizers={FAMILY: "clineval.benchmarks.tcm_sd.synthetic:write_synthetic"},
     skills_dir=Path(__file__).parent / "skills",
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from clineval.benchmarks.declaration import MetricSchema
+from clineval.benchmarks.tcm_sd.schema import METRICS
 from clineval.report import plots
 from clineval.report.rundata import RunData, finite_number
 from clineval.report.sections_common import (
@@ -90,10 +90,11 @@ def _confusions_from_samples(samples: list[dict[str, Any]]) -> list[tuple[str, s
     return [(g, p, c) for (g, p), c in ordered]
 
 
-def build(run: RunData, task: str, schema: MetricSchema) -> dict[str, Any]:
+def build(run: RunData, task: str) -> dict[str, Any]:
+    """The task's report section (the declaration's `report_section`)."""
     metrics = run.results.get(task, {})
     samples = run.samples.get(task, [])
-    section = base_section(run, task, "tcm-sd", schema)
+    section = base_section(run, task, "tcm-sd", METRICS)
     blocks: list[dict[str, Any]] = section["blocks"]
     per_class = metrics.get("per_class")
     if isinstance(per_class, dict) and per_class:

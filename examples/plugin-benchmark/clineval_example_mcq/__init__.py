@@ -11,12 +11,7 @@ task.py does the work. Nothing in clineval names this benchmark.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from clineval.benchmarks import Benchmark, MetricSchema, MetricSpec, MetricsView
-
-if TYPE_CHECKING:
-    from clineval.benchmarks import Task
 
 TASK = "example-mcq"
 
@@ -45,17 +40,12 @@ class McqMetricsView(MetricsView):
     invalid_rate_ci: tuple[float, float] | None
 
 
-def _task(name: str) -> Task[Any]:
-    from clineval_example_mcq.task import McqTask
-
-    return McqTask()
-
-
 BENCHMARK = Benchmark(
     family=TASK,
     title="Example: Chinese medical multiple choice (FIXTURE)",
     tasks=(TASK,),
-    make_task=_task,
+    # "module:attribute", imported only when the task is used: listing the tasks stays cheap
+    make_task="clineval_example_mcq.task:McqTask",
     metrics=METRICS,
     capabilities=frozenset({"chat", "predictions"}),
 )

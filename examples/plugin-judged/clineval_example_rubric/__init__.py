@@ -15,13 +15,10 @@ task.py holds the items, the wording and the score. Nothing in clineval names th
 
 from __future__ import annotations
 
-from typing import Any
-
 from clineval.benchmarks import (
     JUDGED_RUN_SETTINGS,
     JUDGED_SCORING_SETTINGS,
     Benchmark,
-    Task,
     exploding,
     judge_options,
     judged_metrics,
@@ -32,17 +29,12 @@ TASK = "example-rubric"
 OPTIONS = judge_options(TASK, "the example-rubric task")
 
 
-def _task(name: str) -> Task[Any]:
-    from clineval_example_rubric.task import RubricTask
-
-    return RubricTask()
-
-
 BENCHMARK = Benchmark(
     family=TASK,
     title="Example: point-weighted rubric grading (FIXTURE)",
     tasks=(TASK,),
-    make_task=_task,
+    # "module:attribute", imported only when the task is used (task.py imports numpy)
+    make_task="clineval_example_rubric.task:RubricTask",
     metrics=judged_metrics("mean of clip(points met / positive points, 0, 1)"),
     options=(OPTIONS,),
     capabilities=frozenset({"chat", "predictions"}),
