@@ -63,7 +63,6 @@ from clineval.options import (
     Option,
     OptionGroup,
     RunFacts,
-    choice,
     integer,
     integer_list,
 )
