@@ -126,10 +126,28 @@ def run_facts(config: RunConfig) -> RunFacts:
         and (not isinstance(value, list | dict) or value)
     )
     return RunFacts(
-        candidate=model_traits(config.models.candidate),
+        candidate=_candidate_traits(config),
         models={spec.label: model_traits(spec) for spec in config.models.all},
         given=given,
     )
+
+
+def _candidate_traits(config: RunConfig) -> frozenset[str]:
+    """What the candidate is. A model whose kind a file decides (`hf:PATH`, by its
+    config.json) counts as its one kind when that file is there to read: a value that needs a
+    checkpoint is then refused for a causal LM before anything runs, not after it predicted."""
+    from clineval.models.backends import model_traits, resolve_backend, static_kind
+    from clineval.models.registry import backend_info
+
+    spec = config.models.candidate
+    traits = model_traits(spec)
+    if (
+        static_kind(spec) is not None
+        or not (Path(spec.name).expanduser() / "config.json").is_file()
+    ):
+        return traits
+    kinds = {kind.value for kind in backend_info(spec).kinds}
+    return (traits - kinds) | {resolve_backend(spec).kind.value}
 
 
 def _check_model_fits_tasks(config: RunConfig) -> None:

@@ -427,3 +427,20 @@ def test_the_command_line_overrides_a_config_file_by_either_spelling(tmp_path: P
     line = _refused(_clineval("run", "--config", "both.toml", "-o", "c", cwd=tmp_path))
     assert "--cases and --option clinconsensus.cases are one setting" in line
     assert not (tmp_path / "c").exists()
+
+
+def test_model_tokens_need_a_token_classifier_not_a_causal_lm(tmp_path: Path) -> None:
+    """`hf:PATH` is a chat model or a checkpoint by its config.json: read up front, a causal
+    LM is refused for ner.tokenizer=model before it predicts a document; a token classifier
+    is not."""
+    for name, architecture in (
+        ("causal", "LlamaForCausalLM"),
+        ("tagger", "BertForTokenClassification"),
+    ):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text(json.dumps({"architectures": [architecture]}))
+    argv = ["run", "ner:ncbi", "--option", "ner.tokenizer=model", "--dry-run"]
+    line = _refused(_clineval(*argv, "-m", "hf:causal", "-o", "c", cwd=tmp_path))
+    assert line.startswith("error: --option ner.tokenizer=model: the model's own tokens come")
+    done = _clineval(*argv, "-m", "hf:tagger", "-o", "t", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
