@@ -266,8 +266,11 @@ def test_an_option_for_one_model_of_the_run_is_kept(tmp_path: Path) -> None:
         tasks=["clinconsensus"],
         model="openai:m@http://h/v1",
         judges=["openai:j@http://h/v1"],
-        cases=str(FIXTURE),
-        options={"llm.batch_resubmits": "3", "clinconsensus.judge_retries": "1"},
+        options={
+            "llm.batch_resubmits": "3",
+            "clinconsensus.judge_retries": "1",
+            "clinconsensus.cases": str(FIXTURE),
+        },
     )
     check_run_config(config)
 

@@ -6,6 +6,9 @@ This package root and `clineval` are clineval's public modules (docs/architectur
 API"). A benchmark package imports from here only: every other module, the submodules of this
 package included, is internal and may change between releases. The names load on first use,
 so that importing a benchmark's declaration does not import the model stack.
+
+Long module: one table of names and, for type checkers, one import per name (the form that
+keeps each re-export explicit); it holds no code of its own.
 """
 
 from __future__ import annotations
@@ -63,8 +66,10 @@ _HOME = {
     "UNBOUNDED_REPLY_TOKENS": "clineval.plan",
     "CallPlan": "clineval.plan",
     # --option KEY=VALUE: groups and value parsers
+    "Flag": "clineval.options",
     "Option": "clineval.options",
     "OptionGroup": "clineval.options",
+    "RunFacts": "clineval.options",
     "boolean": "clineval.options",
     "choice": "clineval.options",
     "integer": "clineval.options",
@@ -319,10 +324,16 @@ if TYPE_CHECKING:  # what type checkers and editors see of the lazy names below
         ChatResponse as ChatResponse,
     )
     from clineval.options import (
+        Flag as Flag,
+    )
+    from clineval.options import (
         Option as Option,
     )
     from clineval.options import (
         OptionGroup as OptionGroup,
+    )
+    from clineval.options import (
+        RunFacts as RunFacts,
     )
     from clineval.options import (
         boolean as boolean,
