@@ -61,7 +61,6 @@ class RunSettings(TypedDict, total=False):
     judges: str | Sequence[str]
     judge_base_urls: str | Sequence[str]
     concurrency: int
-    verdicts: PathLike | None
     judge_prompt: PathLike | None
     judge_errors_as_unmet: bool
     max_judge_error_rate: float
@@ -132,18 +131,17 @@ def _config(tasks: str | Sequence[str], model: str | None, settings: dict[str, A
     """The RunConfig `clineval run` would build from the same settings (RunConfig field
     names: data_dir, limit, seed, base_urls, judges, timeout_s, options, ...)."""
     from clineval.config import RunConfig
-    from clineval.option_flags import declared_flags, with_flags
+    from clineval.option_flags import (
+        declared_flags,
+        model_from_options,
+        stand_in_spelling,
+        stand_ins,
+        with_flags,
+    )
 
-    for name in ("data_dir", "verdicts", "judge_prompt", "price_table", "batch_file_out"):
+    for name in ("data_dir", "judge_prompt", "price_table", "batch_file_out"):
         if isinstance(settings.get(name), os.PathLike):
             settings[name] = os.fspath(settings[name])
-    verdicts = settings.get("verdicts")
-    if model is None:
-        if verdicts is None:
-            raise InputError(
-                "clineval.run: model= is missing (or verdicts=FILE to score a verdicts file)"
-            )
-        model = f"predictions:{verdicts}"  # as on the command line: the file is the model
     for name in ("base_urls", "judges", "judge_base_urls", "batch_models", "batch_file_in"):
         if name in settings:
             settings[name] = _as_list(settings[name])
@@ -159,6 +157,12 @@ def _config(tasks: str | Sequence[str], model: str | None, settings: dict[str, A
     given = {name: settings.pop(name) for name in list(settings) if name in flags}
     if given:  # cases=PATH: the option whose flag is --cases (empty: refused naming the flag)
         settings["options"] = with_flags(settings.get("options") or {}, given)
+    if model is None:  # as on the command line: a file standing in for the model is it
+        model = model_from_options(settings.get("options") or {})
+    if model is None:
+        spellings = [stand_in_spelling(g, o, api=True) for g, o in stand_ins()]
+        alternative = f" (or {' / '.join(spellings)}, which stands in for it)" if spellings else ""
+        raise InputError(f"clineval.run: model= is missing{alternative}")
     # strict: a Python caller's True is not a limit of 1, nor "3" a seed
     return RunConfig.checked(strict=True, tasks=_as_list(tasks), model=model, **settings)
 

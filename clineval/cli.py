@@ -192,8 +192,8 @@ def run(
             "--model",
             "-m",
             metavar="BACKEND:NAME",
-            help="backend:name[@base_url], backends below (not needed with --verdicts: the "
-            "file is the model).",
+            help="backend:name[@base_url], backends below (not needed with a benchmark flag "
+            "whose file stands in for the model).",
             rich_help_panel=_MODEL,
         ),
     ] = None,
@@ -264,16 +264,6 @@ def run(
             rich_help_panel=_MODEL,
         ),
     ] = 16,
-    verdicts: Annotated[
-        str | None,
-        typer.Option(
-            "--verdicts",
-            metavar="FILE",
-            help="Score a file of judge verdicts made elsewhere (no model is called).",
-            rich_help_panel=_JUDGE,
-            parser=path_text,
-        ),
-    ] = None,
     judge_prompt: Annotated[
         str | None,
         typer.Option(
@@ -482,14 +472,8 @@ def run(
             "FILE) (see 'clineval run --help')"
         )
     out_dir = Path(values["output_dir"])
-    model, verdicts = values["model"], values["verdicts"]
-    if model is None:
-        if verdicts is None:
-            raise InputError(
-                "clineval run: missing option '--model' / '-m' (or --verdicts FILE to score a "
-                "verdicts file) (see 'clineval run --help')"
-            )
-        model = f"predictions:{verdicts}"  # the verdicts file stands in for the model
+    options = _with_declared_flags(ctx, values)
+    model = values["model"] or _model_from_options(options)
     run_config = RunConfig.checked(
         tasks=values["tasks"],
         model=model,
@@ -500,7 +484,6 @@ def run(
         judges=values["judge"] or [],
         judge_base_urls=values["judge_base_url"] or [],
         concurrency=values["concurrency"],
-        verdicts=verdicts,
         judge_prompt=values["judge_prompt"],
         judge_errors_as_unmet=values["judge_errors_as_unmet"],
         max_judge_error_rate=values["max_judge_error_rate"],
@@ -515,7 +498,7 @@ def run(
         batch_file_out=values["batch_file_out"],
         batch_file_in=values["batch_file_in"] or [],
         reuse=values["reuse"] or [],
-        options=_with_declared_flags(ctx, values),
+        options=options,
     )
     with _json_stdout(as_json) as emit:
         if dry_run:
@@ -531,6 +514,22 @@ def run(
             emit(_results_payload(out_dir, results, None))
             return
     print_results(results, out_dir)
+
+
+def _model_from_options(options: dict[str, str]) -> str:
+    """The model of a run given no --model: the file of a benchmark's option that stands in
+    for it (clineval.option_flags.model_from_options), else the error that --model is missing,
+    naming those options."""
+    from clineval.option_flags import model_from_options, stand_in_spelling, stand_ins
+
+    model = model_from_options(options)
+    if model is not None:
+        return model
+    spellings = [stand_in_spelling(group, option) for group, option in stand_ins()]
+    alternative = f" (or {' / '.join(spellings)}, which stands in for it)" if spellings else ""
+    raise InputError(
+        f"clineval run: missing option '--model' / '-m'{alternative} (see 'clineval run --help')"
+    )
 
 
 def _with_config_file(ctx: typer.Context, config: Path | None) -> dict[str, Any]:
@@ -613,7 +612,9 @@ def add_declared_flags(command: Any) -> None:
         info = typer.Option(
             flag.name,
             metavar=None if flag.value is not None else flag.metavar,
-            help=f"{option.help} (--option {group.key(option)}; {group.applies_to}).",
+            help=f"{option.help} (--option {group.key(option)}; {group.applies_to}"
+            + ("; stands in for --model" if option.replaces_model else "")
+            + ").",
             rich_help_panel=_BENCHMARK,
             expose_value=False,
             callback=_keep_declared_flag(setting),

@@ -71,8 +71,6 @@ class RunConfig(BaseModel):
     # A judge's own replicas: "URL" (the one judge) or "JUDGE=URL" (see `models`).
     judge_base_urls: list[str] = Field(default_factory=list)
     concurrency: int = Field(default=16, ge=1)
-    # A verdicts file made elsewhere, scored in place of the model's answers and the judge.
-    verdicts: str | None = None
     judge_prompt: str | None = None
     judge_errors_as_unmet: bool = False
     # allow_inf_nan=False: `nan` compares false with everything and would switch the bound off
@@ -99,7 +97,7 @@ class RunConfig(BaseModel):
     # its own (--cases is clinconsensus.cases: clineval.options.Flag).
     options: dict[str, str] = Field(default_factory=dict)
 
-    @field_validator("data_dir", "verdicts", "judge_prompt", "price_table", "batch_file_out")
+    @field_validator("data_dir", "judge_prompt", "price_table", "batch_file_out")
     @classmethod
     def _nonempty_path(cls, value: str | None, info: ValidationInfo) -> str | None:
         if is_empty_path(value) and not _from_manifest(info):

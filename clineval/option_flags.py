@@ -9,6 +9,10 @@ keyword (`cases = "..."`, `dedupe = true`), and the config of a manifest written
 setting was still a run field all become the option here. A flag and `--option` of the same
 key together are refused: two values of one setting.
 
+An option may be a file of its task's outputs that stands in for the model
+(clineval.options.Option.replaces_model: ClinConsensus's `--verdicts FILE`): a run given it
+and no model takes the file as its model, `predictions:FILE` (`model_from_options`).
+
 Internal: not part of clineval's public API (`clineval`, `clineval.benchmarks`).
 """
 
@@ -95,3 +99,53 @@ def config_from_manifest(data: Any, path: str) -> RunConfig:
                 f"the manifest's config is not valid: {exc.message}", path=path
             ) from None
     return RunConfig.from_manifest(data, path)
+
+
+def stand_ins() -> list[tuple[OptionGroup, Option]]:
+    """The declared options whose file stands in for the model (Option.replaces_model)."""
+    from clineval.benchmarks.registry import option_groups
+
+    return [
+        (group, option)
+        for group in option_groups()
+        for option in group.options
+        if option.replaces_model
+    ]
+
+
+def stand_ins_given(options: Mapping[str, str]) -> list[tuple[OptionGroup, Option, str]]:
+    """The options of `options` (a run's, by full key) whose file stands in for the model,
+    each with its value."""
+    return [
+        (group, option, options[group.key(option)])
+        for group, option in stand_ins()
+        if group.key(option) in options
+    ]
+
+
+def stand_in_spelling(group: OptionGroup, option: Option, api: bool = False) -> str:
+    """How a user gives a stand-in option: its flag (`--verdicts FILE`, or the keyword
+    `verdicts=FILE` of the Python API), else `--option KEY=FILE`."""
+    if option.flag is not None:
+        if api:
+            return f"{option.flag.setting}={option.flag.metavar}"
+        return f"{option.flag.name} {option.flag.metavar}"
+    key = group.key(option)
+    return f"options={{{key!r}: FILE}}" if api else f"--option {key}=FILE"
+
+
+def model_from_options(options: Mapping[str, str]) -> str | None:
+    """The model of a run given none: `predictions:FILE` of the one option given whose file
+    stands in for it (the spec clineval wrote into the manifest when `--verdicts` was a run
+    field, so such a run still resumes), None when no such option is given. Two of them would
+    be two models: refused, naming both."""
+    given = stand_ins_given(options)
+    if not given:
+        return None
+    if len(given) > 1:
+        names = " and ".join(stand_in_spelling(g, o) for g, o, _ in given)
+        raise InputError(
+            f"{names} both stand in for the model; give --model predictions:TASK=FILE,... "
+            "to say which task reads which file"
+        )
+    return f"predictions:{given[0][2]}"

@@ -4,8 +4,9 @@ A run refuses an unknown key or a value its parser rejects before anything is lo
 with one line that names the option and lists the valid keys. Each layer declares its own
 group (tasks their `ner.*` / `tcm.*` / `clinconsensus.*` keys, the model layer `llm.*` and
 `llamacpp.*`); `clineval tasks --options` prints them all. An option may keep a flag of its own
-(`Flag`: `--cases` is `clinconsensus.cases`), another spelling of the same setting, and a rule
-refusing a value that cannot apply to a run (`Option.unusable`, over `RunFacts`).
+(`Flag`: `--cases` is `clinconsensus.cases`), another spelling of the same setting, a rule
+refusing a value that cannot apply to a run (`Option.unusable`, over `RunFacts`), and may be a
+file of the task's outputs that stands in for the model (`Option.replaces_model`).
 """
 
 from __future__ import annotations
@@ -48,12 +49,14 @@ class Flag:
 @dataclass(frozen=True)
 class RunFacts:
     """What a run is, as far as an option's `unusable` rule asks: its models (label -> what
-    each is, as Option.models names it: backend, kind, backend:name), the candidate's, and
-    the run settings given (RunConfig field names, e.g. "verdicts")."""
+    each is, as Option.models names it: backend, kind, backend:name), the candidate's, the
+    run settings given (RunConfig field names, e.g. "judges") and the options given (full
+    keys, e.g. "clinconsensus.verdicts")."""
 
     candidate: frozenset[str]
     models: Mapping[str, frozenset[str]]
     given: frozenset[str] = frozenset()
+    options: frozenset[str] = frozenset()
 
 
 # The reason a value cannot apply to a run (it would be ignored, or fail after work was done),
@@ -84,6 +87,11 @@ class Option:
     # the run is to matter (ner.tokenizer=model needs a checkpoint with its own tokenizer) is
     # refused before anything runs, with the reason this returns.
     unusable: Unusable | None = None
+    # The value is a file of the task's outputs made elsewhere, which stands in for the model
+    # (ClinConsensus's verdicts): a run given it needs no --model (the file is then the model
+    # `predictions:FILE`, clineval.option_flags.model_from_options), the file must be readable
+    # before anything is written, and the tasks reading it are not refused for the model's kind.
+    replaces_model: bool = False
 
 
 @dataclass(frozen=True)

@@ -112,7 +112,7 @@ def _check_openai_settings(config: RunConfig) -> None:
 def run_facts(config: RunConfig) -> RunFacts:
     """What the run is, for the `--option` rules that depend on it: its models (the candidate
     and each judge) by label with what each is (clineval.options.Option.models: keys declared
-    for other models are refused), the candidate's, and the run settings given
+    for other models are refused), the candidate's, and the run settings and options given
     (Option.unusable)."""
     from clineval.models.backends import model_traits
 
@@ -129,6 +129,7 @@ def run_facts(config: RunConfig) -> RunFacts:
         candidate=_candidate_traits(config),
         models={spec.label: model_traits(spec) for spec in config.models.all},
         given=given,
+        options=frozenset(config.options),
     )
 
 
@@ -156,21 +157,24 @@ def _check_model_fits_tasks(config: RunConfig) -> None:
     was written. (`hf:PATH` is chat or checkpoint by its config.json: checked when loaded.)"""
     from clineval.benchmarks.registry import benchmark_of
     from clineval.models.backends import static_kind
+    from clineval.option_flags import stand_ins_given
 
     for judge in config.models.judges:
         kind = static_kind(judge)
         if kind is not None and kind != "chat":
             raise InputError(f"--judge {judge.text}: a {kind} model cannot judge; use a chat model")
-    if config.verdicts is not None:
-        return  # the verdicts file stands in for the model's answers and the judge
     spec = config.models.candidate
     kind = static_kind(spec)
     if kind is None:
         return
+    # a task given a file that stands in for the model (--verdicts) asks the model nothing
+    stood_in = {group.namespace for group, _, _ in stand_ins_given(config.options)}
     refused = []
     for name in config.tasks:
         bench = benchmark_of(name)
-        if bench is not None and kind not in bench.capabilities:
+        if bench is None or any(g.namespace in stood_in for g in bench.options):
+            continue
+        if kind not in bench.capabilities:
             refused.append(name)
     if refused:
         raise InputError(

@@ -29,7 +29,8 @@ def check_model_files(spec: ModelSpec) -> None:
 
 
 def check_run_inputs(config: RunConfig) -> None:
-    """Every file the run's model, judges and --verdicts name can be read."""
+    """Every file the run's model, judges and a benchmark's stand-in for the model
+    (--verdicts: clineval.options.Option.replaces_model) name can be read."""
     for spec in config.models.all:
         check_model_files(spec)
     model = config.models.candidate
@@ -38,8 +39,10 @@ def check_run_inputs(config: RunConfig) -> None:
         from clineval.models.predictions_files import check_predictions_spec
 
         check_predictions_spec(model, config.tasks, task_names())
-    if config.verdicts is not None:
-        check_readable_file(Path(config.verdicts).expanduser(), "verdicts file")
+    from clineval.option_flags import stand_ins_given
+
+    for _, option, value in stand_ins_given(config.options):  # a file in place of the model
+        check_readable_file(Path(value).expanduser(), f"{option.name} file")
     from clineval.benchmarks.registry import benchmark_of
 
     benches = [bench for task in config.tasks if (bench := benchmark_of(task)) is not None]

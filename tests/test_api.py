@@ -128,7 +128,7 @@ def test_bad_input_is_an_input_error_and_writes_nothing(tmp_path: Path) -> None:
         ({"tasks": "tcm-sd", "model": "baseline:tfidf", "limit": 0}, "--limit 0: must be >= 1"),
         ({"tasks": "tcm-sd", "model": "baseline:tfidf", "colour": "red"}, "unknown setting"),
         ({"tasks": "clinconsensus", "model": "nonsense"}, "nonsense"),
-        ({"tasks": "clinconsensus"}, "model= is missing"),
+        ({"tasks": "clinconsensus"}, "model= is missing (or verdicts=FILE, which stands in"),
         (
             {"tasks": "clinconsensus", "model": "baseline:tfidf", "options": {"tcm.nope": 1}},
             "tcm.nope",

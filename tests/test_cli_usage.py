@@ -196,7 +196,8 @@ def test_verdicts_file_needs_no_model(tmp_path: Path, capsys: pytest.CaptureFixt
     results = read_json(out / "results.json")["clinconsensus"]
     assert results["rubric_accuracy"] == 1.0 and results["n_cases_scored"] == 2
     assert main(["run", "clinconsensus", "--cases", str(cases), "-o", str(tmp_path / "x")]) == 2
-    assert "--model" in _one_error_line(capsys.readouterr().err)
+    line = _one_error_line(capsys.readouterr().err)
+    assert "missing option '--model' / '-m' (or --verdicts FILE, which stands in for it)" in line
 
 
 # ---- signals ---------------------------------------------------------------------------------

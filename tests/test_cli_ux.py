@@ -168,8 +168,14 @@ def test_every_help_describes_every_option_as_written(terminal: bool) -> None:
     # the flags benchmarks keep for their options, listed from the declarations
     assert "─ Benchmark flags (each one --option KEY of a benchmark) ─" in run_help
     flat = " ".join(run_help.replace("│", " ").split())
-    for flag, key in (("--cases FILE", "clinconsensus.cases"), ("--dedupe", "tcm.dedupe")):
+    for flag, key in (
+        ("--cases FILE", "clinconsensus.cases"),
+        ("--dedupe", "tcm.dedupe"),
+        ("--verdicts FILE", "clinconsensus.verdicts"),
+    ):
         assert flag in flat and f"(--option {key};" in flat, (flag, flat)
+    # the one whose file stands in for the model says so (declared: Option.replaces_model)
+    assert "clinconsensus task; stands in for --model)" in flat
     assert "Examples:" in run_help and "clineval tasks --options" in run_help
     for info in BACKEND_TABLE:  # the list comes from the backend table
         assert info.form and f"{info.name}:{info.form.split(':')[0]}" in run_help

@@ -172,13 +172,17 @@ def stub() -> Iterator[StubServer]:
         yield server
 
 
-def _config(stub: StubServer, crit: int, **extra: Any) -> RunConfig:
+def _config(stub: StubServer, crit: int, verdicts: str | None = None, **extra: Any) -> RunConfig:
+    """A ClinConsensus run of the stub (`verdicts`: its clinconsensus.verdicts file)."""
+    options = {"clinconsensus.max_criteria": str(crit), "clinconsensus.cases": FIXTURE}
+    if verdicts is not None:
+        options["clinconsensus.verdicts"] = verdicts
     return RunConfig(
         tasks=["clinconsensus"],
         model=f"openai:stub-candidate@{stub.base_url}",
         limit=2,
         max_retries=0,
-        options={"clinconsensus.max_criteria": str(crit), "clinconsensus.cases": FIXTURE},
+        options=options,
         **extra,
     )
 

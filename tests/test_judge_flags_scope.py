@@ -44,7 +44,6 @@ def _clineval(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
         ([*TCM, "--judge", "llamacpp:/nowhere/judge.gguf"], "--judge", "tcm-sd"),
         ([*OPENAI_NER, *JUDGE_URL], "--judge-base-url", "ner:ncbi"),
         ([*NER, "--judge-prompt", "prompt.txt"], "--judge-prompt", "ner:ncbi"),
-        ([*TCM, "--verdicts", "verdicts.jsonl"], "--verdicts", "tcm-sd"),
     ],
 )
 def test_a_flag_no_task_reads_is_refused_and_nothing_is_made(
@@ -69,13 +68,18 @@ def test_a_flag_no_task_reads_is_refused_and_nothing_is_made(
             "clinconsensus",
         ),
         ([*NER, "--dedupe"], "--dedupe (--option tcm.dedupe)", "tcm-sd"),
+        (
+            [*TCM, "--verdicts", "verdicts.jsonl"],
+            "--verdicts (--option clinconsensus.verdicts)",
+            "clinconsensus",
+        ),
     ],
 )
 def test_a_benchmark_flag_no_task_reads_is_refused_as_its_option(
     argv: list[str], named: str, owner: str, tmp_path: Path
 ) -> None:
-    """--cases and --dedupe are their benchmark's options: refused as an option of a task the
-    run does not have is, naming both spellings."""
+    """--cases, --dedupe and --verdicts are their benchmark's options: refused as an option of
+    a task the run does not have is, naming both spellings."""
     before = sorted(p.name for p in tmp_path.iterdir())
     done = _clineval("run", *argv, "-o", "run", cwd=tmp_path)
     assert done.returncode == 2, done.stderr

@@ -90,8 +90,12 @@ def test_cases_flag_and_option_are_one_setting(tmp_path: Path) -> None:
     assert option.returncode == 0, option.stderr
     for name in ("flag", "opt"):
         config = _config(tmp_path / name)
-        assert config["options"] == {"clinconsensus.cases": FIXTURE}
-        assert "cases" not in config
+        assert config["options"] == {
+            "clinconsensus.cases": FIXTURE,
+            "clinconsensus.verdicts": str(verdicts),
+        }
+        assert "cases" not in config and "verdicts" not in config
+        assert config["model"] == f"predictions:{verdicts}"  # the file stands in for it
     results = [json.loads((tmp_path / n / "results.json").read_text()) for n in ("flag", "opt")]
     assert results[0]["clinconsensus"]["rubric_accuracy"] == 1.0
     assert results[0]["clinconsensus"] == results[1]["clinconsensus"]
@@ -157,7 +161,8 @@ def test_config_file_takes_the_flags_and_clineval_config_round_trips(tmp_path: P
     )
     done = _clineval("run", "--config", str(file), "-o", "a", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert _config(tmp_path / "a")["options"] == {"clinconsensus.cases": FIXTURE}
+    given = {"clinconsensus.cases": FIXTURE, "clinconsensus.verdicts": str(verdicts)}
+    assert _config(tmp_path / "a")["options"] == given
     # the command line overrides the file, by either spelling
     other = write_fixture_verdicts(tmp_path / "other.jsonl", cases=2)
     copy = tmp_path / "copy.jsonl"
@@ -175,11 +180,16 @@ def test_config_file_takes_the_flags_and_clineval_config_round_trips(tmp_path: P
         cwd=tmp_path,
     )
     assert over.returncode == 0, over.stderr
-    assert _config(tmp_path / "b")["options"] == {"clinconsensus.cases": str(copy)}
+    assert _config(tmp_path / "b")["options"] == {
+        "clinconsensus.cases": str(copy),
+        "clinconsensus.verdicts": str(other),
+    }
+    assert _config(tmp_path / "b")["model"] == f"predictions:{other}"
     # a run's settings written as a file, and run again from it: the same config
     written = _clineval("config", "a", cwd=tmp_path)
     assert written.returncode == 0, written.stderr
-    assert tomllib.loads(written.stdout)["option"] == {"clinconsensus.cases": FIXTURE}
+    assert tomllib.loads(written.stdout)["option"] == given
+    assert "verdicts" not in tomllib.loads(written.stdout)
     (tmp_path / "again.toml").write_text(written.stdout, encoding="utf-8")
     rerun = _clineval("run", "--config", "again.toml", "-o", "c", cwd=tmp_path)
     assert rerun.returncode == 0, rerun.stderr
@@ -200,8 +210,10 @@ def test_a_run_recorded_with_cases_as_a_field_still_works(tmp_path: Path) -> Non
     assert _clineval(*argv, "-o", "old", cwd=tmp_path).returncode == 0
     run = tmp_path / "old"
     before = json.loads((run / "results.json").read_text())["clinconsensus"]
-    _as_recorded_before(run, {"cases": FIXTURE, "dedupe": False}, ["clinconsensus.cases"])
-    assert _config(run)["cases"] == FIXTURE
+    both = ["clinconsensus.cases", "clinconsensus.verdicts"]
+    old = {"cases": FIXTURE, "verdicts": str(verdicts), "dedupe": False}
+    _as_recorded_before(run, old, both)
+    assert _config(run)["cases"] == FIXTURE and _config(run)["verdicts"] == str(verdicts)
     for command in (["score", "old"], ["report", "old", "-o", "r.html"], ["compare", "old", "old"]):
         done = _clineval(*command, cwd=tmp_path)
         assert done.returncode == 0, (command, done.stderr)
@@ -212,12 +224,14 @@ def test_a_run_recorded_with_cases_as_a_field_still_works(tmp_path: Path) -> Non
     written = _clineval("config", "old", cwd=tmp_path)
     assert written.returncode == 0, written.stderr
     settings = tomllib.loads(written.stdout)
-    assert settings["option"] == {"clinconsensus.cases": FIXTURE}
-    assert "cases" not in settings and "dedupe" not in settings
+    given = {"clinconsensus.cases": FIXTURE, "clinconsensus.verdicts": str(verdicts)}
+    assert settings["option"] == given
+    assert not {"cases", "verdicts", "dedupe"} & set(settings)
     # resumed with today's flags: the same run
     resumed = _clineval(*argv, "-o", "old", cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
-    assert _config(run)["options"] == {"clinconsensus.cases": FIXTURE}
+    assert _config(run)["options"] == given
+    assert _config(run)["model"] == f"predictions:{verdicts}"
 
 
 def test_a_run_recorded_with_dedupe_as_a_field_scores_deduped(tmp_path: Path) -> None:
@@ -261,11 +275,43 @@ def test_the_api_takes_the_flag_names_and_refuses_both(tmp_path: Path) -> None:
         timeout=300,
     )
     assert done.returncode == 0, done.stderr
-    assert _config(tmp_path / "api")["options"] == {"clinconsensus.cases": FIXTURE}
+    assert _config(tmp_path / "api")["options"] == {
+        "clinconsensus.cases": FIXTURE,
+        "clinconsensus.verdicts": str(verdicts),
+    }
     refusals = [ln for ln in done.stdout.splitlines() if ln.startswith("refused:")]
     assert "--cases and --option clinconsensus.cases are one setting" in refusals[0]
     assert "--cases '': must not be empty" in refusals[1]
     assert not (tmp_path / "both").exists() and not (tmp_path / "empty").exists()
+
+
+# ---- an option whose file stands in for the model ------------------------------------------------
+
+
+def test_verdicts_is_an_option_whose_file_stands_in_for_the_model(tmp_path: Path) -> None:
+    """--verdicts is clinconsensus.verdicts, declared to stand in for the model: alone it is
+    the model (`predictions:FILE`); beside --model, a task that asks the model runs with it
+    while ClinConsensus scores the file, and is not refused for the model's kind."""
+    verdicts = write_fixture_verdicts(tmp_path / "verdicts.jsonl", cases=2)
+    cc = ["clinconsensus", "--cases", FIXTURE, "--limit", "2"]
+    # without the file, a baseline model cannot run ClinConsensus: refused before anything
+    line = _refused(_clineval("run", *TCM, *cc, "-o", "none", cwd=tmp_path))
+    assert "which clinconsensus cannot use" in line and not (tmp_path / "none").exists()
+    mixed = _clineval("run", *TCM, *cc, "--verdicts", str(verdicts), "-o", "mixed", cwd=tmp_path)
+    assert mixed.returncode == 0, mixed.stderr
+    config = _config(tmp_path / "mixed")
+    assert config["model"] == "baseline:tfidf" and "verdicts" not in config
+    assert config["options"]["clinconsensus.verdicts"] == str(verdicts)
+    results = json.loads((tmp_path / "mixed" / "results.json").read_text())
+    assert results["clinconsensus"]["rubric_accuracy"] == 1.0
+    assert results["clinconsensus"]["n_cases_scored"] == 2 and results["tcm-sd"]["n"] > 0
+    # its value is checked as the option's, naming the flag; the file before anything is made
+    empty = _refused(_clineval("run", *cc, "--verdicts", "", "-o", "e", cwd=tmp_path))
+    assert empty.startswith("error: --verdicts '': must not be empty")
+    absent = tmp_path / "absent.jsonl"
+    line = _refused(_clineval("run", *TCM, *cc, "--verdicts", str(absent), "-o", "a", cwd=tmp_path))
+    assert line == f"error: {absent}: verdicts file not found"
+    assert not (tmp_path / "e").exists() and not (tmp_path / "a").exists()
 
 
 # ---- values that cannot apply to the run ---------------------------------------------------
@@ -417,12 +463,13 @@ def test_the_command_line_overrides_a_config_file_by_either_spelling(tmp_path: P
     # the file's option, the command line's flag: the flag's value
     done = _clineval("run", "--config", "option.toml", "--cases", FIXTURE, "-o", "a", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert _config(tmp_path / "a")["options"] == {"clinconsensus.cases": FIXTURE}
+    verdicts_key = {"clinconsensus.verdicts": str(verdicts)}
+    assert _config(tmp_path / "a")["options"] == {"clinconsensus.cases": FIXTURE, **verdicts_key}
     # the file's flag, the command line's option: the option's value
     over = ["--option", "clinconsensus.cases=fixture"]
     done = _clineval("run", "--config", "flag.toml", *over, "-o", "b", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert _config(tmp_path / "b")["options"] == {"clinconsensus.cases": "fixture"}
+    assert _config(tmp_path / "b")["options"] == {"clinconsensus.cases": "fixture", **verdicts_key}
     # one file giving both spellings gives the setting twice
     line = _refused(_clineval("run", "--config", "both.toml", "-o", "c", cwd=tmp_path))
     assert "--cases and --option clinconsensus.cases are one setting" in line

@@ -39,7 +39,7 @@ from clineval.benchmarks.registry import active_namespaces, benchmark_of, get_ta
 from clineval.cli import _DECLARED_FLAGS, add_declared_flags, app, main
 from clineval.config import RunConfig
 from clineval.errors import InputError
-from clineval.option_flags import with_flags
+from clineval.option_flags import model_from_options, with_flags
 from clineval.options import check_options, split_option_items
 from clineval.run_checks import run_facts
 from clineval.skills_install import (
@@ -181,8 +181,9 @@ def check_run_settings(params: dict[str, Any]) -> None:
     valid config (model spec, URLs, ranges), declared --option keys and values."""
     for task in params["tasks"]:
         get_task(task)
-    model = params["model"] or f"predictions:{params['verdicts']}"
     options = with_flags(split_option_items(params["option"] or []), params[DECLARED])
+    model = params["model"] or model_from_options(options)  # --verdicts FILE: the model
+    assert model is not None, "a command with neither --model nor a file standing in for it"
     config = RunConfig.checked(
         tasks=params["tasks"],
         model=model,

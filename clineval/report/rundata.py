@@ -56,8 +56,9 @@ def is_fixture_task(run: RunData, task: str) -> bool:
         if _mentions_fixture(notes):
             return True
     config = run.manifest.get("config", {})
-    # the data paths, and every option (a benchmark's own data file is one: its cases file);
-    # "cases" is the field a run recorded before that setting became an option
+    # the data paths, and every option (a benchmark's own data file is one: its cases file, a
+    # verdicts file); "cases" and "verdicts" are the fields a run recorded before those
+    # settings became options
     options = config.get("options")
     paths = [config.get("data_dir"), config.get("cases"), config.get("verdicts")]
     paths += list(options.values()) if isinstance(options, dict) else []

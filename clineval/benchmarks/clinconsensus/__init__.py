@@ -79,8 +79,9 @@ BENCHMARK = Benchmark(
     # the file --judge-prompt names exists, reads and has the placeholders
     check_settings="clineval.benchmarks.clinconsensus.official_prompt:check_judge_prompt",
     scoring_settings=JUDGED_SCORING_SETTINGS,
-    # the judge panel and wording, and a verdicts file (its cases are an option: --cases)
-    run_settings=(*JUDGED_RUN_SETTINGS, "verdicts"),
+    # the judge panel and wording (its cases and a verdicts file are options: --cases,
+    # --verdicts)
+    run_settings=JUDGED_RUN_SETTINGS,
     skills_dir=Path(__file__).parent / "skills",
     long_rows=long_rows,
 )

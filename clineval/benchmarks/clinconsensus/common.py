@@ -4,6 +4,9 @@ Task options (`--option clinconsensus.KEY=VALUE`):
   cases=FILE|fixture   the cases file (also spelt `--cases FILE`, one setting either way), or
                        the fixture cases shipped with clineval (results say fixture: true);
                        default: the official file under the data root or in the data cache
+  verdicts=FILE        score a file of judge verdicts made elsewhere (also spelt
+                       `--verdicts FILE`); no model is called, so it stands in for --model
+                       (clineval.options.Option.replaces_model)
   max_criteria=N       judge only the first N criteria of each case (tests, smoke runs); the
                        metrics then use N in place of 30, and CACS@k for k > N is null
   judge_retries=N      re-asks after an unparseable judge reply (default 2)
@@ -73,8 +76,8 @@ _PREFIX = TASK + "."
 FIXTURE = "fixture"  # clinconsensus.cases=fixture: the fixture cases shipped with clineval
 
 
-def _cases_value(text: str) -> str:
-    """A cases file's path, or `fixture` (a file of that name: ./fixture)."""
+def _path_value(text: str) -> str:
+    """A file's path (a cases file's may be `fixture`: a file of that name is ./fixture)."""
     if not text.strip():
         raise ValueError(EMPTY_PATH)
     return text
@@ -84,7 +87,7 @@ def _no_judge(value: object, run: RunFacts) -> str | None:
     """A judge option's rule: with the verdicts from a file (--verdicts, or --model
     predictions:FILE, which is a verdicts file here) no judge is called, so it would be
     ignored."""
-    if "verdicts" in run.given or "predictions" in run.candidate:
+    if _PREFIX + "verdicts" in run.options or "predictions" in run.candidate:
         return "no judge is called when the verdicts come from a file (--verdicts FILE)"
     return None
 
@@ -99,11 +102,19 @@ CLINCONSENSUS_OPTIONS = OptionGroup(
     options=(
         Option(
             "cases",
-            _cases_value,
+            _path_value,
             "the cases file, or fixture (the SYNTHETIC cases shipped with clineval); default: "
             "the official file under the data root or in the data cache",
             None,
             flag=Flag("--cases", metavar="FILE"),
+        ),
+        Option(
+            "verdicts",
+            _path_value,
+            "score a file of judge verdicts made elsewhere (no model is called)",
+            None,
+            flag=Flag("--verdicts", metavar="FILE"),
+            replaces_model=True,
         ),
         Option(
             "max_criteria",
@@ -239,12 +250,19 @@ def official_cases_path(data_root: Path | None) -> Path | None:
     return data_file(data_root, OFFICIAL_RELATIVE_PATH)
 
 
+def verdicts_option(config: RunConfig) -> str | None:
+    """The file clinconsensus.verdicts (`--verdicts FILE`) names, as given; None when unset."""
+    value: str | None = CLINCONSENSUS_OPTIONS.value(config.options, "verdicts")
+    return value
+
+
 def _verdicts_source(config: RunConfig) -> Path | None:
     from clineval.models.predictions_files import predictions_file
 
     spec = config.models.candidate
     from_model = predictions_file(spec, TASK) if backend_info(spec).replays_predictions else None
-    from_flag = Path(config.verdicts).expanduser() if config.verdicts else None
+    given = verdicts_option(config)
+    from_flag = Path(given).expanduser() if given else None
     if from_model and from_flag and from_model.resolve() != from_flag.resolve():
         raise InputError(
             f"--verdicts {from_flag} and --model predictions:{from_model} name different files"

@@ -22,6 +22,7 @@ from clineval.benchmarks.clinconsensus.common import (
     load_data,
     official_cases_path,
     run_prompt,
+    verdicts_option,
 )
 from clineval.benchmarks.clinconsensus.official_prompt import judge_prompt
 from clineval.models.registry import backend_info
@@ -48,11 +49,12 @@ class ClinConsensusTask(Task[Data]):
     def predict(self, ctx: RunContext, data: Data) -> None:
         from clineval.benchmarks.clinconsensus.predict import predict
 
-        if ctx.config.verdicts and not backend_info(ctx.model).replays_predictions:
+        verdicts = verdicts_option(ctx.config)
+        if verdicts and not backend_info(ctx.model).replays_predictions:
             from clineval.models.predictions_files import predictions_note
 
             # provenance of the scored bytes (the runner notes a predictions: model's file)
-            path = Path(ctx.config.verdicts).expanduser()
+            path = Path(verdicts).expanduser()
             ctx.note(TASK, "predictions_file", predictions_note(path))
 
         predict(ctx, data, run_prompt(judge_prompt(ctx.config.judge_prompt), data.options))
