@@ -473,7 +473,9 @@ def run(
         )
     out_dir = Path(values["output_dir"])
     options = _with_declared_flags(ctx, values)
-    model = values["model"] or _model_from_options(options)
+    model = values["model"]
+    if model is None:  # a file given in its place is the model (`--model ""` stays refused)
+        model = _model_from_options(options)
     run_config = RunConfig.checked(
         tasks=values["tasks"],
         model=model,
