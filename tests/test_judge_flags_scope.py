@@ -6,13 +6,12 @@ task still takes it. Real `python -m clineval` subprocesses, a real stub server.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli_process import clineval_process
 from llm_stub_server import StubServer
 
 from clineval.benchmarks.registry import benchmarks
@@ -25,15 +24,7 @@ JUDGE_URL = ["--judge-base-url", "http://127.0.0.1:2/v1"]
 
 
 def _clineval(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
-    return subprocess.run(
-        [sys.executable, "-m", "clineval", "--quiet", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return clineval_process(*args, cwd=cwd)
 
 
 @pytest.mark.parametrize("dry_run", [False, True])
