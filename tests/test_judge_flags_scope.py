@@ -16,7 +16,6 @@ from llm_stub_server import StubServer
 
 from clineval.benchmarks.registry import benchmarks
 
-ROOT = Path(__file__).resolve().parents[1]
 NER = ["ner:ncbi", "--model", "baseline:crf"]
 TCM = ["tcm-sd", "--option", "tcm.data=synthetic", "--model", "baseline:tfidf"]
 OPENAI_NER = ["ner:ncbi", "-m", "openai:m@http://127.0.0.1:1/v1"]
