@@ -12,6 +12,7 @@ clip(points of the met criteria / positive points, 0, 1)): by hand where the stu
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import os
 import signal
@@ -277,6 +278,34 @@ def test_batch_shards_and_a_two_judge_panel(site: Path, stub: StubServer, tmp_pa
     manifest = json.loads((panel / "manifest.json").read_text())
     assert manifest["tasks"][TASK]["progress"]["all_stored"] is True
     assert stub.stats()["requests"] == asked and results(panel) == figures
+
+
+def test_a_whole_predictions_file_serves_limit_and_shard(
+    site: Path, stub: StubServer, tmp_path: Path
+) -> None:
+    """answers-a.jsonl answers fixture-01..03 of the four items: a --limit or --shard part
+    takes its own answers from it (ids checked against every item, not only the part's)."""
+    stub.reset()
+    stub.script([], default={"do": "ok", "content": MET})
+    answers = EXAMPLE / "answers-a.jsonl"
+    judge = ["--judge", f"openai:j1@{stub.base_url}"]
+    first = cli(site, *run_args(tmp_path / "first", "--model", f"predictions:{answers}", "--limit",
+                                "1", *judge))  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    assert results(tmp_path / "first")["n_items"] == 1
+    assert results(tmp_path / "first")["score"] == pytest.approx(6 / 12)  # fixture-01, by hand
+    shards = [tmp_path / "s1", tmp_path / "s2"]
+    for i, shard in enumerate(shards, 1):
+        model = f"predictions:{TASK}={answers}"  # one file per task: the same file
+        part = cli(site, *run_args(shard, "--model", model, "--shard", f"{i}/2", *judge))
+        assert "not a sample" not in part.stderr and part.returncode in (0, 1), part.stderr
+        noted = json.loads((shard / "manifest.json").read_text())["tasks"][TASK]
+        digest = hashlib.sha256(answers.read_bytes()).hexdigest()
+        assert noted["predictions_file"]["sha256"] == digest
+    merged = cli(site, "merge", *map(str, shards), "-o", str(tmp_path / "merged"))
+    assert merged.returncode == 1  # fixture-04 has no answer in either part
+    got = results(tmp_path / "merged")
+    assert got["n_items"] == 4 and got["score"] == pytest.approx((6 / 12 + 5 / 10 + 3 / 11) / 3)
 
 
 def test_the_python_api(site: Path, stub: StubServer, tmp_path: Path) -> None:

@@ -93,7 +93,7 @@ class SampleTable:
     """The per-sample table's spec, embedded as JSON and drawn by the page's script."""
 
     element_id: str
-    columns: list[dict[str, str]]  # {"key", "label"}
+    columns: list[dict[str, Any]]  # {"key", "label"} and optionally "digits" (for fractions)
     filters: list[dict[str, Any]]  # {"key", "label", "values": [...]} (row values are strings)
     search: list[str]  # row keys searched besides the columns
     # the detail view of a clicked row: parts made by the *_part functions below, drawn by the
@@ -135,7 +135,8 @@ def fields_part(fields: list[tuple[str, str]] | None = None) -> DetailPart:
 def rows_part(
     title: str, key: str, columns: list[dict[str, Any]], css_class: str = ""
 ) -> DetailPart:
-    """A table of the row's list `key` (a list of lists). Each column: {"label", "index"} and
+    """A table of the row's list `key`: a list of lists (a column's "index" is a position)
+    or of objects (its "index" is a key). Each column: {"label", "index"} and
     optionally "labels" / "classes" ({"true"|"false"|"null"|value: text}) or "lookup" (the
     name of a list in the table's extra data that the value indexes)."""
     return {"part": "rows", "title": title, "key": key, "columns": columns, "class": css_class}

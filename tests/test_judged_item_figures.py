@@ -1,0 +1,188 @@
+"""`JudgedTask.item_figures` and the intervals the judging kit stores: a judged benchmark with
+per-axis figures (MedHELM's jury dimensions, HealthBench's axes) declared as metrics of its
+own, registered at run time and run end to end against the local stub server, whose judge
+decides each verdict from its request.
+
+The figures are checked against an oracle computed here from the stored verdict rows, and
+the intervals against a percentile bootstrap written here with numpy on the run's seed. The
+data are a fixture/synthetic set of four items written for this test.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import pytest
+from llm_stub_server import StubServer
+from numpy.typing import NDArray
+
+import clineval
+from clineval.benchmarks import (
+    JUDGED_RUN_SETTINGS,
+    JUDGED_SCORING_SETTINGS,
+    Benchmark,
+    Criterion,
+    DataFileStatus,
+    InputError,
+    JudgedItem,
+    JudgedTask,
+    JudgePrompt,
+    MetricSchema,
+    MetricSpec,
+    RunContext,
+    bootstrap_indices,
+    judge_options,
+    judged_metrics,
+    registry,
+    score_statistics,
+)
+
+TASK = "synthetic-jury"
+AXES = ("accuracy", "clarity")
+OPTIONS = judge_options(TASK, "the synthetic jury task")
+WORDING = JudgePrompt(
+    template="Question:\n{query}\n\nAnswer:\n{response}\n\nCriterion:\n{criterion}\n\n"
+    'Reply with JSON: {"explanation": "...", "criteria_met": true or false}',
+    version="synthetic-jury-v1",
+    system="You grade answers.",
+    custom=False,
+)
+ITEMS = tuple(
+    JudgedItem(
+        f"fixture-{n}",
+        f"synthetic question {n}",
+        tuple(Criterion(f"{a}/{k}", f"{a} criterion {k} of item {n}") for a in AXES for k in "xyz"),
+    )
+    for n in range(1, 5)
+)
+
+
+def axis_shares(item: JudgedItem, met: NDArray[np.float64]) -> dict[str, float]:
+    shares: dict[str, list[float]] = {}
+    for criterion, value in zip(item.criteria, met, strict=True):
+        shares.setdefault(criterion.id.split("/")[0], []).append(float(value))
+    return {f"axis_{a}": float(np.mean(v)) for a, v in shares.items()}
+
+
+class JuryTask(JudgedTask):
+    name = TASK
+    family = TASK
+    description = "synthetic per-axis jury (fixture/synthetic)"
+    option_group = OPTIONS
+    prompt = WORDING
+    candidate_template = "synthetic-jury-candidate-v1"
+    clash: ClassVar[bool] = False
+
+    def data_status(self, data_root: Path | None) -> list[DataFileStatus]:
+        return [DataFileStatus("in the test", "ok")]
+
+    def items(self, ctx: RunContext) -> list[JudgedItem]:
+        return list(ITEMS)
+
+    def score(self, item: JudgedItem, verdicts: NDArray[np.float64]) -> float:
+        return float(np.mean(list(axis_shares(item, verdicts).values())))
+
+    def item_figures(self, item: JudgedItem, verdicts: NDArray[np.float64]) -> dict[str, float]:
+        figures = axis_shares(item, verdicts)
+        return {**figures, "score": 0.0} if self.clash else figures
+
+
+def schema() -> MetricSchema:
+    axes = tuple(MetricSpec(f"axis_{a}", per_sample=f"axis_{a}") for a in AXES)
+    return MetricSchema((*judged_metrics("mean of the axis shares").metrics, *axes))
+
+
+@pytest.fixture
+def jury() -> Iterator[None]:
+    registry.register(
+        Benchmark(
+            family=TASK,
+            title="synthetic jury",
+            tasks=(TASK,),
+            make_task=JuryTask,
+            metrics=schema(),
+            options=(OPTIONS,),
+            capabilities=frozenset({"chat", "predictions"}),
+            statistics=score_statistics,
+            scoring_settings=JUDGED_SCORING_SETTINGS,
+            run_settings=JUDGED_RUN_SETTINGS,
+        )
+    )
+    yield
+    registry.unregister(TASK)
+    JuryTask.clash = False
+
+
+@pytest.fixture(scope="module")
+def stub() -> Iterator[StubServer]:
+    with StubServer(latency=0.0) as server:
+        server.script([], default={"do": "ok"})  # each verdict decided by its request's hash
+        yield server
+
+
+def run_jury(stub: StubServer, out: Path, seed: int = 0) -> Any:
+    answers = out.parent / f"{out.name}-answers.jsonl"
+    answers.write_text(
+        "".join(json.dumps({"id": i.id, "answer": f"answer to {i.id}"}) + "\n" for i in ITEMS)
+    )
+    return clineval.run(
+        TASK,
+        model=f"predictions:{answers}",
+        judges=[f"openai:judge@{stub.base_url}"],
+        output_dir=out,
+        seed=seed,
+    )
+
+
+def oracle_interval(values: list[float], seed: int) -> tuple[float, float]:
+    """The 95% percentile interval of the means of 1,000 resamples, on the run's seed."""
+    draws = np.asarray(values)[bootstrap_indices(len(values), 1000, seed)].mean(axis=1)
+    low, high = np.percentile(draws, [2.5, 97.5])
+    return float(low), float(high)
+
+
+def test_item_figures_become_sample_fields_metrics_and_intervals(
+    jury: None, stub: StubServer, tmp_path: Path
+) -> None:
+    result = run_jury(stub, tmp_path / "run", seed=7)
+    rows = result.samples(TASK)
+    metrics = json.loads((tmp_path / "run" / "results.json").read_text())[TASK]
+    assert len(rows) == 4 and metrics["n_items_scored"] == 4
+    for a in AXES:
+        key = f"axis_{a}"
+        # the oracle: the share of the axis's criteria the stored verdicts mark met
+        want = [
+            float(np.mean([v["met"] for v in r["verdicts"] if v["criterion_id"].startswith(a)]))
+            for r in rows
+        ]
+        assert [r[key] for r in rows] == pytest.approx(want)
+        assert metrics[key] == pytest.approx(np.mean(want))
+        assert metrics[f"{key}_ci"] == pytest.approx(oracle_interval(want, 7))
+        assert getattr(result[TASK], key) == pytest.approx(np.mean(want))
+    scores = [r["score"] for r in rows]
+    assert scores == pytest.approx([(r["axis_accuracy"] + r["axis_clarity"]) / 2 for r in rows])
+    assert metrics["score_ci"] == pytest.approx(oracle_interval(scores, 7))
+    assert result[TASK].score_ci == pytest.approx(oracle_interval(scores, 7))
+    # the stub's verdicts are not all alike, else the figures above would prove little
+    assert len({v["met"] for r in rows for v in r["verdicts"]}) == 2
+
+
+def test_compare_pairs_a_declared_item_figure(jury: None, stub: StubServer, tmp_path: Path) -> None:
+    run_jury(stub, tmp_path / "a")
+    run_jury(stub, tmp_path / "b")
+    compared = clineval.compare([tmp_path / "a", tmp_path / "b"])
+    tested = {pair.metric for pair in compared.pairs}
+    assert {"score", "axis_accuracy", "axis_clarity"} <= tested
+
+
+def test_a_figure_named_like_the_kits_own_is_refused(
+    jury: None, stub: StubServer, tmp_path: Path
+) -> None:
+    JuryTask.clash = True
+    with pytest.raises(InputError, match="item_figures returned 'score'") as refused:
+        run_jury(stub, tmp_path / "clash")
+    assert f"task {TASK!r}" in str(refused.value)
