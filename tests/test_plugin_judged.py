@@ -144,6 +144,8 @@ def test_run_score_report_compare_export_agreement(
     done = cli(site, *run_args(one, "--model", model, "--max-judge-error-rate", "0"))
     assert done.returncode == 0, done.stderr
     assert stub.stats()["requests"] == 4 + 15  # 4 answers, 15 criteria judged by the candidate
+    # the fixture flag the task notes in the run record reaches the results it prints
+    assert f"{TASK}: fixture data: not a benchmark result" in done.stdout
     got = results(one)
     met = stored_met(one, "openai:cand")
     assert len(met) == 4 and got["n_items_scored"] == 4 and got["judge_errors"] == 0

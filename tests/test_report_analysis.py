@@ -290,10 +290,12 @@ def test_plugin_declared_table_and_every_field(driver: Any, tmp_path: Path) -> N
         ["E11", "0.0000", "3"],
     ]
     header = [h.text for h in driver.find_elements(By.CSS_SELECTOR, f"#{anchor} table.samples th")]
-    assert header == ["id", "loss", "note"]  # scalars as columns; lists go to the detail
+    # scalars and lists of scalars as columns; lists of objects go to the detail
+    assert header == ["id", "gold", "pred", "loss", "note"]
     cells = driver.find_elements(By.CSS_SELECTOR, f"#{anchor} table.samples tbody tr td")
+    assert [c.text for c in cells[:5]] == ["s0", "I10, E11", "I10", "0.5000", "ok"]
     # a fraction with the metric's default 4 decimals (the page still sorts by the value)
-    assert [c.text for c in cells[1::3]] == ["0.5000", "0.2500", "0.1667"]
+    assert [c.text for c in cells[3::5]] == ["0.5000", "0.2500", "0.1667"]
     driver.find_element(By.CSS_SELECTOR, f"#{anchor} table.samples tbody tr").click()
     detail = driver.find_element(By.CSS_SELECTOR, f"#{anchor} .detail")
     assert '["I10","E11"]' in detail.text and "gold" in detail.text

@@ -86,7 +86,7 @@ def _generic_section(
     if samples:
         rows = [{k: v for k, v in row.items() if k != "task"} for row in samples]
         keys = list(dict.fromkeys(k for row in rows for k in row))
-        scalar = [k for k in keys if all(not isinstance(r.get(k), dict | list) for r in rows)]
+        scalar = [k for k in keys if all(_cell_value(r.get(k)) for r in rows)]
         listed = [k for k in keys if k not in scalar and _records(rows, k)]
         section["table"] = SampleTable(
             element_id=f"{section['anchor']}-samples",
@@ -104,12 +104,22 @@ def _generic_section(
     return section
 
 
+def _cell_value(value: Any) -> bool:
+    """Whether a value fits a table cell: a scalar, or a list of scalars (a sample's labels
+    or codes), which the page shows joined by commas."""
+    if isinstance(value, list):
+        return all(v is None or isinstance(v, str | int | float | bool) for v in value)
+    return not isinstance(value, dict)
+
+
 def _column(key: str, rows: list[dict[str, Any]], digits: dict[str, int]) -> dict[str, Any]:
     """A sample-table column; fractional numbers shown with the decimals of the metric of
     the same key, else 4 (the page sorts by the value itself)."""
     column: dict[str, Any] = {"key": key, "label": key}
     if any(isinstance(r.get(key), float) and not float(r[key]).is_integer() for r in rows):
         column["digits"] = digits.get(key, 4)
+    if any(isinstance(r.get(key), list) for r in rows):
+        column["join"] = True
     return column
 
 

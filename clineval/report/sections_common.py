@@ -93,7 +93,9 @@ class SampleTable:
     """The per-sample table's spec, embedded as JSON and drawn by the page's script."""
 
     element_id: str
-    columns: list[dict[str, Any]]  # {"key", "label"} and optionally "digits" (for fractions)
+    # {"key", "label"}, optionally "digits" (decimals of fractions) and "join" (a list of
+    # scalars shown joined by commas)
+    columns: list[dict[str, Any]]
     filters: list[dict[str, Any]]  # {"key", "label", "values": [...]} (row values are strings)
     search: list[str]  # row keys searched besides the columns
     # the detail view of a clicked row: parts made by the *_part functions below, drawn by the

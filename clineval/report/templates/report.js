@@ -15,8 +15,10 @@
     if (typeof v === "object") return JSON.stringify(v);
     return String(v);
   }
-  // A column may declare the decimals its fractional numbers are shown with.
+  // A column may declare the decimals its fractional numbers are shown with, and that its
+  // lists of scalars are shown joined.
   function columnText(col, v) {
+    if (col.join && Array.isArray(v)) return v.map(show).join(", ");
     if (typeof col.digits === "number" && typeof v === "number" && !Number.isInteger(v)) {
       return v.toFixed(col.digits);
     }
