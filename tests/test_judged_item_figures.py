@@ -76,12 +76,13 @@ class JuryTask(JudgedTask):
     prompt = WORDING
     candidate_template = "synthetic-jury-candidate-v1"
     clash: ClassVar[bool] = False
+    items_given: ClassVar[tuple[JudgedItem, ...]] = ITEMS
 
     def data_status(self, data_root: Path | None) -> list[DataFileStatus]:
         return [DataFileStatus("in the test", "ok")]
 
     def items(self, ctx: RunContext) -> list[JudgedItem]:
-        return list(ITEMS)
+        return list(self.items_given)
 
     def score(self, item: JudgedItem, verdicts: NDArray[np.float64]) -> float:
         return float(np.mean(list(axis_shares(item, verdicts).values())))
@@ -115,6 +116,7 @@ def jury() -> Iterator[None]:
     yield
     registry.unregister(TASK)
     JuryTask.clash = False
+    JuryTask.items_given = ITEMS
 
 
 @pytest.fixture(scope="module")
@@ -186,3 +188,26 @@ def test_a_figure_named_like_the_kits_own_is_refused(
     with pytest.raises(InputError, match="item_figures returned 'score'") as refused:
         run_jury(stub, tmp_path / "clash")
     assert f"task {TASK!r}" in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("items", "message"),
+    [
+        ((*ITEMS, ITEMS[0]), "item id 'fixture-1' is used twice"),
+        (
+            (JudgedItem("fixture-9", "q", (Criterion("a/x", "one"), Criterion("a/x", "two"))),),
+            "item 'fixture-9' has criterion id 'a/x' twice",
+        ),
+        ((JudgedItem("fixture-9", "q", ()),), "item 'fixture-9' has no criteria"),
+    ],
+)
+def test_items_whose_stored_keys_would_collide_are_refused(
+    jury: None, stub: StubServer, tmp_path: Path, items: tuple[JudgedItem, ...], message: str
+) -> None:
+    JuryTask.items_given = items
+    asked = stub.stats()["requests"]
+    with pytest.raises(InputError) as refused:
+        run_jury(stub, tmp_path / "run")
+    assert str(refused.value) == f"task {TASK!r}: {message}"
+    assert stub.stats()["requests"] == asked  # refused at load: no call, nothing stored
+    assert not (tmp_path / "run" / "store.sqlite").exists()

@@ -350,3 +350,30 @@ def test_bad_input_is_one_line_and_writes_nothing(site: Path, tmp_path: Path) ->
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [f"error: {bad}:2: unknown id 'nope' (not a sample)"]
     assert not out.exists() or {p.name for p in out.iterdir()} <= {".lock"}
+
+
+@pytest.mark.parametrize(
+    ("rubric", "message"),
+    [
+        ('[{"criterion": "no id", "points": 1}]', 'a criterion needs "id" and "criterion"'),
+        ('[{"id": "a", "points": 1}]', 'a criterion needs "id" and "criterion"'),
+        ('[{"id": "a", "criterion": "c", "points": "1"}]', "every criterion needs numeric points"),
+        ('[{"id": "a", "criterion": "c", "points": -1}]', "a rubric needs a criterion with"),
+        ("[]", 'expected a non-empty "rubric" list'),
+    ],
+)
+def test_the_templates_reader_names_file_and_line(
+    site: Path, tmp_path: Path, rubric: str, message: str
+) -> None:
+    """What a copy of the template inherits: a bad items file is one line naming file and
+    line, never a KeyError from inside the reader."""
+    from clineval_example_rubric.task import read_items  # installed by the `site` fixture
+
+    from clineval.benchmarks import InputError
+
+    items = tmp_path / "items.jsonl"
+    good = '{"id": "i1", "prompt": "q", "rubric": [{"id": "a", "criterion": "c", "points": 1}]}'
+    items.write_text(f'{good}\n{{"id": "i2", "prompt": "q", "rubric": {rubric}}}\n')
+    with pytest.raises(InputError, match=message) as refused:
+        read_items(items)
+    assert refused.value.path == str(items) and refused.value.line == 2

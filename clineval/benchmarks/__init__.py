@@ -6,6 +6,10 @@ This package root and `clineval` are clineval's public modules (docs/architectur
 API"). A benchmark package imports from here only: every other module, the submodules of this
 package included, is internal and may change between releases. The names load on first use,
 so that importing a benchmark's declaration does not import the model stack.
+
+Long module: every public name is written twice, once in the lazy `_HOME` table and once in
+the `TYPE_CHECKING` imports that give type checkers and editors the same names; ruff formats
+each of those imports on three lines.
 """
 
 from __future__ import annotations
@@ -72,6 +76,7 @@ _HOME = {
     "number": "clineval.options",
     "text": "clineval.options",
     # per-sample statistics (compare's paired test, report intervals)
+    "Reducer": "clineval.report.statistics",
     "SampleStatistic": "clineval.report.statistics",
     "bootstrap_interval": "clineval.report.statistics",
     "counts_statistic": "clineval.report.statistics",
@@ -416,6 +421,9 @@ if TYPE_CHECKING:  # what type checkers and editors see of the lazy names below
     )
     from clineval.report.sections_common import (
         yes_no as yes_no,
+    )
+    from clineval.report.statistics import (
+        Reducer as Reducer,
     )
     from clineval.report.statistics import (
         SampleStatistic as SampleStatistic,

@@ -72,6 +72,23 @@ _KIT_KEYS = frozenset(
 )
 
 
+def _distinct(task: str, items: Sequence[JudgedItem]) -> list[JudgedItem]:
+    """The items, refused when two share an id or one item two criterion ids: their answers
+    or verdicts would share a stored key, and one would silently stand for the other."""
+    seen: set[str] = set()
+    for item in items:
+        if item.id in seen:
+            raise InputError(f"task {task!r}: item id {item.id!r} is used twice")
+        seen.add(item.id)
+        ids = [c.id for c in item.criteria]
+        twice = sorted({i for i in ids if ids.count(i) > 1})
+        if twice:
+            raise InputError(f"task {task!r}: item {item.id!r} has criterion id {twice[0]!r} twice")
+        if not ids:
+            raise InputError(f"task {task!r}: item {item.id!r} has no criteria")
+    return list(items)
+
+
 def _text_answer(value: Any) -> str | None:
     return None if isinstance(value, str) else '"answer" must be a string'
 
@@ -99,6 +116,9 @@ def _intervals(
 
 @dataclass(frozen=True)
 class JudgedData:
+    """What `JudgedTask.load` gives its other steps: the items this run evaluates (after
+    --limit and --shard, with a predictions file's answers) and their `Judging` set-up."""
+
     items: tuple[JudgedItem, ...]
     judging: Judging
 
@@ -161,7 +181,7 @@ class JudgedTask(Task[JudgedData]):
         return [replace(i, answer=given.get(i.id)) for i in items]
 
     def load(self, ctx: RunContext) -> JudgedData:
-        every = list(self.items(ctx))
+        every = _distinct(self.name, self.items(ctx))
         items = self._answers(ctx, every, select_samples(ctx, every, lambda i: i.id))
         panel = JudgePanel.from_config(ctx.config)
         cap = self._option(ctx, "judge_max_tokens")

@@ -46,6 +46,10 @@ def _int_usage(value: Any) -> dict[str, int] | None:
 
 @dataclass(frozen=True)
 class VerdictRecord:
+    """One stored verdict of one judge on one criterion: `met` (None for a judge error, with
+    `error` saying why) and the judge's `explanation`. `clineval/judge/verdict.py` is the
+    one reader and writer of its stored form."""
+
     met: bool | None  # None: judge_error
     explanation: str = ""
     error: str | None = None

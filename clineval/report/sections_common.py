@@ -117,10 +117,12 @@ class SampleTable:
 
 
 def heading_part(text: str) -> DetailPart:
+    """A heading of the detail view; `{key}` in it names a field of the row."""
     return {"part": "heading", "text": text}
 
 
 def text_part(title: str, key: str) -> DetailPart:
+    """The row's field `key` as a block of text, under `title`."""
     return {"part": "text", "title": title, "key": key}
 
 
@@ -201,6 +203,7 @@ def filter_values(rows: list[dict[str, Any]], key: str, limit: int = 200) -> lis
 
 
 def yes_no(value: Any) -> str:
+    """A true/false value as a table cell shows it: "yes", "no", or empty for None."""
     if value is None:
         return ""
     return "yes" if value else "no"

@@ -22,6 +22,7 @@ from numpy.typing import NDArray
 
 from clineval.metrics.bootstrap import DEFAULT_RESAMPLES, bootstrap_indices
 
+# A metric from summed counts: (replicates x k) column sums -> (replicates,) values.
 Reducer = Callable[[NDArray[np.float64]], NDArray[np.float64]]
 _CHUNK = 250  # replicates per matrix product: bounds memory at 250 x n floats
 
@@ -196,6 +197,9 @@ def macro_f1_statistic(
 def counts_statistic(
     ids: Sequence[str], counts: NDArray[np.float64], reduce: Reducer
 ) -> SampleStatistic:
+    """A metric that is a function of additive per-sample counts (micro-F1 of TP, FP, FN; a
+    pooled ratio): `counts` is (samples x k), one row per id; `reduce` maps column sums,
+    shape (replicates x k), to one value per replicate, shape (replicates,)."""
     return SampleStatistic(list(ids), Counts.from_dense(counts), reduce)
 
 
@@ -235,6 +239,8 @@ def interval(values: NDArray[np.float64], level: float = 0.95) -> tuple[float, f
 def bootstrap_interval(
     stat: SampleStatistic, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0
 ) -> tuple[float, float]:
+    """The 95% percentile interval of `stat` over `n_resamples` seeded bootstrap draws of
+    its samples (the same draws the report and compare make for that seed)."""
     return interval(replicates(stat, n_resamples, seed))
 
 
