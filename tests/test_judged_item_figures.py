@@ -1,7 +1,7 @@
-"""`JudgedTask.item_figures` and the intervals the judging kit stores: a judged benchmark with
-per-axis figures (MedHELM's jury dimensions, HealthBench's axes) declared as metrics of its
-own, registered at run time and run end to end against the local stub server, whose judge
-decides each verdict from its request.
+"""`JudgedTask.item_figures`, criterion tags and the intervals the judging kit stores: a
+judged benchmark with per-axis figures (MedHELM's jury dimensions, HealthBench's axes, its
+criteria tagged "axis:...") declared as metrics of its own, registered at run time and run
+end to end against the local stub server, whose judge decides each verdict from its request.
 
 The figures are checked against an oracle computed here from the stored verdict rows, and
 the intervals against a percentile bootstrap written here with numpy on the run's seed. The
@@ -55,7 +55,11 @@ ITEMS = tuple(
     JudgedItem(
         f"fixture-{n}",
         f"synthetic question {n}",
-        tuple(Criterion(f"{a}/{k}", f"{a} criterion {k} of item {n}") for a in AXES for k in "xyz"),
+        tuple(
+            Criterion(f"{a}-{k}", f"{a} criterion {k} of item {n}", tags=(f"axis:{a}",))
+            for a in AXES
+            for k in "xyz"
+        ),
     )
     for n in range(1, 5)
 )
@@ -64,7 +68,8 @@ ITEMS = tuple(
 def axis_shares(item: JudgedItem, met: NDArray[np.float64]) -> dict[str, float]:
     shares: dict[str, list[float]] = {}
     for criterion, value in zip(item.criteria, met, strict=True):
-        shares.setdefault(criterion.id.split("/")[0], []).append(float(value))
+        axis = next(t.removeprefix("axis:") for t in criterion.tags if t.startswith("axis:"))
+        shares.setdefault(axis, []).append(float(value))
     return {f"axis_{a}": float(np.mean(v)) for a, v in shares.items()}
 
 
@@ -158,7 +163,7 @@ def test_item_figures_become_sample_fields_metrics_and_intervals(
         key = f"axis_{a}"
         # the oracle: the share of the axis's criteria the stored verdicts mark met
         want = [
-            float(np.mean([v["met"] for v in r["verdicts"] if v["criterion_id"].startswith(a)]))
+            float(np.mean([v["met"] for v in r["verdicts"] if v["tags"] == [f"axis:{a}"]]))
             for r in rows
         ]
         assert [r[key] for r in rows] == pytest.approx(want)
@@ -195,8 +200,8 @@ def test_a_figure_named_like_the_kits_own_is_refused(
     [
         ((*ITEMS, ITEMS[0]), "item id 'fixture-1' is used twice"),
         (
-            (JudgedItem("fixture-9", "q", (Criterion("a/x", "one"), Criterion("a/x", "two"))),),
-            "item 'fixture-9' has criterion id 'a/x' twice",
+            (JudgedItem("fixture-9", "q", (Criterion("a-x", "one"), Criterion("a-x", "two"))),),
+            "item 'fixture-9' has criterion id 'a-x' twice",
         ),
         ((JudgedItem("fixture-9", "q", ()),), "item 'fixture-9' has no criteria"),
     ],

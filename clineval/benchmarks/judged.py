@@ -55,12 +55,15 @@ from clineval.store import RunStore
 @dataclass(frozen=True)
 class Criterion:
     """One rubric criterion of a judged item: `id` (unique within the item; the verdict's
-    key), `text` (what the judge sees as {criterion}) and `points` (a weight for the
-    benchmark's own score; negative for something an answer must not do)."""
+    key), `text` (what the judge sees as {criterion}), `points` (a weight for the
+    benchmark's own score; negative for something an answer must not do) and `tags` (what
+    the benchmark groups criteria by, such as HealthBench's "axis:accuracy": kept in the
+    sample rows' verdicts; the judge never sees them)."""
 
     id: str
     text: str
     points: float = 1.0  # a weight for the benchmark's own score; negative: to be avoided
+    tags: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -304,6 +304,7 @@ class JudgedTask(Task[JudgedData]):
             replace(
                 VerdictRow.of(criterion.id, criterion.text, label, records.get(key)),
                 points=criterion.points,
+                tags=criterion.tags,
             ).to_row()
             for label, records in stored.items()
             for criterion, key in zip(item.criteria, item.verdict_keys(), strict=True)

@@ -164,6 +164,7 @@ class VerdictRow:
     judge: str
     error: str | None = None
     points: float | None = None  # the criterion's weight, when the benchmark gives one
+    tags: tuple[str, ...] = ()  # the criterion's tags, when the benchmark gives some
 
     @classmethod
     def of(
@@ -179,6 +180,7 @@ class VerdictRow:
             "criterion_id": self.criterion_id,
             "criterion": self.criterion,
             **({"points": self.points} if self.points is not None else {}),
+            **({"tags": list(self.tags)} if self.tags else {}),
             "met": self.met,
             "explanation": self.explanation,
             "judge": self.judge,
@@ -194,6 +196,7 @@ class VerdictRow:
         met = value.get("met", value.get("criteria_met"))
         points = value.get("points")
         criterion_id = value.get("criterion_id")
+        tags = value.get("tags")
 
         def text(name: str) -> str:
             field = value.get(name)
@@ -209,6 +212,7 @@ class VerdictRow:
             points=float(points)
             if isinstance(points, int | float) and not isinstance(points, bool)
             else None,
+            tags=tuple(str(t) for t in tags) if isinstance(tags, list) else (),
         )
 
 
