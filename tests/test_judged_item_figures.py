@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -216,3 +217,26 @@ def test_items_whose_stored_keys_would_collide_are_refused(
     assert str(refused.value) == f"task {TASK!r}: {message}"
     assert stub.stats()["requests"] == asked  # refused at load: no call, nothing stored
     assert not (tmp_path / "run" / "store.sqlite").exists()
+
+
+def test_rescoring_after_the_criterion_ids_changed_says_so(
+    jury: None, stub: StubServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    run_jury(stub, tmp_path / "run")
+    renamed = tuple(
+        JudgedItem(i.id, i.query, tuple(replace(c, id=c.id + "-new") for c in i.criteria))
+        for i in ITEMS
+    )
+    JuryTask.items_given = renamed
+    with pytest.raises(clineval.RunFailed):  # every verdict is now missing: over the bound
+        clineval.score(tmp_path / "run")
+    said = [r.getMessage() for r in caplog.records if "stored verdict" in r.getMessage()]
+    assert said == [
+        f"warning: {TASK}: 24 stored verdict(s) belong to no criterion of the items evaluated:"
+        " were item or criterion ids changed since they were judged? (or --limit / --shard"
+        " leave their items out)"
+    ]
+    caplog.clear()
+    JuryTask.items_given = ITEMS  # the ids as judged: nothing to say
+    clineval.score(tmp_path / "run")
+    assert not [r for r in caplog.records if "stored verdict" in r.getMessage()]

@@ -89,6 +89,21 @@ def _distinct(task: str, items: Sequence[JudgedItem]) -> list[JudgedItem]:
     return list(items)
 
 
+def _unmatched(items: Sequence[JudgedItem], stored: dict[str, dict[str, Any]]) -> list[str]:
+    """A warning when the store holds verdicts that no criterion evaluated now owns: the
+    items or their criterion ids changed since they were judged (a judge error is then a
+    stored verdict the task no longer finds), or --limit / --shard leave their items out."""
+    keys = {key for item in items for key in item.verdict_keys()}
+    extra = sum(1 for records in stored.values() for key in records if key not in keys)
+    if not extra:
+        return []
+    return [
+        f"{extra} stored verdict(s) belong to no criterion of the items evaluated: were item "
+        "or criterion ids changed since they were judged? (or --limit / --shard leave their "
+        "items out)"
+    ]
+
+
 def _text_answer(value: Any) -> str | None:
     return None if isinstance(value, str) else '"answer" must be a string'
 
@@ -290,7 +305,7 @@ class JudgedTask(Task[JudgedData]):
         errors = error_rate_failures(ctx.config.max_judge_error_rate, bounded)
         if metrics["candidate_errors"]:
             errors.append(f"{metrics['candidate_errors']} item(s) got no candidate answer")
-        return TaskResult(metrics=metrics, samples=samples, errors=errors)
+        return TaskResult(metrics, samples, errors, _unmatched(items, stored))
 
     def _row(
         self,
