@@ -118,7 +118,7 @@ def summarize(
 
                 if seed is None:
                     seed = int(run.manifest.get("seed") or 0)
-                stats = statistics_for(task, metrics, run.samples.get(task, []))
+                stats = statistics_for(task, metrics, run.samples.get(task, []), task_record)
                 fill_intervals(cards, stats, seed, digits)
         table = tables.setdefault(family, Table(family, []))
         for card in cards:
