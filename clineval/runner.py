@@ -260,6 +260,7 @@ def _execute(
                 write_manifest(output_dir, manifest)
                 manifest_written = True
                 warnings.extend(f"{name}: {text}" for text in result.warnings)
+                warnings.extend(f"{name}: {text}" for text in _undelivered(name, result))
         except BaseException as exc:
             # Results of finished tasks are already on disk; say in the manifest why it stopped.
             if manifest_written:
@@ -538,6 +539,22 @@ def _refuse_poorer_results(
                 "poorer ones (pass --force to do it anyway)",
                 path=output_dir / STORE_FILENAME,
             )
+
+
+def _undelivered(task: str, result: TaskResult) -> list[str]:
+    """A warning for each metric or table the task's benchmark declares that its results do
+    not hold (a misspelt key, a figure its evaluate forgot): report, compare and the API
+    would leave it out without a word."""
+    bench = benchmark_of(task)
+    if bench is None:
+        return []
+    keys = [*(m.key for m in bench.metrics.metrics), *bench.metrics.tables]
+    return [
+        f"declares the metric {key!r}, which its results do not hold (is the key spelt as "
+        "declared?)"
+        for key in keys
+        if key not in result.metrics
+    ]
 
 
 def _declared(task: str) -> dict[str, Any]:

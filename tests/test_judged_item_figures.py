@@ -240,3 +240,28 @@ def test_rescoring_after_the_criterion_ids_changed_says_so(
     JuryTask.items_given = ITEMS  # the ids as judged: nothing to say
     clineval.score(tmp_path / "run")
     assert not [r for r in caplog.records if "stored verdict" in r.getMessage()]
+
+
+def test_a_declared_metric_the_results_lack_is_named(
+    stub: StubServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A declared figure the task never writes (here a misspelt axis) is a warning naming
+    it, not a metric that silently never appears."""
+    axes = (*(MetricSpec(f"axis_{a}", per_sample=f"axis_{a}") for a in AXES),)
+    misspelt = MetricSpec("axis_clarty", per_sample="axis_clarty")
+    metrics = MetricSchema((*judged_metrics("mean").metrics, *axes, misspelt))
+    bench = Benchmark(
+        family=TASK, title="synthetic jury", tasks=(TASK,), make_task=JuryTask, metrics=metrics,
+        options=(OPTIONS,), capabilities=frozenset({"predictions"}),
+        run_settings=JUDGED_RUN_SETTINGS,
+    )  # fmt: skip
+    registry.register(bench)
+    try:
+        run_jury(stub, tmp_path / "run")
+    finally:
+        registry.unregister(TASK)
+    said = [r.getMessage() for r in caplog.records if "declares the metric" in r.getMessage()]
+    assert said == [
+        f"warning: {TASK}: declares the metric 'axis_clarty', which its results do not hold"
+        " (is the key spelt as declared?)"
+    ]
