@@ -191,6 +191,8 @@ def test_run_score_report_compare_export_agreement(
     compared = cli(site, "compare", str(one), str(errs), "--format", "csv", "-o", str(table))
     assert compared.returncode == 0, compared.stderr
     assert "score" in table.read_text() and "criteria_met_rate" in table.read_text()
+    directions = {(r["metric"], r["higher_is_better"]) for r in csv.DictReader(table.open())}
+    assert {("score", "True"), ("judge_error_rate", "False")} <= directions
 
     exported = cli(site, "export", str(one), "--format", "samples-csv", "-o", str(tmp_path / "x"))
     assert exported.returncode == 0, exported.stderr
