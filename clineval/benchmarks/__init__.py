@@ -81,6 +81,7 @@ _HOME = {
     "bootstrap_interval": "clineval.report.statistics",
     "counts_statistic": "clineval.report.statistics",
     "macro_f1_statistic": "clineval.report.statistics",
+    "micro_f1_statistic": "clineval.report.statistics",
     "mean_statistic": "clineval.report.statistics",
     "ratio_statistic": "clineval.report.statistics",
     # bootstrap resampling
@@ -439,6 +440,9 @@ if TYPE_CHECKING:  # what type checkers and editors see of the lazy names below
     )
     from clineval.report.statistics import (
         mean_statistic as mean_statistic,
+    )
+    from clineval.report.statistics import (
+        micro_f1_statistic as micro_f1_statistic,
     )
     from clineval.report.statistics import (
         ratio_statistic as ratio_statistic,

@@ -13,7 +13,7 @@ more than a whole report takes otherwise, and only this weighted column sum is n
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -166,6 +166,30 @@ def ratio_statistic(
         np.column_stack([np.asarray(num, np.float64), np.asarray(den, np.float64)])
     )
     return SampleStatistic(list(ids), counts, ratio)
+
+
+def micro_f1_statistic(
+    ids: Sequence[str],
+    gold: Sequence[Collection[str]],
+    pred: Sequence[Collection[str] | None],
+) -> SampleStatistic:
+    """Micro-F1 of a multi-label task (ICD coding, one set of labels per sample): 2 TP /
+    (2 TP + FP + FN) with each sample's label-set TP, FP and FN summed; 0 when both sets are
+    empty everywhere. A sample without a prediction (None) counts its gold labels as missed."""
+    counts = np.array(
+        [
+            (len(set(g) & set(p or ())), len(set(p or ()) - set(g)), len(set(g) - set(p or ())))
+            for g, p in zip(gold, pred, strict=True)
+        ],
+        dtype=np.float64,
+    ).reshape(-1, 3)
+    return SampleStatistic(list(ids), Counts.from_dense(counts), _micro_f1)
+
+
+def _micro_f1(sums: NDArray[np.float64]) -> NDArray[np.float64]:
+    tp, fp, fn = sums[:, 0], sums[:, 1], sums[:, 2]
+    den = 2 * tp + fp + fn
+    return np.where(den > 0, 2 * tp / np.where(den > 0, den, 1.0), 0.0)
 
 
 def macro_f1_statistic(
