@@ -82,6 +82,7 @@ class JuryTask(JudgedTask):
     prompt = WORDING
     candidate_template = "synthetic-jury-candidate-v1"
     clash: ClassVar[bool] = False
+    nan_for_absent: ClassVar[bool] = False  # an axis the item lacks: nan, else no key
     items_given: ClassVar[tuple[JudgedItem, ...]] = ITEMS
 
     def data_status(self, data_root: Path | None) -> list[DataFileStatus]:
@@ -95,6 +96,8 @@ class JuryTask(JudgedTask):
 
     def item_figures(self, item: JudgedItem, verdicts: NDArray[np.float64]) -> dict[str, float]:
         figures = axis_shares(item, verdicts)
+        if self.nan_for_absent:
+            figures = {f"axis_{a}": figures.get(f"axis_{a}", float("nan")) for a in AXES}
         return {**figures, "score": 0.0} if self.clash else figures
 
 
@@ -122,6 +125,7 @@ def jury() -> Iterator[None]:
     yield
     registry.unregister(TASK)
     JuryTask.clash = False
+    JuryTask.nan_for_absent = False
     JuryTask.items_given = ITEMS
 
 
@@ -135,7 +139,10 @@ def stub() -> Iterator[StubServer]:
 def run_jury(stub: StubServer, out: Path, seed: int = 0) -> Any:
     answers = out.parent / f"{out.name}-answers.jsonl"
     answers.write_text(
-        "".join(json.dumps({"id": i.id, "answer": f"answer to {i.id}"}) + "\n" for i in ITEMS)
+        "".join(
+            json.dumps({"id": i.id, "answer": f"answer to {i.id}"}) + "\n"
+            for i in JuryTask.items_given
+        )
     )
     return clineval.run(
         TASK,
@@ -265,3 +272,21 @@ def test_a_declared_metric_the_results_lack_is_named(
         f"warning: {TASK}: declares the metric 'axis_clarty', which its results do not hold"
         " (is the key spelt as declared?)"
     ]
+
+
+@pytest.mark.parametrize("nan", [False, True])
+def test_a_figure_that_does_not_apply_to_an_item_is_left_out(
+    jury: None, stub: StubServer, tmp_path: Path, nan: bool
+) -> None:
+    only_accuracy = JudgedItem(
+        "fixture-5", "q", (Criterion("accuracy-x", "only accuracy", tags=("axis:accuracy",)),)
+    )
+    JuryTask.items_given = (*ITEMS, only_accuracy)
+    JuryTask.nan_for_absent = nan
+    rows = {r["id"]: r for r in run_jury(stub, tmp_path / "run").samples(TASK)}
+    metrics = json.loads((tmp_path / "run" / "results.json").read_text())[TASK]
+    assert "axis_clarity" not in rows["fixture-5"] and "axis_accuracy" in rows["fixture-5"]
+    clarity = [r["axis_clarity"] for r in rows.values() if "axis_clarity" in r]
+    assert len(clarity) == 4 and metrics["axis_clarity"] == pytest.approx(np.mean(clarity))
+    accuracy = [r["axis_accuracy"] for r in rows.values()]
+    assert len(accuracy) == 5 and metrics["axis_accuracy"] == pytest.approx(np.mean(accuracy))

@@ -167,7 +167,8 @@ class JudgedTask(Task[JudgedData]):
         """Further figures of one answered item besides its score (HealthBench's per-axis
         scores, MedHELM's per-dimension ratings ...), called with the same verdicts as
         `score`. Each key becomes a field of the item's sample row and a metric of the same
-        key, the mean over the scored items; declare it as `MetricSpec(KEY, per_sample=KEY)`
+        key, the mean over the scored items it applies to (a key left out, or nan, for an
+        item it does not apply to); declare it as `MetricSpec(KEY, per_sample=KEY)`
         and compare's paired test and the report's interval come with it. A key must not be
         one of the kit's own metrics or row fields. None by default."""
         return {}
@@ -267,7 +268,8 @@ class JudgedTask(Task[JudgedData]):
                 f"task {self.name!r}: item_figures returned {sorted(taken)[0]!r}, a name the "
                 "judging kit uses itself: rename the figure"
             )
-        return {k: float(v) for k, v in figures.items()}
+        # a figure that does not apply to the item (nan) is left out, as an absent key is
+        return {k: float(v) for k, v in figures.items() if math.isfinite(float(v))}
 
     def evaluate(self, ctx: RunContext, data: JudgedData) -> TaskResult:
         items, labels = data.items, data.judging.panel.labels
