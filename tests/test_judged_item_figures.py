@@ -102,8 +102,8 @@ class JuryTask(JudgedTask):
 
 
 def schema() -> MetricSchema:
-    axes = tuple(MetricSpec(f"axis_{a}", per_sample=f"axis_{a}") for a in AXES)
-    return MetricSchema((*judged_metrics("mean of the axis shares").metrics, *axes))
+    axes = (MetricSpec(f"axis_{a}", per_sample=f"axis_{a}") for a in AXES)
+    return judged_metrics("mean of the axis shares", *axes)
 
 
 @pytest.fixture
@@ -254,9 +254,9 @@ def test_a_declared_metric_the_results_lack_is_named(
 ) -> None:
     """A declared figure the task never writes (here a misspelt axis) is a warning naming
     it, not a metric that silently never appears."""
-    axes = (*(MetricSpec(f"axis_{a}", per_sample=f"axis_{a}") for a in AXES),)
+    axes = (MetricSpec(f"axis_{a}", per_sample=f"axis_{a}") for a in AXES)
     misspelt = MetricSpec("axis_clarty", per_sample="axis_clarty")
-    metrics = MetricSchema((*judged_metrics("mean").metrics, *axes, misspelt))
+    metrics = judged_metrics("mean", *axes, misspelt)
     bench = Benchmark(
         family=TASK, title="synthetic jury", tasks=(TASK,), make_task=JuryTask, metrics=metrics,
         options=(OPTIONS,), capabilities=frozenset({"predictions"}),

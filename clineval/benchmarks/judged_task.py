@@ -39,8 +39,9 @@ from clineval.plan import CallPlan
 from clineval.report.statistics import SampleStatistic, bootstrap_interval, mean_statistic
 
 
-def judged_metrics(score_help: str) -> MetricSchema:
-    """The metrics a JudgedTask reports, `score` first (the primary)."""
+def judged_metrics(score_help: str, *more: MetricSpec) -> MetricSchema:
+    """The metrics a JudgedTask reports, `score` first (the primary), then `more`: the
+    benchmark's own figures (its `item_figures`, declared `per_sample`)."""
     return MetricSchema(
         (
             MetricSpec("score", score_help),
@@ -50,6 +51,7 @@ def judged_metrics(score_help: str) -> MetricSchema:
             MetricSpec("n_items_scored", "items with every verdict", headline=False, count=True),
             MetricSpec("judge_errors", "verdicts that could not be obtained", False, False, True),
             MetricSpec("candidate_errors", "items without an answer", False, False, True),
+            *more,
         )
     )
 
