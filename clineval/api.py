@@ -61,13 +61,11 @@ class RunSettings(TypedDict, total=False):
     judges: str | Sequence[str]
     judge_base_urls: str | Sequence[str]
     concurrency: int
-    cases: PathLike | None
     verdicts: PathLike | None
     judge_prompt: PathLike | None
     judge_errors_as_unmet: bool
     max_judge_error_rate: float
     shard: str | None
-    dedupe: bool
     temperature: float
     max_tokens: int | None
     timeout_s: float
@@ -78,7 +76,9 @@ class RunSettings(TypedDict, total=False):
     batch_file_out: PathLike | None
     batch_file_in: str | Sequence[str]
     reuse: PathLike | Sequence[PathLike]
-    # {"KEY": "VALUE"} (numbers as the command line would take them) or ["KEY=VALUE"]
+    # {"KEY": "VALUE"} (numbers as the command line would take them) or ["KEY=VALUE"]; a
+    # benchmark's option with a flag of its own may be given by the flag's name as well, as a
+    # keyword beside these (cases=PATH for clinconsensus.cases, dedupe=True): one of the two
     options: Mapping[str, str | int | float] | Sequence[str] | str
 
 
@@ -132,8 +132,9 @@ def _config(tasks: str | Sequence[str], model: str | None, settings: dict[str, A
     """The RunConfig `clineval run` would build from the same settings (RunConfig field
     names: data_dir, limit, seed, base_urls, judges, timeout_s, options, ...)."""
     from clineval.config import RunConfig
+    from clineval.option_flags import declared_flags, with_flags
 
-    for name in ("data_dir", "cases", "verdicts", "judge_prompt", "price_table", "batch_file_out"):
+    for name in ("data_dir", "verdicts", "judge_prompt", "price_table", "batch_file_out"):
         if isinstance(settings.get(name), os.PathLike):
             settings[name] = os.fspath(settings[name])
     verdicts = settings.get("verdicts")
@@ -154,6 +155,10 @@ def _config(tasks: str | Sequence[str], model: str | None, settings: dict[str, A
         settings["reuse"] = reuse
     if "options" in settings:
         settings["options"] = _option_items(settings["options"])
+    flags = declared_flags()
+    given = {name: settings.pop(name) for name in list(settings) if name in flags}
+    if given:  # cases=PATH: the option whose flag is --cases (empty: refused naming the flag)
+        settings["options"] = with_flags(settings.get("options") or {}, given)
     # strict: a Python caller's True is not a limit of 1, nor "3" a seed
     return RunConfig.checked(strict=True, tasks=_as_list(tasks), model=model, **settings)
 

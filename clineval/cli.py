@@ -57,13 +57,14 @@ app.add_typer(skills_app, name="skills")
 _state = {"debug": False}
 
 # Option groups of `clineval run --help` (typer's rich_help_panel).
-_MODEL, _JUDGE, _DATA, _OUTPUT, _CONTROL, _BATCH = (
+_MODEL, _JUDGE, _DATA, _OUTPUT, _CONTROL, _BATCH, _BENCHMARK = (
     "Model",
     "Judge",
     "Data",
     "Output",
     "Run control",
     "Batch",
+    "Benchmark flags (each one --option KEY of a benchmark)",
 )
 
 
@@ -263,16 +264,6 @@ def run(
             rich_help_panel=_MODEL,
         ),
     ] = 16,
-    cases: Annotated[
-        str | None,
-        typer.Option(
-            "--cases",
-            metavar="FILE",
-            help="Cases file of a rubric task (default: found under the data root).",
-            rich_help_panel=_DATA,
-            parser=path_text,
-        ),
-    ] = None,
     verdicts: Annotated[
         str | None,
         typer.Option(
@@ -320,14 +311,6 @@ def run(
             rich_help_panel=_DATA,
         ),
     ] = None,
-    dedupe: Annotated[
-        bool,
-        typer.Option(
-            "--dedupe",
-            help="Drop evaluated records that also occur in train (TCM-SD).",
-            rich_help_panel=_DATA,
-        ),
-    ] = False,
     temperature: Annotated[
         float,
         typer.Option(
@@ -484,7 +467,6 @@ def run(
 ) -> None:
     """Run TASK... with a model; rerun with the same --output-dir to resume."""
     from clineval.config import RunConfig
-    from clineval.options import split_option_items
     from clineval.runner import plan as plan_tasks
     from clineval.runner import run as run_tasks
 
@@ -518,13 +500,11 @@ def run(
         judges=values["judge"] or [],
         judge_base_urls=values["judge_base_url"] or [],
         concurrency=values["concurrency"],
-        cases=values["cases"],
         verdicts=verdicts,
         judge_prompt=values["judge_prompt"],
         judge_errors_as_unmet=values["judge_errors_as_unmet"],
         max_judge_error_rate=values["max_judge_error_rate"],
         shard=values["shard"],
-        dedupe=values["dedupe"],
         temperature=values["temperature"],
         max_tokens=values["max_tokens"],
         timeout_s=values["timeout"],
@@ -535,7 +515,7 @@ def run(
         batch_file_out=values["batch_file_out"],
         batch_file_in=values["batch_file_in"] or [],
         reuse=values["reuse"] or [],
-        options=split_option_items(values["option"] or []),
+        options=_with_declared_flags(ctx, values),
     )
     with _json_stdout(as_json) as emit:
         if dry_run:
@@ -555,21 +535,119 @@ def run(
 
 def _with_config_file(ctx: typer.Context, config: Path | None) -> dict[str, Any]:
     """The run's flag values: those given on the command line, else the --config file's, else
-    the flags' defaults (keys: the parameter names, which are the file's keys)."""
+    the flags' defaults (keys: the parameter names, which are the file's keys). A declared
+    option flag (`cases`) given by the file only is kept in ctx.meta as if given here, marked
+    as the file's."""
     values = dict(ctx.params)
     if config is None:
         return values
     from clineval.config_file import read_run_file
+    from clineval.option_flags import declared_flags
 
     given = {
         name
         for name in values
         if getattr(ctx.get_parameter_source(name), "name", "") == "COMMANDLINE"
     }
-    for key, value in read_run_file(config).items():
-        if key not in given:
+    flags = {name: flag.value is None for name, (_, _, flag) in declared_flags().items()}
+    from_line = ctx.meta.setdefault(_DECLARED_FLAGS, {})
+    from_file = ctx.meta.setdefault(_FILE_FLAGS, {})
+    for key, value in read_run_file(config, flags).items():
+        if key in flags and key not in values:
+            if key not in from_line:
+                from_file[key] = value
+        elif key not in given:
             values[key] = value
     return values
+
+
+# ctx.meta keys: the declared option flags given on the command line, and in --config FILE
+_DECLARED_FLAGS, _FILE_FLAGS = "clineval.declared_flags", "clineval.file_flags"
+
+
+def _with_declared_flags(ctx: typer.Context, values: dict[str, Any]) -> dict[str, str]:
+    """The run's --option items with the benchmarks' declared flags (`--cases FILE`) as their
+    options. What the command line gives overrides the --config file, flag or option: a key
+    set on the command line drops the file's value of it."""
+    from clineval.option_flags import declared_flags, with_flags
+    from clineval.options import split_option_items
+
+    line_flags: dict[str, Any] = ctx.meta.get(_DECLARED_FLAGS, {})
+    file_flags: dict[str, Any] = ctx.meta.get(_FILE_FLAGS, {})
+    options = split_option_items(values["option"] or [])
+    if not line_flags and not file_flags:
+        return options
+    flags = declared_flags()
+    option_from_line = getattr(ctx.get_parameter_source("option"), "name", "") == "COMMANDLINE"
+    line_keys = {flags[name][0].key(flags[name][1]) for name in line_flags}
+    if not option_from_line:  # the file's --option items: the command line's flags win
+        options = {key: value for key, value in options.items() if key not in line_keys}
+    else:  # the command line's --option items: the file's flags of their keys give way
+        file_flags = {
+            name: value
+            for name, value in file_flags.items()
+            if flags[name][0].key(flags[name][1]) not in options
+        }
+    return with_flags(with_flags(options, file_flags), line_flags)
+
+
+def add_declared_flags(command: Any) -> None:
+    """The benchmarks' declared option flags (clineval.options.Flag) as options of `clineval
+    run` (`command`), listed in its help: each keeps its value in ctx.meta for
+    `_with_declared_flags`. Known only from the declarations, so a plugin's flag is one too;
+    one that would shadow a flag of clineval's own is left out, with a warning. typer makes
+    the options, from a signature built here (its public way to declare one)."""
+    from clineval.option_flags import declared_flags
+
+    taken = {opt for param in command.params for opt in getattr(param, "opts", ())}
+    parameters: list[inspect.Parameter] = []
+    for setting, (group, option, flag) in declared_flags().items():
+        if flag.name in taken or not flag.name.startswith("--"):
+            logging.getLogger(__name__).warning(
+                "the flag %s of option %s is left out: clineval run has a flag of that name",
+                flag.name,
+                group.key(option),
+            )
+            continue
+        taken.add(flag.name)
+        info = typer.Option(
+            flag.name,
+            metavar=None if flag.value is not None else flag.metavar,
+            help=f"{option.help} (--option {group.key(option)}; {group.applies_to}).",
+            rich_help_panel=_BENCHMARK,
+            expose_value=False,
+            callback=_keep_declared_flag(setting),
+            show_default=False,
+        )
+        kind: Any = bool if flag.value is not None else str | None
+        parameters.append(
+            inspect.Parameter(
+                f"flag_{len(parameters)}",
+                inspect.Parameter.KEYWORD_ONLY,
+                default=False if flag.value is not None else None,
+                annotation=Annotated[kind, info],
+            )
+        )
+    if not parameters:
+        return
+
+    def holder(**_: Any) -> None:  # never called: only its signature is read
+        return None
+
+    holder.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    holder.__annotations__ = {p.name: p.annotation for p in parameters}
+    app_of_flags = typer.Typer(add_completion=False)
+    app_of_flags.command()(holder)
+    command.params.extend(typer.main.get_command(app_of_flags).params)
+
+
+def _keep_declared_flag(setting: str) -> Callable[..., Any]:
+    def keep(ctx: typer.Context, value: Any) -> Any:
+        if value is not None and value is not False:
+            ctx.meta.setdefault(_DECLARED_FLAGS, {})[setting] = value
+        return value
+
+    return keep
 
 
 @contextlib.contextmanager
@@ -913,10 +991,13 @@ def config_command(
     clineval run --config FILE reproduces the run; flags given with it override the file (e.g.
     -o NEW_DIR to run it again elsewhere)."""
     from clineval.config_file import run_file_text
+    from clineval.option_flags import config_from_manifest
     from clineval.run_record import read_manifest
-    from clineval.rundir import atomic_write_text
+    from clineval.rundir import MANIFEST, atomic_write_text
 
-    text = run_file_text(read_manifest(run_dir), run_dir)
+    manifest = read_manifest(run_dir)
+    config = config_from_manifest(manifest.config, str(run_dir / MANIFEST))
+    text = run_file_text(manifest, config, run_dir)
     if output is None:
         sys.stdout.write(text)
     else:
@@ -965,6 +1046,7 @@ def list_tasks(
                                 "default": option.default,
                                 "models": group.models_text(option),
                                 "help": option.help,
+                                "flag": option.flag.name if option.flag else None,
                             }
                             for group in groups
                             for option in group.options
@@ -982,7 +1064,9 @@ def list_tasks(
             for option in group.options:
                 default = "-" if option.default is None else option.default
                 models = group.models_text(option)
-                options.add_row(group.key(option), default, models, option.help)
+                # a flag the benchmark keeps for the key: the same setting (one of the two)
+                flag = f"(also {option.flag.name}) " if option.flag else ""
+                options.add_row(group.key(option), default, models, flag + option.help)
             stdout.print(options)
         return
 
@@ -1187,6 +1271,15 @@ def _global_option(ctx: Any, name: Any) -> str | None:
     return None
 
 
+def _completed_words() -> list[str]:
+    """The words of the command line a shell asks completions of (typer's variables: bash's
+    COMP_WORDS, the others' _TYPER_COMPLETE_ARGS), without the program's name."""
+    if not any(name.startswith("_CLINEVAL_COMPLETE") for name in os.environ):
+        return []
+    line = os.environ.get("COMP_WORDS") or os.environ.get("_TYPER_COMPLETE_ARGS") or ""
+    return line.split()[1:]
+
+
 def _command_words(args: list[str]) -> tuple[str, ...]:
     """The command of a command line: its leading words that are not options (the global
     options --debug and --quiet take no value)."""
@@ -1241,6 +1334,8 @@ def _main(args: list[str]) -> int:
     try:
         # Without standalone mode click returns a `typer.Exit(code)` as the call's value.
         command = typer.main.get_command(app)
+        if _command_words(args or _completed_words())[:1] == ("run",):  # the registry: `run` only
+            add_declared_flags(getattr(command, "commands", {})["run"])
         _help_as_written(command)
         _enable_completion()
         result = command.main(args=args, standalone_mode=False, prog_name="clineval")

@@ -71,14 +71,13 @@ class RunConfig(BaseModel):
     # A judge's own replicas: "URL" (the one judge) or "JUDGE=URL" (see `models`).
     judge_base_urls: list[str] = Field(default_factory=list)
     concurrency: int = Field(default=16, ge=1)
-    cases: str | None = None
+    # A verdicts file made elsewhere, scored in place of the model's answers and the judge.
     verdicts: str | None = None
     judge_prompt: str | None = None
     judge_errors_as_unmet: bool = False
     # allow_inf_nan=False: `nan` compares false with everything and would switch the bound off
     max_judge_error_rate: float = Field(default=0.02, ge=0.0, le=1.0, allow_inf_nan=False)
     shard: str | None = None  # "I/N" ("auto" / "auto/N" is resolved from the environment)
-    dedupe: bool = False
     temperature: float = Field(default=0.0, ge=0.0, allow_inf_nan=False)
     max_tokens: int | None = Field(default=None, ge=1, le=2**31 - 1)  # a server's C int
     timeout_s: float = Field(default=120.0, gt=0.0, allow_inf_nan=False)
@@ -95,12 +94,12 @@ class RunConfig(BaseModel):
     # clineval.store_reuse). Not part of the resume identity: a call's key is its identity.
     reuse: list[str] = Field(default_factory=list)
     # Task and model-layer knobs by full key ({"ner.tokenizer": "model"}); every key is declared
-    # by its layer (clineval.options) and checked against those declarations before a run.
+    # by its layer (clineval.options) and checked against those declarations before a run. A
+    # setting of one benchmark alone lives here, not as a field, even when it keeps a flag of
+    # its own (--cases is clinconsensus.cases: clineval.options.Flag).
     options: dict[str, str] = Field(default_factory=dict)
 
-    @field_validator(
-        "data_dir", "cases", "verdicts", "judge_prompt", "price_table", "batch_file_out"
-    )
+    @field_validator("data_dir", "verdicts", "judge_prompt", "price_table", "batch_file_out")
     @classmethod
     def _nonempty_path(cls, value: str | None, info: ValidationInfo) -> str | None:
         if is_empty_path(value) and not _from_manifest(info):
@@ -208,7 +207,9 @@ class RunConfig(BaseModel):
 
     @classmethod
     def from_manifest(cls, data: Any, path: str) -> RunConfig:
-        """The config a manifest recorded; InputError naming the manifest if it is not one."""
+        """The config a manifest recorded; InputError naming the manifest if it is not one.
+        Read a manifest through clineval.option_flags.config_from_manifest, which first
+        moves a benchmark's setting that an older clineval kept as a field into its option."""
         if not isinstance(data, dict):
             raise InputError("the manifest's config is not a JSON object", path=path)
         try:

@@ -2,7 +2,9 @@
 
 The file's keys are the run's flags, written with underscores (`max_tokens`, `judge`,
 `base_url`, `option`) plus `tasks` and `output_dir`; they are derived from RunConfig's fields
-through `config.flag_of`, so a new run setting is a key without another edit here. A flag that
+through `config.flag_of`, so a new run setting is a key without another edit here; the flags
+benchmarks keep for their options (`cases`, `dedupe`: clineval.options.Flag) are keys too,
+given by the caller, which knows the declarations. A flag that
 may be repeated takes a string or a list of strings; `option` also takes a table
 (`option = {"ner.chunking" = "ncer"}`). Values are checked strictly here, where they enter:
 TOML has types, so `limit = "5"` is a mistake to name, not a string to convert. What the
@@ -15,6 +17,7 @@ import difflib
 import json
 import re
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -24,7 +27,6 @@ from clineval.config import RunConfig, flag_of, reason_of
 from clineval.errors import InputError, clip
 from clineval.jsonio import read_text_file
 from clineval.run_record import Manifest
-from clineval.rundir import MANIFEST
 from clineval.secrets import redact
 from clineval.version import __version__
 
@@ -47,9 +49,11 @@ def _is_list(field: str) -> bool:
     return getattr(annotation, "__origin__", None) is list
 
 
-def read_run_file(path: Path) -> dict[str, Any]:
+def read_run_file(path: Path, flags: Mapping[str, bool] | None = None) -> dict[str, Any]:
     """The settings of a TOML run file as {key: value}, each value in the shape its flag has on
     the command line (a repeatable flag: a list of strings; option: KEY=VALUE strings).
+    `flags`: the benchmarks' declared option flags by setting name, True for one that takes
+    a value (a string), False for one that takes none (true or false).
     InputError naming the file (and line, for TOML syntax) for anything else."""
     text = read_text_file(path, "config file")
     try:
@@ -60,7 +64,8 @@ def read_run_file(path: Path) -> dict[str, Any]:
         line = int(found.group(2)) if found and found.group(2) else None
         message = message[: found.start()] if found else message
         raise InputError(f"not TOML: {message}", path=path, line=line) from None
-    keys = file_keys()
+    flags = flags or {}
+    keys = file_keys() | {name: name for name in flags}
     out: dict[str, Any] = {}
     for written, value in data.items():
         key = written.replace("-", "_")
@@ -72,8 +77,21 @@ def read_run_file(path: Path) -> dict[str, Any]:
             )
         if key in out:
             raise InputError(f"key {key!r} is given twice (- and _ spellings)", path=path)
-        out[key] = _checked(key, keys[key], value, path)
+        if key in flags and key not in RunConfig.model_fields:
+            out[key] = _flag_value(key, value, flags[key], path)
+        else:
+            out[key] = _checked(key, keys[key], value, path)
     return out
+
+
+def _flag_value(key: str, value: Any, takes_value: bool, path: Path) -> Any:
+    """The value of a benchmark's option flag: a non-empty string, or true / false for a flag
+    that takes no value (its option's own parser checks it further, naming the flag)."""
+    if takes_value and (not isinstance(value, str) or not value.strip()):
+        raise InputError(f"key {key!r}: must be a non-empty string, not {clip(value)}", path=path)
+    if not takes_value and not isinstance(value, bool):
+        raise InputError(f"key {key!r}: must be true or false, not {clip(value)}", path=path)
+    return value
 
 
 def _checked(key: str, field: str, value: Any, path: Path) -> Any:
@@ -129,10 +147,10 @@ def _option_items(value: Any, wrong: Any) -> list[str]:
 # --- a finished run's settings as a file -----------------------------------------------------
 
 
-def run_file_text(manifest: Manifest, run_dir: Path) -> str:
-    """The TOML run file of a run: every setting it ran with (defaults included, so that a
-    later version's other default does not change a reproduction), secrets masked."""
-    config = RunConfig.from_manifest(manifest.config, str(run_dir / MANIFEST))
+def run_file_text(manifest: Manifest, config: RunConfig, run_dir: Path) -> str:
+    """The TOML run file of the run in `run_dir`, whose manifest recorded `config`: every
+    setting it ran with (defaults included, so that a later version's other default does not
+    change a reproduction), secrets masked."""
     version = manifest.clineval_version or "unknown"
     lines = [
         f"# The settings of the clineval run in {_toml(str(run_dir))} (clineval {version};",

@@ -31,15 +31,14 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
-from clineval.config import RunConfig
 from clineval.errors import InputError
 from clineval.jsonl import iter_json_objects
 from clineval.judge.ensemble import AGGREGATES, aggregate, cohen_kappa
 from clineval.judge.verdict import as_id, judge_of_kind, read_verdicts, verdict_key, verdict_kind
+from clineval.option_flags import config_from_manifest
 from clineval.run_record import read_manifest
 from clineval.rundir import MANIFEST, CannotWrite, write_json
 from clineval.store import STORE_FILENAME, RunStore
@@ -181,8 +180,8 @@ def judge_agreement(run_dir: Path, labels_path: Path, task: str | None = None) -
         raise InputError("not a run directory (no run store)", path=run_dir)
     manifest = read_manifest(run_dir)  # validated, or InputError
     try:
-        config = RunConfig.model_validate(manifest.config)
-    except ValidationError:
+        config = config_from_manifest(manifest.config, str(run_dir / MANIFEST))
+    except InputError:
         raise InputError("manifest has no valid run config", path=run_dir / MANIFEST) from None
     labels = read_labels(labels_path)
     keys = [k for k, _, _ in labels.rows]

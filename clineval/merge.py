@@ -22,6 +22,7 @@ from typing import Any
 
 from clineval.config import with_spec_labels
 from clineval.errors import InputError
+from clineval.option_flags import manifest_config
 from clineval.run_record import (
     Manifest,
     MergedShard,
@@ -108,7 +109,9 @@ def _check_output(output_dir: Path, config: dict[str, Any]) -> None:
 def _what_was_asked(config: dict[str, Any]) -> dict[str, Any]:
     """The config without HOW fields; model and judge specs without their @URL (a shard may
     reach the same model at another address, as with --base-url)."""
-    return with_spec_labels({k: v for k, v in config.items() if k not in _HOW_FIELDS})
+    # a shard recorded by an older clineval (a benchmark's setting still a field) too
+    asked = manifest_config(config)
+    return with_spec_labels({k: v for k, v in asked.items() if k not in _HOW_FIELDS})
 
 
 def _check_same_run(configs: list[dict[str, Any]], run_dirs: list[Path]) -> None:

@@ -3,11 +3,14 @@
 A run refuses an unknown key or a value its parser rejects before anything is loaded or written,
 with one line that names the option and lists the valid keys. Each layer declares its own
 group (tasks their `ner.*` / `tcm.*` / `clinconsensus.*` keys, the model layer `llm.*` and
-`llamacpp.*`); `clineval tasks --options` prints them all.
+`llamacpp.*`); `clineval tasks --options` prints them all. An option may keep a flag of its own
+(`Flag`: `--cases` is `clinconsensus.cases`), another spelling of the same setting, and a rule
+refusing a value that cannot apply to a run (`Option.unusable`, over `RunFacts`).
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -16,10 +19,56 @@ from typing import Any
 from clineval.errors import InputError
 
 Parser = Callable[[str], Any]
+_FLAG_NAME = re.compile(r"--[a-z][a-z0-9]*(-[a-z0-9]+)*")
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A command-line flag a benchmark keeps for one of its options (`--cases FILE` for
+    `clinconsensus.cases`): another spelling of the same setting, never a second value of it.
+    The CLI (`clineval run --help` lists them), a `--config` file, the Python API and the
+    manifests written when the setting was a run field all spell it by its name without the
+    dashes (`cases`, `dedupe`); clineval.options.flag_settings turns them into the option."""
+
+    name: str  # "--cases"
+    metavar: str = "VALUE"
+    # A flag that takes no value ("--dedupe") sets the option to this; absent, it is not set.
+    value: str | None = None
+
+    def __post_init__(self) -> None:
+        if not _FLAG_NAME.fullmatch(self.name):  # a declaration's mistake, found at import
+            raise ValueError(f"flag {self.name!r} is not --name (lower case, digits, -)")
+
+    @property
+    def setting(self) -> str:
+        """The flag as a key of a config file or the Python API: "--no-x" -> "no_x"."""
+        return self.name.removeprefix("--").replace("-", "_")
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What a run is, as far as an option's `unusable` rule asks: its models (label -> what
+    each is, as Option.models names it: backend, kind, backend:name), the candidate's, and
+    the run settings given (RunConfig field names, e.g. "verdicts")."""
+
+    candidate: frozenset[str]
+    models: Mapping[str, frozenset[str]]
+    given: frozenset[str] = frozenset()
+
+
+# The reason a value cannot apply to a run (it would be ignored, or fail after work was done),
+# or None when it can.
+Unusable = Callable[[Any, RunFacts], "str | None"]
 
 
 @dataclass(frozen=True)
 class Option:
+    """One `--option NAMESPACE.NAME=VALUE` key: its parser (a function of the text that raises
+    ValueError with the reason), help and default as written, and what it touches: whether it
+    changes the requests (resume refuses another value), whether `score` may change it, the
+    models that read it, an optional flag of its own, and a rule for values the run cannot
+    use."""
+
     name: str  # without the group's namespace: "tokenizer" of "ner.tokenizer"
     parse: Parser  # raises ValueError with a short reason for a bad value
     help: str
@@ -35,10 +84,20 @@ class Option:
     # A run none of whose models (the candidate and the judges) matches refuses the key, as
     # an unknown one: it would be ignored silently. () = every model (the group's `models`).
     models: tuple[str, ...] = ()
+    # A command-line flag of its own for the same setting (see Flag).
+    flag: Flag | None = None
+    # A rule over the typed value and the run (see RunFacts): a value that depends on what
+    # the run is to matter (ner.tokenizer=model needs a checkpoint with its own tokenizer) is
+    # refused before anything runs, with the reason this returns.
+    unusable: Unusable | None = None
 
 
 @dataclass(frozen=True)
 class OptionGroup:
+    """A namespace of options (`ner.*`, a benchmark's own), who reads them (for messages),
+    their default `models`, and an optional rule across their values; `value(options,
+    name)` reads one typed, given or default."""
+
     namespace: str  # "ner"
     applies_to: str  # who reads the group, for messages: "ner:* tasks"
     options: tuple[Option, ...]
@@ -155,6 +214,8 @@ def number(minimum: float, *, maximum: float, above_minimum: bool = False) -> Pa
 
 
 def choice(*values: str) -> Parser:
+    """A parser accepting exactly one of `values`."""
+
     def parse(text: str) -> str:
         if text not in values:
             raise ValueError(f"must be one of {', '.join(values)}")
@@ -164,6 +225,8 @@ def choice(*values: str) -> Parser:
 
 
 def text(nonempty: bool = True) -> Parser:
+    """A parser keeping the text as given (refusing blank text unless `nonempty=False`)."""
+
     def parse(value: str) -> str:
         if nonempty and not value.strip():
             raise ValueError("must not be empty")
@@ -186,6 +249,7 @@ def integer_list(*, minimum: int, maximum: int) -> Parser:
 
 
 def boolean(value: str) -> bool:
+    """true/false, yes/no, on/off or 1/0, in any case."""
     lowered = value.strip().lower()
     if lowered in ("1", "true", "yes", "on"):
         return True
@@ -199,16 +263,17 @@ def check_options(
     options: Mapping[str, str],
     groups: Iterable[OptionGroup],
     active: Iterable[str],
-    models: Mapping[str, frozenset[str]] | None = None,
+    facts: RunFacts | None = None,
 ) -> dict[str, Any]:
     """The parsed values of `options` (by full key), or InputError for the first bad one.
 
     `groups` are every declared group; `active` the namespaces the run's tasks and model read;
-    `models` the run's models (label -> what it is: backend, kind, spec; see Option.models),
-    None to skip that rule. A key that this run would not read (of a group its tasks do not
-    use, or for a kind of model it does not have) is refused too: it would be ignored
-    silently, and a user who set it expected it to matter.
+    `facts` what the run is (its models: see Option.models and Option.unusable), None to skip
+    those rules. A key that this run would not read (of a group its tasks do not use, for a
+    kind of model it does not have, or with a value its `unusable` rule refuses for this run)
+    is refused too: it would be ignored silently, and a user who set it expected it to matter.
     """
+    models = facts.models if facts is not None else None
     by_key: dict[str, tuple[OptionGroup, Option]] = {}
     all_groups = list(groups)
     for group in all_groups:
@@ -220,10 +285,9 @@ def check_options(
         if key not in by_key:
             raise InputError(f"--option {_clip(key)!r} is not a known option; {_valid(all_groups)}")
         group, option = by_key[key]
+        named = _named(key, option)
         if group.namespace not in active_set:
-            raise InputError(
-                f"--option {key} applies to {group.applies_to}, which this run does not use"
-            )
+            raise InputError(f"{named} applies to {group.applies_to}, which this run does not use")
         try:
             parsed[key] = option.parse(raw)
         except ValueError as exc:
@@ -231,13 +295,24 @@ def check_options(
         wanted = group.models_of(option)
         if wanted and models is not None and not any(set(wanted) & m for m in models.values()):
             raise InputError(
-                f"--option {key} applies only to {group.models_text(option)}, "
+                f"{named} applies only to {group.models_text(option)}, "
                 f"and this run has none ({', '.join(models) or 'no model'}): it would be ignored"
             )
+        if option.unusable is not None and facts is not None:
+            reason = option.unusable(parsed[key], facts)
+            if reason is not None:
+                raise InputError(f"{_named(key, option, raw)}: {reason}")
     for group in all_groups:
         if any(key in options for key in group.full_keys()):
             group.check_joint(options)
     return parsed
+
+
+def _named(key: str, option: Option, raw: str | None = None) -> str:
+    """How a message names an option a run gives: `--option KEY` (`=VALUE`), and its flag
+    when it has one, since the user may have given it by either spelling."""
+    text = f"--option {key}" + ("" if raw is None else f"={_clip(raw)}")
+    return text if option.flag is None else f"{option.flag.name} ({text})"
 
 
 def _shown_model(selector: str) -> str:
@@ -280,4 +355,50 @@ def split_option_items(items: Iterable[str]) -> dict[str, str]:
         if key.strip() in out:  # last-wins would drop one of two values the user gave
             raise InputError(f"--option {_clip(key.strip())} is given twice; give it once")
         out[key.strip()] = value
+    return out
+
+
+# ---- flags a benchmark keeps for its options --------------------------------------------------
+def flagged(groups: Iterable[OptionGroup]) -> dict[str, tuple[OptionGroup, Option, Flag]]:
+    """The options that have a flag of their own, by the flag's setting name ("cases")."""
+    out: dict[str, tuple[OptionGroup, Option, Flag]] = {}
+    for group in groups:
+        for option in group.options:
+            if option.flag is not None:
+                out.setdefault(option.flag.setting, (group, option, option.flag))
+    return out
+
+
+def flag_settings(
+    options: Mapping[str, str], given: Mapping[str, Any], groups: Iterable[OptionGroup]
+) -> dict[str, str]:
+    """`options` with the declared flags' values in `given` ({setting name: value}: a string,
+    a path, or True / False for a flag without a value) turned into their options. A flag and
+    `--option` of the same key together are refused: one setting, one value. A value the
+    option's parser refuses is an InputError naming the flag; False (or None) is a flag not
+    given."""
+    by_setting = flagged(groups)
+    out = dict(options)
+    for setting, value in given.items():
+        group, option, flag = by_setting[setting]
+        if value is None or value is False:
+            continue
+        if flag.value is not None:
+            if value is not True:
+                raise InputError(f"{flag.name} takes no value; {_clip(str(value))!r} is not one")
+            text = flag.value
+        elif isinstance(value, str | os.PathLike):
+            text = os.fspath(value)
+        else:
+            raise InputError(f"{flag.name}: {_clip(str(value))!r} is not a string")
+        key = group.key(option)
+        if key in out:
+            raise InputError(
+                f"{flag.name} and --option {key} are one setting; give it once ({flag.name})"
+            )
+        try:
+            option.parse(text)
+        except ValueError as exc:
+            raise InputError(f"{flag.name} {_clip(text)!r}: {exc}") from None
+        out[key] = text
     return out

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from clineval.config import RunConfig
 from clineval.errors import InputError
-from clineval.options import check_options
+from clineval.options import RunFacts, check_options
 
 if TYPE_CHECKING:
     from clineval.benchmarks.declaration import Benchmark
@@ -28,7 +28,7 @@ def check_run_config(config: RunConfig) -> None:
     for name in config.tasks:
         get_task(name)
     check_options(
-        config.options, option_groups(), active_namespaces(config.tasks), run_models(config)
+        config.options, option_groups(), active_namespaces(config.tasks), run_facts(config)
     )
     # a default cannot be told from a value given, except where the default is off
     check_scoring_settings(config.tasks, ["judge_errors_as_unmet"] * config.judge_errors_as_unmet)
@@ -109,12 +109,45 @@ def _check_openai_settings(config: RunConfig) -> None:
         raise InputError(f"{flag} applies to openai: models only, and this run has none ({labels})")
 
 
-def run_models(config: RunConfig) -> dict[str, frozenset[str]]:
-    """The run's models (the candidate and each judge) by label, with what each is: the
-    `--option` keys declared for other models are refused (clineval.options.Option.models)."""
+def run_facts(config: RunConfig) -> RunFacts:
+    """What the run is, for the `--option` rules that depend on it: its models (the candidate
+    and each judge) by label with what each is (clineval.options.Option.models: keys declared
+    for other models are refused), the candidate's, and the run settings given
+    (Option.unusable)."""
     from clineval.models.backends import model_traits
 
-    return {spec.label: model_traits(spec) for spec in config.models.all}
+    # set and not empty: a value given (0 is one, though 0 == False)
+    given = frozenset(
+        name
+        for name, value in config
+        if name in config.model_fields_set
+        and value is not None
+        and value is not False
+        and (not isinstance(value, list | dict) or value)
+    )
+    return RunFacts(
+        candidate=_candidate_traits(config),
+        models={spec.label: model_traits(spec) for spec in config.models.all},
+        given=given,
+    )
+
+
+def _candidate_traits(config: RunConfig) -> frozenset[str]:
+    """What the candidate is. A model whose kind a file decides (`hf:PATH`, by its
+    config.json) counts as its one kind when that file is there to read: a value that needs a
+    checkpoint is then refused for a causal LM before anything runs, not after it predicted."""
+    from clineval.models.backends import model_traits, resolve_backend, static_kind
+    from clineval.models.registry import backend_info
+
+    spec = config.models.candidate
+    traits = model_traits(spec)
+    if (
+        static_kind(spec) is not None
+        or not (Path(spec.name).expanduser() / "config.json").is_file()
+    ):
+        return traits
+    kinds = {kind.value for kind in backend_info(spec).kinds}
+    return (traits - kinds) | {resolve_backend(spec).kind.value}
 
 
 def _check_model_fits_tasks(config: RunConfig) -> None:

@@ -24,12 +24,13 @@ from clineval.benchmarks.registry import (
 from clineval.config import RunConfig, with_spec_labels
 from clineval.datapaths import resolve_data_root
 from clineval.errors import InputError
+from clineval.option_flags import config_from_manifest, manifest_config
 from clineval.run_checks import (
     check_output_dir,
     check_reuse_dirs,
     check_run_config,
     check_scoring_settings,
-    run_models,
+    run_facts,
 )
 from clineval.run_record import (
     Manifest,
@@ -64,7 +65,7 @@ def _check_resume_compatible(output_dir: Path, config: RunConfig) -> Manifest | 
     previous = read_manifest(output_dir)
     if not _store_holds_outputs(output_dir):
         return None
-    old = previous.config
+    old = manifest_config(previous.config)  # a run recorded by an older clineval too
     new = public_config(config)
     # Model and judge specs compare without their server URL: the same model reached at
     # another address answers the same cached calls, whose keys never contain a URL either.
@@ -447,7 +448,7 @@ def scoring_config(
                 f"--option {key}: score only changes scoring settings "
                 f"({', '.join(sorted(scoring))}); rerun with clineval run to change the rest"
             )
-    check_options(options, groups, active_namespaces(config.tasks), run_models(config))
+    check_options(options, groups, active_namespaces(config.tasks), run_facts(config))
     check_scoring_settings(config.tasks, list(settings))
     data = config.model_dump()
     data.update(settings)
@@ -474,7 +475,7 @@ def score(
     """
     with run_dir_lock(output_dir):
         manifest = read_manifest(output_dir)
-        config = RunConfig.from_manifest(manifest.config, str(output_dir / MANIFEST))
+        config = config_from_manifest(manifest.config, str(output_dir / MANIFEST))
         if settings or options:
             config = scoring_config(config, settings or {}, options or {})
             manifest.config = {

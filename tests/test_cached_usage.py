@@ -148,11 +148,10 @@ def test_dry_run_counts_shared_prefix_tokens(tmp_path: Path, stub: StubServer) -
         tasks=["clinconsensus"],
         model=f"openai:stub-candidate@{stub.base_url}",
         judges=[f"openai:stub-judge@{stub.base_url}"],
-        cases=FIXTURE,
         limit=3,
         max_tokens=100,
         price_table=str(prices),
-        options={"clinconsensus.max_criteria": "6"},
+        options={"clinconsensus.max_criteria": "6", "clinconsensus.cases": FIXTURE},
     )
     rows = {r["role"]: r for r in plan(config, tmp_path / "planned")["rows"]}
     assert rows["candidate"]["shared_prefix_tokens"] == 0  # no prefix key

@@ -21,7 +21,7 @@ import pytest
 import typer
 
 import clineval
-from clineval.cli import _help_as_written, app, main
+from clineval.cli import _help_as_written, add_declared_flags, app, main
 from clineval.models.registry import BACKEND_TABLE
 
 REPO = Path(__file__).resolve().parents[1]
@@ -73,6 +73,7 @@ def on_terminal(*args: str) -> str:
 def command_paths() -> list[tuple[list[str], Any]]:
     """Every command and group of the CLI, as (words, click command), help as rendered."""
     root: Any = typer.main.get_command(app)
+    add_declared_flags(root.commands["run"])  # as `clineval run` gets them (cli._main)
     _help_as_written(root)
     out: list[tuple[list[str], Any]] = []
 
@@ -164,6 +165,11 @@ def test_every_help_describes_every_option_as_written(terminal: bool) -> None:
     assert "[@base_url]" in run_help
     for panel in ("Model", "Judge", "Data", "Output", "Run control", "Batch"):
         assert f"─ {panel} ─" in run_help
+    # the flags benchmarks keep for their options, listed from the declarations
+    assert "─ Benchmark flags (each one --option KEY of a benchmark) ─" in run_help
+    flat = " ".join(run_help.replace("│", " ").split())
+    for flag, key in (("--cases FILE", "clinconsensus.cases"), ("--dedupe", "tcm.dedupe")):
+        assert flag in flat and f"(--option {key};" in flat, (flag, flat)
     assert "Examples:" in run_help and "clineval tasks --options" in run_help
     for info in BACKEND_TABLE:  # the list comes from the backend table
         assert info.form and f"{info.name}:{info.form.split(':')[0]}" in run_help
@@ -196,6 +202,9 @@ def test_shell_completion_script_and_answers() -> None:
     assert cli(env={**env, "COMP_CWORD": "3"}).stdout.split() == ["markdown"]
     env = {"_CLINEVAL_COMPLETE": "complete_bash", "COMP_WORDS": "clineval run tcm"}
     assert cli(env={**env, "COMP_CWORD": "2"}).stdout.split() == ["tcm-sd"]
+    # a benchmark's declared flag completes as clineval's own do
+    env = {"_CLINEVAL_COMPLETE": "complete_bash", "COMP_WORDS": "clineval run clinconsensus --ca"}
+    assert cli(env={**env, "COMP_CWORD": "3"}).stdout.split() == ["--cases"]
     wrong = cli("--show-completion", "tcsh")
     assert wrong.returncode == 2 and "'bash', 'zsh', 'fish'" in wrong.stderr
 

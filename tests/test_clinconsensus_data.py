@@ -307,7 +307,8 @@ def test_judge_errors_name_the_flag_and_score_recounts_them_without_a_model(
     assert "cacs@3" in res and "judge_errors_hint" not in res
     config = json.loads((out / "manifest.json").read_text())["config"]
     assert config["judge_errors_as_unmet"] is True and config["max_judge_error_rate"] == 0.5
-    assert config["options"] == {"clinconsensus.k": "3"}
+    # the scoring option joins the run's own (its cases file, given as --cases)
+    assert config["options"] == {"clinconsensus.cases": str(FIXTURE), "clinconsensus.k": "3"}
     capsys.readouterr()
 
     assert main(["score", str(out), "--option", "clinconsensus.judge_max_tokens=9"]) == 2

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_process import clineval_process
 
 from clineval.benchmarks import Benchmark, MetricSchema, MetricSpec, Task, registry
 from clineval.benchmarks.declaration import DataSource, DeclarationError
@@ -328,15 +329,7 @@ def _plugin(site: Path, dist: str, module: str, parts: dict[str, str]) -> None:
 
 
 def _cli(site: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(REPO)])}
-    return subprocess.run(
-        [sys.executable, "-m", "clineval", "--quiet", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env,
-        timeout=120,
-    )
+    return clineval_process(*args, cwd=cwd, paths=[site], timeout=120)
 
 
 @pytest.fixture(scope="module")

@@ -176,10 +176,9 @@ def _config(stub: StubServer, crit: int, **extra: Any) -> RunConfig:
     return RunConfig(
         tasks=["clinconsensus"],
         model=f"openai:stub-candidate@{stub.base_url}",
-        cases=FIXTURE,
         limit=2,
         max_retries=0,
-        options={"clinconsensus.max_criteria": str(crit)},
+        options={"clinconsensus.max_criteria": str(crit), "clinconsensus.cases": FIXTURE},
         **extra,
     )
 
@@ -280,11 +279,11 @@ def test_the_cost_range_holds_the_cost_of_a_real_run(tmp_path: Path, gguf: Path)
         "clinconsensus.judge_max_tokens": "16",
         "clinconsensus.judge_retries": "0",
         "llamacpp.n_parallel": "1",
+        "clinconsensus.cases": FIXTURE,
     }
     settings: dict[str, Any] = {
         "tasks": ["clinconsensus"],
         "model": label,
-        "cases": FIXTURE,
         "limit": 2,
         "max_tokens": 24,
         "concurrency": 1,
@@ -294,7 +293,7 @@ def test_the_cost_range_holds_the_cost_of_a_real_run(tmp_path: Path, gguf: Path)
     }
     out = tmp_path / "run"
     summary = plan(RunConfig.checked(**settings), out)
-    argv = ["run", "clinconsensus", "--model", label, "--cases", FIXTURE, "--limit", "2"]
+    argv = ["run", "clinconsensus", "--model", label, "--limit", "2"]
     argv += ["--max-tokens", "24", "--concurrency", "1", "--max-judge-error-rate", "1"]
     argv += ["--price-table", str(prices), "--output-dir", str(out)]
     for item in options.items():

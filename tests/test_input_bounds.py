@@ -145,11 +145,14 @@ def test_a_numeric_flag_takes_ascii_digits_only(
 
 
 def test_a_numeric_flag_in_ascii_digits_still_works(tmp_path: Path) -> None:
-    out = tmp_path / "out"
+    from clineval.cli_groups import decimal_number, whole_number
+
+    assert (whole_number("+5"), whole_number(" 10 "), whole_number(7)) == (5, 10, 7)
+    assert (decimal_number("2.5e1"), decimal_number(".5"), decimal_number(3)) == (25.0, 0.5, 3.0)
     argv = ["run", "tcm-sd", "-m", "baseline:tfidf", *SYNTHETIC, "--seed", "10", "--limit"]
-    assert main([*argv, "+5", "--timeout", "2.5e1", "-o", str(out)]) == 0
-    config = json.loads((out / "manifest.json").read_text(encoding="utf-8"))["config"]
-    assert (config["seed"], config["limit"], config["timeout_s"]) == (10, 5, 25.0)
+    assert (
+        main(["--quiet", *argv, "+5", "--timeout", "2.5e1", "--dry-run", "-o", str(tmp_path)]) == 0
+    )
 
 
 TCM = ["run", "tcm-sd", "-m", "baseline:tfidf", *SYNTHETIC]
@@ -263,8 +266,11 @@ def test_an_option_for_one_model_of_the_run_is_kept(tmp_path: Path) -> None:
         tasks=["clinconsensus"],
         model="openai:m@http://h/v1",
         judges=["openai:j@http://h/v1"],
-        cases=str(FIXTURE),
-        options={"llm.batch_resubmits": "3", "clinconsensus.judge_retries": "1"},
+        options={
+            "llm.batch_resubmits": "3",
+            "clinconsensus.judge_retries": "1",
+            "clinconsensus.cases": str(FIXTURE),
+        },
     )
     check_run_config(config)
 

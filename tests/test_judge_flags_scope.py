@@ -6,18 +6,16 @@ task still takes it. Real `python -m clineval` subprocesses, a real stub server.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli_process import clineval_process
 from llm_stub_server import StubServer
 
 from clineval.benchmarks.registry import benchmarks
 
-ROOT = Path(__file__).resolve().parents[1]
 NER = ["ner:ncbi", "--model", "baseline:crf"]
 TCM = ["tcm-sd", "--option", "tcm.data=synthetic", "--model", "baseline:tfidf"]
 OPENAI_NER = ["ner:ncbi", "-m", "openai:m@http://127.0.0.1:1/v1"]
@@ -25,15 +23,7 @@ JUDGE_URL = ["--judge-base-url", "http://127.0.0.1:2/v1"]
 
 
 def _clineval(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
-    return subprocess.run(
-        [sys.executable, "-m", "clineval", "--quiet", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return clineval_process(*args, cwd=cwd)
 
 
 @pytest.mark.parametrize("dry_run", [False, True])
@@ -44,9 +34,7 @@ def _clineval(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
         ([*TCM, "--judge", "llamacpp:/nowhere/judge.gguf"], "--judge", "tcm-sd"),
         ([*OPENAI_NER, *JUDGE_URL], "--judge-base-url", "ner:ncbi"),
         ([*NER, "--judge-prompt", "prompt.txt"], "--judge-prompt", "ner:ncbi"),
-        ([*NER, "--cases", "cases.jsonl"], "--cases", "ner:ncbi"),
         ([*TCM, "--verdicts", "verdicts.jsonl"], "--verdicts", "tcm-sd"),
-        ([*NER, "--dedupe"], "--dedupe", "ner:ncbi"),
     ],
 )
 def test_a_flag_no_task_reads_is_refused_and_nothing_is_made(
@@ -58,6 +46,31 @@ def test_a_flag_no_task_reads_is_refused_and_nothing_is_made(
     assert done.returncode == 2, done.stderr
     assert done.stderr == (
         f"error: {flag} applies to none of this run's tasks ({tasks}): it would be ignored\n"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+@pytest.mark.parametrize(
+    ("argv", "named", "owner"),
+    [
+        (
+            [*NER, "--cases", "cases.jsonl"],
+            "--cases (--option clinconsensus.cases)",
+            "clinconsensus",
+        ),
+        ([*NER, "--dedupe"], "--dedupe (--option tcm.dedupe)", "tcm-sd"),
+    ],
+)
+def test_a_benchmark_flag_no_task_reads_is_refused_as_its_option(
+    argv: list[str], named: str, owner: str, tmp_path: Path
+) -> None:
+    """--cases and --dedupe are their benchmark's options: refused as an option of a task the
+    run does not have is, naming both spellings."""
+    before = sorted(p.name for p in tmp_path.iterdir())
+    done = _clineval("run", *argv, "-o", "run", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == (
+        f"error: {named} applies to the {owner} task, which this run does not use\n"
     )
     assert sorted(p.name for p in tmp_path.iterdir()) == before
 

@@ -80,13 +80,14 @@ def _ctx(tmp_path: Path, options: dict[str, str]) -> RunContext:
     )
 
 
-# 200 seeds in all; the first 25 in the quick suite. The old rule (texts grouped by type) gave
-# another order than NCER's for about one seed in ten on CHIA and BioRED.
+# 100 seeds in all (a 200-seed sweep found no difference either); the first 25 in the quick
+# suite. The old rule (texts grouped by type) gave another order than NCER's for about one seed
+# in ten on CHIA and BioRED.
 @pytest.mark.parametrize(
     "seeds",
     [
         pytest.param(range(25), id="seeds-0-24"),
-        pytest.param(range(25, 200), id="seeds-25-199", marks=pytest.mark.slow),
+        pytest.param(range(25, 100), id="seeds-25-99", marks=pytest.mark.slow),
     ],
 )
 def test_label_order_is_ncers_for_every_seed(tmp_path: Path, seeds: range) -> None:

@@ -157,9 +157,8 @@ def test_dry_run_counts_reused_calls_as_free(
             tasks=["clinconsensus"],
             model=f"openai:stub-candidate@{stub.base_url}",
             judges=[f"openai:stub-judge-2@{stub.base_url}"],
-            cases=FIXTURE,
             limit=CASES,
-            options={"clinconsensus.max_criteria": str(CRITERIA)},
+            options={"clinconsensus.max_criteria": str(CRITERIA), "clinconsensus.cases": FIXTURE},
             reuse=list(reuse),
         )
 
@@ -178,9 +177,8 @@ def test_dry_run_counts_reused_calls_as_free(
         output_dir=tmp_path / "b",
         model=f"openai:stub-candidate@{stub.base_url}",
         judges=f"openai:stub-judge-2@{stub.base_url}",
-        cases=FIXTURE,
         limit=CASES,
-        options={"clinconsensus.max_criteria": CRITERIA},
+        options={"clinconsensus.max_criteria": CRITERIA, "clinconsensus.cases": FIXTURE},
         reuse=run_a,
     )
     assert api["reused"] == CASES

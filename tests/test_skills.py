@@ -36,11 +36,12 @@ from llm_stub_server import StubServer
 from clineval.benchmarks.clinconsensus.cases import fixture_path
 from clineval.benchmarks.ner.scoring import MODEL_TOKENS_SUFFIX
 from clineval.benchmarks.registry import active_namespaces, benchmark_of, get_task, option_groups
-from clineval.cli import app, main
+from clineval.cli import _DECLARED_FLAGS, add_declared_flags, app, main
 from clineval.config import RunConfig
 from clineval.errors import InputError
+from clineval.option_flags import with_flags
 from clineval.options import check_options, split_option_items
-from clineval.run_checks import run_models
+from clineval.run_checks import run_facts
 from clineval.skills_install import (
     MAX_DESCRIPTION,
     SKILL_FILE,
@@ -159,6 +160,8 @@ def parse(argv: list[str]) -> tuple[list[str], dict[str, Any]]:
     """(command path, parameters) as the real CLI parses `argv`, without running it; click's
     usage error for an unknown command or option, a missing argument, a bad value."""
     command: Any = typer.main.get_command(app)
+    if argv[:1] == ["run"]:  # as cli._main gives `run` the benchmarks' declared flags
+        add_declared_flags(command.commands["run"])
     ctx = command.make_context("clineval", list(argv))
     path: list[str] = []
     while hasattr(command, "resolve_command"):
@@ -166,7 +169,11 @@ def parse(argv: list[str]) -> tuple[list[str], dict[str, Any]]:
         name, command, args = command.resolve_command(ctx, rest)
         path.append(name)
         ctx = command.make_context(name, args, parent=ctx)
-    return path, ctx.params
+    # the declared flags' values (--cases FILE), kept aside by the CLI for their options
+    return path, {**ctx.params, DECLARED: dict(ctx.meta.get(_DECLARED_FLAGS, {}))}
+
+
+DECLARED = "declared flags"
 
 
 def check_run_settings(params: dict[str, Any]) -> None:
@@ -175,7 +182,7 @@ def check_run_settings(params: dict[str, Any]) -> None:
     for task in params["tasks"]:
         get_task(task)
     model = params["model"] or f"predictions:{params['verdicts']}"
-    options = split_option_items(params["option"] or [])
+    options = with_flags(split_option_items(params["option"] or []), params[DECLARED])
     config = RunConfig.checked(
         tasks=params["tasks"],
         model=model,
@@ -187,7 +194,7 @@ def check_run_settings(params: dict[str, Any]) -> None:
         options=options,
     )
     # each key for a model of the command too: a page must not suggest one it would ignore
-    check_options(options, option_groups(), active_namespaces(params["tasks"]), run_models(config))
+    check_options(options, option_groups(), active_namespaces(params["tasks"]), run_facts(config))
 
 
 ANY_VALUES = {

@@ -7,9 +7,8 @@ API"). A benchmark package imports from here only: every other module, the submo
 package included, is internal and may change between releases. The names load on first use,
 so that importing a benchmark's declaration does not import the model stack.
 
-Long module: every public name is written twice, once in the lazy `_HOME` table and once in
-the `TYPE_CHECKING` imports that give type checkers and editors the same names; ruff formats
-each of those imports on three lines.
+Long module: one table of names and, for type checkers, one import per name (the form that
+keeps each re-export explicit); it holds no code of its own.
 """
 
 from __future__ import annotations
@@ -67,8 +66,10 @@ _HOME = {
     "UNBOUNDED_REPLY_TOKENS": "clineval.plan",
     "CallPlan": "clineval.plan",
     # --option KEY=VALUE: groups and value parsers
+    "Flag": "clineval.options",
     "Option": "clineval.options",
     "OptionGroup": "clineval.options",
+    "RunFacts": "clineval.options",
     "boolean": "clineval.options",
     "choice": "clineval.options",
     "integer": "clineval.options",
@@ -325,10 +326,16 @@ if TYPE_CHECKING:  # what type checkers and editors see of the lazy names below
         ChatResponse as ChatResponse,
     )
     from clineval.options import (
+        Flag as Flag,
+    )
+    from clineval.options import (
         Option as Option,
     )
     from clineval.options import (
         OptionGroup as OptionGroup,
+    )
+    from clineval.options import (
+        RunFacts as RunFacts,
     )
     from clineval.options import (
         boolean as boolean,

@@ -24,15 +24,9 @@ from clineval.references import UnresolvedReference, call_shape_problem, resolve
 
 # The RunConfig fields a benchmark may own (`Benchmark.run_settings`): read only by the tasks
 # that declare them, so a run with none of those tasks refuses them
-# (clineval.run_checks.check_run_settings).
-OWNABLE_RUN_SETTINGS = (
-    "judges",
-    "judge_base_urls",
-    "judge_prompt",
-    "cases",
-    "verdicts",
-    "dedupe",
-)
+# (clineval.run_checks.check_run_settings). A setting of one benchmark alone is its option
+# instead, with a flag of its own where it keeps one (clineval.options.Flag: --cases, --dedupe).
+OWNABLE_RUN_SETTINGS = ("judges", "judge_base_urls", "judge_prompt", "verdicts")
 
 if TYPE_CHECKING:
     from clineval.benchmarks.base import Task

@@ -56,7 +56,11 @@ def is_fixture_task(run: RunData, task: str) -> bool:
         if _mentions_fixture(notes):
             return True
     config = run.manifest.get("config", {})
+    # the data paths, and every option (a benchmark's own data file is one: its cases file);
+    # "cases" is the field a run recorded before that setting became an option
+    options = config.get("options")
     paths = [config.get("data_dir"), config.get("cases"), config.get("verdicts")]
+    paths += list(options.values()) if isinstance(options, dict) else []
     return any(_mentions_fixture(p) for p in paths if p)
 
 

@@ -79,8 +79,8 @@ BENCHMARK = Benchmark(
     # the file --judge-prompt names exists, reads and has the placeholders
     check_settings="clineval.benchmarks.clinconsensus.official_prompt:check_judge_prompt",
     scoring_settings=JUDGED_SCORING_SETTINGS,
-    # the judge panel and wording, and the flags of its own: the cases and a verdicts file
-    run_settings=(*JUDGED_RUN_SETTINGS, "cases", "verdicts"),
+    # the judge panel and wording, and a verdicts file (its cases are an option: --cases)
+    run_settings=(*JUDGED_RUN_SETTINGS, "verdicts"),
     skills_dir=Path(__file__).parent / "skills",
     long_rows=long_rows,
 )

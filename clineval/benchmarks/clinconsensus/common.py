@@ -1,7 +1,9 @@
 """What the ClinConsensus task's load, predict and evaluate steps share: options, data, judges.
 
 Task options (`--option clinconsensus.KEY=VALUE`):
-  cases=fixture        use the fixture cases shipped with clineval (results say fixture: true)
+  cases=FILE|fixture   the cases file (also spelt `--cases FILE`, one setting either way), or
+                       the fixture cases shipped with clineval (results say fixture: true);
+                       default: the official file under the data root or in the data cache
   max_criteria=N       judge only the first N criteria of each case (tests, smoke runs); the
                        metrics then use N in place of 30, and CACS@k for k > N is null
   judge_retries=N      re-asks after an unparseable judge reply (default 2)
@@ -16,6 +18,7 @@ Task options (`--option clinconsensus.KEY=VALUE`):
   judge_input_tokens=N keep only the first N tokens of each templated judge input, as the
                        authors' run_local_judge.py does (--max-input-length 5120); hf: judges
                        only (they template the prompt themselves), recorded in the manifest
+The judge_* options are refused when the verdicts come from a file: no judge is called.
 
 Where verdicts come from (decided once here, recorded in results["source"]):
   - `--verdicts FILE`, or `--model predictions:FILE` for this task: FILE is a verdicts JSONL
@@ -50,22 +53,58 @@ from clineval.benchmarks.kit import select_samples
 from clineval.config import RunConfig
 from clineval.data.cache import default_cache_dir
 from clineval.datapaths import data_file
-from clineval.errors import InputError
+from clineval.errors import EMPTY_PATH, InputError
 from clineval.judge.prompt import JudgePrompt
 from clineval.models.registry import backend_info
 from clineval.models.spec import ModelSpec
-from clineval.options import MAX_TOKENS, Option, OptionGroup, choice, integer, integer_list
+from clineval.options import (
+    MAX_TOKENS,
+    Flag,
+    Option,
+    OptionGroup,
+    RunFacts,
+    integer,
+    integer_list,
+)
 
 TASK = "clinconsensus"
 VERDICTS_FILE_JUDGE = "verdicts-file"
 _PREFIX = TASK + "."
+FIXTURE = "fixture"  # clinconsensus.cases=fixture: the fixture cases shipped with clineval
+
+
+def _cases_value(text: str) -> str:
+    """A cases file's path, or `fixture` (a file of that name: ./fixture)."""
+    if not text.strip():
+        raise ValueError(EMPTY_PATH)
+    return text
+
+
+def _no_judge(value: object, run: RunFacts) -> str | None:
+    """A judge option's rule: with the verdicts from a file (--verdicts, or --model
+    predictions:FILE, which is a verdicts file here) no judge is called, so it would be
+    ignored."""
+    if "verdicts" in run.given or "predictions" in run.candidate:
+        return "no judge is called when the verdicts come from a file (--verdicts FILE)"
+    return None
+
+
+def _judging(option: Option) -> Option:
+    return replace(option, unusable=_no_judge) if option.name.startswith("judge_") else option
 
 
 CLINCONSENSUS_OPTIONS = OptionGroup(
     namespace=TASK,
     applies_to="the clinconsensus task",
     options=(
-        Option("cases", choice("fixture"), "use the fixture cases shipped with clineval", None),
+        Option(
+            "cases",
+            _cases_value,
+            "the cases file, or fixture (the SYNTHETIC cases shipped with clineval); default: "
+            "the official file under the data root or in the data cache",
+            None,
+            flag=Flag("--cases", metavar="FILE"),
+        ),
         Option(
             "max_criteria",
             integer(minimum=1, maximum=10_000),
@@ -73,7 +112,8 @@ CLINCONSENSUS_OPTIONS = OptionGroup(
             str(RUBRICS_PER_CASE),
         ),
         # the options every judged task takes, as the judging kit declares them
-        *judge_options(TASK, "the clinconsensus task").options,
+        # (refused with a verdicts file, which calls no judge)
+        *map(_judging, judge_options(TASK, "the clinconsensus task").options),
         Option(
             "k",
             integer_list(minimum=1, maximum=10_000),
@@ -95,6 +135,7 @@ CLINCONSENSUS_OPTIONS = OptionGroup(
             "run_local_judge.py: 5120); default: the whole input",
             None,
             changes_requests=True,
+            unusable=_no_judge,
         ),
     ),
 )
@@ -172,13 +213,13 @@ class Data:
         }
 
 
-def resolve_cases_path(config: RunConfig, options: Options, data_root: Path | None) -> Path:
-    if config.cases and options.cases == "fixture":
-        raise InputError("give either --cases FILE or --option clinconsensus.cases=fixture")
-    if options.cases == "fixture":
+def resolve_cases_path(options: Options, data_root: Path | None) -> Path:
+    """The cases file of a run: clinconsensus.cases (`--cases`: a path, or the fixture), else
+    the official file found under the data root or in the data cache."""
+    if options.cases == FIXTURE:
         return fixture_path()
-    if config.cases:
-        return Path(config.cases).expanduser()
+    if options.cases is not None:
+        return Path(options.cases).expanduser()
     found = official_cases_path(data_root)
     if found is not None:
         return found
@@ -229,7 +270,7 @@ def run_prompt(prompt: JudgePrompt, options: Options) -> JudgePrompt:
 def load_data(ctx: RunContext) -> Data:
     config = ctx.config
     options = Options.from_config(config.options)
-    path = resolve_cases_path(config, options, ctx.data_root)
+    path = resolve_cases_path(options, ctx.data_root)
     all_cases = load_cases(path)
     cases = select_samples(ctx, all_cases, lambda c: c.case_id)  # --limit, then --shard
     verdicts_path = _verdicts_source(config)

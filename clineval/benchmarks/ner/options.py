@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 from clineval.benchmarks.ner.records import DATASET_TYPES
-from clineval.options import Option, OptionGroup, boolean, choice, integer, number, text
+from clineval.options import (
+    Option,
+    OptionGroup,
+    RunFacts,
+    boolean,
+    choice,
+    integer,
+    number,
+    text,
+)
 
 TOKENIZER_OPTION = "ner.tokenizer"
 # Every entity type of the NER datasets (the OMOP domains), for options that name types.
@@ -50,6 +59,18 @@ def probability(value: str) -> float:
 _unit = number(0.0, maximum=1.0)
 
 
+def _needs_own_tokens(value: object, run: RunFacts) -> str | None:
+    """ner.tokenizer=model scores on the tokens a checkpoint stores with its predictions:
+    only an hf: token classifier stores them, so another model would fail only at scoring,
+    after predicting every document."""
+    if value == "model" and "checkpoint" not in run.candidate:
+        return (
+            "the model's own tokens come from an hf: checkpoint (a token classifier), "
+            "and --model is not one"
+        )
+    return None
+
+
 NER_OPTIONS = OptionGroup(
     namespace="ner",
     applies_to="the ner:* tasks",
@@ -60,6 +81,7 @@ NER_OPTIONS = OptionGroup(
             "token boundaries of the token metric: the benchmark's regex, or the checkpoint's "
             "own tokenizer (hf backend only)",
             "regex",
+            unusable=_needs_own_tokens,
         ),
         Option(
             "preparation",
@@ -113,6 +135,7 @@ NER_OPTIONS = OptionGroup(
             "label prompts, as NCER's list(set(...)) ordered them in a process with that seed "
             "(default: this process's own hash seed)",
             None,
+            models=("span_tagger",),  # read by the gliner tagger alone
         ),
         Option(
             "flat",

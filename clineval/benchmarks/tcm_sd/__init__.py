@@ -54,6 +54,4 @@ BENCHMARK = Benchmark(
     ),
     synthesizers={FAMILY: "clineval.benchmarks.tcm_sd.synthetic:write_synthetic"},
     skills_dir=Path(__file__).parent / "skills",
-    # --dedupe (drop duplicated records) is read by this benchmark's sample selection only
-    run_settings=("dedupe",),
 )

@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from clineval.options import MAX_TOKENS, Option, OptionGroup, choice, integer, number, text
+from clineval.options import (
+    MAX_TOKENS,
+    Flag,
+    Option,
+    OptionGroup,
+    boolean,
+    choice,
+    integer,
+    number,
+    text,
+)
 
 TCM_OPTIONS = OptionGroup(
     namespace="tcm",
@@ -10,6 +20,13 @@ TCM_OPTIONS = OptionGroup(
     options=(
         Option("data", choice("official", "synthetic"), "which records to evaluate", "official"),
         Option("split", choice("test", "dev"), "the split that is scored", "test"),
+        Option(
+            "dedupe",
+            boolean,
+            "drop evaluated records that also occur in the train split",
+            "false",
+            flag=Flag("--dedupe", value="true"),
+        ),
         Option(
             "synth_scale",
             number(0.0, maximum=1.0, above_minimum=True),

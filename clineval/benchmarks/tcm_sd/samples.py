@@ -168,7 +168,7 @@ def load_data(ctx: RunContext) -> TcmData:
     # the options (a predictions file may cover the whole split).
     split_ids = {r.user_id for r in records}
     pairs = list(zip(sample_keys(records), records, strict=True))
-    if ctx.config.dedupe:
+    if TCM_OPTIONS.value(ctx.config.options, "dedupe"):
         if not train:
             raise InputError("--dedupe needs the train split", path=root / "tcm-sd" / "train.json")
         hits = overlaps_train(records, train)

@@ -1,0 +1,439 @@
+"""Benchmark settings live in the benchmark: `--cases` is the option clinconsensus.cases and
+`--dedupe` the option tcm.dedupe, flags each benchmark declares (clineval.options.Flag) and
+the CLI knows only from the declarations. One setting has one value: the flag and --option
+of the same key together are refused. Runs recorded when the settings were run fields still
+score, report, compare, resume and print their config. Options whose value cannot apply to
+the run (ner.tokenizer=model without a checkpoint, a ClinConsensus judge option with a
+verdicts file, ner.hash_seed without a span tagger) are refused before anything is made.
+Real `python -m clineval` subprocesses throughout."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli_process import clineval_process
+from run_probe import write_fixture_verdicts
+
+from clineval.benchmarks.clinconsensus.cases import fixture_path
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURE = str(fixture_path())
+TCM = [
+    "tcm-sd",
+    *("--option", "tcm.data=synthetic", "--option", "tcm.synth_scale=0.05"),
+    *("--option", "tcm.split=dev", "--model", "baseline:tfidf"),
+]
+
+
+def _clineval(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return clineval_process(*args, cwd=cwd, env={"COLUMNS": "100"})
+
+
+def _refused(done: subprocess.CompletedProcess[str]) -> str:
+    """The one `error:` line of a command that exited 2."""
+    assert done.returncode == 2, (done.returncode, done.stderr)
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
+    return lines[0]
+
+
+def _config(run: Path) -> dict[str, Any]:
+    config: dict[str, Any] = json.loads((run / "manifest.json").read_text("utf-8"))["config"]
+    return config
+
+
+def _as_recorded_before(run: Path, moved: dict[str, Any], keys: list[str]) -> None:
+    """Rewrite the run's manifest as a clineval that kept these settings as fields did."""
+    path = run / "manifest.json"
+    manifest = json.loads(path.read_text("utf-8"))
+    for key in keys:
+        manifest["config"]["options"].pop(key, None)
+    manifest["config"].update(moved)
+    path.write_text(json.dumps(manifest), encoding="utf-8")
+
+
+# ---- one setting, one value -------------------------------------------------------------------
+
+
+def test_cases_flag_and_option_are_one_setting(tmp_path: Path) -> None:
+    verdicts = write_fixture_verdicts(tmp_path / "verdicts.jsonl", cases=2)
+    base = ["run", "clinconsensus", "--verdicts", str(verdicts), "--limit", "2"]
+    line = _refused(
+        _clineval(
+            *base,
+            *("--cases", FIXTURE, "--option", "clinconsensus.cases=fixture", "-o", "both"),
+            cwd=tmp_path,
+        )
+    )
+    assert line.startswith("error: --cases and --option clinconsensus.cases are one setting")
+    assert not (tmp_path / "both").exists()
+    # by either spelling the same value is recorded in the same place
+    flag = _clineval(*base, "--cases", FIXTURE, "-o", "flag", cwd=tmp_path)
+    assert flag.returncode == 0, flag.stderr
+    option = _clineval(
+        *base, "--option", f"clinconsensus.cases={FIXTURE}", "-o", "opt", cwd=tmp_path
+    )
+    assert option.returncode == 0, option.stderr
+    for name in ("flag", "opt"):
+        config = _config(tmp_path / name)
+        assert config["options"] == {"clinconsensus.cases": FIXTURE}
+        assert "cases" not in config
+    results = [json.loads((tmp_path / n / "results.json").read_text()) for n in ("flag", "opt")]
+    assert results[0]["clinconsensus"]["rubric_accuracy"] == 1.0
+    assert results[0]["clinconsensus"] == results[1]["clinconsensus"]
+    # a resume may give the setting by the other spelling: it is the same value
+    again = _clineval(
+        *base, "--option", f"clinconsensus.cases={FIXTURE}", "-o", "flag", cwd=tmp_path
+    )
+    assert again.returncode == 0, again.stderr
+
+
+def test_an_unknown_flag_is_one_line_naming_it(tmp_path: Path) -> None:
+    done = _clineval(
+        "run", "clinconsensus", "--casez", FIXTURE, "-m", "baseline:tfidf", "-o", "x", cwd=tmp_path
+    )
+    line = _refused(done)
+    assert "No such option: --casez" in line
+    assert not (tmp_path / "x").exists()
+
+
+def test_an_empty_cases_path_is_refused_naming_the_flag(tmp_path: Path) -> None:
+    verdicts = write_fixture_verdicts(tmp_path / "verdicts.jsonl", cases=1)
+    for given in (["--cases", ""], ["--option", "clinconsensus.cases= "]):
+        done = _clineval(
+            "run", "clinconsensus", "--verdicts", str(verdicts), *given, "-o", "x", cwd=tmp_path
+        )
+        line = _refused(done)
+        assert "must not be empty" in line and given[0] in line, line
+    assert not (tmp_path / "x").exists()
+
+
+def test_dedupe_flag_is_the_tcm_option(tmp_path: Path) -> None:
+    done = _clineval("run", *TCM, "--dedupe", "-o", "flag", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    option = _clineval("run", *TCM, "--option", "tcm.dedupe=true", "-o", "opt", cwd=tmp_path)
+    assert option.returncode == 0, option.stderr
+    plain = _clineval("run", *TCM, "-o", "plain", cwd=tmp_path)
+    assert plain.returncode == 0, plain.stderr
+    assert _config(tmp_path / "flag")["options"]["tcm.dedupe"] == "true"
+    assert "dedupe" not in _config(tmp_path / "flag")
+    notes = [
+        json.loads((tmp_path / n / "manifest.json").read_text())["tasks"]["tcm-sd"]
+        for n in ("flag", "opt", "plain")
+    ]
+    assert notes[0]["dedupe_removed"] == notes[1]["dedupe_removed"] > 0
+    assert "dedupe_removed" not in notes[2]
+    assert notes[0]["n_evaluated"] == notes[2]["n_evaluated"] - notes[0]["dedupe_removed"]
+    both = _clineval(
+        "run", *TCM, "--dedupe", "--option", "tcm.dedupe=false", "-o", "x", cwd=tmp_path
+    )
+    assert "--dedupe and --option tcm.dedupe are one setting" in _refused(both)
+
+
+# ---- --config files and `clineval config` -----------------------------------------------------
+
+
+def test_config_file_takes_the_flags_and_clineval_config_round_trips(tmp_path: Path) -> None:
+    verdicts = write_fixture_verdicts(tmp_path / "verdicts.jsonl", cases=2)
+    file = tmp_path / "run.toml"
+    file.write_text(
+        f'tasks = ["clinconsensus"]\nverdicts = {json.dumps(str(verdicts))}\n'
+        f"cases = {json.dumps(FIXTURE)}\nlimit = 2\n",
+        encoding="utf-8",
+    )
+    done = _clineval("run", "--config", str(file), "-o", "a", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert _config(tmp_path / "a")["options"] == {"clinconsensus.cases": FIXTURE}
+    # the command line overrides the file, by either spelling
+    other = write_fixture_verdicts(tmp_path / "other.jsonl", cases=2)
+    copy = tmp_path / "copy.jsonl"
+    copy.write_text(Path(FIXTURE).read_text("utf-8"), encoding="utf-8")
+    over = _clineval(
+        "run",
+        "--config",
+        str(file),
+        "--cases",
+        str(copy),
+        "--verdicts",
+        str(other),
+        "-o",
+        "b",
+        cwd=tmp_path,
+    )
+    assert over.returncode == 0, over.stderr
+    assert _config(tmp_path / "b")["options"] == {"clinconsensus.cases": str(copy)}
+    # a run's settings written as a file, and run again from it: the same config
+    written = _clineval("config", "a", cwd=tmp_path)
+    assert written.returncode == 0, written.stderr
+    assert tomllib.loads(written.stdout)["option"] == {"clinconsensus.cases": FIXTURE}
+    (tmp_path / "again.toml").write_text(written.stdout, encoding="utf-8")
+    rerun = _clineval("run", "--config", "again.toml", "-o", "c", cwd=tmp_path)
+    assert rerun.returncode == 0, rerun.stderr
+    first, second = _config(tmp_path / "a"), _config(tmp_path / "c")
+    assert first == second
+    bad = tmp_path / "bad.toml"
+    bad.write_text('tasks = ["tcm-sd"]\nmodel = "baseline:tfidf"\ndedupe = "yes"\n', "utf-8")
+    line = _refused(_clineval("run", "--config", str(bad), "-o", "d", cwd=tmp_path))
+    assert "key 'dedupe': must be true or false" in line
+
+
+# ---- runs recorded when the settings were run fields -------------------------------------------
+
+
+def test_a_run_recorded_with_cases_as_a_field_still_works(tmp_path: Path) -> None:
+    verdicts = write_fixture_verdicts(tmp_path / "verdicts.jsonl", cases=2)
+    argv = ["run", "clinconsensus", "--verdicts", str(verdicts), "--limit", "2", "--cases", FIXTURE]
+    assert _clineval(*argv, "-o", "old", cwd=tmp_path).returncode == 0
+    run = tmp_path / "old"
+    before = json.loads((run / "results.json").read_text())["clinconsensus"]
+    _as_recorded_before(run, {"cases": FIXTURE, "dedupe": False}, ["clinconsensus.cases"])
+    assert _config(run)["cases"] == FIXTURE
+    for command in (["score", "old"], ["report", "old", "-o", "r.html"], ["compare", "old", "old"]):
+        done = _clineval(*command, cwd=tmp_path)
+        assert done.returncode == 0, (command, done.stderr)
+    assert (
+        json.loads((run / "results.json").read_text())["clinconsensus"]["rubric_accuracy"]
+        == (before["rubric_accuracy"])
+    )
+    written = _clineval("config", "old", cwd=tmp_path)
+    assert written.returncode == 0, written.stderr
+    settings = tomllib.loads(written.stdout)
+    assert settings["option"] == {"clinconsensus.cases": FIXTURE}
+    assert "cases" not in settings and "dedupe" not in settings
+    # resumed with today's flags: the same run
+    resumed = _clineval(*argv, "-o", "old", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert _config(run)["options"] == {"clinconsensus.cases": FIXTURE}
+
+
+def test_a_run_recorded_with_dedupe_as_a_field_scores_deduped(tmp_path: Path) -> None:
+    assert _clineval("run", *TCM, "--dedupe", "-o", "old", cwd=tmp_path).returncode == 0
+    run = tmp_path / "old"
+    n = json.loads((run / "results.json").read_text())["tcm-sd"]["n"]
+    _as_recorded_before(run, {"dedupe": True, "cases": None}, ["tcm.dedupe"])
+    done = _clineval("score", "old", "--force", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads((run / "results.json").read_text())["tcm-sd"]["n"] == n
+    written = tomllib.loads(_clineval("config", "old", cwd=tmp_path).stdout)
+    assert written["option"]["tcm.dedupe"] == "true"
+
+
+# ---- the Python API -----------------------------------------------------------------------------
+
+
+def test_the_api_takes_the_flag_names_and_refuses_both(tmp_path: Path) -> None:
+    verdicts = write_fixture_verdicts(tmp_path / "verdicts.jsonl", cases=2)
+    probe = (
+        "import sys, clineval\n"
+        "from pathlib import Path\n"
+        f"v, c = Path({str(verdicts)!r}), Path({FIXTURE!r})\n"
+        "clineval.run('clinconsensus', verdicts=v, cases=c, limit=2, output_dir='api')\n"
+        "try:\n"
+        "    clineval.run('clinconsensus', verdicts=v, cases=c, options={'clinconsensus.cases':"
+        " 'fixture'}, output_dir='both')\n"
+        "except clineval.InputError as exc:\n"
+        "    print('refused:', exc)\n"
+        "try:\n"
+        "    clineval.run('clinconsensus', verdicts=v, cases='', output_dir='empty')\n"
+        "except clineval.InputError as exc:\n"
+        "    print('refused:', exc)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert _config(tmp_path / "api")["options"] == {"clinconsensus.cases": FIXTURE}
+    refusals = [ln for ln in done.stdout.splitlines() if ln.startswith("refused:")]
+    assert "--cases and --option clinconsensus.cases are one setting" in refusals[0]
+    assert "--cases '': must not be empty" in refusals[1]
+    assert not (tmp_path / "both").exists() and not (tmp_path / "empty").exists()
+
+
+# ---- values that cannot apply to the run ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (
+            ["ner:ncbi", "-m", "baseline:crf", "--option", "ner.tokenizer=model"],
+            "error: --option ner.tokenizer=model: the model's own tokens come from an hf: "
+            "checkpoint (a token classifier), and --model is not one",
+        ),
+        (
+            ["ner:ncbi", "-m", "openai:m@http://127.0.0.1:1/v1", "--option", "ner.tokenizer=model"],
+            "error: --option ner.tokenizer=model: the model's own tokens come from an hf: "
+            "checkpoint (a token classifier), and --model is not one",
+        ),
+        (
+            ["ner:ncbi", "-m", "baseline:crf", "--option", "ner.hash_seed=7"],
+            "error: --option ner.hash_seed applies only to span tagger models, and this run has "
+            "none (baseline:crf): it would be ignored",
+        ),
+        (
+            [
+                "clinconsensus",
+                "--verdicts",
+                "VERDICTS",
+                "--option",
+                "clinconsensus.judge_retries=1",
+            ],
+            "error: --option clinconsensus.judge_retries=1: no judge is called when the verdicts "
+            "come from a file (--verdicts FILE)",
+        ),
+        (
+            [
+                "clinconsensus",
+                "-m",
+                "predictions:VERDICTS",
+                "--option",
+                "clinconsensus.judge_max_tokens=64",
+            ],
+            "error: --option clinconsensus.judge_max_tokens=64: no judge is called when the "
+            "verdicts come from a file (--verdicts FILE)",
+        ),
+        (
+            [
+                "clinconsensus",
+                "--verdicts",
+                "VERDICTS",
+                "--option",
+                "clinconsensus.judge_input_tokens=9",
+            ],
+            "error: --option clinconsensus.judge_input_tokens=9: no judge is called when the "
+            "verdicts come from a file (--verdicts FILE)",
+        ),
+    ],
+)
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_a_value_that_cannot_apply_is_refused_before_anything_is_made(
+    argv: list[str], expected: str, dry_run: bool, tmp_path: Path
+) -> None:
+    verdicts = write_fixture_verdicts(tmp_path / "verdicts.jsonl", cases=1)
+    argv = [a.replace("VERDICTS", str(verdicts)) for a in argv]
+    if argv[0] == "clinconsensus":
+        argv += ["--cases", FIXTURE]
+    done = _clineval("run", *argv, "-o", "run", *(["--dry-run"] if dry_run else []), cwd=tmp_path)
+    assert _refused(done) == expected
+    assert not (tmp_path / "run").exists()
+
+
+def test_the_same_values_apply_where_they_can(tmp_path: Path) -> None:
+    """The rules refuse only where the value would be ignored: regex tokens for any model,
+    judge options for a judged run (planned, no server needed)."""
+    ner = ["ner:ncbi", "-m", "openai:m@http://127.0.0.1:1/v1", "--option", "ner.tokenizer=regex"]
+    done = _clineval("run", *ner, "--limit", "1", "-o", "n", "--dry-run", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    judged = ["clinconsensus", "--cases", FIXTURE, "-m", "openai:m@http://127.0.0.1:1/v1"]
+    judged += ["--option", "clinconsensus.judge_retries=1", "--limit", "1"]
+    done = _clineval("run", *judged, "-o", "c", "--dry-run", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+
+
+# ---- a flag that would mean two settings ------------------------------------------------------
+
+
+def test_a_flag_named_as_a_clineval_setting_or_taken_is_left_out(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A plugin's option flag named as one of clineval's own settings (`--limit`), or as
+    another option's flag (`--cases`), would give one name two meanings: it is left out, with
+    a warning naming the option, and the settings keep their meaning."""
+    from clineval.benchmarks import Benchmark
+    from clineval.benchmarks.registry import benchmarks, register, unregister
+    from clineval.option_flags import declared_flags
+    from clineval.options import Flag, Option, OptionGroup, text
+
+    clinconsensus = next(b for b in benchmarks() if b.family == "clinconsensus")
+    group = OptionGroup(
+        "fixture_flags",
+        "the fixture-flags task",
+        (
+            Option("limit", text(), "a fixture option", None, flag=Flag("--limit")),
+            Option("cases", text(), "a fixture option", None, flag=Flag("--cases")),
+            Option("own", text(), "a fixture option", None, flag=Flag("--fixture-own")),
+        ),
+    )
+    register(
+        Benchmark(
+            family="fixture-flags",
+            title="fixture",
+            tasks=("fixture-flags",),
+            make_task=clinconsensus.make_task,
+            metrics=clinconsensus.metrics,
+            options=(group,),
+        )
+    )
+    try:
+        flags = declared_flags()
+    finally:
+        unregister("fixture-flags")
+    assert flags["cases"][0].namespace == "clinconsensus"
+    assert "limit" not in flags and flags["fixture_own"][0] is group
+    warned = " ".join(r.getMessage() for r in caplog.records)
+    assert "--limit of --option fixture_flags.limit is left out" in warned
+    assert "--option fixture_flags.cases is left out" in warned
+
+
+def test_a_flag_is_declared_as_a_long_flag() -> None:
+    """A declaration's mistake is found when it is made, not on a user's command line."""
+    from clineval.options import Flag
+
+    assert Flag("--fixture-flag").setting == "fixture_flag"
+    for bad in ("-c", "cases", "--Cases", "--x_y", "--"):
+        with pytest.raises(ValueError, match="is not --name"):
+            Flag(bad)
+
+
+def test_the_command_line_overrides_a_config_file_by_either_spelling(tmp_path: Path) -> None:
+    verdicts = write_fixture_verdicts(tmp_path / "verdicts.jsonl", cases=2)
+    head = f'tasks = ["clinconsensus"]\nverdicts = {json.dumps(str(verdicts))}\nlimit = 2\n'
+    files = {
+        "option.toml": head + 'option = {"clinconsensus.cases" = "fixture"}\n',
+        "flag.toml": head + 'cases = "nowhere.jsonl"\n',
+        "both.toml": head + 'cases = "x.jsonl"\noption = {"clinconsensus.cases" = "fixture"}\n',
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    # the file's option, the command line's flag: the flag's value
+    done = _clineval("run", "--config", "option.toml", "--cases", FIXTURE, "-o", "a", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert _config(tmp_path / "a")["options"] == {"clinconsensus.cases": FIXTURE}
+    # the file's flag, the command line's option: the option's value
+    over = ["--option", "clinconsensus.cases=fixture"]
+    done = _clineval("run", "--config", "flag.toml", *over, "-o", "b", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert _config(tmp_path / "b")["options"] == {"clinconsensus.cases": "fixture"}
+    # one file giving both spellings gives the setting twice
+    line = _refused(_clineval("run", "--config", "both.toml", "-o", "c", cwd=tmp_path))
+    assert "--cases and --option clinconsensus.cases are one setting" in line
+    assert not (tmp_path / "c").exists()
+
+
+def test_model_tokens_need_a_token_classifier_not_a_causal_lm(tmp_path: Path) -> None:
+    """`hf:PATH` is a chat model or a checkpoint by its config.json: read up front, a causal
+    LM is refused for ner.tokenizer=model before it predicts a document; a token classifier
+    is not."""
+    for name, architecture in (
+        ("causal", "LlamaForCausalLM"),
+        ("tagger", "BertForTokenClassification"),
+    ):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text(json.dumps({"architectures": [architecture]}))
+    argv = ["run", "ner:ncbi", "--option", "ner.tokenizer=model", "--dry-run"]
+    line = _refused(_clineval(*argv, "-m", "hf:causal", "-o", "c", cwd=tmp_path))
+    assert line.startswith("error: --option ner.tokenizer=model: the model's own tokens come")
+    done = _clineval(*argv, "-m", "hf:tagger", "-o", "t", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
