@@ -230,13 +230,24 @@ def test_rescoring_after_the_criterion_ids_changed_says_so(
     jury: None, stub: StubServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     run_jury(stub, tmp_path / "run")
+    results = tmp_path / "run" / "results.json"
+    before = results.read_text()
     renamed = tuple(
         JudgedItem(i.id, i.query, tuple(replace(c, id=c.id + "-new") for c in i.criteria))
         for i in ITEMS
     )
     JuryTask.items_given = renamed
-    with pytest.raises(clineval.RunFailed):  # every verdict is now missing: over the bound
+    # every stored verdict is now unmatched: no score, and the run's figures are kept
+    with pytest.raises(InputError) as refused:
         clineval.score(tmp_path / "run")
+    assert str(refused.value) == (
+        f"{results}: re-scoring leaves {TASK} without its primary metric 'score' (its results "
+        f"say {json.loads(before)[TASK]['score']:g}); they are left as they were: did the data "
+        "or the benchmark change since the run? (pass --force to replace them)"
+    )
+    assert results.read_text() == before
+    with pytest.raises(clineval.RunFailed):  # --force: replaced, every verdict missing
+        clineval.score(tmp_path / "run", force=True)
     said = [r.getMessage() for r in caplog.records if "stored verdict" in r.getMessage()]
     assert said == [
         f"warning: {TASK}: 24 stored verdict(s) belong to no criterion of the items evaluated:"
@@ -247,6 +258,7 @@ def test_rescoring_after_the_criterion_ids_changed_says_so(
     JuryTask.items_given = ITEMS  # the ids as judged: nothing to say
     clineval.score(tmp_path / "run")
     assert not [r for r in caplog.records if "stored verdict" in r.getMessage()]
+    assert json.loads(results.read_text())[TASK]["score"] == json.loads(before)[TASK]["score"]
 
 
 def test_a_declared_metric_the_results_lack_is_named(
