@@ -735,7 +735,8 @@ def score(
         bool,
         typer.Option(
             "--force",
-            help="Replace results even when the store holds fewer outputs than they came from.",
+            help="Replace results even when the store holds fewer outputs than they came "
+            "from, or when the new results would lose their primary figure.",
         ),
     ] = False,
     judge_errors_as_unmet: Annotated[
