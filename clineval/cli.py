@@ -738,7 +738,8 @@ def score(
         bool,
         typer.Option(
             "--force",
-            help="Replace results even when the store holds fewer outputs than they came from.",
+            help="Replace results even when the store holds fewer outputs than they came "
+            "from, or when the new results would lose their primary figure.",
         ),
     ] = False,
     judge_errors_as_unmet: Annotated[
@@ -1253,7 +1254,25 @@ def _usage_error_line(exc: Exception) -> str:
     message = format_message() if callable(format_message) else str(exc)
     # typer's choice check words it as a pydantic error: "Value error, 'x' is not one of ..."
     message = " ".join(str(message).split()).replace(": Value error, ", ": ")
+    misplaced = _global_option(ctx, getattr(exc, "option_name", None))
+    if misplaced is not None:
+        # `clineval run ... --quiet`: click would offer the subcommand's nearest option
+        return (
+            f"error: {command}: {misplaced} is an option of clineval itself: give it before "
+            f"the command ('clineval {misplaced} {command.removeprefix('clineval ')} ...')"
+        )
     return f"error: {command}: {message} (see '{command} --help')"
+
+
+def _global_option(ctx: Any, name: Any) -> str | None:
+    """The root command's option that an unknown option of a subcommand names (`--quiet`,
+    `--debug`), or None."""
+    if ctx is None or ctx.parent is None or not isinstance(name, str):
+        return None
+    for param in ctx.find_root().command.params:
+        if name in (*param.opts, *param.secondary_opts) and not param.is_eager:
+            return str(param.opts[0])
+    return None
 
 
 def _completed_words() -> list[str]:

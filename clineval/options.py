@@ -66,6 +66,12 @@ Unusable = Callable[[Any, RunFacts], "str | None"]
 
 @dataclass(frozen=True)
 class Option:
+    """One `--option NAMESPACE.NAME=VALUE` key: its parser (a function of the text that raises
+    ValueError with the reason), help and default as written, and what it touches: whether it
+    changes the requests (resume refuses another value), whether `score` may change it, the
+    models that read it, an optional flag of its own, and a rule for values the run cannot
+    use."""
+
     name: str  # without the group's namespace: "tokenizer" of "ner.tokenizer"
     parse: Parser  # raises ValueError with a short reason for a bad value
     help: str
@@ -96,6 +102,10 @@ class Option:
 
 @dataclass(frozen=True)
 class OptionGroup:
+    """A namespace of options (`ner.*`, a benchmark's own), who reads them (for messages),
+    their default `models`, and an optional rule across their values; `value(options,
+    name)` reads one typed, given or default."""
+
     namespace: str  # "ner"
     applies_to: str  # who reads the group, for messages: "ner:* tasks"
     options: tuple[Option, ...]
@@ -212,6 +222,8 @@ def number(minimum: float, *, maximum: float, above_minimum: bool = False) -> Pa
 
 
 def choice(*values: str) -> Parser:
+    """A parser accepting exactly one of `values`."""
+
     def parse(text: str) -> str:
         if text not in values:
             raise ValueError(f"must be one of {', '.join(values)}")
@@ -221,6 +233,8 @@ def choice(*values: str) -> Parser:
 
 
 def text(nonempty: bool = True) -> Parser:
+    """A parser keeping the text as given (refusing blank text unless `nonempty=False`)."""
+
     def parse(value: str) -> str:
         if nonempty and not value.strip():
             raise ValueError("must not be empty")
@@ -243,6 +257,7 @@ def integer_list(*, minimum: int, maximum: int) -> Parser:
 
 
 def boolean(value: str) -> bool:
+    """true/false, yes/no, on/off or 1/0, in any case."""
     lowered = value.strip().lower()
     if lowered in ("1", "true", "yes", "on"):
         return True

@@ -21,12 +21,18 @@ def check_run_config(config: RunConfig) -> None:
     """Known tasks, declared `--option` keys with valid values, a readable price table, and
     the files that the model, judges, --verdicts and --judge-prompt name (clineval.run_inputs:
     a task opens some of them only when it predicts, long after the run directory exists)."""
-    from clineval.benchmarks.registry import active_namespaces, get_task, option_groups
+    from clineval.benchmarks.registry import (
+        active_namespaces,
+        check_declared_parts,
+        get_task,
+        option_groups,
+    )
     from clineval.models.usage import load_price_table
     from clineval.run_inputs import check_run_inputs
 
     for name in config.tasks:
         get_task(name)
+    check_declared_parts(config.tasks)
     check_options(
         config.options, option_groups(), active_namespaces(config.tasks), run_facts(config)
     )

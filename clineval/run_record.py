@@ -198,7 +198,9 @@ class Manifest(_Record):
         self.tasks = {**self.tasks, task: entry}
 
     def mark_stopped(self, exc: BaseException) -> None:
-        self.status = f"stopped: {type(exc).__name__}: {redact(str(exc))}"[:500]
+        # "stopped: Terminated", not "stopped: Terminated: ": a signal carries no message
+        why = ": ".join(filter(None, (type(exc).__name__, redact(str(exc)))))
+        self.status = f"stopped: {why}"[:500]
 
     def mark_done(self, *, failed: bool) -> None:
         self.status = "failed" if failed else "finished"

@@ -15,6 +15,7 @@ import importlib
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -64,6 +65,23 @@ class TaskMetrics:
     task: str
     values: Mapping[str, Any] = field(repr=False)
     declared: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    # The interval of a metric the run stored none for, as `clineval run` and the report
+    # compute it (a seeded bootstrap over the run's samples); None: none can be computed.
+    bootstrap: Callable[[str], tuple[float, float] | None] | None = field(
+        default=None, repr=False, compare=False
+    )
+
+    def interval(self, key: str) -> tuple[float, float] | None:
+        """The 95% interval of metric `key`: the one the run stored (`KEY_ci` or `KEY_ci95`),
+        else the bootstrap over samples that `clineval run` and the report show for it."""
+        stored = _interval(self.values, key)
+        if stored is not None or self.bootstrap is None or key in self.count_keys:
+            return stored
+        return self.bootstrap(key)
+
+    @property
+    def count_keys(self) -> tuple[str, ...]:
+        return tuple(self.declared.get("count_keys", ()))
 
     @property
     def family(self) -> str:
@@ -122,7 +140,7 @@ class TaskMetrics:
                         return value
                     return _number(self.values, key)
                 if attribute_key(key) + "_ci" == name:
-                    return _interval(self.values, key)
+                    return self.interval(key)
             if name in self.declared.get("tables", ()):
                 table = self.values.get(name)
                 return dict(table) if isinstance(table, Mapping) else {}
@@ -149,7 +167,7 @@ class TaskMetrics:
         scalars = self.scalars()
         if not keys:
             keys = list(scalars)
-        return [(k, scalars[k], _interval(self.values, k)) for k in keys if k in scalars]
+        return [(k, scalars[k], self.interval(k)) for k in keys if k in scalars]
 
     def shown(self, key: str, value: float | int) -> str:
         """`value` of metric `key` as printed: with the decimals the metric declares."""
@@ -203,10 +221,39 @@ def declared_metrics(task: str, notes: Mapping[str, Any] | None = None) -> dict[
     }
 
 
-def _task_metrics(task: str, values: Mapping[str, Any], notes: Any = None) -> TaskMetrics:
+def _task_metrics(
+    task: str, values: Mapping[str, Any], notes: Any = None, run: _Samples | None = None
+) -> TaskMetrics:
     """The typed view of results.json[task]."""
     known = notes if isinstance(notes, Mapping) else None
-    return TaskMetrics(task, values, declared_metrics(task, known))
+    bootstrap = None if run is None else partial(run.interval, task, values, known)
+    return TaskMetrics(task, values, declared_metrics(task, known), bootstrap)
+
+
+class _Samples:
+    """A run directory's samples, read once and only when an interval must be computed from
+    them, and the intervals as the run summary computes them (statistics_for, the seed)."""
+
+    def __init__(self, path: Path, seed: int) -> None:
+        self.path = path
+        self.seed = seed
+        self._rows: dict[str, list[dict[str, Any]]] | None = None
+        self._stats: dict[str, dict[str, Any]] = {}
+
+    def interval(
+        self, task: str, values: Mapping[str, Any], notes: Mapping[str, Any] | None, key: str
+    ) -> tuple[float, float] | None:
+        from clineval.report.statistics import bootstrap_interval
+        from clineval.report.task_stats import statistics_for
+        from clineval.run_record import read_run_files
+
+        if self._rows is None:
+            self._rows = dict(read_run_files(self.path, with_samples=True).samples)
+        if task not in self._stats:
+            rows = self._rows.get(task, [])
+            self._stats[task] = statistics_for(task, dict(values), rows, notes)
+        stat = self._stats[task].get(key)
+        return None if stat is None else bootstrap_interval(stat, seed=self.seed)
 
 
 # ---- a run directory -----------------------------------------------------------------------
@@ -239,10 +286,12 @@ class RunResult:
         from clineval.report.rundata import load_run
 
         run = load_run(Path(run_dir), with_samples=False)
+        seed = run.manifest.get("seed")
+        samples = _Samples(run.path, seed if isinstance(seed, int) else 0)
         return cls(
             path=run.path,
             metrics={
-                task: _task_metrics(task, values, run.manifest.get("tasks", {}).get(task))
+                task: _task_metrics(task, values, run.manifest.get("tasks", {}).get(task), samples)
                 for task, values in run.results.items()
             },
             results=run.results,

@@ -59,13 +59,15 @@ def _cell(metric: Metric) -> Cell:
     return Cell(metric.value, metric.ci, bool(metric.ci_note))
 
 
-def _is_fixture(metrics: dict[str, Any]) -> bool:
-    return metrics.get("fixture") is True or metrics.get("synthetic") is True
+def _is_fixture(metrics: dict[str, Any], record: dict[str, Any]) -> bool:
+    """Whether the task's results or its run record's notes (`ctx.note(task, "fixture",
+    True)`, what the judging kit's template writes) say fixture/synthetic."""
+    return any(d.get(k) is True for d in (metrics, record) for k in ("fixture", "synthetic"))
 
 
-def _notes(task: str, metrics: dict[str, Any]) -> list[str]:
+def _notes(task: str, metrics: dict[str, Any], record: dict[str, Any]) -> list[str]:
     notes = []
-    if _is_fixture(metrics):
+    if _is_fixture(metrics, record):
         # Fixture/synthetic data must be named as such wherever its numbers appear.
         notes.append(str(metrics.get("data_note") or "fixture data: not a benchmark result"))
     elif metrics.get("data_note"):
@@ -116,14 +118,15 @@ def summarize(
 
                 if seed is None:
                     seed = int(run.manifest.get("seed") or 0)
-                stats = statistics_for(task, metrics, run.samples.get(task, []))
+                stats = statistics_for(task, metrics, run.samples.get(task, []), task_record)
                 fill_intervals(cards, stats, seed, digits)
         table = tables.setdefault(family, Table(family, []))
         for card in cards:
             if card.key not in table.columns:
                 table.columns.append(card.key)
-        table.rows.append(Row(task, {c.key: _cell(c) for c in cards}, _is_fixture(metrics)))
-        notes += _notes(task, metrics)
+        fixture = _is_fixture(metrics, task_record)
+        table.rows.append(Row(task, {c.key: _cell(c) for c in cards}, fixture))
+        notes += _notes(task, metrics, task_record)
     commands = next_commands(run_dir, command) if run_dir is not None else []
     return Summary(list(tables.values()), notes, run_dir, commands)
 

@@ -208,13 +208,20 @@ def _load_tasks(ctx: RunContext) -> list[tuple[str, Task, Any, float]]:
 
 
 def _execute(
-    config: RunConfig, output_dir: Path, manifest: Manifest, *, predict: bool
+    config: RunConfig,
+    output_dir: Path,
+    manifest: Manifest,
+    *,
+    predict: bool,
+    keep_primaries: bool = False,
 ) -> dict[str, Any]:
     """Load every task, then (run) predict, evaluate and write each in turn. The caller holds
-    the run directory's lock."""
+    the run directory's lock. `keep_primaries` (a re-score without --force): a task whose
+    results have a primary figure is not replaced by results without one."""
     with _existing_store(output_dir) as existing:
         ctx = _make_context(config, output_dir, existing)
         loaded = _load_tasks(ctx)
+    written = _written_results(output_dir, manifest) if keep_primaries else {}
     # Everything is validated: from here on the run directory is written.
     failures: list[str] = []
     # Said once every file is written: a write that fails ends the command with its error
@@ -241,6 +248,7 @@ def _execute(
                     phases["predict"] = time.time()
                 result: TaskResult = task.evaluate(ctx, data)
                 phases["evaluate"] = time.time()
+                _refuse_losing_primary(name, written.get(name), result, output_dir)
                 store.put_task_result(name, result.metrics, result.samples)
                 manifest.note_task(
                     name,
@@ -261,6 +269,7 @@ def _execute(
                 write_manifest(output_dir, manifest)
                 manifest_written = True
                 warnings.extend(f"{name}: {text}" for text in result.warnings)
+                warnings.extend(f"{name}: {text}" for text in _undelivered(name, result))
         except BaseException as exc:
             # Results of finished tasks are already on disk; say in the manifest why it stopped.
             if manifest_written:
@@ -490,7 +499,7 @@ def score(
         # Re-scoring keeps the run's own record and notes when it was re-scored.
         manifest.mark_rescored()
         with manifest.counting_replacements():
-            return _execute(config, output_dir, manifest, predict=False)
+            return _execute(config, output_dir, manifest, predict=False, keep_primaries=not force)
 
 
 def _stored_record_counts(output_dir: Path) -> dict[str, int]:
@@ -539,6 +548,47 @@ def _refuse_poorer_results(
                 "poorer ones (pass --force to do it anyway)",
                 path=output_dir / STORE_FILENAME,
             )
+
+
+def _written_results(output_dir: Path, manifest: Manifest) -> dict[str, Any]:
+    """results.json as it is before a re-score ({} when there is none)."""
+    if not (output_dir / RESULTS).is_file():
+        return {}
+    return dict(read_results(output_dir, manifest))
+
+
+def _refuse_losing_primary(task: str, before: Any, result: TaskResult, output_dir: Path) -> None:
+    """InputError when re-scoring would replace results that have the task's primary figure
+    with results that have none: the stored outputs no longer fit the data or the benchmark
+    (items renamed, another data file), and the figures the run made would be lost."""
+    bench = benchmark_of(task)
+    if bench is None or not isinstance(before, dict):
+        return
+    key = bench.metrics.metrics[0].key
+    old, new = before.get(key), result.metrics.get(key)
+    if isinstance(old, int | float) and not isinstance(old, bool) and new is None:
+        raise InputError(
+            f"re-scoring leaves {task} without its primary metric {key!r} (its results say "
+            f"{old:g}); they are left as they were: did the data or the benchmark change since "
+            "the run? (pass --force to replace them)",
+            path=output_dir / RESULTS,
+        )
+
+
+def _undelivered(task: str, result: TaskResult) -> list[str]:
+    """A warning for each metric or table the task's benchmark declares that its results do
+    not hold (a misspelt key, a figure its evaluate forgot): report, compare and the API
+    would leave it out without a word."""
+    bench = benchmark_of(task)
+    if bench is None:
+        return []
+    keys = [*(m.key for m in bench.metrics.metrics), *bench.metrics.tables]
+    return [
+        f"declares the metric {key!r}, which its results do not hold (is the key spelt as "
+        "declared?)"
+        for key in keys
+        if key not in result.metrics
+    ]
 
 
 def _declared(task: str) -> dict[str, Any]:

@@ -334,3 +334,64 @@ def _check_mypy_sees_the_install(tmp_path: Path, settings: dict[str, str]) -> No
     assert typo.returncode == 1 and 'no attribute "cacs_at_8"' in typo.stdout, typo.stdout
     hidden = mypy(venv_with({}, "default"))
     assert hidden.returncode == 1 and 'module named "clineval"' in hidden.stdout, hidden.stdout
+
+
+def _hand_run(out: Path, rows: list[dict[str, Any]], metrics: dict[str, Any], seed: int) -> Path:
+    """A run directory of the fixture/synthetic task `synthetic-coding`, written by hand, its
+    run record naming its metrics as a run of an installed benchmark does."""
+    from clineval.benchmarks import MetricSchema, MetricSpec
+    from clineval.benchmarks.declaration import Benchmark
+    from clineval.rundir import MANIFEST, RESULTS, SAMPLES, write_json, write_jsonl
+
+    bench = Benchmark(
+        family="synthetic-coding",
+        title="synthetic coding",
+        tasks=("synthetic-coding",),
+        make_task=lambda name: None,  # type: ignore[arg-type,return-value]
+        metrics=MetricSchema(
+            (
+                MetricSpec("hamming_loss", higher_is_better=False, per_sample="hamming"),
+                MetricSpec("exact_match", per_sample="exact"),
+                MetricSpec("n", count=True, per_sample="one"),
+            )
+        ),
+    )
+    out.mkdir(parents=True)
+    record = {"synthetic": True, **bench.record()}
+    write_json(
+        out / MANIFEST,
+        {"config": {"tasks": ["synthetic-coding"], "seed": seed}, "seed": seed,
+         "status": "finished", "tasks": {"synthetic-coding": record}},
+    )  # fmt: skip
+    write_json(out / RESULTS, {"synthetic-coding": metrics})
+    write_jsonl(out / SAMPLES, ({"task": "synthetic-coding", **r} for r in rows))
+    return out
+
+
+def test_an_interval_the_run_did_not_store_is_the_one_the_cli_shows(tmp_path: Path) -> None:
+    """`m.KEY_ci` for a metric stored without an interval: the seeded bootstrap over the
+    samples that `clineval run` prints and the report shows (a run record is enough)."""
+    import numpy as np
+
+    from clineval.benchmarks import bootstrap_indices
+    from clineval.run_summary import summarize
+
+    hamming = [0.0, 1 / 6, 1 / 3, 0.0, 1 / 6, 0.5, 0.0, 1 / 6]
+    rows = [
+        {"id": f"fixture-{i}", "hamming": h, "exact": h == 0, "one": 1}
+        for i, h in enumerate(hamming)
+    ]
+    metrics = {"hamming_loss": float(np.mean(hamming)), "exact_match": 3 / 8,
+               "exact_match_ci": [0.1, 0.9], "n": 8}  # fmt: skip
+    run = _hand_run(tmp_path / "run", rows, metrics, seed=11)
+    m = clineval.RunResult.load(run)["synthetic-coding"]
+    # the oracle: the 2.5th and 97.5th percentiles of 1,000 resampled means on the seed
+    draws = np.asarray(hamming)[bootstrap_indices(len(hamming), 1000, 11)].mean(axis=1)
+    assert m.interval("hamming_loss") == pytest.approx(tuple(np.percentile(draws, [2.5, 97.5])))
+    assert m.hamming_loss_ci == m.interval("hamming_loss")  # type: ignore[attr-defined]
+    assert m.interval("exact_match") == (0.1, 0.9)  # a stored interval is the run's own
+    assert m.interval("n") is None  # a count has none
+    printed = summarize({"synthetic-coding": metrics}, run).tables[0].rows[0].cells
+    low, high = m.interval("hamming_loss") or (0.0, 0.0)
+    assert printed["hamming_loss"].interval == f"[{low:.4f}, {high:.4f}]"
+    assert f"[{low:.4f}, {high:.4f}]" in str(clineval.RunResult.load(run))

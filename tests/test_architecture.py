@@ -298,6 +298,25 @@ def test_every_public_name_loads_and_is_typed() -> None:
     assert typed == names
 
 
+def test_every_public_class_and_function_says_what_it_is() -> None:
+    """What `help()` shows an author of a benchmark: a docstring of the name's own (a
+    dataclass's generated signature, or the comments beside its fields, say nothing there)."""
+    import dataclasses
+    import inspect
+
+    import clineval.benchmarks as public
+
+    silent = []
+    for name in sorted(_public_names()):
+        value = getattr(public, name)
+        if not (inspect.isclass(value) or inspect.isfunction(value)):
+            continue
+        doc = value.__doc__ or ""
+        if not doc.strip() or (dataclasses.is_dataclass(value) and doc.startswith(f"{name}(")):
+            silent.append(name)
+    assert silent == []
+
+
 @pytest.mark.parametrize(
     "module", [m for m, p in MODULES.items() if p.name == "__init__.py" and m not in PUBLIC]
 )

@@ -328,3 +328,29 @@ def test_a_mistyped_model_file_creates_nothing_and_the_corrected_command_runs(
     assert "predictions file not found" in _one_error_line(capsys.readouterr().err)
     assert not out.exists()
     assert main([*argv, "--model", f"predictions:{verdicts}"]) == 0
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (
+            ["run", "clinconsensus", "-m", STUB_MODEL, "-o", "R", "--quiet"],
+            "error: clineval run: --quiet is an option of clineval itself: give it before the "
+            "command ('clineval --quiet run ...')",
+        ),
+        (
+            ["data", "fetch", "x", "--debug"],
+            "error: clineval data fetch: --debug is an option of clineval itself: give it "
+            "before the command ('clineval --debug data fetch ...')",
+        ),
+    ],
+)
+def test_a_global_option_after_the_command_says_where_it_goes(
+    argv: list[str], expected: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """click would answer `run ... --quiet` with the subcommand's nearest option
+    ("Possible options: --wait"), which sends the reader the wrong way."""
+    argv = [str(tmp_path / a) if a == "R" else a for a in argv]
+    assert main(argv) == 2
+    assert _one_error_line(capsys.readouterr().err) == expected
+    assert not (tmp_path / "R").exists()

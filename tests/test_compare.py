@@ -244,6 +244,7 @@ def test_compare_csv_numbers(two_runs: Any) -> None:
     assert float(scores[("fixture-run-a", "macro_f1")]["value"]) == _sk_macro(gold, pred_a, LABELS)
     assert float(scores[("fixture-run-a", "macro_f1")]["ci_low"]) == 0.1
     assert scores[("fixture-run-b", "accuracy")]["fixture"] == "True"
+    assert {r["higher_is_better"] for r in rows} == {"True"}  # TCM-SD's figures all rise
     paired = {r["metric"]: r for r in rows if r["kind"] == "paired"}
     expected = _sk_macro(gold, pred_a, LABELS) - _sk_macro(gold, pred_b, LABELS)
     assert float(paired["macro_f1"]["value"]) == pytest.approx(expected, abs=1e-12)

@@ -10,11 +10,10 @@ to it.
 from __future__ import annotations
 
 import ast
-import os
 import subprocess
-import sys
 from pathlib import Path
 
+from cli_process import clineval_process
 from test_run_directory import FIXTURE, _run_args, _verdicts
 
 PACKAGE = Path(__file__).resolve().parents[1] / "clineval"
@@ -25,16 +24,7 @@ HOSTILE = "out[/i]run[bold]x:smile:"
 
 
 def _clineval(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
-    return subprocess.run(
-        [sys.executable, "-m", "clineval", "--quiet", *argv],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env,
-        timeout=300,
-        check=False,
-    )
+    return clineval_process(*argv, cwd=cwd, env={"COLUMNS": "200"})
 
 
 def test_a_run_report_and_dry_run_print_a_hostile_directory_as_it_is(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_process import clineval_process
 
 from clineval.benchmarks import Benchmark, MetricSchema, MetricSpec, Task, registry
 from clineval.benchmarks.declaration import DataSource, DeclarationError
@@ -328,15 +329,7 @@ def _plugin(site: Path, dist: str, module: str, parts: dict[str, str]) -> None:
 
 
 def _cli(site: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(REPO)])}
-    return subprocess.run(
-        [sys.executable, "-m", "clineval", "--quiet", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env,
-        timeout=120,
-    )
+    return clineval_process(*args, cwd=cwd, paths=[site], timeout=120)
 
 
 @pytest.fixture(scope="module")
@@ -400,27 +393,20 @@ def _predictions(path: Path) -> Path:
 
 
 def test_parts_that_are_not_callable_or_take_other_arguments(site: Path, tmp_path: Path) -> None:
+    """A run resolves every declared part before it computes anything: a report section or
+    statistics that cannot be called is the first line, not a failure after the model ran."""
     answers = _predictions(tmp_path / "p.jsonl")
-    done = _cli(site, "run", "wrong-arguments", "--model", f"predictions:{answers}",
-                "--output-dir", str(tmp_path / "wrong"), cwd=tmp_path)  # fmt: skip
-    assert done.returncode == 0, done.stderr  # the task itself is fine
-    report = _cli(site, "report", str(tmp_path / "wrong"), "-o", str(tmp_path / "w.html"),
-                  cwd=tmp_path)  # fmt: skip
-    assert report.returncode == 2
-    assert _last_error(report) == (
-        "error: benchmark 'wrong-arguments': report_section 'wrong_arguments:section_of' cannot "
-        "be called as report_section(run, task): missing a required argument: 'schema' "
-        "(package 'wrong-arguments')"
-    )
-    assert not (tmp_path / "w.html").exists()
-    # the statistics are reached by the run's closing summary (its accuracy has no interval
-    # stored): the results are written first, and kept
-    out = tmp_path / "not-callable"
-    done = _cli(site, "run", "not-callable", "--model", f"predictions:{answers}",
-                "--output-dir", str(out), cwd=tmp_path)  # fmt: skip
-    assert done.returncode == 2
-    assert _last_error(done) == (
-        "error: benchmark 'not-callable': statistics 'not_callable:NOT_A_FUNCTION' is not "
-        "callable (it is a list) (package 'not-callable')"
-    )
-    assert json.loads((out / "results.json").read_text())["not-callable"]["accuracy"] == 0.75
+    refusals = {
+        "wrong-arguments": "error: benchmark 'wrong-arguments': report_section "
+        "'wrong_arguments:section_of' cannot be called as report_section(run, task): missing a "
+        "required argument: 'schema' (package 'wrong-arguments')",
+        "not-callable": "error: benchmark 'not-callable': statistics "
+        "'not_callable:NOT_A_FUNCTION' is not callable (it is a list) (package 'not-callable')",
+    }
+    for task, line in refusals.items():
+        for extra in ([], ["--dry-run"]):
+            out = tmp_path / f"{task}{len(extra)}"
+            done = _cli(site, "run", task, "--model", f"predictions:{answers}",
+                        "--output-dir", str(out), *extra, cwd=tmp_path)  # fmt: skip
+            assert (done.returncode, _last_error(done)) == (2, line)
+            assert not out.exists()

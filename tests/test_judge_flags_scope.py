@@ -6,18 +6,16 @@ task still takes it. Real `python -m clineval` subprocesses, a real stub server.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli_process import clineval_process
 from llm_stub_server import StubServer
 
 from clineval.benchmarks.registry import benchmarks
 
-ROOT = Path(__file__).resolve().parents[1]
 NER = ["ner:ncbi", "--model", "baseline:crf"]
 TCM = ["tcm-sd", "--option", "tcm.data=synthetic", "--model", "baseline:tfidf"]
 OPENAI_NER = ["ner:ncbi", "-m", "openai:m@http://127.0.0.1:1/v1"]
@@ -25,15 +23,7 @@ JUDGE_URL = ["--judge-base-url", "http://127.0.0.1:2/v1"]
 
 
 def _clineval(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
-    return subprocess.run(
-        [sys.executable, "-m", "clineval", "--quiet", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return clineval_process(*args, cwd=cwd)
 
 
 @pytest.mark.parametrize("dry_run", [False, True])

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_process import clineval_process
 from run_probe import write_fixture_verdicts
 
 from clineval.benchmarks.clinconsensus.cases import fixture_path
@@ -32,15 +33,7 @@ TCM = [
 
 
 def _clineval(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1", "COLUMNS": "100"}
-    return subprocess.run(
-        [sys.executable, "-m", "clineval", "--quiet", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return clineval_process(*args, cwd=cwd, env={"COLUMNS": "100"})
 
 
 def _refused(done: subprocess.CompletedProcess[str]) -> str:

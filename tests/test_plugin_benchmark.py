@@ -212,3 +212,29 @@ def test_one_predictions_file_per_task_and_its_sha256(site: Path, tmp_path: Path
     expected = hashlib.sha256((EXAMPLE / "predictions-b.jsonl").read_bytes()).hexdigest()
     assert notes["predictions_file"]["sha256"] == expected
     assert notes["predictions_file"]["path"].endswith("predictions-b.jsonl")
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ('{"question": "q", "options": {}, "answer": "A"}', 'expected string "id" and "question"'),
+        ('{"id": "x", "options": {}, "answer": "A"}', 'expected string "id" and "question"'),
+        ('{"id": "x", "question": "q", "options": {"A": "a"}, "answer": "A"}', "expected options"),
+    ],
+)
+def test_the_templates_reader_names_file_and_line(
+    site: Path, tmp_path: Path, line: str, message: str
+) -> None:
+    """What every copy of the template inherits: a bad questions file is one line naming
+    file and line, never a KeyError from inside the reader."""
+    from clineval_example_mcq.task import read_questions  # installed by the `site` fixture
+
+    from clineval.benchmarks import InputError
+
+    options = {letter: letter.lower() for letter in "ABCD"}
+    good = json.dumps({"id": "q1", "question": "q", "options": options, "answer": "A"})
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text(f"{good}\n{line}\n")
+    with pytest.raises(InputError, match=message) as refused:
+        read_questions(questions)
+    assert refused.value.path == str(questions) and refused.value.line == 2

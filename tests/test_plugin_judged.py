@@ -12,6 +12,7 @@ clip(points of the met criteria / positive points, 0, 1)): by hand where the stu
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import os
 import signal
@@ -143,6 +144,8 @@ def test_run_score_report_compare_export_agreement(
     done = cli(site, *run_args(one, "--model", model, "--max-judge-error-rate", "0"))
     assert done.returncode == 0, done.stderr
     assert stub.stats()["requests"] == 4 + 15  # 4 answers, 15 criteria judged by the candidate
+    # the fixture flag the task notes in the run record reaches the results it prints
+    assert f"{TASK}: fixture data: not a benchmark result" in done.stdout
     got = results(one)
     met = stored_met(one, "openai:cand")
     assert len(met) == 4 and got["n_items_scored"] == 4 and got["judge_errors"] == 0
@@ -188,6 +191,8 @@ def test_run_score_report_compare_export_agreement(
     compared = cli(site, "compare", str(one), str(errs), "--format", "csv", "-o", str(table))
     assert compared.returncode == 0, compared.stderr
     assert "score" in table.read_text() and "criteria_met_rate" in table.read_text()
+    directions = {(r["metric"], r["higher_is_better"]) for r in csv.DictReader(table.open())}
+    assert {("score", "True"), ("judge_error_rate", "False")} <= directions
 
     exported = cli(site, "export", str(one), "--format", "samples-csv", "-o", str(tmp_path / "x"))
     assert exported.returncode == 0, exported.stderr
@@ -279,6 +284,34 @@ def test_batch_shards_and_a_two_judge_panel(site: Path, stub: StubServer, tmp_pa
     assert stub.stats()["requests"] == asked and results(panel) == figures
 
 
+def test_a_whole_predictions_file_serves_limit_and_shard(
+    site: Path, stub: StubServer, tmp_path: Path
+) -> None:
+    """answers-a.jsonl answers fixture-01..03 of the four items: a --limit or --shard part
+    takes its own answers from it (ids checked against every item, not only the part's)."""
+    stub.reset()
+    stub.script([], default={"do": "ok", "content": MET})
+    answers = EXAMPLE / "answers-a.jsonl"
+    judge = ["--judge", f"openai:j1@{stub.base_url}"]
+    first = cli(site, *run_args(tmp_path / "first", "--model", f"predictions:{answers}", "--limit",
+                                "1", *judge))  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    assert results(tmp_path / "first")["n_items"] == 1
+    assert results(tmp_path / "first")["score"] == pytest.approx(6 / 12)  # fixture-01, by hand
+    shards = [tmp_path / "s1", tmp_path / "s2"]
+    for i, shard in enumerate(shards, 1):
+        model = f"predictions:{TASK}={answers}"  # one file per task: the same file
+        part = cli(site, *run_args(shard, "--model", model, "--shard", f"{i}/2", *judge))
+        assert "not a sample" not in part.stderr and part.returncode in (0, 1), part.stderr
+        noted = json.loads((shard / "manifest.json").read_text())["tasks"][TASK]
+        digest = hashlib.sha256(answers.read_bytes()).hexdigest()
+        assert noted["predictions_file"]["sha256"] == digest
+    merged = cli(site, "merge", *map(str, shards), "-o", str(tmp_path / "merged"))
+    assert merged.returncode == 1  # fixture-04 has no answer in either part
+    got = results(tmp_path / "merged")
+    assert got["n_items"] == 4 and got["score"] == pytest.approx((6 / 12 + 5 / 10 + 3 / 11) / 3)
+
+
 def test_the_python_api(site: Path, stub: StubServer, tmp_path: Path) -> None:
     import clineval
 
@@ -319,3 +352,30 @@ def test_bad_input_is_one_line_and_writes_nothing(site: Path, tmp_path: Path) ->
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [f"error: {bad}:2: unknown id 'nope' (not a sample)"]
     assert not out.exists() or {p.name for p in out.iterdir()} <= {".lock"}
+
+
+@pytest.mark.parametrize(
+    ("rubric", "message"),
+    [
+        ('[{"criterion": "no id", "points": 1}]', 'a criterion needs "id" and "criterion"'),
+        ('[{"id": "a", "points": 1}]', 'a criterion needs "id" and "criterion"'),
+        ('[{"id": "a", "criterion": "c", "points": "1"}]', "every criterion needs numeric points"),
+        ('[{"id": "a", "criterion": "c", "points": -1}]', "a rubric needs a criterion with"),
+        ("[]", 'expected a non-empty "rubric" list'),
+    ],
+)
+def test_the_templates_reader_names_file_and_line(
+    site: Path, tmp_path: Path, rubric: str, message: str
+) -> None:
+    """What a copy of the template inherits: a bad items file is one line naming file and
+    line, never a KeyError from inside the reader."""
+    from clineval_example_rubric.task import read_items  # installed by the `site` fixture
+
+    from clineval.benchmarks import InputError
+
+    items = tmp_path / "items.jsonl"
+    good = '{"id": "i1", "prompt": "q", "rubric": [{"id": "a", "criterion": "c", "points": 1}]}'
+    items.write_text(f'{good}\n{{"id": "i2", "prompt": "q", "rubric": {rubric}}}\n')
+    with pytest.raises(InputError, match=message) as refused:
+        read_items(items)
+    assert refused.value.path == str(items) and refused.value.line == 2

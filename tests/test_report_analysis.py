@@ -264,10 +264,12 @@ def test_plugin_declared_table_and_every_field(driver: Any, tmp_path: Path) -> N
     )
     registry.register(bench)
     try:
+        codes = [{"code": "I10", "gold": True, "predicted": True}, {"code": "E11", "gold": True}]
         rows = [
-            {"id": f"s{i}", "gold": ["I10", "E11"], "pred": ["I10"], "loss": 0.5, "note": "ok"}
+            {"id": f"s{i}", "gold": ["I10", "E11"], "pred": ["I10"], "loss": 0.5 / (i + 1),
+             "note": "ok", "codes": codes}
             for i in range(3)
-        ]
+        ]  # fmt: skip
         metrics = {
             "hamming_loss": 0.25,
             "n": 3,
@@ -288,10 +290,22 @@ def test_plugin_declared_table_and_every_field(driver: Any, tmp_path: Path) -> N
         ["E11", "0.0000", "3"],
     ]
     header = [h.text for h in driver.find_elements(By.CSS_SELECTOR, f"#{anchor} table.samples th")]
-    assert header == ["id", "loss", "note"]  # scalars as columns; lists go to the detail
+    # scalars and lists of scalars as columns; lists of objects go to the detail
+    assert header == ["id", "gold", "pred", "loss", "note"]
+    cells = driver.find_elements(By.CSS_SELECTOR, f"#{anchor} table.samples tbody tr td")
+    assert [c.text for c in cells[:5]] == ["s0", "I10, E11", "I10", "0.5000", "ok"]
+    # a fraction with the metric's default 4 decimals (the page still sorts by the value)
+    assert [c.text for c in cells[3::5]] == ["0.5000", "0.2500", "0.1667"]
     driver.find_element(By.CSS_SELECTOR, f"#{anchor} table.samples tbody tr").click()
-    detail = driver.find_element(By.CSS_SELECTOR, f"#{anchor} .detail").text
-    assert '["I10","E11"]' in detail and "gold" in detail
+    detail = driver.find_element(By.CSS_SELECTOR, f"#{anchor} .detail")
+    assert '["I10","E11"]' in detail.text and "gold" in detail.text
+    # a list of objects is a table of its own: a column per key, a row per object
+    table = detail.find_element(By.CSS_SELECTOR, "table.detail-rows")
+    assert [
+        [c.text for c in tr.find_elements(By.CSS_SELECTOR, "th, td")]
+        for tr in table.find_elements(By.CSS_SELECTOR, "tr")
+    ] == [["code", "gold", "predicted"], ["I10", "true", "true"], ["E11", "true", ""]]
+    assert "codes" not in [dt.text for dt in detail.find_elements(By.CSS_SELECTOR, "dt")]
     assert_nothing_ran(driver)
 
 

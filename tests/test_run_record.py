@@ -420,3 +420,18 @@ def test_manifest_model_refuses_what_it_reads_refused() -> None:
         manifest.status = 3  # type: ignore[assignment]
     with pytest.raises(ValueError, match="stored_records"):
         TaskNotes(stored_records=-2)
+
+
+@pytest.mark.parametrize(
+    ("exc", "status"),
+    [
+        (KeyboardInterrupt(), "stopped: KeyboardInterrupt"),
+        (OSError("disk full"), "stopped: OSError: disk full"),
+    ],
+)
+def test_a_stopped_runs_status_says_why_without_an_empty_tail(
+    exc: BaseException, status: str
+) -> None:
+    manifest = Manifest(config={})
+    manifest.mark_stopped(exc)
+    assert manifest.status == status

@@ -77,10 +77,12 @@ _HOME = {
     "number": "clineval.options",
     "text": "clineval.options",
     # per-sample statistics (compare's paired test, report intervals)
+    "Reducer": "clineval.report.statistics",
     "SampleStatistic": "clineval.report.statistics",
     "bootstrap_interval": "clineval.report.statistics",
     "counts_statistic": "clineval.report.statistics",
     "macro_f1_statistic": "clineval.report.statistics",
+    "micro_f1_statistic": "clineval.report.statistics",
     "mean_statistic": "clineval.report.statistics",
     "ratio_statistic": "clineval.report.statistics",
     # bootstrap resampling
@@ -429,6 +431,9 @@ if TYPE_CHECKING:  # what type checkers and editors see of the lazy names below
         yes_no as yes_no,
     )
     from clineval.report.statistics import (
+        Reducer as Reducer,
+    )
+    from clineval.report.statistics import (
         SampleStatistic as SampleStatistic,
     )
     from clineval.report.statistics import (
@@ -442,6 +447,9 @@ if TYPE_CHECKING:  # what type checkers and editors see of the lazy names below
     )
     from clineval.report.statistics import (
         mean_statistic as mean_statistic,
+    )
+    from clineval.report.statistics import (
+        micro_f1_statistic as micro_f1_statistic,
     )
     from clineval.report.statistics import (
         ratio_statistic as ratio_statistic,

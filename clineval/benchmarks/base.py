@@ -29,6 +29,11 @@ if TYPE_CHECKING:
 
 @dataclass
 class RunContext:
+    """What a task's steps get of the run: `config` (the run's settings: `seed`,
+    `temperature`, `max_tokens`, `limit`, `options`, ...), `store` (its records and calls),
+    `output_dir`, `data_root`, the `model` spec and, resolved from it, `backend` (its
+    `kind`); `note(task, key, value)` adds a note to the task's entry in the manifest."""
+
     config: RunConfig
     store: RunStore
     output_dir: Path
@@ -72,6 +77,9 @@ class TaskResult:
 
 @dataclass(frozen=True)
 class DataFileStatus:
+    """One data file of a task as `clineval tasks` lists it: its path (relative to the data
+    root, or a name) and whether it is there ("ok", "missing", ...)."""
+
     relative_path: str
     status: str  # "ok" | "missing" | "checksum mismatch" | "not checked"
 

@@ -378,3 +378,18 @@ class Benchmark:
         """The synthesizer `name` (one of `synthesizers`)."""
         value = self.synthesizers[name]
         return cast("Synthesizer", self._part(f"synthesizers[{name!r}]", value, "synthesizers"))
+
+    def check_parts(self) -> None:
+        """Resolve every declared code part now (DeclarationError for the first that does
+        not resolve or fit its call). A run calls it before it computes anything: a misspelt
+        report section would otherwise be found only at the end, after hours of model calls."""
+        self.statistics_function()
+        self.report_section_function()
+        self.check_settings_function()
+        self.long_rows_function()
+        for name in self.exporters:
+            self.exporter(name)
+        for name in self.synthesizers:
+            self.synthesizer(name)
+        for source in self.data_sources:
+            source.fetch_step()

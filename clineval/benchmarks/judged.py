@@ -54,13 +54,24 @@ from clineval.store import RunStore
 
 @dataclass(frozen=True)
 class Criterion:
+    """One rubric criterion of a judged item: `id` (unique within the item; the verdict's
+    key), `text` (what the judge sees as {criterion}), `points` (a weight for the
+    benchmark's own score; negative for something an answer must not do) and `tags` (what
+    the benchmark groups criteria by, such as HealthBench's "axis:accuracy": kept in the
+    sample rows' verdicts; the judge never sees them)."""
+
     id: str
     text: str
     points: float = 1.0  # a weight for the benchmark's own score; negative: to be avoided
+    tags: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class JudgedItem:
+    """One item of a judged task: `id`, `query` (the judge's {query}), its `criteria`, the
+    `messages` the candidate is sent ((role, content) pairs; empty: the query as one user
+    turn) and, from a predictions file, its `answer` (then no candidate call is made)."""
+
     id: str
     query: str  # what the judge sees as {query}
     criteria: tuple[Criterion, ...]
@@ -130,6 +141,9 @@ class ReplyBounds:
 
 @dataclass(frozen=True)
 class JudgePanel:
+    """Who judges a run's judged tasks: the `--judge` specs in order (or the candidate
+    itself, `judge_is_candidate`), and the labels their verdicts are stored under."""
+
     labels: tuple[str, ...]  # in --judge order; verdicts are stored under these
     specs: tuple[ModelSpec, ...]
     judge_is_candidate: bool
@@ -160,6 +174,7 @@ class Judging:
 
 
 def stored_answers(store: RunStore, task: str) -> dict[str, AnswerRecord]:
+    """The candidate answers `task` has stored, by item id."""
     return read_answers(store.records(task, ANSWER_KIND))
 
 
@@ -171,6 +186,8 @@ def answer_text(record: AnswerRecord | None) -> str | None:
 def stored_verdicts(
     store: RunStore, task: str, labels: Sequence[str]
 ) -> dict[str, dict[str, VerdictRecord]]:
+    """{judge label: {verdict key: record}}: the verdicts `task` has stored from each of the
+    judges `labels` names (keys as `verdict_key(item id, criterion id)`)."""
     return {label: read_verdicts(store.records(task, verdict_kind(label))) for label in labels}
 
 

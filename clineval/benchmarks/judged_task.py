@@ -29,18 +29,19 @@ from clineval.benchmarks.judged import (
     verdict_matrix,
 )
 from clineval.benchmarks.judged_flow import plan_judged, predict_judged
-from clineval.benchmarks.kit import read_predictions, select_samples
+from clineval.benchmarks.kit import predictions_path, read_predictions, select_samples
 from clineval.errors import InputError
 from clineval.judge.ensemble import aggregate, agreement_table, count_ties
 from clineval.judge.prompt import JudgePrompt
 from clineval.judge.verdict import VerdictRow
 from clineval.models.registry import ModelKind
 from clineval.plan import CallPlan
-from clineval.report.statistics import SampleStatistic, mean_statistic
+from clineval.report.statistics import SampleStatistic, bootstrap_interval, mean_statistic
 
 
-def judged_metrics(score_help: str) -> MetricSchema:
-    """The metrics a JudgedTask reports, `score` first (the primary)."""
+def judged_metrics(score_help: str, *more: MetricSpec) -> MetricSchema:
+    """The metrics a JudgedTask reports, `score` first (the primary), then `more`: the
+    benchmark's own figures (its `item_figures`, declared `per_sample`)."""
     return MetricSchema(
         (
             MetricSpec("score", score_help),
@@ -50,6 +51,7 @@ def judged_metrics(score_help: str) -> MetricSchema:
             MetricSpec("n_items_scored", "items with every verdict", headline=False, count=True),
             MetricSpec("judge_errors", "verdicts that could not be obtained", False, False, True),
             MetricSpec("candidate_errors", "items without an answer", False, False, True),
+            *more,
         )
     )
 
@@ -64,12 +66,76 @@ def score_statistics(
     return {"score": mean_statistic([str(r["id"]) for r in rows], [r["score"] for r in rows])}
 
 
+# the metrics and sample fields JudgedTask writes itself: item_figures may not reuse them
+_KIT_KEYS = frozenset(
+    {spec.key for spec in judged_metrics("").metrics}
+    | {"id", "query", "answer", "verdicts", "task", "per_judge", "aggregate", "agreement"}
+    | {"aggregate_ties", "judges", "judge_is_candidate", "judge_errors_as_unmet"}
+)
+
+
+def _distinct(task: str, items: Sequence[JudgedItem]) -> list[JudgedItem]:
+    """The items, refused when two share an id or one item two criterion ids: their answers
+    or verdicts would share a stored key, and one would silently stand for the other."""
+    seen: set[str] = set()
+    for item in items:
+        if item.id in seen:
+            raise InputError(f"task {task!r}: item id {item.id!r} is used twice")
+        seen.add(item.id)
+        ids = [c.id for c in item.criteria]
+        twice = sorted({i for i in ids if ids.count(i) > 1})
+        if twice:
+            raise InputError(f"task {task!r}: item {item.id!r} has criterion id {twice[0]!r} twice")
+        if not ids:
+            raise InputError(f"task {task!r}: item {item.id!r} has no criteria")
+    return list(items)
+
+
+def _unmatched(items: Sequence[JudgedItem], stored: dict[str, dict[str, Any]]) -> list[str]:
+    """A warning when the store holds verdicts that no criterion evaluated now owns: the
+    items or their criterion ids changed since they were judged (a judge error is then a
+    stored verdict the task no longer finds), or --limit / --shard leave their items out."""
+    keys = {key for item in items for key in item.verdict_keys()}
+    extra = sum(1 for records in stored.values() for key in records if key not in keys)
+    if not extra:
+        return []
+    return [
+        f"{extra} stored verdict(s) belong to no criterion of the items evaluated: were item "
+        "or criterion ids changed since they were judged? (or --limit / --shard leave their "
+        "items out)"
+    ]
+
+
 def _text_answer(value: Any) -> str | None:
     return None if isinstance(value, str) else '"answer" must be a string'
 
 
+def _intervals(
+    items: Sequence[JudgedItem], scored: list[tuple[float, dict[str, float]]], seed: int
+) -> dict[str, list[float] | None]:
+    """`KEY_ci`: the 95% bootstrap interval over the scored items of `score` and of each
+    item figure, the run's seed deciding the draws (as the report's, which then shows it)."""
+    columns: dict[str, tuple[list[str], list[float]]] = {}
+    for item, (score, figures) in zip(items, scored, strict=True):
+        if math.isnan(score):
+            continue
+        for key, value in {"score": score, **figures}.items():
+            ids, values = columns.setdefault(key, ([], []))
+            ids.append(item.id)
+            values.append(value)
+    return {
+        f"{key}_ci": list(bootstrap_interval(mean_statistic(ids, values), seed=seed))
+        if len(ids) > 1
+        else None
+        for key, (ids, values) in columns.items()
+    }
+
+
 @dataclass(frozen=True)
 class JudgedData:
+    """What `JudgedTask.load` gives its other steps: the items this run evaluates (after
+    --limit and --shard, with a predictions file's answers) and their `Judging` set-up."""
+
     items: tuple[JudgedItem, ...]
     judging: Judging
 
@@ -99,24 +165,42 @@ class JudgedTask(Task[JudgedData]):
         in the item's order; never nan here)."""
         raise NotImplementedError
 
+    def item_figures(self, item: JudgedItem, verdicts: NDArray[np.float64]) -> dict[str, float]:
+        """Further figures of one answered item besides its score (HealthBench's per-axis
+        scores, MedHELM's per-dimension ratings ...), called with the same verdicts as
+        `score`. Each key becomes a field of the item's sample row and a metric of the same
+        key, the mean over the scored items it applies to (a key left out, or nan, for an
+        item it does not apply to); declare it as `MetricSpec(KEY, per_sample=KEY)`
+        and compare's paired test and the report's interval come with it. A key must not be
+        one of the kit's own metrics or row fields. None by default."""
+        return {}
+
     def _option(self, ctx: RunContext, name: str) -> Any:
         assert self.option_group is not None, "a JudgedTask declares judge_options(...)"
         return self.option_group.value(ctx.config.options, name)
 
-    def _answers(self, ctx: RunContext, items: list[JudgedItem]) -> list[JudgedItem]:
-        from clineval.models.predictions_files import predictions_file
-
+    def _answers(
+        self, ctx: RunContext, every: list[JudgedItem], items: list[JudgedItem]
+    ) -> list[JudgedItem]:
         if ctx.backend.kind is not ModelKind.PREDICTIONS:
             return items
         if not ctx.config.judges:
             raise InputError("--model predictions:... gives the answers: name the judges (--judge)")
-        path = predictions_file(ctx.model, self.name)
-        given = read_predictions(path, {i.id for i in items}, "answer", _text_answer)
+        # the file may answer every item: its ids are checked against all of them, and the
+        # answers of the items --limit / --shard kept are used
+        given = read_predictions(
+            predictions_path(ctx, self.name),
+            {i.id for i in every},
+            "answer",
+            _text_answer,
+            selected={i.id for i in items},
+        )
         # an item the file leaves out stays unanswered: reported, never asked of a model
         return [replace(i, answer=given.get(i.id)) for i in items]
 
     def load(self, ctx: RunContext) -> JudgedData:
-        items = self._answers(ctx, select_samples(ctx, list(self.items(ctx)), lambda i: i.id))
+        every = _distinct(self.name, self.items(ctx))
+        items = self._answers(ctx, every, select_samples(ctx, every, lambda i: i.id))
         panel = JudgePanel.from_config(ctx.config)
         cap = self._option(ctx, "judge_max_tokens")
         chars = self._option(ctx, "judge_explanation_chars")
@@ -147,18 +231,20 @@ class JudgedTask(Task[JudgedData]):
         matrix: NDArray[np.float64],
         answered: NDArray[np.bool_],
         unmet: bool,
-    ) -> tuple[dict[str, Any], list[float]]:
+    ) -> tuple[dict[str, Any], list[tuple[float, dict[str, float]]]]:
         n_criteria = np.array([len(i.criteria) for i in items], dtype=np.int64)
         judged = (~np.isnan(matrix)).sum(axis=1)
         errors = int((n_criteria - judged)[answered].sum())
         size = int(n_criteria[answered].sum())
         scores: list[float] = []
+        extra: list[dict[str, float]] = []
         for i, item in enumerate(items):
             row = matrix[i, : len(item.criteria)]
             if unmet:
                 row = np.nan_to_num(row, nan=0.0)
             ok = bool(answered[i]) and not np.isnan(row).any()
             scores.append(float(self.score(item, row)) if ok else math.nan)
+            extra.append(self._item_figures(item, row) if ok else {})
         scored = [s for s in scores if not math.isnan(s)]
         denominator = size if unmet else size - errors
         figures = {
@@ -170,7 +256,22 @@ class JudgedTask(Task[JudgedData]):
             "judge_error_rate": errors / size if size else 0.0,
             "n_items_scored": len(scored),
         }
-        return figures, scores
+        for key in dict.fromkeys(k for e in extra for k in e):
+            values = [e[key] for e in extra if key in e]
+            figures[key] = float(np.mean(values)) if values else None
+        return figures, [(s, e) for s, e in zip(scores, extra, strict=True)]
+
+    def _item_figures(self, item: JudgedItem, row: NDArray[np.float64]) -> dict[str, float]:
+        figures = self.item_figures(item, row)
+        taken = _KIT_KEYS.intersection(figures)
+        if taken:
+            # the benchmark's error, one line naming its task (results would be ambiguous)
+            raise InputError(
+                f"task {self.name!r}: item_figures returned {sorted(taken)[0]!r}, a name the "
+                "judging kit uses itself: rename the figure"
+            )
+        # a figure that does not apply to the item (nan) is left out, as an absent key is
+        return {k: float(v) for k, v in figures.items() if math.isfinite(float(v))}
 
     def evaluate(self, ctx: RunContext, data: JudgedData) -> TaskResult:
         items, labels = data.items, data.judging.panel.labels
@@ -188,6 +289,7 @@ class JudgedTask(Task[JudgedData]):
         headline, scores = self._figures(items, primary, answered, unmet)
         metrics: dict[str, Any] = {
             **headline,
+            **_intervals(items, scores, ctx.config.seed),
             "n_items": len(items),
             "candidate_errors": int((~answered).sum()),
             "judge_errors_as_unmet": unmet,
@@ -207,15 +309,21 @@ class JudgedTask(Task[JudgedData]):
         errors = error_rate_failures(ctx.config.max_judge_error_rate, bounded)
         if metrics["candidate_errors"]:
             errors.append(f"{metrics['candidate_errors']} item(s) got no candidate answer")
-        return TaskResult(metrics=metrics, samples=samples, errors=errors)
+        return TaskResult(metrics, samples, errors, _unmatched(items, stored))
 
     def _row(
-        self, item: JudgedItem, stored: Any, answers: dict[str, Any], score: float
+        self,
+        item: JudgedItem,
+        stored: Any,
+        answers: dict[str, Any],
+        scored: tuple[float, dict[str, float]],
     ) -> dict[str, Any]:
+        score, figures = scored
         verdicts = [
             replace(
                 VerdictRow.of(criterion.id, criterion.text, label, records.get(key)),
                 points=criterion.points,
+                tags=criterion.tags,
             ).to_row()
             for label, records in stored.items()
             for criterion, key in zip(item.criteria, item.verdict_keys(), strict=True)
@@ -225,5 +333,6 @@ class JudgedTask(Task[JudgedData]):
             "query": item.query,
             "answer": answer_text(answers.get(item.id)),
             "score": None if math.isnan(score) else score,
+            **figures,
             "verdicts": verdicts,
         }

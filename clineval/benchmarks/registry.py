@@ -19,7 +19,7 @@ import math
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache, partial
@@ -274,6 +274,26 @@ def get_task(name: str) -> Task[Any]:
     except (Exception, SystemExit) as exc:  # a sys.exit in outside code is a failure too
         raise _plugin_error(name, dist, "make_task", exc) from exc
     return _PluginTask(task, dist)
+
+
+def check_declared_parts(tasks: Sequence[str]) -> None:
+    """Every code part the benchmarks of `tasks` declare resolves and fits its call
+    (`Benchmark.check_parts`); for a plugin, what its modules raise on import is one
+    PluginError naming the package."""
+    for bench in {id(b): b for b in map(benchmark_of, tasks) if b is not None}.values():
+        dist = _ORIGIN.get(bench.family)
+        if dist is None:
+            bench.check_parts()
+            continue
+        try:
+            with contextlib.redirect_stdout(sys.stderr):
+                bench.check_parts()
+        except DeclarationError as exc:
+            raise _declaration_error(exc, dist) from None
+        except (Exception, SystemExit) as exc:
+            raise _plugin_error(
+                bench.tasks[0], dist, "an import of its declared parts", exc
+            ) from exc
 
 
 def _declaration_error(exc: DeclarationError, dist: str) -> PluginError:

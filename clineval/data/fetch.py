@@ -61,6 +61,9 @@ SIZE_CAP = 1 << 30
 
 @dataclass(frozen=True, slots=True)
 class Source:
+    """One pinned file of a `DataSource`: where it goes under the data root or cache, its
+    official address (None: only a mirror has it), and whether to gzip it once checked."""
+
     relative: str  # path under the data root / cache
     url: str | None  # official address; None = no official source (mirror only)
     gzip_here: bool = False  # upstream is the uncompressed file; gzip it after checking

@@ -78,10 +78,15 @@ def _defuse(text: str) -> str:
 
 @dataclass(frozen=True)
 class JudgePrompt:
+    """A judge's wording: `template` with {query}, {response} and {criterion}, its `version`
+    (in the cache key of every judge call: change it with the words), an optional `system`
+    turn, and the options below. `custom` marks a template read from a `--judge-prompt`
+    file rather than a benchmark's own."""
+
     template: str
     version: str  # part of the cache key of every judge call
-    system: str | None
-    custom: bool
+    system: str | None = None
+    custom: bool = False
     # Whether the judge call asks the server for JSON output (the response_format ladder of
     # clineval.judge.run). False for a prompt whose model was trained to answer in its own
     # format (the official one: a ```json fence): its calls are plain text, as in training.

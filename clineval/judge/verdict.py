@@ -46,6 +46,10 @@ def _int_usage(value: Any) -> dict[str, int] | None:
 
 @dataclass(frozen=True)
 class VerdictRecord:
+    """One stored verdict of one judge on one criterion: `met` (None for a judge error, with
+    `error` saying why) and the judge's `explanation`. `clineval/judge/verdict.py` is the
+    one reader and writer of its stored form."""
+
     met: bool | None  # None: judge_error
     explanation: str = ""
     error: str | None = None
@@ -160,6 +164,7 @@ class VerdictRow:
     judge: str
     error: str | None = None
     points: float | None = None  # the criterion's weight, when the benchmark gives one
+    tags: tuple[str, ...] = ()  # the criterion's tags, when the benchmark gives some
 
     @classmethod
     def of(
@@ -175,6 +180,7 @@ class VerdictRow:
             "criterion_id": self.criterion_id,
             "criterion": self.criterion,
             **({"points": self.points} if self.points is not None else {}),
+            **({"tags": list(self.tags)} if self.tags else {}),
             "met": self.met,
             "explanation": self.explanation,
             "judge": self.judge,
@@ -190,6 +196,7 @@ class VerdictRow:
         met = value.get("met", value.get("criteria_met"))
         points = value.get("points")
         criterion_id = value.get("criterion_id")
+        tags = value.get("tags")
 
         def text(name: str) -> str:
             field = value.get(name)
@@ -205,6 +212,7 @@ class VerdictRow:
             points=float(points)
             if isinstance(points, int | float) and not isinstance(points, bool)
             else None,
+            tags=tuple(str(t) for t in tags) if isinstance(tags, list) else (),
         )
 
 

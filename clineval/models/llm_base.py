@@ -15,6 +15,10 @@ from clineval.store import canonical_json, hash_text
 
 @dataclass(frozen=True)
 class ChatRequest:
+    """One chat call a benchmark builds: the messages ((role, content) pairs) and sampling
+    settings, the version of the prompt that made them (in the call's cache key: a changed
+    prompt is a new request), and optionally a `response_format`, routing and limits."""
+
     messages: tuple[tuple[str, str], ...]  # (role, content) pairs
     temperature: float = 0.0
     max_tokens: int | None = None
@@ -62,6 +66,8 @@ def request_key(request: ChatRequest, model_label: str) -> tuple[str, str]:
 
 @dataclass
 class ChatResponse:
+    """A chat model's reply: its `text`, the model that gave it, token usage and timings."""
+
     text: str
     model: str
     # prompt_tokens, completion_tokens, total_tokens, cached_tokens (ints), timings (a dict):
@@ -85,6 +91,10 @@ class ChatError(Exception):
 
 
 class ChatModel(Protocol):
+    """What every chat backend offers: `await chat(request) -> ChatResponse` and a `label`
+    (backend:name, never a URL or key). Benchmarks reach it through `predict_by_chat` or
+    `open_chat_model`, which add the run store as cache, resume and the concurrency limit."""
+
     label: str  # e.g. "openai:qwen2.5-7b" (no URL, no key)
 
     async def chat(self, request: ChatRequest) -> ChatResponse: ...

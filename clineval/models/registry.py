@@ -30,6 +30,10 @@ if TYPE_CHECKING:
 
 
 class ModelKind(StrEnum):
+    """What a model spec is (`ctx.backend.kind`): a chat model, a checkpoint, a baseline, a
+    predictions file or a span tagger; a benchmark lists the kinds it accepts in
+    `Benchmark.capabilities` and branches on the kind, never on a backend's name."""
+
     CHAT = "chat"
     CHECKPOINT = "checkpoint"
     BASELINE = "baseline"

@@ -294,6 +294,9 @@ CSV_HEADER = [
     "p_holm",
     "a",
     "b",
+    # the metric's declared direction (True: higher is better), so a reader of the CSV alone
+    # ranks it as compare does
+    "higher_is_better",
 ]
 
 
@@ -327,6 +330,7 @@ def render_csv(comp: Comparison) -> str:
                     "",
                     "",
                     "",
+                    comp.higher_is_better(task, key),
                 ]
             )
     for pair in comp.pairs:
@@ -349,6 +353,7 @@ def render_csv(comp: Comparison) -> str:
                 *figures,
                 pair.note,
                 *extra,
+                comp.higher_is_better(pair.task, pair.metric),
             ]
         )
     return buf.getvalue()

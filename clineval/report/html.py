@@ -37,6 +37,7 @@ from clineval.report.sections_common import (
     fields_part,
     fill_intervals,
     format_value,
+    rows_part,
     settings,
     short_model_label,
     table_block,
@@ -85,16 +86,54 @@ def _generic_section(
     if samples:
         rows = [{k: v for k, v in row.items() if k != "task"} for row in samples]
         keys = list(dict.fromkeys(k for row in rows for k in row))
-        scalar = [k for k in keys if all(not isinstance(r.get(k), dict | list) for r in rows)]
+        scalar = [k for k in keys if all(_cell_value(r.get(k)) for r in rows)]
+        listed = [k for k in keys if k not in scalar and _records(rows, k)]
         section["table"] = SampleTable(
             element_id=f"{section['anchor']}-samples",
-            columns=[{"key": k, "label": k} for k in scalar],
+            columns=[_column(k, rows, section["digits"]) for k in scalar],
             filters=[],
             search=[k for k in keys if k not in scalar],
-            detail=[fields_part()],
+            # a list of objects (a judged item's verdicts, an item's codes or spans) is a
+            # table of its own in the detail view, one column per key its objects hold
+            detail=[
+                fields_part([(k, k) for k in keys if k not in listed]),
+                *(rows_part(k, k, _record_columns(rows, k)) for k in listed),
+            ],
             rows=rows,
         )
     return section
+
+
+def _cell_value(value: Any) -> bool:
+    """Whether a value fits a table cell: a scalar, or a list of scalars (a sample's labels
+    or codes), which the page shows joined by commas."""
+    if isinstance(value, list):
+        return all(v is None or isinstance(v, str | int | float | bool) for v in value)
+    return not isinstance(value, dict)
+
+
+def _column(key: str, rows: list[dict[str, Any]], digits: dict[str, int]) -> dict[str, Any]:
+    """A sample-table column; fractional numbers shown with the decimals of the metric of
+    the same key, else 4 (the page sorts by the value itself)."""
+    column: dict[str, Any] = {"key": key, "label": key}
+    if any(isinstance(r.get(key), float) and not float(r[key]).is_integer() for r in rows):
+        column["digits"] = digits.get(key, 4)
+    if any(isinstance(r.get(key), list) for r in rows):
+        column["join"] = True
+    return column
+
+
+def _records(rows: list[dict[str, Any]], key: str) -> bool:
+    """Whether `key` holds, in every row that has it, a list of JSON objects."""
+    values = [r[key] for r in rows if r.get(key) is not None]
+    return bool(values) and all(
+        isinstance(v, list) and all(isinstance(o, dict) for o in v) for v in values
+    )
+
+
+def _record_columns(rows: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
+    names = dict.fromkeys(n for r in rows for o in r.get(key) or () for n in o)
+    return [{"label": n, "index": n} for n in names]
 
 
 def declared_table(key: str, value: Any) -> dict[str, Any] | None:

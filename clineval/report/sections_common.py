@@ -93,7 +93,9 @@ class SampleTable:
     """The per-sample table's spec, embedded as JSON and drawn by the page's script."""
 
     element_id: str
-    columns: list[dict[str, str]]  # {"key", "label"}
+    # {"key", "label"}, optionally "digits" (decimals of fractions) and "join" (a list of
+    # scalars shown joined by commas)
+    columns: list[dict[str, Any]]
     filters: list[dict[str, Any]]  # {"key", "label", "values": [...]} (row values are strings)
     search: list[str]  # row keys searched besides the columns
     # the detail view of a clicked row: parts made by the *_part functions below, drawn by the
@@ -115,10 +117,12 @@ class SampleTable:
 
 
 def heading_part(text: str) -> DetailPart:
+    """A heading of the detail view; `{key}` in it names a field of the row."""
     return {"part": "heading", "text": text}
 
 
 def text_part(title: str, key: str) -> DetailPart:
+    """The row's field `key` as a block of text, under `title`."""
     return {"part": "text", "title": title, "key": key}
 
 
@@ -135,7 +139,8 @@ def fields_part(fields: list[tuple[str, str]] | None = None) -> DetailPart:
 def rows_part(
     title: str, key: str, columns: list[dict[str, Any]], css_class: str = ""
 ) -> DetailPart:
-    """A table of the row's list `key` (a list of lists). Each column: {"label", "index"} and
+    """A table of the row's list `key`: a list of lists (a column's "index" is a position)
+    or of objects (its "index" is a key). Each column: {"label", "index"} and
     optionally "labels" / "classes" ({"true"|"false"|"null"|value: text}) or "lookup" (the
     name of a list in the table's extra data that the value indexes)."""
     return {"part": "rows", "title": title, "key": key, "columns": columns, "class": css_class}
@@ -198,6 +203,7 @@ def filter_values(rows: list[dict[str, Any]], key: str, limit: int = 200) -> lis
 
 
 def yes_no(value: Any) -> str:
+    """A true/false value as a table cell shows it: "yes", "no", or empty for None."""
     if value is None:
         return ""
     return "yes" if value else "no"

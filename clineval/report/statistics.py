@@ -13,7 +13,7 @@ more than a whole report takes otherwise, and only this weighted column sum is n
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +22,7 @@ from numpy.typing import NDArray
 
 from clineval.metrics.bootstrap import DEFAULT_RESAMPLES, bootstrap_indices
 
+# A metric from summed counts: (replicates x k) column sums -> (replicates,) values.
 Reducer = Callable[[NDArray[np.float64]], NDArray[np.float64]]
 _CHUNK = 250  # replicates per matrix product: bounds memory at 250 x n floats
 
@@ -167,6 +168,30 @@ def ratio_statistic(
     return SampleStatistic(list(ids), counts, ratio)
 
 
+def micro_f1_statistic(
+    ids: Sequence[str],
+    gold: Sequence[Collection[str]],
+    pred: Sequence[Collection[str] | None],
+) -> SampleStatistic:
+    """Micro-F1 of a multi-label task (ICD coding, one set of labels per sample): 2 TP /
+    (2 TP + FP + FN) with each sample's label-set TP, FP and FN summed; 0 when both sets are
+    empty everywhere. A sample without a prediction (None) counts its gold labels as missed."""
+    counts = np.array(
+        [
+            (len(set(g) & set(p or ())), len(set(p or ()) - set(g)), len(set(g) - set(p or ())))
+            for g, p in zip(gold, pred, strict=True)
+        ],
+        dtype=np.float64,
+    ).reshape(-1, 3)
+    return SampleStatistic(list(ids), Counts.from_dense(counts), _micro_f1)
+
+
+def _micro_f1(sums: NDArray[np.float64]) -> NDArray[np.float64]:
+    tp, fp, fn = sums[:, 0], sums[:, 1], sums[:, 2]
+    den = 2 * tp + fp + fn
+    return np.where(den > 0, 2 * tp / np.where(den > 0, den, 1.0), 0.0)
+
+
 def macro_f1_statistic(
     ids: Sequence[str],
     gold: Sequence[str],
@@ -196,6 +221,9 @@ def macro_f1_statistic(
 def counts_statistic(
     ids: Sequence[str], counts: NDArray[np.float64], reduce: Reducer
 ) -> SampleStatistic:
+    """A metric that is a function of additive per-sample counts (micro-F1 of TP, FP, FN; a
+    pooled ratio): `counts` is (samples x k), one row per id; `reduce` maps column sums,
+    shape (replicates x k), to one value per replicate, shape (replicates,)."""
     return SampleStatistic(list(ids), Counts.from_dense(counts), reduce)
 
 
@@ -235,6 +263,8 @@ def interval(values: NDArray[np.float64], level: float = 0.95) -> tuple[float, f
 def bootstrap_interval(
     stat: SampleStatistic, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0
 ) -> tuple[float, float]:
+    """The 95% percentile interval of `stat` over `n_resamples` seeded bootstrap draws of
+    its samples (the same draws the report and compare make for that seed)."""
     return interval(replicates(stat, n_resamples, seed))
 
 

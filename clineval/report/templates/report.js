@@ -15,6 +15,15 @@
     if (typeof v === "object") return JSON.stringify(v);
     return String(v);
   }
+  // A column may declare the decimals its fractional numbers are shown with, and that its
+  // lists of scalars are shown joined.
+  function columnText(col, v) {
+    if (col.join && Array.isArray(v)) return v.map(show).join(", ");
+    if (typeof col.digits === "number" && typeof v === "number" && !Number.isInteger(v)) {
+      return v.toFixed(col.digits);
+    }
+    return show(v);
+  }
   function kv(dl, key, value) {
     dl.appendChild(el("dt", null, key));
     dl.appendChild(el("dd", null, show(value)));
@@ -233,7 +242,7 @@
         var tr = el("tr");
         tr.setAttribute("data-index", String(i));
         if (i === selected) tr.className = "selected";
-        spec.columns.forEach(function (c) { tr.appendChild(el("td", null, show(rows[i][c.key]))); });
+        spec.columns.forEach(function (c) { tr.appendChild(el("td", null, columnText(c, rows[i][c.key]))); });
         tr.addEventListener("click", function () { select(i); });
         frag.appendChild(tr);
       });

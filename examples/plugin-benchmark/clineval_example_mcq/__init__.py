@@ -29,8 +29,7 @@ METRICS = MetricSchema(
 
 
 class McqMetricsView(MetricsView):
-    """The metrics as a type checker sees them (one attribute per metric, `_ci` for each that
-    is not a count): `RunResult.metrics_as("example-mcq", McqMetricsView).accuracy`."""
+    """The metrics for type checkers: `RunResult.metrics_as(TASK, McqMetricsView).accuracy`."""
 
     accuracy: float | None
     invalid_rate: float | None

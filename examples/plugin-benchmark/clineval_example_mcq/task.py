@@ -1,6 +1,5 @@
-"""The example-mcq task: load the questions, predict (a predictions file or a chat model),
-evaluate. Every step uses clineval's benchmark kit; what is left here is the benchmark's own:
-its data format, its prompt, and what counts as right."""
+"""The example-mcq task: load, predict (a predictions file or a chat model), evaluate, on
+clineval's benchmark kit; its own are the data format, the prompt and what counts as right."""
 
 from __future__ import annotations
 
@@ -52,6 +51,8 @@ class McqData:
 def read_questions(path: Path) -> list[Question]:
     out = []
     for lineno, row in iter_json_objects(path, what="questions file"):
+        if not isinstance(row.get("id"), str) or not isinstance(row.get("question"), str):
+            raise InputError('expected string "id" and "question"', path=path, line=lineno)
         options = row.get("options")
         if not isinstance(options, dict) or sorted(options) != list(LETTERS):
             raise InputError(f"expected options {', '.join(LETTERS)}", path=path, line=lineno)
