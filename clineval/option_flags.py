@@ -19,7 +19,7 @@ Internal: not part of clineval's public API (`clineval`, `clineval.benchmarks`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from clineval.config import RunConfig
@@ -101,24 +101,28 @@ def config_from_manifest(data: Any, path: str) -> RunConfig:
     return RunConfig.from_manifest(data, path)
 
 
-def stand_ins() -> list[tuple[OptionGroup, Option]]:
-    """The declared options whose file stands in for the model (Option.replaces_model)."""
-    from clineval.benchmarks.registry import option_groups
+def stand_ins(
+    groups: Iterable[OptionGroup] | None = None,
+) -> list[tuple[OptionGroup, Option]]:
+    """The options whose file stands in for the model (Option.replaces_model), of `groups`
+    (default: every group the benchmarks and the model layer declare)."""
+    if groups is None:
+        from clineval.benchmarks.registry import option_groups
 
+        groups = option_groups()
     return [
-        (group, option)
-        for group in option_groups()
-        for option in group.options
-        if option.replaces_model
+        (group, option) for group in groups for option in group.options if option.replaces_model
     ]
 
 
-def stand_ins_given(options: Mapping[str, str]) -> list[tuple[OptionGroup, Option, str]]:
+def stand_ins_given(
+    options: Mapping[str, str], groups: Iterable[OptionGroup] | None = None
+) -> list[tuple[OptionGroup, Option, str]]:
     """The options of `options` (a run's, by full key) whose file stands in for the model,
-    each with its value."""
+    each with its value (`groups` as for stand_ins)."""
     return [
         (group, option, options[group.key(option)])
-        for group, option in stand_ins()
+        for group, option in stand_ins(groups)
         if group.key(option) in options
     ]
 
@@ -134,12 +138,14 @@ def stand_in_spelling(group: OptionGroup, option: Option, api: bool = False) -> 
     return f"options={{{key!r}: FILE}}" if api else f"--option {key}=FILE"
 
 
-def model_from_options(options: Mapping[str, str]) -> str | None:
+def model_from_options(
+    options: Mapping[str, str], groups: Iterable[OptionGroup] | None = None
+) -> str | None:
     """The model of a run given none: `predictions:FILE` of the one option given whose file
     stands in for it (the spec clineval wrote into the manifest when `--verdicts` was a run
     field, so such a run still resumes), None when no such option is given. Two of them would
-    be two models: refused, naming both."""
-    given = stand_ins_given(options)
+    be two models: refused, naming both. (`groups` as for stand_ins.)"""
+    given = stand_ins_given(options, groups)
     if not given:
         return None
     if len(given) > 1:

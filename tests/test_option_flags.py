@@ -307,6 +307,32 @@ def test_verdicts_is_an_option_whose_file_stands_in_for_the_model(tmp_path: Path
     assert not (tmp_path / "e").exists() and not (tmp_path / "a").exists()
 
 
+def test_two_files_standing_in_for_the_model_are_refused() -> None:
+    """Only the one file given is the model: with a second stand-in (a plugin's, here a
+    fixture group beside the built-in declarations) `predictions:FILE` could not say which
+    task reads which, so both are named and --model is asked for."""
+    from clineval.benchmarks.registry import option_groups
+    from clineval.errors import InputError
+    from clineval.option_flags import model_from_options
+    from clineval.options import Option, OptionGroup
+
+    fixture = OptionGroup(
+        "fixturebench",
+        "the fixture task",
+        (Option("answers", str, "a fixture answers file", None, replaces_model=True),),
+    )
+    groups = [*option_groups(), fixture]
+    assert model_from_options({"clinconsensus.cases": "fixture"}, groups) is None
+    one = {"clinconsensus.verdicts": "v.jsonl"}
+    assert model_from_options(one, groups) == "predictions:v.jsonl"
+    assert model_from_options({"fixturebench.answers": "a.jsonl"}, groups) == "predictions:a.jsonl"
+    with pytest.raises(InputError) as caught:
+        model_from_options({**one, "fixturebench.answers": "a.jsonl"}, groups)
+    assert str(caught.value).startswith(
+        "--verdicts FILE and --option fixturebench.answers=FILE both stand in for the model"
+    )
+
+
 # ---- values that cannot apply to the run ---------------------------------------------------
 
 
