@@ -8,8 +8,10 @@ checkout's .venv, each importing its own `clineval` (PYTHONPATH), against the sa
 For each demo run directory it compares results.json and samples.jsonl and prints one line per
 file: identical, or the first differing line; and for runs that call models, how many of the
 stored requests are byte-identical (equal cache keys). The ClinConsensus step runs the local
-llama.cpp model (a few minutes on 2 cores); --skip-llm leaves it out. Exit 0 when every file
-is identical.
+llama.cpp model (a few minutes on 2 cores); --skip-llm leaves it out. --one-slot serves it
+with one decoding slot on both sides: with two, llama.cpp batches concurrent requests and a
+greedy reply can change from one run to the next, and with it every judge request that quotes
+it. Exit 0 when every file is identical.
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
 
 
-def demo_steps(runs: Path, gguf: str, skip_llm: bool) -> list[tuple[str, list[str]]]:
+def demo_steps(
+    runs: Path, gguf: str, skip_llm: bool, one_slot: bool = False
+) -> list[tuple[str, list[str]]]:
     steps = [
         ("demo-ner", ["run", "ner:ncbi", "ner:bc5cdr", "ner:biored", "ner:chia",
                       "--model", "baseline:crf", "--output-dir", str(runs / "demo-ner")]),
@@ -44,14 +48,15 @@ def demo_steps(runs: Path, gguf: str, skip_llm: bool) -> list[tuple[str, list[st
                 "--max-tokens", "96", "--option", "clinconsensus.judge_max_tokens=160",
                 "--max-judge-error-rate", "1",
                 "--output-dir", str(runs / "demo-clinconsensus-fixture"),
+                *(["--option", "llamacpp.n_parallel=1"] if one_slot else []),
             ])
         )  # fmt: skip
     return steps
 
 
-def run_side(tree: Path, runs: Path, gguf: str, skip_llm: bool) -> None:
+def run_side(tree: Path, runs: Path, gguf: str, skip_llm: bool, one_slot: bool) -> None:
     env = {**os.environ, "PYTHONPATH": str(tree), "CLINEVAL_DATA_DIR": str(DATA)}
-    for _, args in demo_steps(runs, gguf, skip_llm):
+    for _, args in demo_steps(runs, gguf, skip_llm, one_slot):
         done = subprocess.run(
             [sys.executable, "-m", "clineval", "--quiet", *args],
             cwd=tree, env=env, capture_output=True, text=True,
@@ -86,6 +91,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("rev")
     parser.add_argument("--skip-llm", action="store_true")
+    parser.add_argument("--one-slot", action="store_true")
     args = parser.parse_args()
     from clineval.models.llamacpp_server import smollm2_gguf_path
 
@@ -97,7 +103,7 @@ def main() -> int:
     try:
         for side, tree in (("before", before), ("after", ROOT)):
             print(f"=== {side}: {tree}", flush=True)
-            run_side(tree, work / f"runs-{side}", gguf, args.skip_llm)
+            run_side(tree, work / f"runs-{side}", gguf, args.skip_llm, args.one_slot)
         same = True
         for name, _ in demo_steps(work, gguf, args.skip_llm):
             if not name:
