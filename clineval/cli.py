@@ -563,7 +563,7 @@ def _with_config_file(ctx: typer.Context, config: Path | None) -> dict[str, Any]
 
 
 # ctx.meta keys: the declared option flags given on the command line, and in --config FILE
-_DECLARED_FLAGS, _FILE_FLAGS = "clineval.declared_flags", "clineval.file_flags"
+_DECLARED_FLAGS, _FILE_FLAGS = "clineval:declared-flags", "clineval:file-flags"
 
 
 def _with_declared_flags(ctx: typer.Context, values: dict[str, Any]) -> dict[str, str]:
