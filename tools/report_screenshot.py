@@ -16,17 +16,12 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--hide-scrollbars",
-)
+# The browser tests' own flags (tests/report_browser.py), so that the screenshot is drawn as
+# the pages those tests judge are; their window size is replaced by the one asked for here.
+sys.path.insert(0, str(ROOT / "tests"))
+from report_browser import FLAGS as TEST_FLAGS  # noqa: E402
+
+FLAGS = (*(f for f in TEST_FLAGS if not f.startswith("--window-size=")), "--hide-scrollbars")
 NER_SUITE = ("ner:ncbi", "ner:bc5cdr", "ner:biored", "ner:chia")
 
 
