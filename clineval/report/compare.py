@@ -20,6 +20,8 @@ from clineval.report.compare_render import render_csv, render_html, render_markd
 from clineval.rundir import atomic_write_text
 
 FORMATS = ("table", "markdown", "csv", "html", "json")
+MIN_FIXED_RESAMPLES = 100  # fewer cannot draw a 95% interval's tails
+MAX_FIXED_RESAMPLES = 5_000_000  # bounds the time a typo (an extra zero or three) can cost
 
 
 def compare_runs(
@@ -28,11 +30,18 @@ def compare_runs(
     output: Path | None = None,
     seed: int = 0,
     console: Console | None = None,
+    resamples: int | None = None,
 ) -> Comparison:
-    """Build the comparison and write/print it in `fmt` (table|markdown|csv|html|json)."""
+    """Build the comparison and write/print it in `fmt` (table|markdown|csv|html|json).
+    `resamples` fixes the paired tests' bootstrap resamples (default: as many as each column
+    needs, see compare_tests)."""
     if fmt not in FORMATS:
         raise InputError(f"--format {fmt!r} is not one of {', '.join(FORMATS)}")
-    comp = build_comparison(run_dirs, seed=seed)
+    if resamples is not None and not MIN_FIXED_RESAMPLES <= resamples <= MAX_FIXED_RESAMPLES:
+        raise InputError(
+            f"--resamples {resamples}: give {MIN_FIXED_RESAMPLES:,} to {MAX_FIXED_RESAMPLES:,}"
+        )
+    comp = build_comparison(run_dirs, seed=seed, n_resamples=resamples)
     console = console or make_console()
     if fmt == "table":
         if output is None:
@@ -94,8 +103,16 @@ def render_json(comp: Comparison) -> str:
             "difference": None if row.result is None else row.result.delta,
             "ci": None if row.result is None else list(row.result.ci),
             "p_value": None if row.result is None else row.result.p_value,
+            "p_holm": row.p_holm,
+            "resamples": row.resamples,
             "note": row.note,
         }
         for row in comp.pairs
     ]
-    return json_document({"runs": runs, "leaderboard": cells, "pairs": pairs})
+    resampling = [
+        {"task": task, "metric": metric, **vars(how), "text": how.describe()}
+        for (task, metric), how in comp.resampling.items()
+    ]
+    return json_document(
+        {"runs": runs, "leaderboard": cells, "pairs": pairs, "resampling": resampling}
+    )

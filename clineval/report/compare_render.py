@@ -17,13 +17,16 @@ from rich.table import Table
 from rich.text import Text
 
 from clineval.report import plots
-from clineval.report.compare_model import ALPHA, Cell, Comparison, PairRow
+from clineval.report.compare_model import Cell, Comparison, PairRow
+from clineval.report.compare_tests import ALPHA
 from clineval.report.sections_common import format_value
 
 BEST_NOTE = (
     f"Bold: the top value, separated from every other run by the paired bootstrap on shared "
     f"samples (two-sided, p < {ALPHA} after Holm's correction over the pairs of that task and "
-    "metric). A top value the test does not separate is not marked."
+    "metric). A top value the test does not separate is not marked. Each task and metric "
+    "draws enough resamples for its number of pairs, and more while a p-value is close to "
+    f"{ALPHA}; `resamples` says how many."
 )
 INTERVAL_NOTE = (
     "Intervals are seeded bootstrap percentile intervals: the run's own where it stored one "
@@ -50,10 +53,11 @@ def _run_label(comp: Comparison, i: int) -> str:
 
 
 def _pair_text(row: PairRow, digits: int | None = None) -> list[str]:
-    """[task, metric, run A, run B, shared, A, B, A - B, 95% CI, p, p Holm, note] as text."""
+    """[task, metric, run A, run B, shared, A, B, A - B, 95% CI, p, p Holm, note, resamples]
+    as text."""
     r = row.result
     if r is None:
-        return [row.task, row.metric, row.run_a, row.run_b, "", "", "", "", "", "", "", row.note]
+        return [row.task, row.metric, row.run_a, row.run_b, *[""] * 7, row.note, ""]
     key = row.metric
     low, high = format_value(key, r.ci[0], digits), format_value(key, r.ci[1], digits)
     return [
@@ -69,6 +73,7 @@ def _pair_text(row: PairRow, digits: int | None = None) -> list[str]:
         f"{r.p_value:.4f}",
         "" if row.p_holm is None else f"{row.p_holm:.4f}",
         row.note,
+        "" if row.resamples is None else f"{row.resamples:,}",
     ]
 
 
@@ -85,6 +90,7 @@ PAIR_HEADER = [
     "p",
     "p (Holm)",
     "note",
+    "resamples",
 ]
 
 
@@ -213,11 +219,24 @@ def render_table(comp: Comparison, console: Console) -> None:
                 f"not tested: {row.task} {row.metric} {row.run_a} vs {row.run_b}: {row.note}",
                 markup=False,
             )
+    for line in resampling_lines(comp):
+        console.print(line, markup=False, highlight=False)
     console.print(BEST_NOTE, markup=False, highlight=False)
     for line in cost_lines(comp):
         console.print(line, markup=False, highlight=False)
     if any(comp.fixture.values()):
         console.print("(fixture): fixture/synthetic data, not a benchmark result")
+
+
+def resampling_lines(comp: Comparison) -> list[str]:
+    """How many bootstrap resamples each column's paired tests drew (one line when the same
+    for every column), and any column whose decision that number leaves open."""
+    described = {column: how.describe() for column, how in comp.resampling.items()}
+    if not described:
+        return []
+    if len(set(described.values())) == 1:
+        return [f"paired tests: {next(iter(described.values()))} each"]
+    return ["paired tests:"] + [f"  {t} {k}: {text}" for (t, k), text in described.items()]
 
 
 def cost_lines(comp: Comparison) -> list[str]:
@@ -268,7 +287,7 @@ def render_markdown(comp: Comparison) -> str:
         for pair in comp.pairs:
             pair_cells = _pair_text(pair, comp.digits(pair.task, pair.metric))
             lines.append("| " + " | ".join(_md_escape(c) for c in pair_cells) + " |")
-    lines += ["", BEST_NOTE, "", INTERVAL_NOTE]
+    lines += ["", *resampling_lines(comp), "", BEST_NOTE, "", INTERVAL_NOTE]
     costs = cost_lines(comp)
     if costs:
         lines += ["", *costs]
@@ -297,6 +316,8 @@ CSV_HEADER = [
     # the metric's declared direction (True: higher is better), so a reader of the CSV alone
     # ranks it as compare does
     "higher_is_better",
+    # the bootstrap resamples of a paired row's test
+    "resamples",
 ]
 
 
@@ -331,6 +352,7 @@ def render_csv(comp: Comparison) -> str:
                     "",
                     "",
                     comp.higher_is_better(task, key),
+                    "",
                 ]
             )
     for pair in comp.pairs:
@@ -354,6 +376,7 @@ def render_csv(comp: Comparison) -> str:
                 pair.note,
                 *extra,
                 comp.higher_is_better(pair.task, pair.metric),
+                "" if pair.resamples is None else pair.resamples,
             ]
         )
     return buf.getvalue()
@@ -389,6 +412,7 @@ def render_html(comp: Comparison) -> str:
             difference_plots=[Markup(svg) for svg in difference_plots(comp)],
             cost_plots=[Markup(svg) for svg in cost_plots(comp)],
             cost_lines=cost_lines(comp),
+            resampling_lines=resampling_lines(comp),
             css=Markup(asset("report.css")),
         )
     )
