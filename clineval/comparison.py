@@ -27,6 +27,8 @@ class LeaderboardCell:
     higher_is_better: bool = True
     best: bool = False
     leader: bool = False
+    # what the figure stands on (its declared basis, else the run's samples of the task)
+    n: int | None = None
 
 
 @dataclass(frozen=True)
@@ -123,6 +125,7 @@ def compare(
             higher_is_better=comp.higher_is_better(task, metric),
             best=comp.best(task, metric) == i,
             leader=comp.leader(task, metric) == i,
+            n=cell.n,
         )
         for (i, task, metric), cell in comp.cells.items()
     ]

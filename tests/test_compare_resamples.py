@@ -24,8 +24,9 @@ from clineval.benchmarks.ner.records import Span
 from clineval.benchmarks.ner.scoring import score_documents
 from clineval.cli import main
 from clineval.report.compare import render_json
+from clineval.report.compare_html import render_html
 from clineval.report.compare_model import build_comparison
-from clineval.report.compare_render import render_csv, render_html, render_markdown
+from clineval.report.compare_render import render_csv, render_markdown
 from clineval.report.compare_tests import (
     ALPHA,
     MAX_RESAMPLES,

@@ -15,8 +15,9 @@ from rich.console import Console
 from clineval.console import make_console
 from clineval.errors import InputError
 from clineval.jsonio import json_document
+from clineval.report.compare_html import render_html
 from clineval.report.compare_model import Comparison, build_comparison
-from clineval.report.compare_render import render_csv, render_html, render_markdown, render_table
+from clineval.report.compare_render import render_csv, render_markdown, render_table
 from clineval.rundir import atomic_write_text
 
 FORMATS = ("table", "markdown", "csv", "html", "json")
@@ -76,6 +77,10 @@ def render_json(comp: Comparison) -> str:
             "run_dir": str(run.path),
             "model": comp.model(i),
             "fixture": comp.is_fixture_run(i),
+            "settings": comp.differences.values[i],
+            "samples_differ": {
+                task: note for (j, task), note in comp.sample_notes.items() if j == i
+            },
         }
         for i, (label, run) in enumerate(zip(comp.labels, comp.runs, strict=True))
     ]
@@ -86,6 +91,8 @@ def render_json(comp: Comparison) -> str:
             "metric": metric,
             "value": cell.value,
             "ci": None if cell.ci is None else list(cell.ci),
+            "n": cell.n,
+            "samples_differ": (i, task) in comp.sample_notes,
             "best": comp.best(task, metric) == i,
             "fixture": comp.fixture.get((i, task), False),
         }
@@ -114,5 +121,11 @@ def render_json(comp: Comparison) -> str:
         for (task, metric), how in comp.resampling.items()
     ]
     return json_document(
-        {"runs": runs, "leaderboard": cells, "pairs": pairs, "resampling": resampling}
+        {
+            "runs": runs,
+            "differing_settings": comp.differences.keys,
+            "leaderboard": cells,
+            "pairs": pairs,
+            "resampling": resampling,
+        }
     )

@@ -22,6 +22,12 @@ from clineval.errors import InputError
 from clineval.metrics.bootstrap import DEFAULT_RESAMPLES
 from clineval.progress import track
 from clineval.report import statistics as st
+from clineval.report.compare_settings import (
+    RunDifferences,
+    differing_samples,
+    figure_n,
+    run_differences,
+)
 from clineval.report.compare_tests import ALPHA, ColumnResamples, ReplicateCache, column_tests
 from clineval.report.rundata import (
     RunData,
@@ -40,6 +46,8 @@ class Cell:
     ci: tuple[float, float] | None
     # the count the figure is computed on, where its metric declares one (`MetricSpec.basis`)
     basis: int | None = None
+    # what the figure stands on: `basis`, else the run's samples of the task (None: unknown)
+    n: int | None = None
 
 
 @dataclass(frozen=True)
@@ -79,6 +87,9 @@ class Comparison:
     pairs: list[PairRow]
     # how each column's paired tests were drawn (columns with at least one test)
     resampling: dict[tuple[str, str], ColumnResamples] = field(default_factory=dict)
+    # the settings that differ among the runs, and (run, task) -> why its samples differ
+    differences: RunDifferences = field(default_factory=lambda: RunDifferences([], []))
+    sample_notes: dict[tuple[int, str], str] = field(default_factory=dict)
 
     def leader(self, task: str, key: str) -> int | None:
         """The index of the run with the top `key` of `task` (by its declared direction);
@@ -130,6 +141,17 @@ class Comparison:
     def model(self, i: int) -> str:
         """Run `i`'s model spec, secrets redacted (a spec may carry a URL with a key)."""
         return redact(str(self.runs[i].manifest.get("config", {}).get("model", "?")))
+
+    def settings(self, i: int, skip: tuple[str, ...] = ()) -> str:
+        """Run `i`'s settings that differ from the other runs' ("" when none do), without
+        the `skip` ones."""
+        return self.differences.describe(i, skip)
+
+    def samples_note(self, i: int) -> str:
+        """Why run `i`'s samples differ from the other runs' ("" when they do not)."""
+        return "; ".join(
+            f"{task}: {note}" for (j, task), note in self.sample_notes.items() if j == i
+        )
 
     def cost(self, i: int) -> float | None:
         """Run `i`'s estimated cost of model calls in USD, when its manifest recorded one."""
@@ -256,7 +278,8 @@ def build_comparison(
                 stat = stats.get((i, task), {}).get(key)
                 if ci is None and stat is not None:  # as the report: bootstrap over samples
                     ci = st.bootstrap_interval(stat, n_resamples or DEFAULT_RESAMPLES, seed)
-                cells[(i, task, key)] = Cell(value, ci, _basis(task, key, runs, metrics))
+                basis = _basis(task, key, runs, metrics)
+                cells[(i, task, key)] = Cell(value, ci, basis, figure_n(run, task, basis))
     pairs: list[PairRow] = []
     resampling: dict[tuple[str, str], ColumnResamples] = {}
     cache = ReplicateCache(seed)
@@ -292,7 +315,17 @@ def build_comparison(
             for (k, _, _), result in zip(tested, results, strict=True):
                 rows[k] = replace(rows[k], result=result, resamples=how.resamples)
         pairs.extend(rows)
-    return Comparison(runs, labels, columns, cells, fixture, _with_holm(pairs), resampling)
+    return Comparison(
+        runs,
+        labels,
+        columns,
+        cells,
+        fixture,
+        _with_holm(pairs),
+        resampling,
+        run_differences(runs),
+        differing_samples(runs, tasks),
+    )
 
 
 def _with_holm(pairs: list[PairRow]) -> list[PairRow]:
