@@ -244,7 +244,7 @@ def test_clinconsensus_cases_scored_intervals_hits(driver: Any, tmp_path: Path) 
         assert "on 45 of 60 cases (the rest have a judge error)" in card.text
     slice_svgs = driver.find_elements(By.CSS_SELECTOR, f"#{anchor} svg line.interval")
     assert slice_svgs, "slice bars carry interval whiskers"
-    hits = driver.find_element(By.CSS_SELECTOR, f'#{anchor} .block[data-block^="Hit rate"]')
+    hits = driver.find_element(By.CSS_SELECTOR, f'#{anchor} .block[data-block^="Most unmet"]')
     assert hits.is_displayed() and "hit rate" in hits.text
     assert_nothing_ran(driver)
 
