@@ -113,3 +113,16 @@ def test_options_seed_and_secrets(tmp_path: Path) -> None:
     assert comp.differences.keys == ["candidate", "seed", "option clinconsensus.k"]
     assert comp.settings(0).endswith("option clinconsensus.k 7")
     assert "sk-secretkey123456789" not in render_markdown(comp)
+
+
+def test_the_recorded_judge_prompt_names_a_difference(tmp_path: Path) -> None:
+    # both runs give no --judge-prompt path; their verdicts record different prompts
+    a = _run(tmp_path / "fixture-pa", 30, {"judge_prompt": None})
+    b = _run(tmp_path / "fixture-pb", 30, {"judge_prompt": None})
+    for path, prompt in ((a, "official-3f2a"), (b, "custom-9c1d")):
+        results = json.loads((path / "results.json").read_text(encoding="utf-8"))
+        results["tcm-sd"]["judge_prompt"] = [prompt]
+        write_json(path / "results.json", results)
+    comp = build_comparison([a, b], n_resamples=200)
+    assert comp.differences.keys == ["judge prompt"]
+    assert comp.settings(1) == "judge prompt custom-9c1d"

@@ -70,6 +70,18 @@ def settings_of(run: RunFiles) -> dict[str, str]:
             out[_NAMES.get(key, key.replace("_", " "))] = _text(value)
     if "seed" not in out and "seed" in run.manifest:
         out["seed"] = _text(run.manifest.get("seed"))
+    # the prompts the verdicts were made with, where a task's results record them: two runs
+    # whose --judge-prompt paths match (or are both the default) can still differ there
+    recorded = sorted(
+        {
+            str(p)
+            for metrics in run.results.values()
+            if isinstance(metrics.get("judge_prompt"), list)
+            for p in metrics["judge_prompt"]
+        }
+    )
+    if recorded:
+        out["judge prompt"] = _text(recorded)
     return out
 
 
