@@ -126,3 +126,22 @@ def test_the_recorded_judge_prompt_names_a_difference(tmp_path: Path) -> None:
     comp = build_comparison([a, b], n_resamples=200)
     assert comp.differences.keys == ["judge prompt"]
     assert comp.settings(1) == "judge prompt custom-9c1d"
+
+
+def test_only_the_runs_missing_samples_are_flagged(tmp_path: Path) -> None:
+    full = _run(tmp_path / "fixture-full", 40, {})
+    first = _run(tmp_path / "fixture-shard-0", 20, {"shard": "0/2"})
+    second = _run(tmp_path / "fixture-shard-1", 20, {"shard": "1/2"}, start=20)
+    comp = build_comparison([full, first, second], n_resamples=200)
+    assert comp.samples_note(0) == ""
+    assert (
+        comp.samples_note(1)
+        == comp.samples_note(2)
+        == ("tcm-sd: 20 of the 40 samples the runs scored")
+    )
+    assert comp.differences.keys == ["shard"]
+    # the two shards share no sample: their pair is not tested, and says why
+    pair = next(
+        p for p in comp.pairs if {p.run_a, p.run_b} == {"fixture-shard-0", "fixture-shard-1"}
+    )
+    assert pair.result is None and pair.note == "no shared samples"

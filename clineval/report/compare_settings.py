@@ -124,8 +124,9 @@ def sample_ids(run: RunFiles, task: str) -> frozenset[str] | None:
 
 
 def differing_samples(runs: list[RunFiles], tasks: list[str]) -> dict[tuple[int, str], str]:
-    """(run, task) -> why its samples differ, for every run whose sample ids of a task are not
-    those of every other run that scored it: `5 of 100` (of the ids any run scored)."""
+    """(run, task) -> how many samples it scored, for every run that did not score all the
+    sample ids of a task that the runs scored between them (`5 of the 100 ...`): a `--limit`
+    or a shard beside a full run. The full runs are not flagged."""
     out: dict[tuple[int, str], str] = {}
     for task in tasks:
         ids = {i: s for i, run in enumerate(runs) if (s := sample_ids(run, task)) is not None}
@@ -135,8 +136,6 @@ def differing_samples(runs: list[RunFiles], tasks: list[str]) -> dict[tuple[int,
         for i, s in ids.items():
             if s != union:
                 out[(i, task)] = f"{len(s):,} of the {len(union):,} samples the runs scored"
-            else:
-                out[(i, task)] = f"all {len(union):,} samples, others fewer"
     return out
 
 
