@@ -179,3 +179,19 @@ def test_resamples_flag_fixes_the_number(tmp_path: Path, capsys: Any) -> None:
         assert main(["compare", str(a), str(b), "--resamples", bad]) == 2
         err = capsys.readouterr().err
         assert "--resamples" in err and "Traceback" not in err
+
+
+def test_doubling_stops_at_the_draw_budget(monkeypatch: Any) -> None:
+    from clineval.report import compare_tests as ct
+    from clineval.report import statistics as st
+
+    # a pair at p about 0.0499 (never settled) on 60 samples: with a budget of 60 x 2 x 10,000
+    # draws the doubling stops at 10,000 resamples (not 256,000) and says the call is open
+    n, a_only, b_only = 60, 12, 4
+    rest = n - a_only - b_only
+    ids = [f"s{i}" for i in range(n)]
+    sa = st.mean_statistic(ids, [1] * a_only + [0] * b_only + [1] * rest)
+    sb = st.mean_statistic(ids, [0] * a_only + [1] * b_only + [1] * rest)
+    monkeypatch.setattr(ct, "DRAW_BUDGET", 2 * n * 10_000)
+    _, how = ct.column_tests([("a", sa, "b", sb)], ct.ReplicateCache(0))
+    assert how.resamples == 10_000 and how.undecided

@@ -5,7 +5,8 @@ correction multiplies the smallest of m p-values by m. With a fixed B = 1,000 an
 (m = 28 pairs) no pair can fall below 0.05 whatever the data, and a p-value near the threshold
 lands on either side depending on the seed. So each column (task, metric) starts with enough
 resamples that the smallest attainable Holm-adjusted p-value is a tenth of ALPHA, and draws
-more (doubling, up to MAX_RESAMPLES) while any Holm comparison is within three Monte Carlo
+more (doubling, up to MAX_RESAMPLES, or fewer on a test set so large that the draws would take
+more than about ten seconds: DRAW_BUDGET) while any Holm comparison is within three Monte Carlo
 standard errors of ALPHA: the decision is then the one the exact bootstrap (B -> infinity)
 would make, whatever the seed. A decision still that close at the cap is reported as such.
 `--resamples N` fixes B (no doubling); the output says when that B cannot reach ALPHA at all.
@@ -29,6 +30,9 @@ MAX_RESAMPLES = 256_000
 FLOOR_MARGIN = 10
 # A decision is settled once its Holm-scaled p-value is this many Monte Carlo SEs from ALPHA.
 SETTLED_SES = 3.0
+# Doubling stops before a column draws more sample indices than this (about ten seconds of
+# draws): on a large test set a p-value at the threshold is reported open instead.
+DRAW_BUDGET = 1_000_000_000
 
 
 @dataclass(frozen=True)
@@ -103,13 +107,18 @@ def column_tests(
     each pair aligned on its shared samples), drawn as the module docstring says."""
     m = len(pairs)
     resamples = fixed if fixed is not None else initial_resamples(m)
+    # sample indices one resample draws for the column: each run's sample set once (the
+    # cache's keys)
+    drawn = {(o, tuple(s.ids)) for a, sa, b, sb in pairs for o, s in ((a, sa), (b, sb))}
+    per_resample = sum(len(ids) for _, ids in drawn)
+    ceiling = max(resamples, min(MAX_RESAMPLES, DRAW_BUDGET // max(per_resample, 1)))
     while True:
         results = [
             st.paired_result(sa, sb, cache.get(a, sa, resamples), cache.get(b, sb, resamples))
             for a, sa, b, sb in pairs
         ]
         open_call = undecided([r.p_value for r in results], resamples)
-        if fixed is not None or not open_call or resamples >= MAX_RESAMPLES:
+        if fixed is not None or not open_call or resamples >= ceiling:
             break
-        resamples = min(MAX_RESAMPLES, 2 * resamples)
+        resamples = min(ceiling, 2 * resamples)
     return results, ColumnResamples(resamples, fixed is None, open_call, too_few(m, resamples))
