@@ -185,12 +185,16 @@ def confusion(gold: list[Span], pred: list[Span], types: list[str]) -> dict[tupl
     (type, none), a spurious prediction as (none, type)."""
     counts: dict[tuple[str, str], int] = {}
     for o in _outcomes(gold, pred, types):
-        pair = (
-            o.gold.type if o.gold is not None else NONE,
-            o.pred.type if o.pred is not None else NONE,
-        )
-        counts[pair] = counts.get(pair, 0) + 1
+        counts[_pair(o)] = counts.get(_pair(o), 0) + 1
     return counts
+
+
+def _pair(o: SpanOutcome) -> tuple[str, str]:
+    """(gold type, predicted type) of an outcome, NONE for the side it lacks."""
+    return (
+        o.gold.type if o.gold is not None else NONE,
+        o.pred.type if o.pred is not None else NONE,
+    )
 
 
 def confusion_block(types: list[str], counts: dict[tuple[str, str], int]) -> dict[str, Any]:
@@ -236,11 +240,7 @@ def build(run: RunData, task: str) -> dict[str, Any]:
         kinds: dict[str, int] = {}
         for o in outcomes:
             counts.setdefault(o.type, dict.fromkeys(ERROR_KINDS, 0))[o.kind] += 1
-            pair = (
-                o.gold.type if o.gold is not None else NONE,
-                o.pred.type if o.pred is not None else NONE,
-            )
-            pairs[pair] = pairs.get(pair, 0) + 1
+            pairs[_pair(o)] = pairs.get(_pair(o), 0) + 1
             if o.kind == "correct":
                 continue
             kinds[o.kind] = kinds.get(o.kind, 0) + 1
