@@ -47,9 +47,9 @@ OUTPUT = "judge_agreement.json"
 
 # {figure: its exact variant}, printed under the tables and written with the figures
 VARIANTS = {
-    "cohen_kappa": "Cohen's kappa, unweighted, against the other raters' strict-majority label "
-    "(a label more than half of a unit's labels hold); units without one are left out and "
-    "counted in n_no_majority",
+    "cohen_kappa": "Cohen's kappa, unweighted, against the raters' strict-majority label (a "
+    "label more than half of a unit's labels hold; for a rater: the other raters'); units "
+    "without one are left out and counted in n_no_majority",
     "cohen_kappa_quadratic": "graded: Cohen's kappa with quadratic weights (the squared "
     "difference of the two scores), against the same strict-majority label",
     "krippendorff_alpha": "Krippendorff's alpha over the units, the judge as one more rater "
