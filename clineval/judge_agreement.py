@@ -31,11 +31,10 @@ from clineval.judge.ensemble import AGGREGATES, aggregate
 from clineval.judge.verdict import judge_of_kind, read_verdicts, verdict_kind
 from clineval.judge_labels import BINARY, GRADED, Labels, read_labels
 from clineval.metrics.agreement import (
-    class_f1,
+    class_f1_of,
     cohen_kappa,
     icc_2_1,
     krippendorff_alpha,
-    pooled_pairs,
     strict_majority,
 )
 from clineval.option_flags import config_from_manifest
@@ -90,16 +89,18 @@ def compare(own: NDArray[np.float64], others: NDArray[np.float64], kind: str) ->
     if not out["n"]:
         return _none_compared(out, kind)
     if kind == BINARY:
-        pairs = pooled_pairs(own, others)
-        f1_met, f1_not_met = class_f1(pairs, True), class_f1(pairs, False)
-        agree = [g == p for g, p in pairs]
+        # every (judge label, one rater's label) pair: pooled_pairs, as arrays
+        paired = ~np.isnan(own)[:, None] & ~np.isnan(others)
+        grader = np.broadcast_to(own[:, None], others.shape)[paired] == 1.0
+        rater = others[paired] == 1.0
+        f1_met, f1_not_met = class_f1_of(grader, rater, True), class_f1_of(grader, rater, False)
         return {
             **out,
-            "n_pairs": len(pairs),
+            "n_pairs": int(paired.sum()),
             "balanced_f1": _finite((f1_met + f1_not_met) / 2),
             "f1_met": _finite(f1_met),
             "f1_not_met": _finite(f1_not_met),
-            "accuracy": float(np.mean(agree)) if agree else None,
+            "accuracy": float((grader == rater).mean()) if grader.size else None,
         }
     mean = np.full(own.shape, np.nan)
     mean[labelled] = np.nanmean(others[labelled], axis=1)

@@ -115,6 +115,8 @@ def test_binary_figures_of_judge_and_raters_equal_the_libraries(
         assert f"{figures['n_no_majority']} unit(s) without a strict majority" in text
 
 
+# pingouin calls a pandas keyword pandas deprecates: its warning, not ours
+@pytest.mark.filterwarnings("ignore:The inplace keyword")
 def test_graded_figures_equal_the_libraries(tmp_path: Path) -> None:
     pingouin = pytest.importorskip("pingouin")
     import pandas as pd
