@@ -164,51 +164,95 @@ class Ranking:
     length_coefficient: float | None = None
 
 
-def _design(games: Games, systems: list[str], style: bool) -> tuple[Array, Array]:
+@dataclass(frozen=True)
+class _Coded:
+    """Games with a verdict as arrays: system codes (indexes into the sorted systems), the
+    outcome for a, and the normalised length difference (len_a - len_b) / (len_a + len_b)."""
+
+    a: NDArray[np.intp]
+    b: NDArray[np.intp]
+    y: Array
+    diff: Array | None
+
+    def take(self, rows: NDArray[np.intp]) -> _Coded:
+        diff = None if self.diff is None else self.diff[rows]
+        return _Coded(self.a[rows], self.b[rows], self.y[rows], diff)
+
+
+def _coded(games: Games, systems: list[str], style: bool) -> tuple[_Coded, NDArray[np.bool_]]:
+    """The games as `_Coded` (those with a verdict), and which games were kept."""
     keep = games.kept()
     index = {s: i for i, s in enumerate(systems)}
-    a = np.array([index[s] for s in games.a])[keep]
-    b = np.array([index[s] for s in games.b])[keep]
-    rows = np.arange(a.size)
-    x = np.zeros((a.size, len(systems)))
-    x[rows, a] += 1.0
-    x[rows, b] -= 1.0
-    x = x[:, 1:]  # the first system's strength is 0 in the fit; centred afterwards
+    a = np.array([index.get(s, -1) for s in games.a], dtype=np.intp)
+    b = np.array([index.get(s, -1) for s in games.b], dtype=np.intp)
+    diff = None
     if style:
         if games.length_a is None or games.length_b is None:
             raise ValueError("the length-controlled fit needs length_a and length_b")
-        la = np.asarray(games.length_a, dtype=np.float64)[keep]
-        lb = np.asarray(games.length_b, dtype=np.float64)[keep]
+        la = np.asarray(games.length_a, dtype=np.float64)
+        lb = np.asarray(games.length_b, dtype=np.float64)
         total = la + lb
-        diff = np.divide(la - lb, total, out=np.zeros_like(total), where=total > 0)
-        spread = diff.std()
-        diff = (diff - diff.mean()) / spread if spread > 0 else diff - diff.mean()
-        x = np.column_stack([x, diff])
-    return x, np.asarray(games.outcome, dtype=np.float64)[keep]
+        diff = np.divide(la - lb, total, out=np.zeros_like(total), where=total > 0)[keep]
+    outcome = np.asarray(games.outcome, dtype=np.float64)[keep]
+    return _Coded(a[keep], b[keep], outcome, diff), keep
 
 
-def _check_connected(games: Games, systems: list[str]) -> None:
-    """Ford's condition for the strengths to exist: every system, split from the rest in any
-    way, has won or tied some game against the other part, and lost or tied one."""
-    index = {s: i for i, s in enumerate(systems)}
-    wins_from, wins_to = [], []
-    for a, b, o in zip(games.a, games.b, np.asarray(games.outcome, dtype=np.float64), strict=True):
-        if np.isnan(o):
-            continue
-        if o > 0:  # a took something from b
-            wins_from.append(index[a])
-            wins_to.append(index[b])
-        if o < 1:
-            wins_from.append(index[b])
-            wins_to.append(index[a])
-    k = len(systems)
-    graph = csr_matrix((np.ones(len(wins_from)), (wins_from, wins_to)), shape=(k, k))
+def _connected(a: NDArray[np.intp], b: NDArray[np.intp], took: Array, gave: Array, k: int) -> bool:
+    """Ford's condition for the strengths to exist: however the systems are split in two,
+    each part has won or tied some game against the other (the graph of "took something
+    from" is strongly connected). took / gave: what a took from b / b from a, per pairing."""
+    source = np.concatenate([a[took > 0], b[gave > 0]])
+    target = np.concatenate([b[took > 0], a[gave > 0]])
+    graph = csr_matrix((np.ones(source.size), (source, target)), shape=(k, k))
     parts, _ = connected_components(graph, directed=True, connection="strong")
-    if parts > 1:
-        raise NoEstimate(
-            "the Bradley-Terry strengths do not exist: some systems won (or lost) every game "
-            "against the rest, or never met them"
-        )
+    return bool(parts == 1)
+
+
+def _fit(games: _Coded, k: int, anchor: int | None) -> tuple[Array, float | None]:
+    """Strengths of the k systems (centred, or 0 at `anchor`) and the length coefficient."""
+    if games.y.size == 0 or np.bincount(np.concatenate([games.a, games.b]), minlength=k).min() == 0:
+        raise NoEstimate("every system needs a game with a verdict")
+    if games.diff is None:
+        # Without a covariate, a pairing's games are summed up by their count and their
+        # total score (sufficient statistics): the same likelihood, k^2 rows at most.
+        pairing = games.a * k + games.b
+        count = np.bincount(pairing, minlength=k * k).astype(np.float64)
+        total = np.bincount(pairing, weights=games.y, minlength=k * k).astype(np.float64)
+        met = np.nonzero(count)[0]
+        a, b, weights = met // k, met % k, count[met]
+        y = total[met] / weights
+        if not _connected(a, b, total[met], weights - total[met], k):
+            raise NoEstimate(
+                "the Bradley-Terry strengths do not exist: some systems won (or lost) every "
+                "game against the rest, or never met them"
+            )
+    else:
+        a, b, y, weights = games.a, games.b, games.y, np.ones(games.y.size)
+    rows = np.arange(y.size)
+    x = np.zeros((y.size, k))
+    x[rows, a] += 1.0
+    x[rows, b] -= 1.0
+    x = x[:, 1:]  # the first system's strength is 0 in the fit; centred afterwards
+    if games.diff is not None:
+        spread = games.diff.std()
+        centred = games.diff - games.diff.mean()
+        x = np.column_stack([x, centred / spread if spread > 0 else centred])
+    beta = _logistic(x, y, weights)
+    strengths = np.concatenate([[0.0], beta[: k - 1]])
+    strengths -= strengths[anchor] if anchor is not None else strengths.mean()
+    return strengths, float(beta[-1]) if games.diff is not None else None
+
+
+def _systems(games: Games, anchor: str | None, systems: Sequence[str] | None) -> list[str]:
+    keep = games.kept()
+    played = {s for s, k in zip(games.a, keep, strict=True) if k}
+    played |= {s for s, k in zip(games.b, keep, strict=True) if k}
+    ranked = sorted(played) if systems is None else sorted(set(systems))
+    if anchor is not None and anchor not in ranked:
+        raise ValueError(f"anchor {anchor!r} is not one of the systems")
+    if len(ranked) < 2 or not played.issuperset(ranked):
+        raise NoEstimate("every system needs a game with a verdict, and there must be two")
+    return ranked
 
 
 def bradley_terry(
@@ -219,30 +263,15 @@ def bradley_terry(
 ) -> Ranking:
     """Bradley-Terry strengths by maximum likelihood: a logistic regression without intercept
     and without penalty on +1/-1 system indicators, a tie half a win each way (Arena-Hard's
-    fit). `length_controlled` adds the standardised normalised length difference
-    (len_a - len_b) / (len_a + len_b) as a covariate (Arena-Hard's style control), so that the
-    strengths are what remains once a longer answer's pull is accounted for. Raises
-    NoEstimate when the maximum-likelihood strengths do not exist. `systems` (default: those
-    that played) fixes the systems ranked; one that played no game has no estimate."""
-    keep = games.kept()
-    played = set(np.asarray(games.a, dtype=object)[keep]) | set(
-        np.asarray(games.b, dtype=object)[keep]
-    )
-    ranked = sorted(played) if systems is None else sorted(systems)
-    if anchor is not None and anchor not in ranked:
-        raise ValueError(f"anchor {anchor!r} is not one of the systems")
-    if len(ranked) < 2 or not played.issuperset(ranked):
-        raise NoEstimate("every system needs a game with a verdict, and there must be two")
-    if not length_controlled:
-        _check_connected(games, ranked)
-    x, y = _design(games, ranked, length_controlled)
-    beta = _logistic(x, y, np.ones(y.size))
-    strengths = np.concatenate([[0.0], beta[: len(ranked) - 1]])
-    strengths -= strengths[ranked.index(anchor)] if anchor is not None else strengths.mean()
-    return Ranking(
-        {s: float(v) for s, v in zip(ranked, strengths, strict=True)},
-        float(beta[-1]) if length_controlled else None,
-    )
+    fit). `length_controlled` adds the normalised length difference (len_a - len_b) /
+    (len_a + len_b), standardised over the games, as a covariate (Arena-Hard's style
+    control), so that the strengths are what remains once a longer answer's pull is accounted
+    for. Raises NoEstimate when the maximum-likelihood strengths do not exist. `systems`
+    (default: those that played) fixes the systems ranked; each must have played."""
+    ranked = _systems(games, anchor, systems)
+    coded, _ = _coded(games, ranked, length_controlled)
+    strengths, length = _fit(coded, len(ranked), None if anchor is None else ranked.index(anchor))
+    return Ranking({s: float(v) for s, v in zip(ranked, strengths, strict=True)}, length)
 
 
 @dataclass(frozen=True)
@@ -256,17 +285,19 @@ class RankingIntervals:
     n_failed: int
 
 
-def _take(games: Games, rows: NDArray[np.intp]) -> Games:
-    def pick(values: Array | None) -> Array | None:
-        return None if values is None else np.asarray(values, dtype=np.float64)[rows]
-
-    return Games(
-        [games.a[i] for i in rows],
-        [games.b[i] for i in rows],
-        np.asarray(games.outcome, dtype=np.float64)[rows],
-        pick(games.length_a),
-        pick(games.length_b),
-    )
+def _group_rows(groups: list[str], draws: NDArray[np.intp]) -> list[NDArray[np.intp]]:
+    """Per resample, the rows of the drawn groups (a group's rows together, in draw order)."""
+    order = {g: i for i, g in enumerate(dict.fromkeys(groups))}
+    members = np.array([order[g] for g in groups], dtype=np.intp)
+    by_group = np.argsort(members, kind="stable")
+    sizes = np.bincount(members, minlength=len(order))
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    out = []
+    for draw in draws:
+        counts = sizes[draw]
+        offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+        out.append(by_group[np.repeat(starts[draw], counts) + offsets])
+    return out
 
 
 def bradley_terry_intervals(
@@ -278,28 +309,25 @@ def bradley_terry_intervals(
     level: float = 0.95,
 ) -> RankingIntervals:
     """`bradley_terry` with percentile bootstrap intervals: games resampled with replacement,
-    by `games.groups` when given (an item's games stay together), else one by one. A resample
-    without an estimate is left out and counted; fewer than half estimable raises NoEstimate.
+    by `games.groups` when given (an item's games stay together; groups in order of first
+    appearance), else one by one. Games without a verdict stay out. A resample without an
+    estimate is left out and counted; fewer than half estimable raises NoEstimate.
     """
     point = bradley_terry(games, anchor, length_controlled)
-    if games.groups is None:
-        groups = [str(i) for i in range(len(games.a))]
-    else:
-        groups = [str(g) for g in games.groups]
-    order = {g: i for i, g in enumerate(dict.fromkeys(groups))}  # in order of appearance
-    members = np.array([order[g] for g in groups])
-    rows_of = [np.nonzero(members == g)[0] for g in range(len(order))]
-    draws = bootstrap_indices(len(order), n_resamples, seed)
     systems = sorted(point.strengths)
+    coded, keep = _coded(games, systems, length_controlled)
+    if games.groups is None:
+        groups = [str(i) for i in range(coded.y.size)]
+    else:
+        groups = [str(g) for g, k in zip(games.groups, keep, strict=True) if k]
+    draws = bootstrap_indices(len(set(groups)), n_resamples, seed)
+    at = None if anchor is None else systems.index(anchor)
     replicates, failed = [], 0
-    for draw in draws:
-        rows = np.concatenate([rows_of[g] for g in draw])
+    for rows in _group_rows(groups, draws):
         try:
-            fit = bradley_terry(_take(games, rows), anchor, length_controlled, systems)
+            replicates.append(_fit(coded.take(rows), len(systems), at)[0])
         except NoEstimate:
             failed += 1
-            continue
-        replicates.append([fit.strengths[s] for s in systems])
     if 2 * len(replicates) < n_resamples:
         raise NoEstimate(f"{failed} of {n_resamples} resamples have no Bradley-Terry estimate")
     values = np.array(replicates)
