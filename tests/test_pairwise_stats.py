@@ -18,6 +18,7 @@ from clineval.metrics.pairwise import (
     item_scores,
     position_consistency,
     tie_rate,
+    win_probability,
     win_rate,
     win_rate_interval,
 )
@@ -191,3 +192,23 @@ def test_bradley_terry_intervals_resample_groups() -> None:
             fits.append(bradley_terry(sub, systems=systems).strengths["s3"])
     assert got.n_failed == 200 - len(fits)
     assert got.intervals["s3"] == pytest.approx(tuple(np.quantile(fits, [0.025, 0.975])))
+
+
+def test_games_without_a_verdict_change_nothing_and_win_probability() -> None:
+    games, _ = _random_games(6, n=150)
+    outcome = np.concatenate([games.outcome, [nan, nan]])
+    more = Games(
+        [*games.a, "s0", "s1"],
+        [*games.b, "s1", "s2"],
+        outcome,
+        np.concatenate([games.length_a, [1.0, 1e6]]),
+        np.concatenate([games.length_b, [1e6, 1.0]]),
+    )
+    for controlled in (False, True):
+        want = bradley_terry(games, length_controlled=controlled)
+        got = bradley_terry(more, length_controlled=controlled)
+        assert got.strengths == pytest.approx(want.strengths)
+    # two systems, a won 3 of 4: the fitted P(a beats b) is the observed 3/4
+    fit = bradley_terry(Games(["a"] * 4, ["b"] * 4, np.array([1.0, 1.0, 1.0, 0.0])))
+    assert win_probability(fit, "a", "b") == pytest.approx(0.75)
+    assert win_probability(fit, "b", "a") == pytest.approx(0.25)

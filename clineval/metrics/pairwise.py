@@ -179,6 +179,13 @@ class _Coded:
         return _Coded(self.a[rows], self.b[rows], self.y[rows], diff)
 
 
+def win_probability(ranking: Ranking, system: str, other: str) -> float:
+    """P(system beats other) under the fitted strengths, a tie counted half: the win rate
+    against a baseline that Arena-Hard reports from its Bradley-Terry fit."""
+    gap = ranking.strengths[other] - ranking.strengths[system]
+    return float(1.0 / (1.0 + np.exp(gap)))
+
+
 def _coded(games: Games, systems: list[str], style: bool) -> tuple[_Coded, NDArray[np.bool_]]:
     """The games as `_Coded` (those with a verdict), and which games were kept."""
     keep = games.kept()
