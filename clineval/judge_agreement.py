@@ -59,8 +59,8 @@ VARIANTS = {
     "paired with each other rater's label of the same unit, pooled over units and raters; the "
     "mean of F1(true) and F1(false); null when a class is absent from either side",
     "icc_2_1": "graded: ICC(2,1), two-way random effects, absolute agreement, single rater "
-    "(McGraw and Wong's ICC(A,1)), over two columns: the judge's score and the other raters' "
-    "mean score, on the units that have both",
+    "(McGraw and Wong's ICC(A,1)), over two columns: the judge's score and the raters' mean "
+    "score (for a rater: the other raters'), on the units that have both",
     "accuracy": "binary: share of the pooled (judge, rater) pairs that agree",
 }
 
