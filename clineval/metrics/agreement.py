@@ -168,7 +168,7 @@ def _distances(values: Matrix, marginals: Matrix, level: str) -> Matrix:
     lo = np.minimum.outer(np.arange(k), np.arange(k))
     hi = np.maximum.outer(np.arange(k), np.arange(k))
     between = cumulative[hi + 1] - cumulative[lo]
-    return (between - (marginals[lo] + marginals[hi]) / 2.0) ** 2
+    return np.asarray((between - (marginals[lo] + marginals[hi]) / 2.0) ** 2, dtype=np.float64)
 
 
 def icc_2_1(scores: Matrix) -> float | None:
@@ -181,7 +181,7 @@ def icc_2_1(scores: Matrix) -> float | None:
     n, k = x.shape
     if n < 2 or k < 2 or np.isnan(x).any():
         return None
-    grand = x.mean()
+    grand = float(x.mean())
     ss_rows = k * float(((x.mean(axis=1) - grand) ** 2).sum())
     ss_cols = n * float(((x.mean(axis=0) - grand) ** 2).sum())
     ss_error = float(((x - grand) ** 2).sum()) - ss_rows - ss_cols
@@ -190,4 +190,4 @@ def icc_2_1(scores: Matrix) -> float | None:
     denominator = ms_rows + (k - 1) * ms_error + k * (ms_cols - ms_error) / n
     if denominator <= 0.0:
         return None
-    return (ms_rows - ms_error) / denominator
+    return float((ms_rows - ms_error) / denominator)
