@@ -18,8 +18,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypedDict, Unpack
 
-from clineval.comparison import Comparison, LeaderboardCell, PairedTest, compare
 from clineval.errors import InputError, checked_arguments, clip
+from clineval.report.compare.api import Comparison, LeaderboardCell, PairedTest, compare
 from clineval.run_result import (
     PathLike,
     RunResult,

@@ -873,7 +873,7 @@ def compare(
     ] = None,
 ) -> None:
     """A leaderboard across runs, with paired bootstrap tests on shared samples."""
-    from clineval.report.compare import compare_runs
+    from clineval.report.compare.command import compare_runs
 
     if as_json and fmt not in ("table", "json"):
         raise InputError(f"--json: --format {fmt} asks for another format")

@@ -239,8 +239,8 @@ class _Samples:
     def interval(
         self, task: str, values: Mapping[str, Any], notes: Mapping[str, Any] | None, key: str
     ) -> tuple[float, float] | None:
-        from clineval.report.statistics import bootstrap_interval
         from clineval.report.task_stats import statistics_for
+        from clineval.reportkit.statistics import bootstrap_interval
         from clineval.run_record import read_run_files
 
         if self._rows is None:
@@ -279,7 +279,7 @@ class RunResult:
     @checked_arguments
     def load(cls, run_dir: PathLike) -> RunResult:
         """Read a run directory (one `clineval run` or `clineval.run` wrote)."""
-        from clineval.report.rundata import load_run
+        from clineval.reportkit.rundata import load_run
 
         run = load_run(Path(run_dir), with_samples=False)
         seed = run.manifest.get("seed")
@@ -377,7 +377,7 @@ class RunResult:
     def samples(self, task: str | None = None) -> list[dict[str, Any]]:
         """samples.jsonl as dicts (each with its "task"), of one task or all; read on each
         call, so a long NER run costs memory only when asked."""
-        from clineval.report.rundata import load_run
+        from clineval.reportkit.rundata import load_run
 
         by_task = load_run(self.path, with_samples=True).samples
         if task is not None:

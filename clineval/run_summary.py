@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from clineval.benchmarks.registry import benchmark_of, metric_schema
-from clineval.report.rundata import RunData
-from clineval.report.sections_common import NOTE_KEYS, Metric, fill_intervals, headline
+from clineval.reportkit.rundata import RunData
+from clineval.reportkit.sections_common import NOTE_KEYS, Metric, fill_intervals, headline
 from clineval.run_record import read_run_files
 from clineval.rundir import MANIFEST, SAMPLES
 

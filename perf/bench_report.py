@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\npeak RSS of the largest `clineval report` process: {peak:.0f} MB")
         from rich.console import Console
 
-        from clineval.report.compare import compare_runs
+        from clineval.report.compare.command import compare_runs
 
         other = synthetic.tcm_run(base / "synthetic-tcm-sd-full-b", n=5486, skill=0.5)
         start = time.perf_counter()

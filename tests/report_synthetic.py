@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from clineval.report import statistics as st
+from clineval.reportkit import statistics as st
 from clineval.rundir import MANIFEST, RESULTS, SAMPLES, write_json, write_jsonl
 
 # Each would set window.__pwned or change the title if it ever ran.

@@ -42,14 +42,14 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("clineval.benchmarks.base", "clineval.benchmarks.declaration", "clineval.benchmarks.kit",
      "clineval.benchmarks.results_view", "clineval.benchmarks.judged",
      "clineval.benchmarks.judged_flow", "clineval.benchmarks.judged_task", "clineval.plan",
-     "clineval.report.rundata", "clineval.report.plots", "clineval.report.sections_common",
-     "clineval.report.statistics", "clineval.report.jsonembed", "clineval.export.run_files"),
+     "clineval.reportkit.rundata", "clineval.reportkit.plots", "clineval.reportkit.sections_common",
+     "clineval.reportkit.statistics", "clineval.report.jsonembed", "clineval.reportkit.run_files"),
     # 4 the benchmark packages
     ("clineval.benchmarks",),
     # 5 what knows every benchmark through the registry
     ("clineval.benchmarks.registry", "clineval.report", "clineval.export",
      "clineval.skills_install", "clineval.run_checks", "clineval.run_inputs",
-     "clineval.run_result", "clineval.comparison", "clineval.judge_agreement",
+     "clineval.run_result", "clineval.report.compare.api", "clineval.judge_agreement",
      "clineval.judge_labels",
      "clineval.run_summary", "clineval.option_flags"),
     # 6 running

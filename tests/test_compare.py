@@ -22,10 +22,10 @@ from clineval.benchmarks.clinconsensus.statistics import cc_statistics
 from clineval.benchmarks.ner.statistics import ner_statistics
 from clineval.cli import main
 from clineval.metrics.bootstrap import bootstrap_indices
-from clineval.report import statistics as st
-from clineval.report.compare import compare_runs
-from clineval.report.compare_model import build_comparison, holm
-from clineval.report.compare_render import render_csv, render_markdown
+from clineval.report.compare.command import compare_runs
+from clineval.report.compare.model import build_comparison, holm
+from clineval.report.compare.render import render_csv, render_markdown
+from clineval.reportkit import statistics as st
 from clineval.rundir import write_json, write_jsonl
 
 LABELS = ["a", "b", "c", "d", "e"]

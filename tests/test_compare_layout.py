@@ -15,10 +15,10 @@ from rich.console import Console
 
 from clineval.benchmarks.ner.records import NerDocument, Span
 from clineval.benchmarks.ner.scoring import score_documents
-from clineval.report.compare import compare_runs
-from clineval.report.compare_model import Comparison
-from clineval.report.compare_render import render_markdown
-from clineval.report.sections_common import format_value
+from clineval.report.compare.command import compare_runs
+from clineval.report.compare.model import Comparison
+from clineval.report.compare.render import render_markdown
+from clineval.reportkit.sections_common import format_value
 from clineval.rundir import write_json, write_jsonl
 
 TASKS = ("ner:ncbi", "ner:bc5cdr", "ner:biored", "ner:chia")

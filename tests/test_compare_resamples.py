@@ -23,17 +23,17 @@ from clineval.benchmarks.ner.corpora import load_ner_split
 from clineval.benchmarks.ner.records import Span
 from clineval.benchmarks.ner.scoring import score_documents
 from clineval.cli import main
-from clineval.report.compare import render_json
-from clineval.report.compare_html import render_html
-from clineval.report.compare_model import build_comparison
-from clineval.report.compare_render import render_csv, render_markdown
-from clineval.report.compare_tests import (
+from clineval.report.compare.command import render_json
+from clineval.report.compare.html import render_html
+from clineval.report.compare.model import build_comparison
+from clineval.report.compare.paired_tests import (
     ALPHA,
     MAX_RESAMPLES,
     initial_resamples,
     too_few,
     undecided,
 )
+from clineval.report.compare.render import render_csv, render_markdown
 from clineval.rundir import write_json, write_jsonl
 
 
@@ -182,8 +182,8 @@ def test_resamples_flag_fixes_the_number(tmp_path: Path, capsys: Any) -> None:
 
 
 def test_doubling_stops_at_the_draw_budget(monkeypatch: Any) -> None:
-    from clineval.report import compare_tests as ct
-    from clineval.report import statistics as st
+    from clineval.report.compare import paired_tests as ct
+    from clineval.reportkit import statistics as st
 
     # a pair at p about 0.0499 (never settled) on 60 samples: with a budget of 60 x 2 x 10,000
     # draws the doubling stops at 10,000 resamples (not 256,000) and says the call is open

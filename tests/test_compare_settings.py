@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from clineval.cli import main
-from clineval.report.compare import render_json
-from clineval.report.compare_html import render_html
-from clineval.report.compare_model import build_comparison
-from clineval.report.compare_render import render_csv, render_markdown, render_table
+from clineval.report.compare.command import render_json
+from clineval.report.compare.html import render_html
+from clineval.report.compare.model import build_comparison
+from clineval.report.compare.render import render_csv, render_markdown, render_table
 from clineval.rundir import write_json, write_jsonl
 
 CAND = "openai:cand@http://127.0.0.1:8000/v1"

@@ -206,7 +206,7 @@ def test_the_report_shows_the_figures_and_names_the_variants(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from clineval.report.agreement_section import agreement_blocks
-    from clineval.report.rundata import load_run
+    from clineval.reportkit.rundata import load_run
 
     rng = np.random.default_rng(2)
     units = _units()

@@ -23,7 +23,7 @@ from clineval.benchmarks.ner.records import NerDocument, Span
 from clineval.benchmarks.ner.report import build
 from clineval.benchmarks.ner.scoring import score_documents
 from clineval.benchmarks.ner.span_f1 import ERROR_KINDS, SpanOutcome, classify_document
-from clineval.report.rundata import load_run
+from clineval.reportkit.rundata import load_run
 from clineval.rundir import write_json, write_jsonl
 
 FIELDS = ("correct", "incorrect", "partial", "missed", "spurious")

@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 from report_browser import browser_session
 
-from clineval.report import plots
 from clineval.report.html import asset
+from clineval.reportkit import plots
 
 LONG_TITLE = "CACS@7 by subject label (95% bootstrap interval over the slice's cases) — synthetic"
 

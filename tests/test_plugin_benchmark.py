@@ -121,7 +121,7 @@ def test_the_plugin_through_every_surface(site: Path, tmp_path: Path) -> None:
 
 
 def test_compare_ranks_by_the_declared_direction(site: Path, tmp_path: Path) -> None:
-    from clineval.report.compare_model import build_comparison
+    from clineval.report.compare.model import build_comparison
 
     for name in ("a", "b"):
         cli(site, "run", "example-mcq", "--model", f"predictions:predictions-{name}.jsonl",

@@ -175,7 +175,7 @@ def test_an_older_record_without_the_metrics_still_ranks_its_primary(
 
 def test_the_report_without_the_plugin_reads_the_record(runs: tuple[Path, Path]) -> None:
     from clineval.report.html import build_sections
-    from clineval.report.rundata import load_run
+    from clineval.reportkit.rundata import load_run
 
     (section,) = build_sections(load_run(runs[1]))
     cards = {card.key: card for card in section["cards"]}

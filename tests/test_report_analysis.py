@@ -23,7 +23,7 @@ from report_browser import assert_nothing_ran, browser_session, open_report, sho
 from clineval.benchmarks.declaration import Benchmark, MetricSchema, MetricSpec
 from clineval.benchmarks.ner.report import classify, confusion
 from clineval.report.html import write_report
-from clineval.report.sections_common import short_model_label
+from clineval.reportkit.sections_common import short_model_label
 from clineval.rundir import MANIFEST, RESULTS, SAMPLES, write_json, write_jsonl
 
 REFERENCES = Path(__file__).parent.parent / "examples" / "references" / "ncer-gliner-large.json"
@@ -316,8 +316,8 @@ def test_plugin_declared_table_and_every_field(driver: Any, tmp_path: Path) -> N
 def test_compare_page_plots_differences_and_cost(driver: Any, tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
 
-    from clineval.report.compare import compare_runs
-    from clineval.report.compare_model import build_comparison
+    from clineval.report.compare.command import compare_runs
+    from clineval.report.compare.model import build_comparison
 
     runs = []
     for skill, cost in ((0.5, 0.25), (0.7, 1.5)):  # same seed: the same gold labels

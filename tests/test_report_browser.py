@@ -26,7 +26,7 @@ from report_browser import (
 )
 
 from clineval.report.html import write_report
-from clineval.report.sections_common import format_value
+from clineval.reportkit.sections_common import format_value
 
 pytestmark = pytest.mark.browser
 
@@ -175,7 +175,7 @@ def test_clinconsensus_case_browser(driver: Any, reports: dict[str, Path]) -> No
 def test_compare_html_escapes_run_names(driver: Any, tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
 
-    from clineval.report.compare import compare_runs
+    from clineval.report.compare.command import compare_runs
 
     a = synthetic.tcm_run(tmp_path / "synthetic-a", n=300, seed=1)
     b = synthetic.tcm_run(

@@ -19,7 +19,7 @@ from clineval.cli import main
 from clineval.errors import InputError
 from clineval.report.html import render_report, write_report
 from clineval.report.jsonembed import script_json, script_payload
-from clineval.report.rundata import interval_of, load_run
+from clineval.reportkit.rundata import interval_of, load_run
 from clineval.rundir import write_json, write_jsonl
 
 
@@ -225,7 +225,7 @@ def test_report_is_deterministic_apart_from_the_timestamp(
 
 
 def test_plots_escape_labels_and_scale_bars_and_cells() -> None:
-    from clineval.report import plots
+    from clineval.reportkit import plots
 
     labels = ["<script>alert(1)</script>", 'a" onmouseover="x', "脾虚证"]
     bars_svg = plots.horizontal_bars(
@@ -318,8 +318,8 @@ def test_malformed_results_and_rows_still_give_a_report(tmp_path: Path) -> None:
     write_jsonl(tmp_path / "samples.jsonl", rows)
     html = render_report(load_run(tmp_path))
     assert html.count('class="task"') == 3
-    from clineval.report.compare_model import build_comparison
-    from clineval.report.compare_render import render_markdown
+    from clineval.report.compare.model import build_comparison
+    from clineval.report.compare.render import render_markdown
 
     text = render_markdown(build_comparison([tmp_path, tmp_path], n_resamples=20))
     assert "nan" not in text  # a NaN metric is left out, not ranked

@@ -28,7 +28,7 @@ from report_browser import (
 from clineval.benchmarks.clinconsensus.cases import fixture_path
 from clineval.benchmarks.ner.report import classify, spans_of
 from clineval.cli import main
-from clineval.report.sections_common import format_value
+from clineval.reportkit.sections_common import format_value
 
 pytestmark = pytest.mark.browser
 

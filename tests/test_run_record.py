@@ -18,7 +18,7 @@ import pytest
 from clineval.benchmarks.clinconsensus.cases import fixture_path, load_cases
 from clineval.cli import main
 from clineval.errors import InputError
-from clineval.report.rundata import load_run
+from clineval.reportkit.rundata import load_run
 from clineval.run_record import (
     FILE_VERSIONS,
     SCHEMA_VERSION,

@@ -77,14 +77,14 @@ _HOME = {
     "number": "clineval.options",
     "text": "clineval.options",
     # per-sample statistics (compare's paired test, report intervals)
-    "Reducer": "clineval.report.statistics",
-    "SampleStatistic": "clineval.report.statistics",
-    "bootstrap_interval": "clineval.report.statistics",
-    "counts_statistic": "clineval.report.statistics",
-    "macro_f1_statistic": "clineval.report.statistics",
-    "micro_f1_statistic": "clineval.report.statistics",
-    "mean_statistic": "clineval.report.statistics",
-    "ratio_statistic": "clineval.report.statistics",
+    "Reducer": "clineval.reportkit.statistics",
+    "SampleStatistic": "clineval.reportkit.statistics",
+    "bootstrap_interval": "clineval.reportkit.statistics",
+    "counts_statistic": "clineval.reportkit.statistics",
+    "macro_f1_statistic": "clineval.reportkit.statistics",
+    "micro_f1_statistic": "clineval.reportkit.statistics",
+    "mean_statistic": "clineval.reportkit.statistics",
+    "ratio_statistic": "clineval.reportkit.statistics",
     # bootstrap resampling
     "DEFAULT_RESAMPLES": "clineval.metrics.bootstrap",
     "bootstrap_indices": "clineval.metrics.bootstrap",
@@ -98,30 +98,30 @@ _HOME = {
     "win_rate": "clineval.metrics.pairwise",
     "win_rate_interval": "clineval.metrics.pairwise",
     # report sections: the run's data and the blocks a section is built of
-    "RunData": "clineval.report.rundata",
-    "finite_number": "clineval.report.rundata",
-    "interval_of": "clineval.report.rundata",
-    "SampleTable": "clineval.report.sections_common",
-    "base_section": "clineval.report.sections_common",
-    "filter_values": "clineval.report.sections_common",
-    "flatten": "clineval.report.sections_common",
-    "format_value": "clineval.report.sections_common",
-    "yes_no": "clineval.report.sections_common",
-    "download_block": "clineval.report.sections_common",
-    "examples_block": "clineval.report.sections_common",
-    "fields_part": "clineval.report.sections_common",
-    "heading_part": "clineval.report.sections_common",
-    "rows_part": "clineval.report.sections_common",
-    "short_model_label": "clineval.report.sections_common",
-    "spans_part": "clineval.report.sections_common",
-    "table_block": "clineval.report.sections_common",
-    "text_part": "clineval.report.sections_common",
+    "RunData": "clineval.reportkit.rundata",
+    "finite_number": "clineval.reportkit.rundata",
+    "interval_of": "clineval.reportkit.rundata",
+    "SampleTable": "clineval.reportkit.sections_common",
+    "base_section": "clineval.reportkit.sections_common",
+    "filter_values": "clineval.reportkit.sections_common",
+    "flatten": "clineval.reportkit.sections_common",
+    "format_value": "clineval.reportkit.sections_common",
+    "yes_no": "clineval.reportkit.sections_common",
+    "download_block": "clineval.reportkit.sections_common",
+    "examples_block": "clineval.reportkit.sections_common",
+    "fields_part": "clineval.reportkit.sections_common",
+    "heading_part": "clineval.reportkit.sections_common",
+    "rows_part": "clineval.reportkit.sections_common",
+    "short_model_label": "clineval.reportkit.sections_common",
+    "spans_part": "clineval.reportkit.sections_common",
+    "table_block": "clineval.reportkit.sections_common",
+    "text_part": "clineval.reportkit.sections_common",
     # charts a section draws (inline SVG, every text escaped)
-    "grouped_bars": "clineval.report.plots",
-    "heatmap": "clineval.report.plots",
-    "horizontal_bars": "clineval.report.plots",
-    "interval_dots": "clineval.report.plots",
-    "scatter": "clineval.report.plots",
+    "grouped_bars": "clineval.reportkit.plots",
+    "heatmap": "clineval.reportkit.plots",
+    "horizontal_bars": "clineval.reportkit.plots",
+    "interval_dots": "clineval.reportkit.plots",
+    "scatter": "clineval.reportkit.plots",
     # the judging kit (judged benchmarks: docs/architecture.md, "Where to add things")
     "Criterion": "clineval.benchmarks.judged",
     "JudgedItem": "clineval.benchmarks.judged",
@@ -386,97 +386,97 @@ if TYPE_CHECKING:  # what type checkers and editors see of the lazy names below
     from clineval.plan import (
         CallPlan as CallPlan,
     )
-    from clineval.report.plots import (
+    from clineval.reportkit.plots import (
         grouped_bars as grouped_bars,
     )
-    from clineval.report.plots import (
+    from clineval.reportkit.plots import (
         heatmap as heatmap,
     )
-    from clineval.report.plots import (
+    from clineval.reportkit.plots import (
         horizontal_bars as horizontal_bars,
     )
-    from clineval.report.plots import (
+    from clineval.reportkit.plots import (
         interval_dots as interval_dots,
     )
-    from clineval.report.plots import (
+    from clineval.reportkit.plots import (
         scatter as scatter,
     )
-    from clineval.report.rundata import (
+    from clineval.reportkit.rundata import (
         RunData as RunData,
     )
-    from clineval.report.rundata import (
+    from clineval.reportkit.rundata import (
         finite_number as finite_number,
     )
-    from clineval.report.rundata import (
+    from clineval.reportkit.rundata import (
         interval_of as interval_of,
     )
-    from clineval.report.sections_common import (
+    from clineval.reportkit.sections_common import (
         SampleTable as SampleTable,
     )
-    from clineval.report.sections_common import (
+    from clineval.reportkit.sections_common import (
         base_section as base_section,
     )
-    from clineval.report.sections_common import (
+    from clineval.reportkit.sections_common import (
         download_block as download_block,
     )
-    from clineval.report.sections_common import (
+    from clineval.reportkit.sections_common import (
         examples_block as examples_block,
     )
-    from clineval.report.sections_common import (
+    from clineval.reportkit.sections_common import (
         fields_part as fields_part,
     )
-    from clineval.report.sections_common import (
+    from clineval.reportkit.sections_common import (
         filter_values as filter_values,
     )
-    from clineval.report.sections_common import (
+    from clineval.reportkit.sections_common import (
         flatten as flatten,
     )
-    from clineval.report.sections_common import (
+    from clineval.reportkit.sections_common import (
         format_value as format_value,
     )
-    from clineval.report.sections_common import (
+    from clineval.reportkit.sections_common import (
         heading_part as heading_part,
     )
-    from clineval.report.sections_common import (
+    from clineval.reportkit.sections_common import (
         rows_part as rows_part,
     )
-    from clineval.report.sections_common import (
+    from clineval.reportkit.sections_common import (
         short_model_label as short_model_label,
     )
-    from clineval.report.sections_common import (
+    from clineval.reportkit.sections_common import (
         spans_part as spans_part,
     )
-    from clineval.report.sections_common import (
+    from clineval.reportkit.sections_common import (
         table_block as table_block,
     )
-    from clineval.report.sections_common import (
+    from clineval.reportkit.sections_common import (
         text_part as text_part,
     )
-    from clineval.report.sections_common import (
+    from clineval.reportkit.sections_common import (
         yes_no as yes_no,
     )
-    from clineval.report.statistics import (
+    from clineval.reportkit.statistics import (
         Reducer as Reducer,
     )
-    from clineval.report.statistics import (
+    from clineval.reportkit.statistics import (
         SampleStatistic as SampleStatistic,
     )
-    from clineval.report.statistics import (
+    from clineval.reportkit.statistics import (
         bootstrap_interval as bootstrap_interval,
     )
-    from clineval.report.statistics import (
+    from clineval.reportkit.statistics import (
         counts_statistic as counts_statistic,
     )
-    from clineval.report.statistics import (
+    from clineval.reportkit.statistics import (
         macro_f1_statistic as macro_f1_statistic,
     )
-    from clineval.report.statistics import (
+    from clineval.reportkit.statistics import (
         mean_statistic as mean_statistic,
     )
-    from clineval.report.statistics import (
+    from clineval.reportkit.statistics import (
         micro_f1_statistic as micro_f1_statistic,
     )
-    from clineval.report.statistics import (
+    from clineval.reportkit.statistics import (
         ratio_statistic as ratio_statistic,
     )
 

@@ -33,9 +33,9 @@ if TYPE_CHECKING:
     from clineval.benchmarks.base import Task
     from clineval.config import RunConfig
     from clineval.data.fetch import Source
-    from clineval.export.run_files import ExportSettings, RunFiles
-    from clineval.report.rundata import RunData
-    from clineval.report.statistics import SampleStatistic
+    from clineval.reportkit.run_files import ExportSettings, RunFiles
+    from clineval.reportkit.rundata import RunData
+    from clineval.reportkit.statistics import SampleStatistic
     from clineval.retry import RetryPolicy
 
 

@@ -36,7 +36,7 @@ from clineval.judge.prompt import JudgePrompt
 from clineval.judge.verdict import VerdictRow
 from clineval.models.registry import ModelKind
 from clineval.plan import CallPlan
-from clineval.report.statistics import SampleStatistic, bootstrap_interval, mean_statistic
+from clineval.reportkit.statistics import SampleStatistic, bootstrap_interval, mean_statistic
 
 
 def judged_metrics(score_help: str, *more: MetricSpec) -> MetricSchema:

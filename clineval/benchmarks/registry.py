@@ -41,8 +41,8 @@ from clineval.errors import InputError
 from clineval.options import OptionGroup
 
 if TYPE_CHECKING:
-    from clineval.export.run_files import ExportSettings, RunFiles
     from clineval.plan import CallPlan
+    from clineval.reportkit.run_files import ExportSettings, RunFiles
 
 ENTRY_POINT_GROUP = "clineval.benchmarks"
 T = TypeVar("T")

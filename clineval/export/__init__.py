@@ -2,7 +2,7 @@
 format. Benchmarks declare formats of their own (`Benchmark.exporters`; e.g. ClinConsensus's
 judgements file, which the authors' eval_cacs.py scores). Each format is one function
 `export(run, out_dir, settings) -> [paths]`; every format reads the run directory the
-same way (clineval.export.run_files) and writes its files atomically, so a failed export
+same way (clineval.reportkit.run_files) and writes its files atomically, so a failed export
 leaves DIR as it was.
 
   samples-csv               DIR/<task>.samples.csv, one row per sample of each task, for a
@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from clineval.errors import InputError
-from clineval.export.run_files import ExportSettings, RunFiles, read_run
+from clineval.reportkit.run_files import ExportSettings, RunFiles, read_run
 
 Exporter = Callable[[RunFiles, Path, ExportSettings], list[Path]]
 

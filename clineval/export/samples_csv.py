@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from clineval.errors import InputError
-from clineval.export.run_files import ExportSettings, RunFiles
+from clineval.reportkit.run_files import ExportSettings, RunFiles
 from clineval.rundir import SAMPLES, atomic_write_text
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")

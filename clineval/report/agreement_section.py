@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from clineval.report.rundata import RunData
-from clineval.report.sections_common import table_block
+from clineval.reportkit.rundata import RunData
+from clineval.reportkit.sections_common import table_block
 
 FILE = "judge_agreement.json"
 # the columns shown, in order, when the figures have them

@@ -1,6 +1,6 @@
 """`clineval report RUN_DIR`: one self-contained HTML file (inline CSS, JS, SVG; no network).
 
-Safety: the template autoescapes every value; plots are SVG strings from clineval.report.plots
+Safety: the template autoescapes every value; plots are SVG strings from clineval.reportkit.plots
 (which escapes every piece of text); sample data travel as JSON in <script
 type="application/json"> with `<`, `>`, `&` escaped (see jsonembed) and are put into the page
 with textContent only. A Content-Security-Policy allows exactly the report's own script (by
@@ -30,8 +30,8 @@ from clineval.progress import track
 from clineval.report.agreement_section import agreement_blocks
 from clineval.report.jsonembed import COMPRESS_OVER, script_payload
 from clineval.report.references import Reference, read_references, reference_lines
-from clineval.report.rundata import RunData, load_run
-from clineval.report.sections_common import (
+from clineval.reportkit.rundata import RunData, load_run
+from clineval.reportkit.sections_common import (
     USAGE_COLUMNS,
     SampleTable,
     base_section,

@@ -14,7 +14,7 @@ import numpy as np
 
 from clineval.benchmarks.declaration import Benchmark
 from clineval.benchmarks.registry import benchmark_of, guarded, metric_schema
-from clineval.report import statistics as st
+from clineval.reportkit import statistics as st
 
 
 def statistics_for(

@@ -23,8 +23,8 @@ from typing import Any
 
 from clineval.benchmarks.clinconsensus.cases import RUBRICS_PER_CASE, Case, load_cases
 from clineval.errors import InputError
-from clineval.export.run_files import ExportSettings, RunFiles, task_metrics
 from clineval.judge.verdict import read_verdict_rows
+from clineval.reportkit.run_files import ExportSettings, RunFiles, task_metrics
 from clineval.rundir import RESULTS, SAMPLES, atomic_write_text
 
 TASK = "clinconsensus"

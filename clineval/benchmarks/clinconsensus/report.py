@@ -17,9 +17,9 @@ from clineval.benchmarks.clinconsensus.report_figures import (
     unmet_criteria,
 )
 from clineval.judge.verdict import read_verdict_rows
-from clineval.report import plots
-from clineval.report.rundata import RunData, finite_number
-from clineval.report.sections_common import (
+from clineval.reportkit import plots
+from clineval.reportkit.rundata import RunData, finite_number
+from clineval.reportkit.sections_common import (
     SampleTable,
     base_section,
     filter_values,

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 
 from clineval.judge.verdict import read_verdict_rows
-from clineval.report import plots
-from clineval.report.rundata import finite_number
+from clineval.reportkit import plots
+from clineval.reportkit.rundata import finite_number
 
 
 def s_of(row: dict[str, Any]) -> int | None:

@@ -9,8 +9,8 @@ import numpy as np
 
 from clineval.benchmarks.clinconsensus.report import n_criteria, thresholds
 from clineval.benchmarks.clinconsensus.report_figures import s_of
-from clineval.report import statistics as st
-from clineval.report.rundata import finite_number
+from clineval.reportkit import statistics as st
+from clineval.reportkit.rundata import finite_number
 
 
 def _ids(samples: list[dict[str, Any]]) -> list[str]:

@@ -16,9 +16,9 @@ from typing import Any
 from clineval.benchmarks.ner import METRICS
 from clineval.benchmarks.ner.records import Span as NerSpan
 from clineval.benchmarks.ner.span_f1 import ERROR_KINDS, SpanOutcome, classify_document
-from clineval.report import plots
-from clineval.report.rundata import RunData, finite_number
-from clineval.report.sections_common import (
+from clineval.reportkit import plots
+from clineval.reportkit.rundata import RunData, finite_number
+from clineval.reportkit.sections_common import (
     SampleTable,
     base_section,
     download_block,

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from clineval.report import statistics as st
+from clineval.reportkit import statistics as st
 
 SPAN_FIELDS = ("correct", "incorrect", "missed", "spurious")
 

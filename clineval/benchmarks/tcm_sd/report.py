@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from clineval.benchmarks.tcm_sd.schema import METRICS
-from clineval.report import plots
-from clineval.report.rundata import RunData, finite_number
-from clineval.report.sections_common import (
+from clineval.reportkit import plots
+from clineval.reportkit.rundata import RunData, finite_number
+from clineval.reportkit.sections_common import (
     SampleTable,
     base_section,
     fields_part,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from clineval.report import statistics as st
+from clineval.reportkit import statistics as st
 
 
 def _ids(samples: list[dict[str, Any]]) -> list[str]:

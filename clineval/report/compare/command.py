@@ -1,7 +1,7 @@
 """`clineval compare RUN_DIR...`: a leaderboard across runs and paired bootstrap tests.
 
 The comparison itself (runs read, shared samples aligned, paired bootstrap tests) is
-compare_model's; its renderings (terminal table, Markdown, CSV, HTML) are compare_render's.
+model's; its renderings (terminal table, Markdown, CSV, HTML) are render's.
 This module picks the format and writes or prints the result.
 """
 
@@ -15,9 +15,9 @@ from rich.console import Console
 from clineval.console import make_console
 from clineval.errors import InputError
 from clineval.jsonio import json_document
-from clineval.report.compare_html import render_html
-from clineval.report.compare_model import Comparison, build_comparison
-from clineval.report.compare_render import render_csv, render_markdown, render_table
+from clineval.report.compare.html import render_html
+from clineval.report.compare.model import Comparison, build_comparison
+from clineval.report.compare.render import render_csv, render_markdown, render_table
 from clineval.rundir import atomic_write_text
 
 FORMATS = ("table", "markdown", "csv", "html", "json")
@@ -35,7 +35,7 @@ def compare_runs(
 ) -> Comparison:
     """Build the comparison and write/print it in `fmt` (table|markdown|csv|html|json).
     `resamples` fixes the paired tests' bootstrap resamples (default: as many as each column
-    needs, see compare_tests)."""
+    needs, see paired_tests)."""
     if fmt not in FORMATS:
         raise InputError(f"--format {fmt!r} is not one of {', '.join(FORMATS)}")
     if resamples is not None and not MIN_FIXED_RESAMPLES <= resamples <= MAX_FIXED_RESAMPLES:

@@ -1,4 +1,4 @@
-"""Renderings of a comparison (compare_model): a terminal table, Markdown, CSV, an HTML page.
+"""Renderings of a comparison (model): a terminal table, Markdown, CSV, an HTML page.
 
 The terminal tables fit the console's width: one row per run while that fits, else one row
 per task and metric with the runs as columns (render_table); no figure is cut short. Markdown,
@@ -15,9 +15,9 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from clineval.report.compare_model import Cell, Comparison, PairRow
-from clineval.report.compare_tests import ALPHA
-from clineval.report.sections_common import format_value
+from clineval.report.compare.model import Cell, Comparison, PairRow
+from clineval.report.compare.paired_tests import ALPHA
+from clineval.reportkit.sections_common import format_value
 
 BEST_NOTE = (
     f"Bold: the top value, separated from every other run by the paired bootstrap on shared "

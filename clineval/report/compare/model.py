@@ -1,4 +1,4 @@
-"""The comparison behind `clineval compare`, as data (rendering is compare_render's job).
+"""The comparison behind `clineval compare`, as data (rendering is render's job).
 
 Leaderboard: per task, each family's headline metrics with the run's stored 95% interval (or,
 when the task stored none, a seeded bootstrap interval over the run's samples, as the report).
@@ -21,22 +21,27 @@ from clineval.benchmarks.registry import benchmark_of, metric_schema
 from clineval.errors import InputError
 from clineval.metrics.bootstrap import DEFAULT_RESAMPLES
 from clineval.progress import track
-from clineval.report import statistics as st
-from clineval.report.compare_settings import (
+from clineval.report.compare.paired_tests import (
+    ALPHA,
+    ColumnResamples,
+    ReplicateCache,
+    column_tests,
+)
+from clineval.report.compare.settings import (
     RunDifferences,
     differing_samples,
     figure_n,
     run_differences,
 )
-from clineval.report.compare_tests import ALPHA, ColumnResamples, ReplicateCache, column_tests
-from clineval.report.rundata import (
+from clineval.report.task_stats import statistics_for
+from clineval.reportkit import statistics as st
+from clineval.reportkit.rundata import (
     RunData,
     finite_number,
     interval_of,
     is_fixture_task,
     load_run,
 )
-from clineval.report.task_stats import statistics_for
 from clineval.secrets import redact
 
 
@@ -250,7 +255,7 @@ def build_comparison(
 ) -> Comparison:
     """The comparison of the runs; `n_resamples` fixes the bootstrap resamples of the paired
     tests (and of intervals computed here), else each column draws as many as its number of
-    pairs and the closeness of its p-values to ALPHA need (compare_tests)."""
+    pairs and the closeness of its p-values to ALPHA need (paired_tests)."""
     if not run_dirs:
         raise InputError("compare needs at least one run directory")
     runs = [load_run(Path(d)) for d in run_dirs]

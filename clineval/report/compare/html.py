@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from markupsafe import Markup
 
-from clineval.report import plots
-from clineval.report.compare_model import Comparison
-from clineval.report.compare_render import (
+from clineval.report.compare.model import Comparison
+from clineval.report.compare.render import (
     BEST_NOTE,
     INTERVAL_NOTE,
     PAIR_HEADER,
@@ -16,6 +15,7 @@ from clineval.report.compare_render import (
     cost_lines,
     resampling_lines,
 )
+from clineval.reportkit import plots
 
 
 def render_html(comp: Comparison) -> str:

@@ -1,7 +1,7 @@
 """Pieces every task section shares: headline metrics with intervals, settings, table specs.
 
 A section is a plain dict the template renders. Values in it are data (escaped by the
-template), except `svg` entries: markup made by clineval.report.plots (it escapes its text).
+template), except `svg` entries: markup made by clineval.reportkit.plots (it escapes its text).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clineval.benchmarks.declaration import MetricSchema
-from clineval.report.rundata import RunData, finite_number, interval_of, is_fixture_task
+from clineval.reportkit.rundata import RunData, finite_number, interval_of, is_fixture_task
 from clineval.secrets import redact
 
 NOTE_KEYS = ("data_note", "note", "warning")
@@ -53,7 +53,7 @@ def fill_intervals(
     cards: list[Metric], stats: dict[str, Any], seed: int, digits: dict[str, int] | None = None
 ) -> None:
     """Bootstrap intervals for cards the task stored none for, from per-sample statistics."""
-    from clineval.report.statistics import bootstrap_interval
+    from clineval.reportkit.statistics import bootstrap_interval
 
     for card in cards:
         stat = stats.get(card.key)

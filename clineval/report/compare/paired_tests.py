@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from clineval.report import statistics as st
+from clineval.reportkit import statistics as st
 
 # The level a leaderboard marks a best value at, after Holm's correction for the pairs tested.
 ALPHA = 0.05

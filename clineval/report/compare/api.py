@@ -23,7 +23,7 @@ class LeaderboardCell:
     fixture: bool
     # the metric's direction (declared, or as the run record wrote it when the benchmark is
     # not installed); `leader`: this run has the single top value; `best`: and the paired
-    # test separates it from every other run (Holm-corrected, level ALPHA of compare_model)
+    # test separates it from every other run (Holm-corrected, level ALPHA of model)
     higher_is_better: bool = True
     best: bool = False
     leader: bool = False
@@ -92,8 +92,8 @@ def compare(
     import io
 
     from clineval.console import make_console
-    from clineval.report.compare import compare_runs
-    from clineval.report.compare_render import render_markdown
+    from clineval.report.compare.command import compare_runs
+    from clineval.report.compare.render import render_markdown
 
     # What the command prints goes to a string here: returned as `text`.
     sink = io.StringIO()
