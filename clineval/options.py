@@ -113,6 +113,10 @@ class OptionGroup:
     # A rule across its values ({name: typed value, given or default}) that no one value can
     # check, e.g. a product of two sizes; raises ValueError with the reason.
     joint: Callable[[Mapping[str, Any]], None] | None = None
+    # The selectors of its `models` that are backends, so that a message reads "llamacpp:
+    # models" rather than "llamacpp models": given by the layer that declares the group (the
+    # model layer passes its registry's names), as this module lies below the models.
+    backends: tuple[str, ...] = ()
 
     def check_joint(self, options: Mapping[str, str]) -> None:
         """InputError when the group's values together break its `joint` rule."""
@@ -132,7 +136,8 @@ class OptionGroup:
 
     def models_text(self, option: Option) -> str:
         """`models_of` as a user reads it: "span tagger models", "llamacpp: models", ..."""
-        return " or ".join(map(_shown_model, self.models_of(option))) or "every model"
+        shown = (_shown_model(selector, self.backends) for selector in self.models_of(option))
+        return " or ".join(shown) or "every model"
 
     def key(self, option: Option) -> str:
         return f"{self.namespace}.{option.name}"
@@ -323,26 +328,12 @@ def _named(key: str, option: Option, raw: str | None = None) -> str:
     return text if option.flag is None else f"{option.flag.name} ({text})"
 
 
-def _shown_model(selector: str) -> str:
+def _shown_model(selector: str, backends: tuple[str, ...]) -> str:
     """A `models` selector as a user reads it: "llamacpp" -> "llamacpp: models",
     "span_tagger" -> "span tagger models", "baseline:crf" as it is."""
     if ":" in selector:
         return selector
-    return (
-        f"{selector}: models" if selector in _BACKENDS else f"{selector.replace('_', ' ')} models"
-    )
-
-
-# The model backends a selector may name. This module lies below the model layer, so
-# clineval.models.registry hands them over when it loads (it is loaded before any `--option`
-# is checked or listed: the groups that name backends are the model layer's): a new backend
-# is still one registration.
-_BACKENDS: set[str] = set()
-
-
-def register_backends(names: Iterable[str]) -> None:
-    """Make `names` known as backend selectors (called by clineval.models.registry)."""
-    _BACKENDS.update(names)
+    return f"{selector}: models" if selector in backends else f"{selector.replace('_', ' ')} models"
 
 
 def _valid(groups: list[OptionGroup]) -> str:

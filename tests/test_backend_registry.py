@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from clineval.models.options import LLAMACPP_OPTIONS, LLM_OPTIONS
 from clineval.models.registry import (
     BACKEND_TABLE,
     BACKENDS,
@@ -15,7 +16,6 @@ from clineval.models.registry import (
     resolve_reference,
 )
 from clineval.models.spec import ModelSpec
-from clineval.options import _BACKENDS as OPTION_BACKENDS
 
 ROOT = Path(__file__).resolve().parents[1]
 NAMES = frozenset(BACKENDS)
@@ -108,8 +108,11 @@ def test_the_name_rule_can_fail() -> None:
 
 def test_every_backend_is_registered_once_and_parses() -> None:
     assert len(BACKENDS) == len(BACKEND_TABLE)
-    # options.py sits below the models layer and keeps its own copy of the names
-    assert set(BACKENDS) == OPTION_BACKENDS  # handed over by the registry, not repeated
+    # options.py sits below the models layer and keeps no list of names: the model layer's
+    # groups hand it the registry's, for messages that say a selector is a backend
+    assert LLM_OPTIONS.backends == LLAMACPP_OPTIONS.backends == BACKENDS
+    n_ctx = next(o for o in LLAMACPP_OPTIONS.options if o.name == "n_ctx")
+    assert LLAMACPP_OPTIONS.models_text(n_ctx) == "llamacpp: models"
     for info in BACKEND_TABLE:
         assert info.kinds and all(isinstance(k, ModelKind) for k in info.kinds)
         spec = ModelSpec.parse(f"{info.name}:x")

@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-# imported for its registration: the selectors below name backends (clineval.options)
-import clineval.models.registry  # noqa: F401
 from clineval.models.extra_body import parse_extra_body
 from clineval.models.http_transport import DEFAULT_TRANSPORT, TRANSPORTS
+from clineval.models.registry import BACKENDS
 from clineval.options import (
     INT32_MAX,
     MAX_TOKENS,
@@ -33,6 +32,7 @@ LLM_OPTIONS = OptionGroup(
     namespace="llm",
     applies_to="chat models (openai:, llamacpp:, hf: causal LMs)",
     models=("chat",),
+    backends=BACKENDS,  # its options' selectors name backends ("llamacpp: models")
     options=(
         Option(
             "backoff_base_s",
@@ -131,6 +131,7 @@ LLAMACPP_OPTIONS = OptionGroup(
     namespace="llamacpp",
     applies_to="llamacpp: models (the in-process server)",
     models=("llamacpp",),
+    backends=BACKENDS,
     options=(
         Option(
             "n_parallel",

@@ -19,14 +19,18 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, cast
+from typing import Protocol, cast
 
 from clineval.errors import InputError
-from clineval.options import register_backends
 from clineval.references import resolve_reference
 
-if TYPE_CHECKING:
-    from clineval.models.spec import ModelSpec
+
+class SpecOfBackend(Protocol):
+    """What the registry reads of a model spec (clineval.models.spec.ModelSpec, which parses
+    itself against this registry: the registry names none of its types)."""
+
+    @property
+    def backend(self) -> str: ...
 
 
 class ModelKind(StrEnum):
@@ -41,7 +45,7 @@ class ModelKind(StrEnum):
     SPAN_TAGGER = "span_tagger"
 
 
-FileCheck = Callable[["ModelSpec", Callable[[], Sequence[str]]], None]
+FileCheck = Callable[[SpecOfBackend, Callable[[], Sequence[str]]], None]
 
 
 @dataclass(frozen=True)
@@ -78,7 +82,7 @@ class BackendInfo:
         """Its specs name files of outputs made elsewhere, replayed rather than computed."""
         return self.kinds == (ModelKind.PREDICTIONS,)
 
-    def check_files(self, spec: ModelSpec, task_names: Callable[[], Sequence[str]]) -> None:
+    def check_files(self, spec: SpecOfBackend, task_names: Callable[[], Sequence[str]]) -> None:
         if self.file_check is None:
             return
         check = cast(FileCheck, resolve_reference(self.file_check))
@@ -134,7 +138,6 @@ BACKEND_TABLE: tuple[BackendInfo, ...] = (
 
 _BY_NAME = {info.name: info for info in BACKEND_TABLE}
 BACKENDS: tuple[str, ...] = tuple(_BY_NAME)
-register_backends(BACKENDS)  # for `--option` messages ("llamacpp: models")
 
 
 def backend_named(name: str) -> BackendInfo:
@@ -144,6 +147,6 @@ def backend_named(name: str) -> BackendInfo:
         raise InputError(f"unknown model backend {name!r} (known: {BACKENDS})") from None
 
 
-def backend_info(spec: ModelSpec) -> BackendInfo:
+def backend_info(spec: SpecOfBackend) -> BackendInfo:
     """The registration of `spec`'s backend (a parsed spec's backend is always registered)."""
     return backend_named(spec.backend)
