@@ -18,13 +18,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypedDict, Unpack
 
-from clineval.errors import InputError, checked_arguments, clip
+from clineval.api_arguments import PathLike, checked_arguments
+from clineval.errors import InputError, clip
 from clineval.report.compare.api import Comparison, LeaderboardCell, PairedTest, compare
-from clineval.run_result import (
-    PathLike,
-    RunResult,
-    TaskMetrics,
-)
+from clineval.run_result import RunResult, TaskMetrics
 
 __all__ = [
     "Comparison",

@@ -11,21 +11,19 @@ run-directory reader inside the functions.
 from __future__ import annotations
 
 import html
-import importlib
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from clineval.api_arguments import PathLike, checked_arguments, pandas_module
 from clineval.benchmarks.results_view import MetricsView, attribute_key, view_attributes
-from clineval.errors import InputError, checked_arguments
+from clineval.errors import InputError
 
 if TYPE_CHECKING:
-    from clineval.benchmarks.declaration import MetricSpec
+    from clineval.metrics.schema import MetricSpec
 
-PathLike = str | os.PathLike[str]
 ViewT = TypeVar("ViewT", bound=MetricsView)
 
 
@@ -253,16 +251,6 @@ class _Samples:
 
 
 # ---- a run directory -----------------------------------------------------------------------
-
-
-def pandas_module() -> Any:
-    """pandas, which clineval does not depend on: an ImportError with one line of advice."""
-    try:
-        return importlib.import_module("pandas")
-    except ImportError:
-        raise ImportError(
-            "a DataFrame needs pandas, which clineval does not install: pip install pandas"
-        ) from None
 
 
 @dataclass(frozen=True)

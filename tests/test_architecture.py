@@ -37,21 +37,21 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("clineval.data", "clineval.metrics"),
     # 2 models, their settings, judging
     ("clineval.models", "clineval.config", "clineval.config_file", "clineval.judge"),
-    # 3 the kit benchmarks build on: the task protocol, the call plan, the report's and the
-    #   export's building blocks
+    # 3 the kit benchmarks build on: the task protocol, the call plan, and the blocks their
+    #   report sections, statistics and exports are built from (reportkit)
     ("clineval.benchmarks.base", "clineval.benchmarks.declaration", "clineval.benchmarks.kit",
      "clineval.benchmarks.results_view", "clineval.benchmarks.judged",
      "clineval.benchmarks.judged_flow", "clineval.benchmarks.judged_task", "clineval.plan",
-     "clineval.reportkit.rundata", "clineval.reportkit.plots", "clineval.reportkit.sections_common",
-     "clineval.reportkit.statistics", "clineval.report.jsonembed", "clineval.reportkit.run_files"),
+     "clineval.reportkit"),
     # 4 the benchmark packages
     ("clineval.benchmarks",),
-    # 5 what knows every benchmark through the registry
+    # 5 the rooms that use every benchmark through the registry: the report and compare
+    #   (report, report.compare), export, the checks of a run, and the Python API's parts
+    #   (its argument checks, a run and a comparison as Python objects)
     ("clineval.benchmarks.registry", "clineval.report", "clineval.export",
      "clineval.skills_install", "clineval.run_checks", "clineval.run_inputs",
-     "clineval.run_result", "clineval.report.compare.api", "clineval.judge_agreement",
-     "clineval.judge_labels",
-     "clineval.run_summary", "clineval.option_flags"),
+     "clineval.api_arguments", "clineval.run_result", "clineval.judge_agreement",
+     "clineval.judge_labels", "clineval.run_summary", "clineval.option_flags"),
     # 6 running
     ("clineval.runner", "clineval.merge"),
     # 7 front ends
@@ -111,11 +111,16 @@ def _resolve(name: str) -> str | None:
 _REFERENCE = re.compile(r"^(clineval(?:\.\w+)+):[\w.]+$")
 
 
-def _imports(source: str, module: str, is_package: bool) -> set[str]:
-    """The clineval modules `source` imports at run time."""
+def _imports(
+    source: str, module: str, is_package: bool, *, typing: bool = False, references: bool = True
+) -> set[str]:
+    """The clineval modules `source` imports at run time (with `typing`, also those it
+    imports for type checkers only, under `if TYPE_CHECKING:`), and those its
+    "module:attribute" strings name (unless `references` is False)."""
     found: set[str] = set()
     base = module.split(".") if is_package else module.split(".")[:-1]
-    for node in _runtime_nodes(ast.parse(source)):
+    tree = ast.parse(source)
+    for node in ast.walk(tree) if typing else _runtime_nodes(tree):
         names: list[str] = []
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
@@ -129,7 +134,7 @@ def _imports(source: str, module: str, is_package: bool) -> set[str]:
             # `from pkg import sub` imports the submodule; the package only for plain names
             plain = [n for n in subs if n not in MODULES]
             names = [*subs, *([head] if plain or not subs else [])]
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+        elif references and isinstance(node, ast.Constant) and isinstance(node.value, str):
             # a "module:attribute" reference (a declaration's part, a backend's opener) is an
             # import made later: it follows the same rules
             reference = _REFERENCE.match(node.value)
@@ -211,6 +216,85 @@ def test_the_layer_rules_can_fail() -> None:
     assert _imports(typed, "clineval.models.llm", False) == set()
     # and a clean import passes
     assert violations("clineval.benchmarks.ner.task", {"clineval.models.llm"}) == []
+
+
+# ---- rooms: no two folders import each other, no module cycle ---------------------------------
+# A room is a folder directly under clineval/ (or a top-level module). Two rooms that import
+# each other are one room in two places: a reader cannot understand either alone, and neither
+# can move. Imports for type checkers count here: a type names its room as much as a call does.
+
+
+def room_of(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+@functools.cache
+def import_graph(references: bool = True) -> dict[str, frozenset[str]]:
+    """Every module's clineval imports, at run time and for type checkers; with `references`,
+    also the modules its "module:attribute" strings name (imported later, by name)."""
+    return {
+        module: frozenset(_imports(path.read_text(encoding="utf-8"), module,
+                                   path.name == "__init__.py", typing=True,
+                                   references=references))
+        for module, path in MODULES.items()
+    }  # fmt: skip
+
+
+def rooms_both_ways(graph: Mapping[str, frozenset[str]]) -> list[str]:
+    """Each pair of rooms that import each other, with one import of each direction."""
+    first: dict[tuple[str, str], str] = {}
+    for module, targets in sorted(graph.items()):
+        for target in sorted(targets):
+            pair = (room_of(module), room_of(target))
+            if pair[0] != pair[1]:
+                first.setdefault(pair, f"{module} -> {target}")
+    return [
+        f"{a} <-> {b}: {first[(a, b)]}; {first[(b, a)]}"
+        for (a, b) in sorted(first)
+        if a < b and (b, a) in first
+    ]
+
+
+def module_cycle(graph: Mapping[str, frozenset[str]]) -> list[str]:
+    """One cycle of modules importing each other (run time or type level), or []."""
+    import graphlib
+
+    try:
+        graphlib.TopologicalSorter(graph).prepare()
+    except graphlib.CycleError as exc:
+        return list(exc.args[1])
+    return []
+
+
+def test_no_two_rooms_import_each_other() -> None:
+    assert rooms_both_ways(import_graph()) == []
+
+
+def test_no_module_cycle_even_at_type_level() -> None:
+    # A declaration names its parts by string and the parts import the declaration's package:
+    # that is the lazy registration (nothing is imported in a loop), so strings do not count.
+    assert module_cycle(import_graph(references=False)) == []
+
+
+def test_the_room_rules_can_fail() -> None:
+    typed = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import clineval.cli\n"
+    assert _imports(typed, "clineval.models.llm", False, typing=True) == {"clineval.cli"}
+    graph = {
+        "clineval.report.html": frozenset({"clineval.benchmarks.registry"}),
+        "clineval.benchmarks.declaration": frozenset({"clineval.report.plots"}),
+        "clineval.benchmarks.registry": frozenset({"clineval.benchmarks.declaration"}),
+        "clineval.report.plots": frozenset(),
+    }
+    assert rooms_both_ways(graph) == [
+        "benchmarks <-> report: clineval.benchmarks.declaration -> clineval.report.plots; "
+        "clineval.report.html -> clineval.benchmarks.registry"
+    ]
+    assert module_cycle(graph) == []  # rooms both ways without a module cycle
+    graph["clineval.report.plots"] = frozenset({"clineval.benchmarks.registry"})
+    assert set(module_cycle(graph)) >= {"clineval.report.plots", "clineval.benchmarks.registry"}
+    one_way = {"clineval.report.html": frozenset({"clineval.reportkit.plots"})}
+    assert rooms_both_ways(one_way) == [] and module_cycle(one_way) == []
 
 
 @pytest.mark.parametrize(("module", "path"), _modules(), ids=lambda v: str(v))

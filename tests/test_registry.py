@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from clineval.benchmarks import registry
-from clineval.benchmarks.declaration import Benchmark, MetricSchema, MetricSpec
+from clineval.benchmarks.declaration import Benchmark
 from clineval.errors import InputError
+from clineval.metrics.schema import MetricSchema, MetricSpec
 
 BUILT_IN = ["ner:ncbi", "ner:bc5cdr", "ner:biored", "ner:chia", "tcm-sd", "clinconsensus"]
 

@@ -20,8 +20,9 @@ import pytest
 import report_synthetic as synthetic
 from report_browser import assert_nothing_ran, browser_session, open_report, shot
 
-from clineval.benchmarks.declaration import Benchmark, MetricSchema, MetricSpec
+from clineval.benchmarks.declaration import Benchmark
 from clineval.benchmarks.ner.report import classify, confusion
+from clineval.metrics.schema import MetricSchema, MetricSpec
 from clineval.report.html import write_report
 from clineval.reportkit.sections_common import short_model_label
 from clineval.rundir import MANIFEST, RESULTS, SAMPLES, write_json, write_jsonl

@@ -21,8 +21,8 @@ _HOME = {
     # what a benchmark declares
     "Benchmark": "clineval.benchmarks.declaration",
     "DataSource": "clineval.benchmarks.declaration",
-    "MetricSchema": "clineval.benchmarks.declaration",
-    "MetricSpec": "clineval.benchmarks.declaration",
+    "MetricSchema": "clineval.metrics.schema",
+    "MetricSpec": "clineval.metrics.schema",
     "Exporter": "clineval.benchmarks.declaration",
     "ReportSection": "clineval.benchmarks.declaration",
     "SampleStatistics": "clineval.benchmarks.declaration",
@@ -172,12 +172,6 @@ if TYPE_CHECKING:  # what type checkers and editors see of the lazy names below
     )
     from clineval.benchmarks.declaration import (
         LongRows as LongRows,
-    )
-    from clineval.benchmarks.declaration import (
-        MetricSchema as MetricSchema,
-    )
-    from clineval.benchmarks.declaration import (
-        MetricSpec as MetricSpec,
     )
     from clineval.benchmarks.declaration import (
         ReportSection as ReportSection,
@@ -331,6 +325,12 @@ if TYPE_CHECKING:  # what type checkers and editors see of the lazy names below
     )
     from clineval.metrics.pairwise import (
         win_rate_interval as win_rate_interval,
+    )
+    from clineval.metrics.schema import (
+        MetricSchema as MetricSchema,
+    )
+    from clineval.metrics.schema import (
+        MetricSpec as MetricSpec,
     )
     from clineval.models.backends import (
         ModelKind as ModelKind,

@@ -15,7 +15,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from clineval.benchmarks.base import RunContext, Task, TaskResult
-from clineval.benchmarks.declaration import MetricSchema, MetricSpec
 from clineval.benchmarks.judged import (
     JudgedItem,
     JudgePanel,
@@ -34,6 +33,7 @@ from clineval.errors import InputError
 from clineval.judge.ensemble import aggregate, agreement_table, count_ties
 from clineval.judge.prompt import JudgePrompt
 from clineval.judge.verdict import VerdictRow
+from clineval.metrics.schema import MetricSchema, MetricSpec
 from clineval.models.registry import ModelKind
 from clineval.plan import CallPlan
 from clineval.reportkit.statistics import SampleStatistic, bootstrap_interval, mean_statistic

@@ -33,11 +33,11 @@ from clineval.benchmarks.declaration import (
     DataSource,
     DeclarationError,
     Exporter,
-    MetricSchema,
     Synthesizer,
 )
 from clineval.datapaths import MissingDataFile
 from clineval.errors import InputError
+from clineval.metrics.schema import MetricSchema
 from clineval.options import OptionGroup
 
 if TYPE_CHECKING:

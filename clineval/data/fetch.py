@@ -23,10 +23,10 @@ they are: the exact bytes, or for a ``.gz`` another gzip of the same content.
 from __future__ import annotations
 
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from clineval.data.cache import (
     CACHE_ENV,
@@ -48,9 +48,6 @@ from clineval.errors import InputError
 from clineval.progress import track
 from clineval.retry import RetryPolicy
 
-if TYPE_CHECKING:
-    from clineval.benchmarks.declaration import DataSource
-
 __all__ = ["CACHE_ENV", "SIZE_CAP", "Source", "default_cache_dir", "fetch"]
 
 # Bound for a file whose size the manifest does not give: far above any corpus file clineval
@@ -59,10 +56,28 @@ __all__ = ["CACHE_ENV", "SIZE_CAP", "Source", "default_cache_dir", "fetch"]
 SIZE_CAP = 1 << 30
 
 
+# The unpinned step of a source: step(cache_root, base_url, retry) -> the paths fetched.
+FetchStep = Callable[[Path, "str | None", RetryPolicy], list[Path]]
+
+
+class Fetchable(Protocol):
+    """What `fetch` reads of a source (a benchmark declares it as a `DataSource`; the data
+    layer lies below the benchmarks and names none of their types)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def files(self) -> Sequence[Source]: ...
+    @property
+    def offline_hint(self) -> str | None: ...
+    def fetch_step(self) -> FetchStep | None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class Source:
-    """One pinned file of a `DataSource`: where it goes under the data root or cache, its
-    official address (None: only a mirror has it), and whether to gzip it once checked."""
+    """One pinned file of a source (a benchmark's `DataSource`): where it goes under the data
+    root or cache, its official address (None: only a mirror has it), and whether to gzip it
+    once checked."""
 
     relative: str  # path under the data root / cache
     url: str | None  # official address; None = no official source (mirror only)
@@ -70,7 +85,7 @@ class Source:
 
 
 def fetch(
-    source: DataSource,
+    source: Fetchable,
     cache_dir: str | Path | None = None,
     base_url: str | None = None,
     retry: RetryPolicy = DOWNLOAD_RETRY,
@@ -106,7 +121,7 @@ def fetch(
 
 
 # Where a corpus's files go when placed by hand, under the data root (what `run` reads).
-def next_steps(source: DataSource, root: Path) -> str:
+def next_steps(source: Fetchable, root: Path) -> str:
     """What a user can do when a corpus cannot be downloaded from here."""
     name = source.name
     hand = source.offline_hint or "its files under DATA_DIR as 'clineval data verify' lists them"

@@ -23,9 +23,10 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from clineval.benchmarks.declaration import Benchmark, MetricSchema
+from clineval.benchmarks.declaration import Benchmark
 from clineval.benchmarks.registry import benchmark_of, guarded, metric_schema
 from clineval.errors import InputError
+from clineval.metrics.schema import MetricSchema
 from clineval.progress import track
 from clineval.report.agreement_section import agreement_blocks
 from clineval.report.jsonembed import COMPRESS_OVER, script_payload

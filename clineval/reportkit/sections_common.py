@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from clineval.benchmarks.declaration import MetricSchema
+from clineval.metrics.schema import MetricSchema
 from clineval.reportkit.rundata import RunData, finite_number, interval_of, is_fixture_task
 from clineval.secrets import redact
 

@@ -22,9 +22,10 @@ from clineval.benchmarks.clinconsensus.results_view import (
     ClinConsensusMetricsView as ClinConsensusMetricsView,
 )
 from clineval.benchmarks.clinconsensus.results_view import long_rows
-from clineval.benchmarks.declaration import Benchmark, DataSource, MetricSchema, MetricSpec
+from clineval.benchmarks.declaration import Benchmark, DataSource
 from clineval.benchmarks.judged import JUDGED_RUN_SETTINGS, JUDGED_SCORING_SETTINGS
 from clineval.data.fetch import Source
+from clineval.metrics.schema import MetricSchema, MetricSpec
 
 METRICS = MetricSchema(
     (

@@ -3,7 +3,7 @@ can name the primary metric in the results without importing the declaration."""
 
 from __future__ import annotations
 
-from clineval.benchmarks.declaration import MetricSchema, MetricSpec
+from clineval.metrics.schema import MetricSchema, MetricSpec
 
 METRICS = MetricSchema(
     (

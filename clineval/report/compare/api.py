@@ -9,8 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clineval.errors import checked_arguments
-from clineval.run_result import PathLike, pandas_module
+from clineval.api_arguments import PathLike, checked_arguments, pandas_module
 
 
 @dataclass(frozen=True)

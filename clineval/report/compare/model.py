@@ -16,10 +16,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from clineval.benchmarks.declaration import MetricSchema
 from clineval.benchmarks.registry import benchmark_of, metric_schema
 from clineval.errors import InputError
 from clineval.metrics.bootstrap import DEFAULT_RESAMPLES
+from clineval.metrics.schema import MetricSchema
 from clineval.progress import track
 from clineval.report.compare.paired_tests import (
     ALPHA,
