@@ -225,7 +225,7 @@ class _Flow:
         self.writer.add(verdict_kind(label), key, outcome.record(label, self.prompt.version))
         if outcome.retries:  # re-asks after an unparseable reply or a refused format
             self.progress.count("judge_reasks", outcome.retries)
-        if outcome.met is None:
+        if not outcome.has_verdict:
             self.progress.count("judge_errors")
         self.progress.advance(cached=outcome.cached)
 

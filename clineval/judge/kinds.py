@@ -163,7 +163,8 @@ class Categorical:
             label = next(label for label in self.labels if label in found_labels)
         else:
             label = hits[0][1] if self.match == "first" else hits[-1][1]
-        return Reading(label, "", "pattern")
+        # the whole reply is the judge's reasoning: kept as its explanation
+        return Reading(label, strip_thinking(text).strip(), "pattern")
 
     def schema(self) -> str | None:
         if self.field is None:
@@ -225,7 +226,7 @@ class Graded:
         if not hits:
             return None
         grade = self._grade(hits[0] if self.match == "first" else hits[-1])
-        return None if grade is None else Reading(grade, "", "pattern")
+        return None if grade is None else Reading(grade, strip_thinking(text).strip(), "pattern")
 
     def schema(self) -> str | None:
         if self.field is None:

@@ -116,6 +116,10 @@ class JudgeOutcome:
     usage: dict[str, int] = field(default_factory=dict)
     grade: str | float | None = None  # a categorical label or a graded number
 
+    @property
+    def has_verdict(self) -> bool:
+        return self.met is not None or self.grade is not None
+
     def record(self, judge: str, prompt_version: str) -> VerdictRecord:
         """What goes to the run store for this (judge, sample, criterion)."""
         return VerdictRecord.judged(
