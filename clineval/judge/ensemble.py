@@ -38,7 +38,7 @@ def aggregate(verdicts: NDArray[np.float64], rule: str = "majority") -> NDArray[
     else:
         out = (met > 0).astype(np.float64)
     out[answered == 0] = np.nan
-    return out
+    return np.asarray(out, dtype=np.float64)
 
 
 def mean_grades(grades: NDArray[np.float64]) -> NDArray[np.float64]:
