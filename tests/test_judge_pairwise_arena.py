@@ -19,7 +19,7 @@ import clineval
 from clineval.benchmarks import (
     ARENA_HARD,
     JUDGED_RUN_SETTINGS,
-    JUDGED_SCORING_SETTINGS,
+    PAIRWISE_SCORING_SETTINGS,
     Benchmark,
     DataFileStatus,
     JudgedItem,
@@ -76,7 +76,7 @@ def arena() -> Iterator[None]:
             options=(OPTIONS,),
             capabilities=frozenset({"chat", "predictions"}),
             statistics=pairwise_statistics,
-            scoring_settings=JUDGED_SCORING_SETTINGS,
+            scoring_settings=PAIRWISE_SCORING_SETTINGS,
             run_settings=JUDGED_RUN_SETTINGS,
         )
     )

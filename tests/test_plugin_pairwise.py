@@ -299,5 +299,12 @@ def test_items_option_judge_prompt_and_refusals(
     assert refused.stderr.strip().splitlines() == [
         f"error: {missing}: judge prompt lacks placeholder(s) {{answer_b}}"
     ]
+    # a game has no "not met": the flag would be ignored, so it is refused
+    refused = cli(site, *run_args(tmp_path / "bad", *model, "--judge-errors-as-unmet"))
+    assert refused.returncode == 2
+    assert refused.stderr.strip().splitlines() == [
+        f"error: --judge-errors-as-unmet applies to none of this run's tasks ({TASK}): it "
+        "would be ignored"
+    ]
     bad_run = tmp_path / "bad"  # nothing written (the lock's directory at most)
     assert not bad_run.exists() or {p.name for p in bad_run.iterdir()} <= {".lock"}

@@ -143,6 +143,7 @@ _HOME = {
     "PairwiseScale": "clineval.judge.pairwise",
     "MT_BENCH": "clineval.judge.pairwise",
     "ARENA_HARD": "clineval.judge.pairwise",
+    "PAIRWISE_SCORING_SETTINGS": "clineval.benchmarks.judged_pairwise",
     "PairwiseTask": "clineval.benchmarks.judged_pairwise",
     "pairwise_item": "clineval.benchmarks.judged_pairwise",
     "pairwise_metrics": "clineval.benchmarks.judged_pairwise",
@@ -237,6 +238,9 @@ if TYPE_CHECKING:  # what type checkers and editors see of the lazy names below
     )
     from clineval.benchmarks.judged_flow import (
         predict_judged as predict_judged,
+    )
+    from clineval.benchmarks.judged_pairwise import (
+        PAIRWISE_SCORING_SETTINGS as PAIRWISE_SCORING_SETTINGS,
     )
     from clineval.benchmarks.judged_pairwise import (
         PairwiseTask as PairwiseTask,

@@ -34,7 +34,7 @@ from clineval.benchmarks.judged import (
     stored_answers,
     stored_verdicts,
 )
-from clineval.benchmarks.judged_task import JudgedData, JudgedTask
+from clineval.benchmarks.judged_task import JudgedData, JudgedTask, _unmatched
 from clineval.judge.ensemble import majority_label
 from clineval.judge.pairwise import MT_BENCH, POLICIES, PairResult, PairwiseScale, combine
 from clineval.judge.pairwise import pairwise_figures as figures_of
@@ -44,6 +44,10 @@ from clineval.report.statistics import SampleStatistic, bootstrap_interval, rati
 
 FIRST, SECOND = "candidate-first", "candidate-second"
 PAIRWISE_SLOTS = ("question", "answer_a", "answer_b")
+# The scoring settings a pairwise task reads (`Benchmark.scoring_settings`): the bound on
+# judge errors. Not --judge-errors-as-unmet: a game has no "not met" (a game without a
+# verdict leaves its item out, counted), so a run of pairwise tasks refuses that flag.
+PAIRWISE_SCORING_SETTINGS = ("max_judge_error_rate",)
 
 
 def pairwise_item(
@@ -222,7 +226,7 @@ class PairwiseTask(JudgedTask):
         errors = error_rate_failures(ctx.config.max_judge_error_rate, bounded)
         if metrics["candidate_errors"]:
             errors.append(f"{metrics['candidate_errors']} item(s) got no candidate answer")
-        return TaskResult(metrics, samples, errors, [])
+        return TaskResult(metrics, samples, errors, _unmatched(items, stored))
 
     @staticmethod
     def _interval(

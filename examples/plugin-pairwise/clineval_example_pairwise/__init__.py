@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from clineval.benchmarks import (
     JUDGED_RUN_SETTINGS,
-    JUDGED_SCORING_SETTINGS,
+    PAIRWISE_SCORING_SETTINGS,
     Benchmark,
     Option,
     exploding,
@@ -46,8 +46,8 @@ BENCHMARK = Benchmark(
     options=(OPTIONS,),
     capabilities=frozenset({"chat", "predictions"}),
     statistics=pairwise_statistics,
-    # --judge-errors-as-unmet and --max-judge-error-rate apply to this task
-    scoring_settings=JUDGED_SCORING_SETTINGS,
+    # --max-judge-error-rate applies to this task (a game has no "not met")
+    scoring_settings=PAIRWISE_SCORING_SETTINGS,
     # --judge, --judge-base-url and --judge-prompt apply to this task
     run_settings=JUDGED_RUN_SETTINGS,
     # RunResult.long_frame: one row per verdict (game x judge) of an item
