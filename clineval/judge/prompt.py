@@ -201,7 +201,8 @@ def load_judge_prompt(path: str | Path | None, default: JudgePrompt) -> JudgePro
     if missing:
         raise InputError(f"judge prompt lacks placeholder(s) {', '.join(missing)}", path=p)
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-    if default.kind.name == "binary":  # the rubric path's custom prompt, as it always was
+    rubric = default.slots == RUBRIC_SLOTS and default.answer_slots == ("response",)
+    if default.kind.name == "binary" and rubric:  # the rubric path's, as it always was
         return JudgePrompt(text, f"custom-{digest}", None, custom=True)
     return JudgePrompt(
         text,
