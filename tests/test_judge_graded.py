@@ -17,8 +17,8 @@ from llm_stub_server import StubServer
 
 import clineval
 from clineval.benchmarks import (
+    GRADED_SCORING_SETTINGS,
     JUDGED_RUN_SETTINGS,
-    JUDGED_SCORING_SETTINGS,
     Benchmark,
     Criterion,
     DataFileStatus,
@@ -81,7 +81,7 @@ def jury() -> Iterator[None]:
             options=(OPTIONS,),
             capabilities=frozenset({"chat", "predictions"}),
             statistics=score_statistics,
-            scoring_settings=JUDGED_SCORING_SETTINGS,
+            scoring_settings=GRADED_SCORING_SETTINGS,
             run_settings=JUDGED_RUN_SETTINGS,
         )
     )
@@ -159,6 +159,12 @@ def test_a_judge_error_leaves_that_judge_out_and_counts(
     assert got["score"] == pytest.approx((2 * 23 / 6 + 4.25) / 3)
     assert got["per_judge"]["openai:j3"]["judge_errors"] == 2 and got["judge_errors"] == 0
     assert got["per_judge"]["openai:j3"]["judge_error_rate"] == pytest.approx(2 / 6)
+
+
+def test_judge_errors_as_unmet_is_refused(jury: None, stub: StubServer, tmp_path: Path) -> None:
+    with pytest.raises(clineval.InputError, match="--judge-errors-as-unmet applies to none"):
+        run(stub, tmp_path / "run", judge_errors_as_unmet=True)
+    assert not (tmp_path / "run").exists()
 
 
 def test_batch_mode_gives_the_same_figures(jury: None, stub: StubServer, tmp_path: Path) -> None:

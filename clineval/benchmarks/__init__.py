@@ -133,6 +133,7 @@ _HOME = {
     "predict_judged": "clineval.benchmarks.judged_flow",
     "JudgedData": "clineval.benchmarks.judged_task",
     "JudgedTask": "clineval.benchmarks.judged_task",
+    "GRADED_SCORING_SETTINGS": "clineval.benchmarks.judged_task",
     "judged_metrics": "clineval.benchmarks.judged_task",
     "score_statistics": "clineval.benchmarks.judged_task",
     "JudgePrompt": "clineval.judge.prompt",
@@ -256,6 +257,9 @@ if TYPE_CHECKING:  # what type checkers and editors see of the lazy names below
     )
     from clineval.benchmarks.judged_pairwise import (
         pairwise_statistics as pairwise_statistics,
+    )
+    from clineval.benchmarks.judged_task import (
+        GRADED_SCORING_SETTINGS as GRADED_SCORING_SETTINGS,
     )
     from clineval.benchmarks.judged_task import (
         JudgedData as JudgedData,

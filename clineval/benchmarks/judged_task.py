@@ -39,6 +39,10 @@ from clineval.models.registry import ModelKind
 from clineval.plan import CallPlan
 from clineval.report.statistics import SampleStatistic, bootstrap_interval, mean_statistic
 
+# The scoring settings a graded task reads (`Benchmark.scoring_settings`): the bound on judge
+# errors. Not --judge-errors-as-unmet: a grade has no "not met", so the flag is refused.
+GRADED_SCORING_SETTINGS = ("max_judge_error_rate",)
+
 
 def judged_metrics(score_help: str, *more: MetricSpec, graded: bool = False) -> MetricSchema:
     """The metrics a JudgedTask reports, `score` first (the primary), then `more`: the
@@ -166,7 +170,8 @@ class JudgedTask(Task[JudgedData]):
     verdicts as grades (its default `score` is their mean), `mean_grade` in place of
     `criteria_met_rate`, and a panel's verdict on a criterion is the mean of the grades its
     judges gave (`aggregate` "mean"; a judge error leaves its judge out of that mean).
-    `--judge-errors-as-unmet` does not apply to grades."""
+    `--judge-errors-as-unmet` does not apply to grades: declare
+    `scoring_settings=GRADED_SCORING_SETTINGS`, and a run refuses the flag."""
 
     prompt: ClassVar[JudgePrompt]
     candidate_template: ClassVar[str]
