@@ -1,7 +1,8 @@
 """Verdict kinds (clineval.judge.kinds): each reply parser against a table of replies whose
 verdict is worked out by hand, the quote guard, the JSON-field readings; pairwise games mapped
-back to the candidate and combined by each disagreement policy (clineval.judge.pairwise),
-against outcomes worked out by hand; the panel rules for labels and grades."""
+back to the candidate and laid out by each disagreement policy (clineval.judge.pairwise)
+for the shared pairwise statistics, against outcomes worked out by hand; the panel rules for
+labels and grades."""
 
 from __future__ import annotations
 
@@ -18,8 +19,9 @@ from clineval.judge.kinds import (
     Categorical,
     Graded,
 )
-from clineval.judge.pairwise import ARENA_HARD, MT_BENCH, combine, pairwise_figures
+from clineval.judge.pairwise import ARENA_HARD, MT_BENCH, game_rows
 from clineval.judge.prompt import RESPONSE_END, RESPONSE_START, JudgePrompt
+from clineval.metrics.pairwise import position_consistency, tie_rate, win_rate_interval
 
 FIRST = Categorical(("A", "B", "C"), match="first", tie="C")
 LAST = Categorical(("A", "B", "C"), match="last", tie="C")
@@ -146,50 +148,50 @@ def test_named_slots_are_filled_once_and_braces_stay() -> None:
 
 
 @pytest.mark.parametrize(
-    ("first", "second", "policy", "wins", "weight", "consistent"),
+    ("first", "second", "policy", "row"),
     [
-        # MT-bench: candidate A wins as A ([[A]]) and as B ([[B]]): consistent win
-        ("A", "B", "tie", 1.0, 1.0, True),
-        # a judge that always says [[A]]: a win, then a loss -> inconsistent -> a tie
-        ("A", "A", "tie", 0.5, 1.0, False),
-        ("B", "A", "tie", 0.0, 1.0, True),  # consistent loss
-        ("C", "C", "tie", 0.5, 1.0, True),  # consistent tie
-        ("A", "C", "tie", 0.5, 1.0, False),  # win and tie disagree -> tie
-        # Arena-Hard keeps both games: one win and one loss
-        ("A", "A", "both", 1.0, 2.0, False),
-        ("A", "C", "both", 1.5, 2.0, False),
+        # MT-bench: the candidate wins as A ([[A]]) and as B ([[B]]): a consistent win
+        ("A", "B", "tie", [1.0]),
+        # a judge that always says [[A]]: a win, then a loss -> disagreeing orders -> a tie
+        ("A", "A", "tie", [0.5]),
+        ("B", "A", "tie", [0.0]),  # a consistent loss
+        ("C", "C", "tie", [0.5]),  # a consistent tie
+        ("A", "C", "tie", [0.5]),  # a win and a tie disagree -> a tie
+        # Arena-Hard keeps both games
+        ("A", "A", "both", [1.0, 0.0]),
+        ("A", "C", "both", [1.0, 0.5]),
     ],
 )
-def test_mt_bench_games_mapped_back(
-    first: str, second: str, policy: str, wins: float, weight: float, consistent: bool
-) -> None:
-    result = combine(MT_BENCH.game(first, True), MT_BENCH.game(second, False), policy)
-    assert (result.wins, result.weight, result.consistent) == (wins, weight, consistent)
+def test_mt_bench_games_mapped_back(first: str, second: str, policy: str, row: list[float]) -> None:
+    games = (MT_BENCH.game(first, True), MT_BENCH.game(second, False))
+    assert game_rows([games], policy) == [row]
 
 
 def test_arena_hard_strong_verdicts_weigh_three() -> None:
-    # candidate first: A>>B (a strong win, weight 3); candidate second: B>A (a win, weight 1)
-    result = combine(ARENA_HARD.game("A>>B", True), ARENA_HARD.game("B>A", False), "both")
-    assert (result.wins, result.weight, result.consistent) == (4.0, 4.0, True)
-    # a strong loss (B>>A with the candidate first) and a tie (A=B): 0*3 + 0.5*1 over 4
-    result = combine(ARENA_HARD.game("B>>A", True), ARENA_HARD.game("A=B", False), "both")
-    assert (result.wins, result.weight, result.ties) == (0.5, 4.0, 1.0)
+    # candidate first: A>>B (a strong win, 3 games); candidate second: B>A (a win, 1 game)
+    strong = (ARENA_HARD.game("A>>B", True), ARENA_HARD.game("B>A", False))
+    # a strong loss (B>>A with the candidate first) and a tie (A=B)
+    lost = (ARENA_HARD.game("B>>A", True), ARENA_HARD.game("A=B", False))
+    rows = game_rows([strong, lost, None], "both")
+    assert rows[:2] == [[1.0] * 4, [0.0, 0.0, 0.0, 0.5]]
+    assert len(rows[2]) == 4 and all(np.isnan(rows[2]))  # no verdict in an order: left out
+    estimate = win_rate_interval(np.array(rows))
+    assert estimate is not None and estimate.value == pytest.approx(4.5 / 8) and estimate.n == 2
 
 
 def test_pairwise_figures_by_hand() -> None:
-    games = [("A", "B"), ("A", "A"), ("B", "A"), ("C", "C")]
-    tie = [combine(MT_BENCH.game(a, True), MT_BENCH.game(b, False), "tie") for a, b in games]
-    figures = pairwise_figures(tie)
-    # outcomes 1, 0.5 (inconsistent), 0, 0.5 -> (1 + 0 + 2 * 0.5) / 4
-    assert figures == {"win_rate": 0.5, "tie_rate": 0.5, "position_consistency": 0.75}
-    both = [combine(MT_BENCH.game(a, True), MT_BENCH.game(b, False), "both") for a, b in games]
-    # games: W W | W L | L L | T T -> (2 + 1 + 0 + 1) / 8; 2 tied games of 8
-    assert pairwise_figures(both) == {
-        "win_rate": 0.5,
-        "tie_rate": 0.25,
-        "position_consistency": 0.75,
-    }
-    assert pairwise_figures([])["win_rate"] is None
+    labels = [("A", "B"), ("A", "A"), ("B", "A"), ("C", "C")]
+    games = [(MT_BENCH.game(a, True), MT_BENCH.game(b, False)) for a, b in labels]
+    first = np.array([g[0][0] for g in games])  # the candidate's outcome per order
+    second = np.array([g[1][0] for g in games])
+    assert first.tolist() == [1.0, 1.0, 0.0, 0.5] and second.tolist() == [1.0, 0.0, 0.0, 0.5]
+    # MT-bench: outcomes 1, 0.5 (disagreeing orders), 0, 0.5 -> (1 + 0 + 2 * 0.5) / 4
+    tie = win_rate_interval(np.array(game_rows(games, "tie")))
+    both = win_rate_interval(np.array(game_rows(games, "both")))
+    assert tie is not None and tie.value == 0.5
+    assert both is not None and both.value == 4 / 8  # games W W | W L | L L | T T
+    assert tie_rate(np.concatenate([first, second])) == 2 / 8
+    assert position_consistency(first, second) == 0.75
 
 
 def test_panel_rules_for_labels_and_grades() -> None:

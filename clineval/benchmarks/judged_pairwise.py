@@ -20,8 +20,9 @@ bootstrap interval over items (each item's two games resampled together), `tie_r
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from typing import Any, ClassVar
+
+import numpy as np
 
 from clineval.benchmarks.base import RunContext, TaskResult
 from clineval.benchmarks.declaration import MetricSchema, MetricSpec
@@ -36,11 +37,18 @@ from clineval.benchmarks.judged import (
 )
 from clineval.benchmarks.judged_task import JudgedData, JudgedTask, _unmatched
 from clineval.judge.ensemble import majority_label
-from clineval.judge.pairwise import MT_BENCH, POLICIES, PairResult, PairwiseScale, combine
-from clineval.judge.pairwise import pairwise_figures as figures_of
+from clineval.judge.pairwise import MT_BENCH, PairwiseScale, game_rows
 from clineval.judge.verdict import VerdictRecord, VerdictRow
+from clineval.metrics.pairwise import (
+    POLICIES,
+    position_consistency,
+    tie_rate,
+    win_rate_interval,
+)
 from clineval.options import Option, OptionGroup, choice
-from clineval.report.statistics import SampleStatistic, bootstrap_interval, ratio_statistic
+from clineval.report.statistics import SampleStatistic, ratio_statistic
+
+Games = tuple[tuple[float, float], tuple[float, float]]  # (candidate score, weight) per order
 
 FIRST, SECOND = "candidate-first", "candidate-second"
 PAIRWISE_SLOTS = ("question", "answer_a", "answer_b")
@@ -141,9 +149,7 @@ class PairwiseTask(JudgedTask):
     def score(self, item: JudgedItem, verdicts: Any) -> float:  # labels, not scores
         raise NotImplementedError
 
-    def _games(
-        self, item: JudgedItem, labels: dict[str, str | None]
-    ) -> tuple[tuple[float, float], tuple[float, float]] | None:
+    def _games(self, labels: dict[str, str | None]) -> Games | None:
         first, second = labels.get(FIRST), labels.get(SECOND)
         if first is None or second is None:
             return None
@@ -151,29 +157,34 @@ class PairwiseTask(JudgedTask):
 
     def _results(
         self,
-        items: Sequence[JudgedItem],
         labels: list[dict[str, str | None]],
         answered: list[bool],
         policy: str,
-    ) -> tuple[dict[str, Any], list[PairResult | None]]:
-        results: list[PairResult | None] = []
+        seed: int,
+    ) -> tuple[dict[str, Any], list[Games | None]]:
+        """The figures of one judge's (or the panel's) labels, by clineval.metrics.pairwise,
+        and each item's two games (None: no answer, or an order without a verdict)."""
+        games: list[Games | None] = []
         errors = 0
-        for item, game_labels, ok in zip(items, labels, answered, strict=True):
-            if not ok:
-                results.append(None)
-                continue
-            errors += sum(game_labels.get(g) is None for g in (FIRST, SECOND))
-            games = self._games(item, game_labels)
-            results.append(None if games is None else combine(*games, policy))
-        scored = [r for r in results if r is not None]
+        for game_labels, ok in zip(labels, answered, strict=True):
+            if ok:
+                errors += sum(game_labels.get(g) is None for g in (FIRST, SECOND))
+            games.append(self._games(game_labels) if ok else None)
+        complete = [g for g in games if g is not None]
+        first = np.array([g[0][0] for g in complete], dtype=np.float64)
+        second = np.array([g[1][0] for g in complete], dtype=np.float64)
+        estimate = win_rate_interval(np.array(game_rows(games, policy)), seed=seed)
         size = 2 * sum(answered)
         figures: dict[str, Any] = {
-            **figures_of(scored),
+            "win_rate": None if estimate is None else estimate.value,
+            "win_rate_ci": None if estimate is None else [estimate.low, estimate.high],
+            "tie_rate": tie_rate(np.concatenate([first, second])),
+            "position_consistency": position_consistency(first, second),
             "judge_errors": errors,
             "judge_error_rate": errors / size if size else 0.0,
-            "n_items_scored": len(scored),
+            "n_items_scored": len(complete),
         }
-        return figures, results
+        return figures, games
 
     def _option_or(self, ctx: RunContext, name: str, default: Any) -> Any:
         group = self.option_group
@@ -195,17 +206,18 @@ class PairwiseTask(JudgedTask):
         panel: list[dict[str, str | None]] = []
         splits = 0
         for n, ks in enumerate(keys):
-            games: dict[str, str | None] = {}
+            decided: dict[str, str | None] = {}
             for game in ks:
                 label, split = majority_label(
                     [per_judge_labels[j][n][game] for j in labels_of], tie
                 )
-                games[game], splits = label, splits + split
-            panel.append(games)
-        headline, results = self._results(items, panel, answered, policy)
+                decided[game], splits = label, splits + split
+            panel.append(decided)
+        seed = ctx.config.seed
+        headline, games = self._results(panel, answered, policy, seed)
+        rows = game_rows(games, policy)
         metrics: dict[str, Any] = {
             **headline,
-            "win_rate_ci": self._interval(items, results, ctx.config.seed),
             "n_items": len(items),
             "candidate_errors": answered.count(False),
             "disagreement": policy,
@@ -215,12 +227,12 @@ class PairwiseTask(JudgedTask):
         bounded: dict[str, dict[str, Any]] = {"": headline}
         if len(labels_of) > 1:
             per_judge = {
-                j: self._results(items, per_judge_labels[j], answered, policy)[0] for j in labels_of
+                j: self._results(per_judge_labels[j], answered, policy, seed)[0] for j in labels_of
             }
             metrics.update(per_judge=per_judge, aggregate="majority", aggregate_ties=splits)
             bounded.update({f" of {j}": v for j, v in per_judge.items()})
         samples = [
-            self._pair_row(item, stored, answers, panel[n], results[n])
+            self._pair_row(item, stored, answers, panel[n], games[n], rows[n])
             for n, item in enumerate(items)
         ]
         errors = error_rate_failures(ctx.config.max_judge_error_rate, bounded)
@@ -228,27 +240,16 @@ class PairwiseTask(JudgedTask):
             errors.append(f"{metrics['candidate_errors']} item(s) got no candidate answer")
         return TaskResult(metrics, samples, errors, _unmatched(items, stored))
 
-    @staticmethod
-    def _interval(
-        items: Sequence[JudgedItem], results: list[PairResult | None], seed: int
-    ) -> list[float] | None:
-        """The 95% bootstrap interval of the win rate, items resampled with both games."""
-        pairs = [(i.id, r) for i, r in zip(items, results, strict=True) if r is not None]
-        if len(pairs) < 2:
-            return None
-        stat = ratio_statistic([i for i, _ in pairs], [r.wins for _, r in pairs],
-                               [r.weight for _, r in pairs])  # fmt: skip
-        low, high = bootstrap_interval(stat, seed=seed)
-        return None if math.isnan(low) else [low, high]
-
     def _pair_row(
         self,
         item: JudgedItem,
         stored: dict[str, dict[str, VerdictRecord]],
         answers: dict[str, Any],
-        games: dict[str, str | None],
-        result: PairResult | None,
+        labels: dict[str, str | None],
+        games: Games | None,
+        row: list[float],
     ) -> dict[str, Any]:
+        kept = [v for v in row if not math.isnan(v)]
         verdicts = [
             VerdictRow.of(criterion.id, criterion.text, label, records.get(key)).to_row()
             for label, records in stored.items()
@@ -259,10 +260,11 @@ class PairwiseTask(JudgedTask):
             "query": item.query,
             "reference": dict(item.slots).get("reference"),
             "answer": answer_text(answers.get(item.id)),
-            "games": games,
-            "score": None if result is None else result.score,
-            "wins": None if result is None else result.wins,
-            "weight": None if result is None else result.weight,
-            "consistent": None if result is None else result.consistent,
+            "games": labels,
+            # the item's pooled games (clineval.metrics.pairwise): wins (ties half) / games
+            "score": None if games is None else float(np.nansum(row)) / len(kept),
+            "wins": None if games is None else float(np.nansum(row)),
+            "weight": None if games is None else float(len(kept)),
+            "consistent": None if games is None else games[0][0] == games[1][0],
             "verdicts": verdicts,
         }

@@ -1,29 +1,20 @@
-"""Pairwise verdicts mapped back to who wrote the answers, and their figures (pure functions).
+"""Pairwise verdicts mapped back to who wrote the answers (pure functions).
 
 A pairwise item is judged twice (two games): the candidate's answer in position A, then in
 position B. A game's label (judge/kinds.py `Categorical`) means a score for the answer in
 position A (1 win, 0.5 tie, 0 loss) and a weight (Arena-Hard counts a strong verdict `A>>B` as
-3 games); in the game where the candidate stands in B its score is 1 minus that.
-
-Two orders that disagree follow a named policy:
-  tie   MT-bench's: the item's outcome is the two games' common outcome when they agree, else a
-        tie (0.5); one game's weight
-  both  Arena-Hard's: both games are kept, each with its weight; the item contributes
-        weight-weighted wins (ties half) over its games' weight
-win_rate = sum of the items' weighted wins / sum of their weights (with `tie` and unit
-weights, (wins + ties / 2) / items; with `both`, the share Bradley-Terry estimates for two
-players, ties as half a win). position_consistency = share of the items judged in both orders
-whose two games give the candidate the same outcome (win, tie or loss).
+3 games); in the game where the candidate stands in B its score is 1 minus that. The figures
+(win rate and its interval, tie rate, position consistency, the disagreement policies) are
+clineval.metrics.pairwise's; `game_rows` lays the games out as it reads them.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from clineval.judge.kinds import ARENA_HARD_PAIRWISE, MT_BENCH_PAIRWISE, Categorical
-
-POLICIES = ("tie", "both")
 
 
 @dataclass(frozen=True)
@@ -38,8 +29,8 @@ class PairwiseScale:
         if set(self.outcomes) != set(self.kind.labels):
             raise ValueError(f"a pairwise scale maps every label: {self.kind.labels}")
         for score, weight in self.outcomes.values():
-            if score not in (0.0, 0.5, 1.0) or not weight > 0:
-                raise ValueError("a game's score is 0, 0.5 or 1 and its weight positive")
+            if score not in (0.0, 0.5, 1.0) or weight not in (1.0, 2.0, 3.0, 4.0, 5.0):
+                raise ValueError("a game's score is 0, 0.5 or 1 and its weight 1 to 5 games")
 
     def game(self, label: str, candidate_first: bool) -> tuple[float, float]:
         """(the candidate's score, the game's weight) of a game judged `label`."""
@@ -60,46 +51,23 @@ ARENA_HARD = PairwiseScale(
 )
 
 
-@dataclass(frozen=True)
-class PairResult:
-    """One item's two games combined: `wins` (weighted, ties half) over `weight`, whether
-    its orders agree, and its tied games (or a tied outcome) for the tie rate."""
-
-    wins: float
-    weight: float
-    consistent: bool
-    ties: float  # tie policy: 1 when the item's outcome is a tie; both: tied games
-    games: int  # what `ties` is counted over (1 item, or its 2 games)
-
-    @property
-    def score(self) -> float:
-        return self.wins / self.weight
-
-
-def combine(
-    first: tuple[float, float], second: tuple[float, float], policy: str = "tie"
-) -> PairResult:
-    """The item's result from its two games' (candidate score, weight)."""
-    if policy not in POLICIES:
-        raise ValueError(f"unknown pairwise policy {policy!r} (known: {POLICIES})")
-    consistent = first[0] == second[0]
-    if policy == "tie":
-        outcome = first[0] if consistent else 0.5
-        return PairResult(outcome, 1.0, consistent, float(outcome == 0.5), 1)
-    wins = first[0] * first[1] + second[0] * second[1]
-    ties = float(first[0] == 0.5) + float(second[0] == 0.5)
-    return PairResult(wins, first[1] + second[1], consistent, ties, 2)
-
-
-def pairwise_figures(results: Sequence[PairResult]) -> dict[str, float | None]:
-    """win_rate, tie_rate and position_consistency over the scored items."""
-    if not results:
-        return {"win_rate": None, "tie_rate": None, "position_consistency": None}
-    weight = sum(r.weight for r in results)
-    win_rate = sum(r.wins for r in results) / weight
-    tie_rate = sum(r.ties for r in results) / sum(r.games for r in results)
-    return {
-        "win_rate": win_rate,
-        "tie_rate": tie_rate,
-        "position_consistency": sum(r.consistent for r in results) / len(results),
-    }
+def game_rows(
+    games: Sequence[tuple[tuple[float, float], tuple[float, float]] | None], policy: str
+) -> list[list[float]]:
+    """One row of game scores per item, as clineval.metrics.pairwise pools them (sum over
+    count, items resampled whole), padded with nan. `games[i]` is the item's two games'
+    (candidate score, weight), or None (no verdict in an order: the item is left out).
+    Policy "both" (Arena-Hard) keeps both games, a game of weight w repeated w times (a strong
+    verdict counts 3 games, as Arena-Hard's fit counts it); "tie" (MT-bench) keeps one score:
+    the common outcome of two orders that agree, else a tie."""
+    rows: list[list[float]] = []
+    for item in games:
+        if item is None:
+            rows.append([math.nan])
+        elif policy == "tie":
+            (first, _), (second, _) = item
+            rows.append([first if first == second else 0.5])
+        else:
+            rows.append([score for score, weight in item for _ in range(round(weight))])
+    width = max((len(r) for r in rows), default=1)
+    return [r + [math.nan] * (width - len(r)) for r in rows]
