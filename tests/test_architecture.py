@@ -41,8 +41,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     #   report sections, statistics and exports are built from (reportkit)
     ("clineval.benchmarks.base", "clineval.benchmarks.declaration", "clineval.benchmarks.kit",
      "clineval.benchmarks.results_view", "clineval.benchmarks.judged",
-     "clineval.benchmarks.judged_flow", "clineval.benchmarks.judged_task", "clineval.plan",
-     "clineval.reportkit"),
+     "clineval.benchmarks.judged_flow", "clineval.benchmarks.judged_task",
+     "clineval.benchmarks.judged_pairwise", "clineval.plan", "clineval.reportkit"),
     # 4 the benchmark packages
     ("clineval.benchmarks",),
     # 5 the rooms that use every benchmark through the registry: the report and compare
@@ -68,6 +68,7 @@ BENCHMARK_KIT = (
     "clineval.benchmarks.judged",
     "clineval.benchmarks.judged_flow",
     "clineval.benchmarks.judged_task",
+    "clineval.benchmarks.judged_pairwise",
 )
 REGISTRY = "clineval.benchmarks.registry"
 # Known exceptions, each with its reason; any other import across the lines fails.

@@ -25,7 +25,6 @@ from typing import Any, ClassVar
 import numpy as np
 
 from clineval.benchmarks.base import RunContext, TaskResult
-from clineval.benchmarks.declaration import MetricSchema, MetricSpec
 from clineval.benchmarks.judged import (
     Criterion,
     JudgedItem,
@@ -45,8 +44,9 @@ from clineval.metrics.pairwise import (
     tie_rate,
     win_rate_interval,
 )
+from clineval.metrics.schema import MetricSchema, MetricSpec
 from clineval.options import Option, OptionGroup, choice
-from clineval.report.statistics import SampleStatistic, ratio_statistic
+from clineval.reportkit.statistics import SampleStatistic, ratio_statistic
 
 Games = tuple[tuple[float, float], tuple[float, float]]  # (candidate score, weight) per order
 
