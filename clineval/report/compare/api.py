@@ -55,7 +55,8 @@ class PairedTest:
 @dataclass(frozen=True)
 class Comparison:
     """`clineval compare` as data: `leaderboard` (one cell per run, task and metric),
-    `pairs` (paired tests), and `text`, the comparison rendered in the format asked for."""
+    `pairs` (paired tests), and `text`, the comparison rendered in the format asked for. The
+    public, frozen view of the comparison model (model.ComparedRuns), made by `compare`."""
 
     runs: list[str]
     leaderboard: list[LeaderboardCell]

@@ -16,7 +16,7 @@ from clineval.console import make_console
 from clineval.errors import InputError
 from clineval.jsonio import json_document
 from clineval.report.compare.html import render_html
-from clineval.report.compare.model import Comparison, build_comparison
+from clineval.report.compare.model import ComparedRuns, build_comparison
 from clineval.report.compare.render import render_csv, render_markdown, render_table
 from clineval.rundir import atomic_write_text
 
@@ -32,7 +32,7 @@ def compare_runs(
     seed: int = 0,
     console: Console | None = None,
     resamples: int | None = None,
-) -> Comparison:
+) -> ComparedRuns:
     """Build the comparison and write/print it in `fmt` (table|markdown|csv|html|json).
     `resamples` fixes the paired tests' bootstrap resamples (default: as many as each column
     needs, see paired_tests)."""
@@ -68,7 +68,7 @@ def compare_runs(
     return comp
 
 
-def render_json(comp: Comparison) -> str:
+def render_json(comp: ComparedRuns) -> str:
     """The comparison as one JSON document (`compare --format json`): the runs, one leaderboard
     cell per run, task and metric (with its 95% interval), and the paired tests."""
     runs = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from markupsafe import Markup
 
-from clineval.report.compare.model import Comparison
+from clineval.report.compare.model import ComparedRuns
 from clineval.report.compare.render import (
     BEST_NOTE,
     INTERVAL_NOTE,
@@ -18,7 +18,7 @@ from clineval.report.compare.render import (
 from clineval.reportkit import plots
 
 
-def render_html(comp: Comparison) -> str:
+def render_html(comp: ComparedRuns) -> str:
     from clineval.report.html import asset, environment
 
     rows = []
@@ -63,7 +63,7 @@ def render_html(comp: Comparison) -> str:
     )
 
 
-def difference_plots(comp: Comparison) -> list[str]:
+def difference_plots(comp: ComparedRuns) -> list[str]:
     """Per task and metric, every tested pair's difference A - B with its 95% interval."""
     out = []
     for task, key in comp.columns:
@@ -82,7 +82,7 @@ def difference_plots(comp: Comparison) -> list[str]:
     return out
 
 
-def cost_plots(comp: Comparison) -> list[str]:
+def cost_plots(comp: ComparedRuns) -> list[str]:
     """Per task, each run's primary figure against its estimated cost."""
     costs = [comp.cost(i) for i in range(len(comp.runs))]
     if sum(c is not None for c in costs) < 1:

@@ -83,7 +83,10 @@ def holm(p_values: list[float]) -> list[float]:
 
 
 @dataclass
-class Comparison:
+class ComparedRuns:
+    """The one model of a comparison: what every rendering (terminal, Markdown, CSV, JSON,
+    HTML) reads, and what the Python API's `Comparison` (api.py) is a frozen public view of."""
+
     runs: list[RunData]
     labels: list[str]
     columns: list[tuple[str, str]]  # (task, metric)
@@ -252,7 +255,7 @@ def _gold_agrees(a: st.SampleStatistic, b: st.SampleStatistic) -> bool:
 
 def build_comparison(
     run_dirs: list[Path], seed: int = 0, n_resamples: int | None = None
-) -> Comparison:
+) -> ComparedRuns:
     """The comparison of the runs; `n_resamples` fixes the bootstrap resamples of the paired
     tests (and of intervals computed here), else each column draws as many as its number of
     pairs and the closeness of its p-values to ALPHA need (paired_tests)."""
@@ -320,7 +323,7 @@ def build_comparison(
             for (k, _, _), result in zip(tested, results, strict=True):
                 rows[k] = replace(rows[k], result=result, resamples=how.resamples)
         pairs.extend(rows)
-    return Comparison(
+    return ComparedRuns(
         runs,
         labels,
         columns,

@@ -15,7 +15,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from clineval.report.compare.model import Cell, Comparison, PairRow
+from clineval.report.compare.model import Cell, ComparedRuns, PairRow
 from clineval.report.compare.paired_tests import ALPHA
 from clineval.reportkit.sections_common import format_value
 
@@ -49,7 +49,7 @@ def _fmt_cell(key: str, cell: Cell | None, with_ci: bool = True, digits: int | N
 SAMPLES_FLAG = " [samples differ]"
 
 
-def _run_label(comp: Comparison, i: int) -> str:
+def _run_label(comp: ComparedRuns, i: int) -> str:
     return (
         comp.labels[i]
         + (" (fixture)" if comp.is_fixture_run(i) else "")
@@ -57,7 +57,7 @@ def _run_label(comp: Comparison, i: int) -> str:
     )
 
 
-def run_lines(comp: Comparison) -> list[str]:
+def run_lines(comp: ComparedRuns) -> list[str]:
     """What tells the runs apart: each run's settings that differ from the others', and why
     a run's samples differ (a `--limit` run beside a full one). Empty when nothing does."""
     lines = []
@@ -122,7 +122,7 @@ def _fits(console: Console, table: Table) -> bool:
     return natural.maximum <= console.options.max_width
 
 
-def _wide_leaderboard(comp: Comparison) -> Table:
+def _wide_leaderboard(comp: ComparedRuns) -> Table:
     """One row per run, one column per (task, metric): the natural layout for a few metrics."""
     table = Table(title="leaderboard", show_header=True)
     table.add_column("run")
@@ -146,7 +146,7 @@ def _wide_leaderboard(comp: Comparison) -> Table:
     return table
 
 
-def _long_leaderboard(comp: Comparison, runs: list[int], stacked: bool, title: str) -> Table:
+def _long_leaderboard(comp: ComparedRuns, runs: list[int], stacked: bool, title: str) -> Table:
     """One row per (task, metric), the runs as columns; `stacked` puts each interval under
     its value. Every column folds rather than cutting text short with an ellipsis."""
     table = Table(title=title, show_header=True)
@@ -168,7 +168,7 @@ def _long_leaderboard(comp: Comparison, runs: list[int], stacked: bool, title: s
     return table
 
 
-def _leaderboard_tables(comp: Comparison, console: Console) -> tuple[list[Table], bool]:
+def _leaderboard_tables(comp: ComparedRuns, console: Console) -> tuple[list[Table], bool]:
     """The leaderboard laid out to fit the console, and whether the runs are its columns:
     runs as rows while that fits; else runs as columns (intervals beside, then under, the
     values), as many runs per table as fit.
@@ -196,7 +196,7 @@ def _leaderboard_tables(comp: Comparison, console: Console) -> tuple[list[Table]
         per_table -= 1
 
 
-def _pairs_table(comp: Comparison, tested: list[PairRow], console: Console) -> Table:
+def _pairs_table(comp: ComparedRuns, tested: list[PairRow], console: Console) -> Table:
     """The paired tests, one row each; when that does not fit, task / metric / runs share
     one column and each interval goes under its difference."""
     title = "paired bootstrap on shared samples (A - B)"
@@ -225,7 +225,7 @@ def _pairs_table(comp: Comparison, tested: list[PairRow], console: Console) -> T
     return narrow
 
 
-def render_table(comp: Comparison, console: Console) -> None:
+def render_table(comp: ComparedRuns, console: Console) -> None:
     """The leaderboard and paired tests as tables that fit `console`'s width (see
     `_leaderboard_tables`); Markdown, CSV and HTML keep one layout whatever the width."""
     tables, runs_as_columns = _leaderboard_tables(comp, console)
@@ -254,7 +254,7 @@ def render_table(comp: Comparison, console: Console) -> None:
         console.print("(fixture): fixture/synthetic data, not a benchmark result")
 
 
-def resampling_lines(comp: Comparison) -> list[str]:
+def resampling_lines(comp: ComparedRuns) -> list[str]:
     """How many bootstrap resamples each column's paired tests drew (one line when the same
     for every column), and any column whose decision that number leaves open."""
     described = {column: how.describe() for column, how in comp.resampling.items()}
@@ -265,7 +265,7 @@ def resampling_lines(comp: Comparison) -> list[str]:
     return ["paired tests:"] + [f"  {t} {k}: {text}" for (t, k), text in described.items()]
 
 
-def cost_lines(comp: Comparison) -> list[str]:
+def cost_lines(comp: ComparedRuns) -> list[str]:
     """Score beside cost, for runs that recorded an estimated cost: each run's primary
     figures and what its model calls cost."""
     costs = [comp.cost(i) for i in range(len(comp.runs))]
@@ -290,7 +290,7 @@ def _md_escape(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def render_markdown(comp: Comparison) -> str:
+def render_markdown(comp: ComparedRuns) -> str:
     """The leaderboard in the long layout (one row per task and metric, a column per run),
     which stays readable however many metrics a suite has; then the runs' models and the
     paired tests."""
@@ -360,7 +360,7 @@ CSV_HEADER = [
 ]
 
 
-def render_csv(comp: Comparison) -> str:
+def render_csv(comp: ComparedRuns) -> str:
     """Tidy CSV: `score` rows (one per run, task, metric) and `paired` rows (value = A - B)."""
     buf = io.StringIO()
     out = csv.writer(buf, lineterminator="\n")
