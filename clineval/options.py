@@ -113,9 +113,9 @@ class OptionGroup:
     # A rule across its values ({name: typed value, given or default}) that no one value can
     # check, e.g. a product of two sizes; raises ValueError with the reason.
     joint: Callable[[Mapping[str, Any]], None] | None = None
-    # The selectors of its `models` that are backends, so that a message reads "llamacpp:
-    # models" rather than "llamacpp models": given by the layer that declares the group (the
-    # model layer passes its registry's names), as this module lies below the models.
+    # The model backends' names, so that a selector naming one reads "llamacpp: models" rather
+    # than "llamacpp models": handed over with the groups (clineval.benchmarks.registry's
+    # option_groups), as this module lies below the models and keeps no list of them.
     backends: tuple[str, ...] = ()
 
     def check_joint(self, options: Mapping[str, str]) -> None:

@@ -7,7 +7,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from clineval.models.options import LLAMACPP_OPTIONS, LLM_OPTIONS
+from clineval.benchmarks.registry import option_groups
+from clineval.models.options import LLAMACPP_OPTIONS
 from clineval.models.registry import (
     BACKEND_TABLE,
     BACKENDS,
@@ -108,11 +109,14 @@ def test_the_name_rule_can_fail() -> None:
 
 def test_every_backend_is_registered_once_and_parses() -> None:
     assert len(BACKENDS) == len(BACKEND_TABLE)
-    # options.py sits below the models layer and keeps no list of names: the model layer's
-    # groups hand it the registry's, for messages that say a selector is a backend
-    assert LLM_OPTIONS.backends == LLAMACPP_OPTIONS.backends == BACKENDS
-    n_ctx = next(o for o in LLAMACPP_OPTIONS.options if o.name == "n_ctx")
-    assert LLAMACPP_OPTIONS.models_text(n_ctx) == "llamacpp: models"
+    # options.py sits below the models layer and keeps no list of names: every group is
+    # handed the registry's with the groups, for messages that say a selector is a backend
+    groups = option_groups()
+    assert groups and all(group.backends == BACKENDS for group in groups)
+    llamacpp = next(g for g in groups if g.namespace == LLAMACPP_OPTIONS.namespace)
+    n_ctx = next(o for o in llamacpp.options if o.name == "n_ctx")
+    assert llamacpp.models_text(n_ctx) == "llamacpp: models"
+    assert LLAMACPP_OPTIONS.models_text(n_ctx) == "llamacpp models"  # as declared: no names
     for info in BACKEND_TABLE:
         assert info.kinds and all(isinstance(k, ModelKind) for k in info.kinds)
         spec = ModelSpec.parse(f"{info.name}:x")

@@ -14,6 +14,7 @@ a unit").
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import math
 import os
@@ -365,13 +366,16 @@ class _PluginTask(Task[Any]):
 
 
 def option_groups() -> list[OptionGroup]:
-    """Every declared `--option` group: the benchmarks' and the model layer's."""
+    """Every declared `--option` group: the benchmarks' and the model layer's, each told the
+    model backends' names (clineval.options lies below the models and keeps no list: a
+    selector naming a backend then reads "llamacpp: models" in messages and listings)."""
     from clineval.models.options import MODEL_OPTION_GROUPS
+    from clineval.models.registry import BACKENDS
 
     groups: list[OptionGroup] = []
     for bench in _all():
         groups.extend(g for g in bench.options if g not in groups)
-    return [*groups, *MODEL_OPTION_GROUPS]
+    return [dataclasses.replace(g, backends=BACKENDS) for g in [*groups, *MODEL_OPTION_GROUPS]]
 
 
 def active_namespaces(tasks: list[str]) -> set[str]:

@@ -7,7 +7,6 @@ from typing import Any
 
 from clineval.models.extra_body import parse_extra_body
 from clineval.models.http_transport import DEFAULT_TRANSPORT, TRANSPORTS
-from clineval.models.registry import BACKENDS
 from clineval.options import (
     INT32_MAX,
     MAX_TOKENS,
@@ -32,7 +31,6 @@ LLM_OPTIONS = OptionGroup(
     namespace="llm",
     applies_to="chat models (openai:, llamacpp:, hf: causal LMs)",
     models=("chat",),
-    backends=BACKENDS,  # its options' selectors name backends ("llamacpp: models")
     options=(
         Option(
             "backoff_base_s",
@@ -131,7 +129,6 @@ LLAMACPP_OPTIONS = OptionGroup(
     namespace="llamacpp",
     applies_to="llamacpp: models (the in-process server)",
     models=("llamacpp",),
-    backends=BACKENDS,
     options=(
         Option(
             "n_parallel",
