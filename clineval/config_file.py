@@ -25,7 +25,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from clineval.config import RunConfig, flag_of, reason_of
 from clineval.errors import InputError, clip
-from clineval.jsonio import read_text_file
+from clineval.jsonio import deepest_nesting, read_text_file
 from clineval.run_record import Manifest
 from clineval.secrets import redact
 from clineval.version import __version__
@@ -64,6 +64,11 @@ def read_run_file(path: Path, flags: Mapping[str, bool] | None = None) -> dict[s
         line = int(found.group(2)) if found and found.group(2) else None
         message = message[: found.start()] if found else message
         raise InputError(f"not TOML: {message}", path=path, line=line) from None
+    except RecursionError:  # Python's TOML reader recurses once per level of nesting
+        depth, line = deepest_nesting(text)
+        raise InputError(
+            f"nested too deeply for a run file ({depth:,} levels)", path=path, line=line
+        ) from None
     flags = flags or {}
     keys = file_keys() | {name: name for name in flags}
     out: dict[str, Any] = {}

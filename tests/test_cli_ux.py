@@ -370,6 +370,12 @@ def test_config_file_round_trip_and_flags_override(tcm_fixture: Path, tmp_path: 
         ("max-tokens = 5\nmax_tokens = 6\n", "key 'max_tokens' is given twice"),
         ('tasks = ["tcm-sd"]\nmodel =\n', "run.toml:2: not TOML: Invalid value"),
         ('tasks = ["tcm-sd"\n', "run.toml: not TOML: Unclosed array"),
+        # Python's TOML reader recurses once per level: a RecursionError, named as the file's
+        (
+            'tasks = ["tcm-sd"]\n\noption = ' + "[" * 5000 + "]" * 5000 + "\n",
+            "run.toml:3: nested too deeply for a run file (5,000 levels)",
+        ),
+        ("x = " + "{a=" * 5000 + "1" + "}" * 5000, "run.toml:1: nested too deeply"),
     ],
 )
 def test_a_bad_config_file_is_one_line_naming_file_and_key(
