@@ -54,6 +54,8 @@ _HOME = {
     "InputError": "clineval.errors",
     # JSON Lines input with file:line errors
     "iter_json_objects": "clineval.jsonl",
+    # CSV output (an exporter's): no cell a spreadsheet would run as a formula
+    "csv_text": "clineval.csv_text",
     # chat models: requests, replies, errors, opening the run's model
     "ChatError": "clineval.models.llm_base",
     "ChatModel": "clineval.models.llm_base",
@@ -276,6 +278,9 @@ if TYPE_CHECKING:  # what type checkers and editors see of the lazy names below
     )
     from clineval.benchmarks.results_view import (
         exploding as exploding,
+    )
+    from clineval.csv_text import (
+        csv_text as csv_text,
     )
     from clineval.data.fetch import (
         Source as Source,

@@ -7,15 +7,13 @@ CSV (tidy: one row per figure) and HTML keep one layout whatever the width.
 
 from __future__ import annotations
 
-import csv
-import io
-
 from markupsafe import Markup
 from rich.console import Console
 from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
+from clineval.csv_text import csv_text
 from clineval.report import plots
 from clineval.report.compare_model import ALPHA, Cell, Comparison, PairRow
 from clineval.report.sections_common import format_value
@@ -302,9 +300,7 @@ CSV_HEADER = [
 
 def render_csv(comp: Comparison) -> str:
     """Tidy CSV: `score` rows (one per run, task, metric) and `paired` rows (value = A - B)."""
-    buf = io.StringIO()
-    out = csv.writer(buf, lineterminator="\n")
-    out.writerow(CSV_HEADER)
+    rows: list[list[object]] = []
     for i in range(len(comp.runs)):
         for task, key in comp.columns:
             cell = comp.cells.get((i, task, key))
@@ -312,7 +308,7 @@ def render_csv(comp: Comparison) -> str:
                 continue
             low, high = cell.ci if cell.ci is not None else ("", "")
             fixture = comp.fixture.get((i, task), False)
-            out.writerow(
+            rows.append(
                 [
                     "score",
                     task,
@@ -346,7 +342,7 @@ def render_csv(comp: Comparison) -> str:
             if r is None
             else ["" if pair.p_holm is None else repr(pair.p_holm), repr(r.a), repr(r.b)]
         )
-        out.writerow(
+        rows.append(
             [
                 "paired",
                 *(pair.task, pair.metric, pair.run_a, pair.run_b, "", ""),
@@ -356,7 +352,7 @@ def render_csv(comp: Comparison) -> str:
                 comp.higher_is_better(pair.task, pair.metric),
             ]
         )
-    return buf.getvalue()
+    return csv_text(CSV_HEADER, rows)
 
 
 def render_html(comp: Comparison) -> str:
