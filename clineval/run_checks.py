@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import os
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -46,6 +47,7 @@ def check_run_config(config: RunConfig) -> None:
     check_run_inputs(config)
     if config.batch_file_out is not None:  # a directory the run writes request files into
         check_output_dir(Path(config.batch_file_out), "--batch-file-out")
+        check_writable(Path(config.batch_file_out), "--batch-file-out")
 
 
 def check_reuse_dirs(config: RunConfig, output_dir: Path | None = None) -> None:
@@ -221,3 +223,15 @@ def _check_creatable(path: Path, flag: str) -> None:
         if not parent.is_dir():
             raise InputError(f"{flag}: {parent} is a file, not a directory", path=path)
         return
+
+
+def check_writable(path: Path, flag: str) -> None:
+    """A directory can be made in `path` (or in its nearest existing ancestor, where `path`
+    will be made): tried with a temporary directory, removed at once. A read-only or full
+    file system, or one that takes no new entries (/proc), is refused here, before the run
+    directory exists, rather than when the run first writes there."""
+    where = next((p for p in (path.absolute(), *path.absolute().parents) if os.path.isdir(p)))
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".clineval-write-check-", dir=where))
+    except OSError as exc:
+        raise InputError(f"{flag} cannot be written: {exc.strerror}", path=path) from None
