@@ -230,7 +230,7 @@ def check_writable(path: Path, flag: str) -> None:
     will be made): tried with a temporary directory, removed at once. A read-only or full
     file system, or one that takes no new entries (/proc), is refused here, before the run
     directory exists, rather than when the run first writes there."""
-    where = next((p for p in (path.absolute(), *path.absolute().parents) if os.path.isdir(p)))
+    where = next(p for p in (path.absolute(), *path.absolute().parents) if os.path.isdir(p))
     try:
         os.rmdir(tempfile.mkdtemp(prefix=".clineval-write-check-", dir=where))
     except OSError as exc:
