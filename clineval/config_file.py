@@ -27,7 +27,7 @@ from clineval.config import RunConfig, flag_of, reason_of
 from clineval.errors import InputError, clip
 from clineval.jsonio import deepest_nesting, read_text_file
 from clineval.run_record import Manifest
-from clineval.secrets import redact
+from clineval.secrets import mask_settings_text
 from clineval.version import __version__
 
 OUTPUT_DIR = "output_dir"  # the one key that is no RunConfig field (the run's directory)
@@ -162,7 +162,8 @@ def run_file_text(manifest: Manifest, config: RunConfig, run_dir: Path) -> str:
         f"# written by clineval {__version__}). Run them again with:",
         "#   clineval run --config THIS_FILE [-o NEW_DIR]",
         "# Flags given with --config override the file's keys. Secrets are never written: keys",
-        "# come from the environment, credentials in URLs are masked.",
+        "# come from the environment, credentials in URLs are masked (***: give them again,",
+        "# a run refuses a URL holding ***).",
     ]
     for key, field in file_keys().items():
         value = str(run_dir) if field == OUTPUT_DIR else getattr(config, field)
@@ -173,15 +174,17 @@ def run_file_text(manifest: Manifest, config: RunConfig, run_dir: Path) -> str:
 
 
 def _toml(value: Any) -> str:
-    """`value` as a TOML value (strings through `redact`: a URL's credentials never reach the
-    file)."""
+    """`value` as a TOML value (strings through `mask_settings_text`: the credentials the
+    process knows and a URL's never reach the file; a path that merely looks like a key stays
+    as it is, so that the file runs)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):
         return repr(value)
     if isinstance(value, str):
         # a JSON string is a TOML basic string, but for DEL, which TOML wants escaped
-        return json.dumps(redact(value), ensure_ascii=False).replace("\x7f", "\\u007f")
+        text = mask_settings_text(value)
+        return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
     if isinstance(value, list):
         return "[" + ", ".join(_toml(item) for item in value) + "]"
     if isinstance(value, dict):

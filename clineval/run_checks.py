@@ -98,7 +98,16 @@ def _check_openai_settings(config: RunConfig) -> None:
     be ignored silently (a llamacpp: model serves itself, in process). A check of a new
     command, not of RunConfig: a manifest recorded before it still scores and merges."""
     from clineval.models.registry import backend_info
+    from clineval.secrets import masked_url_credentials, redact
 
+    for spec in config.models.all:
+        for url in spec.base_urls:
+            if masked_url_credentials(url):  # a settings file or manifest, written back
+                raise InputError(
+                    f"{spec.label}: the base URL {redact(url)[:120]!r} holds *** where its "
+                    "credentials were masked when clineval wrote it; give the URL with its "
+                    "user:password again (the masked text would be sent as the password)"
+                )
     model = config.models.candidate
     if config.base_urls and not backend_info(model).takes_base_url:
         raise InputError(
