@@ -98,9 +98,15 @@ def _check_openai_settings(config: RunConfig) -> None:
     be ignored silently (a llamacpp: model serves itself, in process). A check of a new
     command, not of RunConfig: a manifest recorded before it still scores and merges."""
     from clineval.models.registry import backend_info
-    from clineval.secrets import masked_url_credentials, redact
+    from clineval.secrets import env_credential, masked_url_credentials, redact
 
     for spec in config.models.all:
+        variable = spec.key_variable
+        if variable and env_credential(variable) is None:  # read: masked from now on
+            raise InputError(
+                f"{spec.label}: the environment variable {variable} that its spec names for "
+                f"its API key (#key={variable}) is not set"
+            )
         for url in spec.base_urls:
             if masked_url_credentials(url):  # a settings file or manifest, written back
                 raise InputError(
