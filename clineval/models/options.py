@@ -34,7 +34,7 @@ _one_transport = choice(*TRANSPORTS)
 
 def _transport(text: str) -> str:
     """One of TRANSPORTS, whose package is installed (the SDK's are an extra)."""
-    value = _one_transport(text)
+    value = str(_one_transport(text))
     missing = sdk_missing(value)
     if missing is not None:
         raise ValueError(missing)
