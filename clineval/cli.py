@@ -1405,6 +1405,10 @@ def _main(args: list[str]) -> int:
             print(redact(traceback.format_exc()), file=sys.stderr, end="")
         print(f"internal error: {type(exc).__name__}: {redact(str(exc))}", file=sys.stderr)
         return 1
+    finally:
+        from clineval.benchmarks.registry import defer_plugins
+
+        defer_plugins(False)  # the next command or the Python API in this process: all plugins
     return 0
 
 

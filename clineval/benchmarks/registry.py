@@ -140,7 +140,6 @@ def benchmarks() -> tuple[Benchmark, ...]:
     task name is refused; two plugins that share a name are both refused (which one won would
     depend on the order packages happen to be found in)."""
     builtin = _builtin()
-    _STATE["loaded"] = True
     taken: set[str] = set().union(*(_names(b) for b in builtin))
     plugins = _plugins()
     chosen: list[_Found] = []
@@ -199,7 +198,7 @@ def unregister(family: str) -> None:
 # completion), or a task or family no built-in declares. `defer_plugins(True)` says the command
 # needs none (`clineval run` of built-in tasks and flags only: clineval.option_flags.
 # run_needs_plugins): its listings are then of the benchmarks loaded so far.
-_STATE = {"loaded": False, "deferred": False}
+_STATE = {"deferred": False}
 
 
 def defer_plugins(deferred: bool) -> None:
@@ -209,7 +208,7 @@ def defer_plugins(deferred: bool) -> None:
 
 
 def _all() -> tuple[Benchmark, ...]:
-    if _STATE["deferred"] and not _STATE["loaded"]:
+    if _STATE["deferred"] and not benchmarks.cache_info().currsize:  # not imported yet
         return (*_builtin(), *_ADDED)
     return (*benchmarks(), *_ADDED)
 
