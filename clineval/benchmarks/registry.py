@@ -50,13 +50,13 @@ ENTRY_POINT_GROUP = "clineval.benchmarks"
 T = TypeVar("T")
 
 
-@cache
-def _builtin() -> tuple[Benchmark, ...]:
+@cache  # one list, never changed: the lookups ask it first
+def _builtin() -> list[Benchmark]:
     from clineval.benchmarks.clinconsensus import BENCHMARK as CLINCONSENSUS
     from clineval.benchmarks.ner import BENCHMARK as NER
     from clineval.benchmarks.tcm_sd import BENCHMARK as TCM_SD
 
-    return (NER, TCM_SD, CLINCONSENSUS)
+    return [NER, TCM_SD, CLINCONSENSUS]
 
 
 class PluginError(InputError):
