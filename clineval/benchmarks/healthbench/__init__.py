@@ -1,0 +1,121 @@
+"""HealthBench (arXiv:2505.08775): multi-turn health conversations graded per physician-written
+rubric criterion by an LLM grader, scored as the authors' simple-evals code scores them; and its
+meta-evaluation, where the model under test is the grader, compared with physicians.
+
+Built on the public authoring surface alone (`clineval.benchmarks`), as an outside plugin
+would be: data.py reads the authors' files, scores.py holds the figures, task.py the tasks,
+official.py the authors' grader template (fetched at use time), report.py the report section.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from clineval.benchmarks import (
+    JUDGED_RUN_SETTINGS,
+    JUDGED_SCORING_SETTINGS,
+    Benchmark,
+    DataSource,
+    MetricSchema,
+    MetricSpec,
+    Option,
+    OptionGroup,
+    choice,
+    exploding,
+    judge_options,
+    judged_metrics,
+    score_statistics,
+    text,
+)
+from clineval.benchmarks.healthbench.data import FILES
+
+FAMILY = "healthbench"
+TASKS = ("healthbench", "healthbench:hard", "healthbench:consensus")
+META = "healthbench:meta-eval"
+_JUDGED = judge_options(FAMILY, "the healthbench tasks")
+OPTIONS = OptionGroup(
+    FAMILY,
+    "the healthbench tasks",
+    (
+        *_JUDGED.options,
+        Option(
+            "cases",
+            text(),
+            "a file in the authors' layout instead of the fetched one, or fixture (our own "
+            "FIXTURE in that layout; results say fixture: true)",
+            None,
+            changes_requests=True,
+        ),
+        Option(
+            "completions",
+            choice("model", "ideal"),
+            "model: the candidate answers; ideal: grade the data's physician completions (no "
+            "candidate; the examples without one are left out)",
+            "model",
+            changes_requests=True,
+        ),
+        Option(
+            "clip",
+            choice("mean", "sample"),
+            "mean: clip each figure's mean to [0, 1] (the authors); sample: clip each example's "
+            "score first (inspect_evals)",
+            "mean",
+            scoring_only=True,
+        ),
+    ),
+)
+_FIGURES = ("score:bootstrap_std", "bootstrap std of the clipped mean (1,000 resamples)")
+
+BENCHMARK = Benchmark(
+    family=FAMILY,
+    title="HealthBench: rubric-graded health conversations (the authors' scoring)",
+    tasks=TASKS,
+    make_task="clineval.benchmarks.healthbench.task:HealthBenchTask",
+    metrics=judged_metrics(
+        "clipped mean over examples of points met / positive points",
+        MetricSpec(*_FIGURES, headline=False),
+    ),
+    options=(OPTIONS,),
+    capabilities=frozenset({"chat", "predictions"}),
+    statistics=score_statistics,
+    report_section="clineval.benchmarks.healthbench.report:build",
+    data_sources=(
+        DataSource(
+            FAMILY,
+            unpinned="clineval.benchmarks.healthbench.data:fetch",
+            offline_hint="the authors' four .jsonl files in DATA_DIR/healthbench/ (or "
+            "--option healthbench.cases=FILE)",
+            provides=tuple(f"healthbench/{name}" for name in FILES.values()),
+        ),
+    ),
+    check_settings="clineval.benchmarks.healthbench.task:check_prompt",
+    scoring_settings=JUDGED_SCORING_SETTINGS,
+    run_settings=JUDGED_RUN_SETTINGS,
+    skills_dir=Path(__file__).parent / "skills",
+    long_rows=exploding("verdicts", ("id", "score")),
+)
+
+META_BENCHMARK = Benchmark(
+    family="healthbench-meta",
+    title="HealthBench meta-evaluation: the grader under test against physicians",
+    tasks=(META,),
+    make_task="clineval.benchmarks.healthbench.task:MetaEvalTask",
+    metrics=MetricSchema(
+        (
+            MetricSpec("balanced_f1", "pooled pairwise balanced F1 against each physician"),
+            MetricSpec("physician_mean", "the physicians' n-weighted leave-one-out figure"),
+            MetricSpec("grader_percentile", "the grader's percentile among the physicians"),
+            MetricSpec("f1_pos", "F1 of met", headline=False),
+            MetricSpec("f1_neg", "F1 of not met", headline=False),
+            MetricSpec("judge_error_rate", "labels that could not be obtained", False),
+            MetricSpec("n_items", "rows", count=True),
+            MetricSpec("judge_errors", "labels that could not be obtained", False, False, True),
+        )
+    ),
+    options=(OPTIONS,),
+    capabilities=frozenset({"chat"}),
+    report_section="clineval.benchmarks.healthbench.report:build_meta",
+    check_settings="clineval.benchmarks.healthbench.task:check_prompt",
+    scoring_settings=JUDGED_SCORING_SETTINGS,
+    run_settings=JUDGED_RUN_SETTINGS,
+)
