@@ -5,6 +5,8 @@ meta-evaluation, where the model under test is the grader, compared with physici
 Built on the public authoring surface alone (`clineval.benchmarks`), as an outside plugin
 would be: data.py reads the authors' files, scores.py holds the figures, task.py the tasks,
 official.py the authors' grader template (fetched at use time), report.py the report section.
+
+Internal: not part of clineval's public API (`clineval`, `clineval.benchmarks`).
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ from clineval.benchmarks import (
     exploding,
     judge_options,
     judged_metrics,
-    score_statistics,
     text,
 )
 from clineval.benchmarks.healthbench.data import FILES
@@ -77,7 +78,7 @@ BENCHMARK = Benchmark(
     ),
     options=(OPTIONS,),
     capabilities=frozenset({"chat", "predictions"}),
-    statistics=score_statistics,
+    statistics="clineval.benchmarks.healthbench.task:healthbench_statistics",
     report_section="clineval.benchmarks.healthbench.report:build",
     data_sources=(
         DataSource(
@@ -114,7 +115,7 @@ META_BENCHMARK = Benchmark(
     ),
     options=(OPTIONS,),
     capabilities=frozenset({"chat"}),
-    report_section="clineval.benchmarks.healthbench.report:build_meta",
+    report_section="clineval.benchmarks.healthbench.report:build_meta_eval",
     check_settings="clineval.benchmarks.healthbench.task:check_prompt",
     scoring_settings=JUDGED_SCORING_SETTINGS,
     run_settings=JUDGED_RUN_SETTINGS,

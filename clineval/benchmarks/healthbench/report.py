@@ -138,7 +138,7 @@ def build(run: RunData, task: str) -> dict[str, Any]:
     return section
 
 
-def build_meta(run: RunData, task: str) -> dict[str, Any]:
+def build_meta_eval(run: RunData, task: str) -> dict[str, Any]:
     from clineval.benchmarks.healthbench import META_BENCHMARK
 
     metrics = run.results.get(task, {})

@@ -19,9 +19,11 @@ from clineval.benchmarks import (
     JudgePrompt,
     ModelKind,
     RunContext,
+    SampleStatistic,
     TaskResult,
     load_judge_prompt,
     require_file,
+    score_statistics,
 )
 from clineval.benchmarks.healthbench import FAMILY, META, OPTIONS
 from clineval.benchmarks.healthbench.data import (
@@ -76,6 +78,13 @@ def judge_prompt(setting: str | None) -> JudgePrompt:
 
         return official_prompt()
     return load_judge_prompt(setting, JUDGE)
+
+
+def healthbench_statistics(
+    metrics: dict[str, Any], samples: list[dict[str, Any]]
+) -> dict[str, SampleStatistic]:
+    """Compare's paired test resamples the examples' (unclipped) scores, as the kit's."""
+    return score_statistics(metrics, samples)
 
 
 def check_prompt(config: Any) -> None:
