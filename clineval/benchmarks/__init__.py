@@ -95,6 +95,8 @@ _HOME = {
     "bootstrap_indices": "clineval.metrics.bootstrap",
     "percentile_interval": "clineval.metrics.bootstrap",
     "stratified_bootstrap_indices": "clineval.metrics.bootstrap",
+    # agreement of a judge with human labels (docs/metrics.md)
+    "pooled_balanced_f1": "clineval.metrics.agreement",
     # report sections: the run's data and the blocks a section is built of
     "RunData": "clineval.report.rundata",
     "finite_number": "clineval.report.rundata",
@@ -312,6 +314,9 @@ if TYPE_CHECKING:  # what type checkers and editors see of the lazy names below
     )
     from clineval.judge.verdict import (
         verdict_key as verdict_key,
+    )
+    from clineval.metrics.agreement import (
+        pooled_balanced_f1 as pooled_balanced_f1,
     )
     from clineval.metrics.bootstrap import (
         DEFAULT_RESAMPLES as DEFAULT_RESAMPLES,
