@@ -54,7 +54,7 @@ def fetch_recorded(
     url: str,
     base_url: str | None = None,
     retry: RetryPolicy = DOWNLOAD_RETRY,
-    validate: Callable[[Path], None] | None = None,
+    validate: Callable[[Path], object] | None = None,
 ) -> Path:
     """`relative` in the cache `root`, from `url` (or `<base_url>/<relative>`), checked against
     the digest its first fetch recorded (see the module doc); its record updated."""

@@ -4,13 +4,15 @@ file and line), where they are found, and `clineval data fetch healthbench`."""
 from __future__ import annotations
 
 import hashlib
-from functools import partial
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from clineval.benchmarks import (
+    Criterion,
     InputError,
+    JudgedItem,
     RetryPolicy,
     fetch_recorded,
     iter_json_objects,
@@ -28,6 +30,7 @@ FILES = {
 META = "healthbench:meta-eval"
 RESOURCES = Path(__file__).parent / "resources"
 FIXTURES = {False: RESOURCES / "fixture_examples.jsonl", True: RESOURCES / "fixture_meta.jsonl"}
+Turns = tuple[tuple[str, str], ...]  # (role, content), system turns included
 
 
 def relative(task: str) -> str:
@@ -35,34 +38,23 @@ def relative(task: str) -> str:
 
 
 @dataclass(frozen=True)
-class Rubric:
-    criterion: str
-    points: float
-    shown: str  # the points as the authors' str() writes them: "[7] ..." or "[-2.5] ..."
-    tags: tuple[str, ...]
-
-
-@dataclass(frozen=True)
 class Example:
     prompt_id: str
-    prompt: tuple[tuple[str, str], ...]  # (role, content), system turns included
-    rubrics: tuple[Rubric, ...]
+    prompt: Turns
+    criteria: tuple[Criterion, ...]  # the grader sees each as "[points] criterion"
     tags: tuple[str, ...]
     ideal: str | None  # the physician's ideal completion, when the data has one
 
 
 @dataclass(frozen=True)
 class MetaRow:
-    id: str
-    prompt: tuple[tuple[str, str], ...]
-    completion: str
-    rubric: str
+    item: JudgedItem  # the conversation, the completion as its answer, the bare rubric text
     category: str
     labels: tuple[bool, ...]  # one per physician, in the order of `physicians`
     physicians: tuple[str, ...]
 
 
-def render(prompt: tuple[tuple[str, str], ...]) -> str:
+def render(prompt: Turns) -> str:
     """The conversation as the authors' grader sees it: `role: content` blocks, blank lines
     between (the answer is appended the same way, as `assistant`)."""
     return "\n\n".join(f"{role}: {content}" for role, content in prompt)
@@ -77,16 +69,15 @@ class _Row:
     def fail(self, message: str) -> InputError:
         return InputError(message, path=self.path, line=self.line)
 
-    def get(
-        self, key: str, kind: type | tuple[type, ...], what: str, of: dict[str, Any] | None = None
-    ) -> Any:
+    def get(self, key: str, kind: Any, what: str, of: dict[str, Any] | None = None) -> Any:
         fields = self.row if of is None else of
         if key not in fields:
             raise self.fail(f'missing "{key}"')
-        got = fields[key]
-        if not isinstance(got, kind) or (isinstance(got, bool) and kind is not bool):
+        if not isinstance(fields[key], kind) or (
+            isinstance(fields[key], bool) and kind is not bool
+        ):
             raise self.fail(f'"{key}" must be {what}')
-        return got
+        return fields[key]
 
     def strings(self, key: str, of: dict[str, Any] | None = None) -> tuple[str, ...]:
         items = self.get(key, list, "a list of strings", of)
@@ -96,43 +87,35 @@ class _Row:
             raise self.fail(f'"{key}" holds a tag twice')
         return tuple(items)
 
-    def prompt(self) -> tuple[tuple[str, str], ...]:
+    def prompt(self) -> Turns:
         turns = self.get("prompt", list, "a list of messages")
-        out = []
-        for turn in turns:
-            if not (
-                isinstance(turn, dict)
-                and isinstance(turn.get("role"), str)
-                and isinstance(turn.get("content"), str)
-                and turn["role"]
-            ):
-                raise self.fail('every "prompt" message needs a string "role" and "content"')
-            out.append((turn["role"], turn["content"]))
-        if not out:
-            raise self.fail('"prompt" is empty')
-        return tuple(out)
+        if not turns or not all(
+            isinstance(t, dict) and isinstance(t.get("content"), str) and t.get("role")
+            and isinstance(t["role"], str) for t in turns
+        ):  # fmt: skip
+            raise self.fail('"prompt" must be messages with a string "role" and "content"')
+        return tuple((t["role"], t["content"]) for t in turns)
 
 
-def _rubric(row: _Row, item: Any) -> Rubric:
+def _criterion(row: _Row, index: int, item: Any) -> Criterion:
     if not isinstance(item, dict):
         raise row.fail('every "rubrics" item must be an object')
-    criterion = row.get("criterion", str, "a string", item)
-    points = row.get("points", (int, float), "a number", item)
-    tags = row.strings("tags", item)
-    return Rubric(criterion, float(points), f"[{points}] {criterion}", tags)
+    text = row.get("criterion", str, "a string", item)
+    points = row.get("points", (int, float), "a number", item)  # shown as the authors' str()
+    return Criterion(f"c{index}", f"[{points}] {text}", float(points), row.strings("tags", item))
 
 
 def parse_example(raw: dict[str, Any], path: Path, line: int) -> Example:
     row = _Row(raw, path, line)
-    rubrics = tuple(_rubric(row, r) for r in row.get("rubrics", list, "a list of rubric items"))
-    if not any(r.points > 0 for r in rubrics):
+    rubrics = row.get("rubrics", list, "a list of rubric items")
+    criteria = tuple(_criterion(row, i, r) for i, r in enumerate(rubrics))
+    if not any(c.points > 0 for c in criteria):
         raise row.fail("the rubric has no criterion with positive points")
-    ideal_data = row.get("ideal_completions_data", (dict, type(None)), "null or an object")
-    ideal = None
-    if ideal_data is not None:
-        ideal = row.get("ideal_completion", str, "a string", ideal_data)
+    ideal = row.get("ideal_completions_data", (dict, type(None)), "null or an object")
+    if ideal is not None:
+        ideal = row.get("ideal_completion", str, "a string", ideal)
     prompt_id = row.get("prompt_id", str, "a string")
-    return Example(prompt_id, row.prompt(), rubrics, row.strings("example_tags"), ideal)
+    return Example(prompt_id, row.prompt(), criteria, row.strings("example_tags"), ideal)
 
 
 def parse_meta(raw: dict[str, Any], path: Path, line: int) -> MetaRow:
@@ -143,14 +126,13 @@ def parse_meta(raw: dict[str, Any], path: Path, line: int) -> MetaRow:
     ids = row.get("anonymized_physician_ids", list, "a list of strings")
     if len(ids) != len(labels) or not all(isinstance(v, str) for v in ids):
         raise row.fail('"anonymized_physician_ids" must be one string per binary label')
-    texts = [row.get(k, str, "a string") for k in ("completion", "rubric", "category")]
-    ids_ = [row.get(k, str, "a string") for k in ("prompt_id", "completion_id")]
-    # a completion is graded against several rubric items: the row's id names both
-    key = hashlib.sha256(texts[1].encode("utf-8")).hexdigest()[:12]
-    completion, rubric, category = texts
-    return MetaRow(
-        f"{ids_[1]}:{key}", row.prompt(), completion, rubric, category, tuple(labels), tuple(ids)
-    )
+    keys = ("completion", "rubric", "category", "prompt_id", "completion_id")
+    completion, rubric, category, _, completion_id = (row.get(k, str, "a string") for k in keys)
+    # a completion is graded against several rubric items: its id and the rubric's digest
+    key = f"{completion_id}:{hashlib.sha256(rubric.encode('utf-8')).hexdigest()[:12]}"
+    prompt = row.prompt()
+    item = JudgedItem(key, render(prompt), (Criterion("rubric", rubric),), prompt, completion)
+    return MetaRow(item, category, tuple(labels), tuple(ids))
 
 
 def read_file(path: Path, meta: bool) -> list[Any]:
@@ -159,14 +141,11 @@ def read_file(path: Path, meta: bool) -> list[Any]:
     first: dict[str, int] = {}
     what = "HealthBench meta-eval file" if meta else "HealthBench examples file"
     for line, raw in iter_json_objects(path, what):
-        item: MetaRow | Example = (
-            parse_meta(raw, path, line) if meta else parse_example(raw, path, line)
-        )
-        key = item.id if isinstance(item, MetaRow) else item.prompt_id
+        out.append(parse_meta(raw, path, line) if meta else parse_example(raw, path, line))
+        key = out[-1].item.id if meta else out[-1].prompt_id
         if key in first:
             raise InputError(f"{key!r} is used twice (line {first[key]})", path=path, line=line)
         first[key] = line
-        out.append(item)
     if not out:
         raise InputError(f"no rows in the {what}", path=path)
     return out
@@ -186,18 +165,8 @@ def fetch(root: Path, base_url: str | None, retry: RetryPolicy) -> list[Path]:
     """`clineval data fetch healthbench`: the authors' four files (or a mirror's, laid out
     like the cache), each read strictly before it is kept. No public source states their
     hash: the first fetch's sha256 is recorded and every later fetch checked against it."""
+    check = {task: partial(read_file, meta=task == META) for task in FILES}
     return [
-        fetch_recorded(
-            root,
-            relative(task),
-            BLOB + name,
-            base_url,
-            retry,
-            validate=partial(_check, meta=task == META),
-        )
+        fetch_recorded(root, relative(task), BLOB + name, base_url, retry, check[task])
         for task, name in FILES.items()
     ]
-
-
-def _check(path: Path, meta: bool) -> None:
-    read_file(path, meta)

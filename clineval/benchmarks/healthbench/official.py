@@ -1,12 +1,9 @@
 """`--judge-prompt official`: the authors' grader template, never shipped with clineval.
 
-At use time the authors' `healthbench_eval.py` is fetched into the data cache at a pinned commit
-of openai/simple-evals and checked against its pinned sha256 (a cached copy is checked again on
-every use). The script is parsed, never run: the template is the string GRADER_TEMPLATE is
-given (with its `.strip()`); its `<<conversation>>` becomes the conversation with the answer
-appended as the assistant's turn and `<<rubric_item>>` the rubric item, as the authors fill
-them. Its calls are plain text (no response format), as the authors send them, and inserted
-text goes in verbatim.
+At use time the authors' `healthbench_eval.py` (openai/simple-evals at a pinned commit) is
+fetched into the data cache, checked against its pinned sha256, again on every use. It is
+parsed, never run: GRADER_TEMPLATE's `<<conversation>>` becomes the conversation with the answer
+appended as `assistant`, `<<rubric_item>>` the item. Calls are plain text, as the authors'.
 """
 
 from __future__ import annotations
@@ -25,18 +22,14 @@ NAME = "GRADER_TEMPLATE"
 FIELDS = {"<<conversation>>": "{query}\n\nassistant: {response}", "<<rubric_item>>": "{criterion}"}
 
 
-def _template_text(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    if (  # """...""".strip()
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr == "strip"
-        and not node.args
-        and not node.keywords
-    ):
-        inner = _template_text(node.func.value)
-        return None if inner is None else inner.strip()
+def _text(node: ast.expr) -> str | None:
+    """A string constant, or one with `.strip()` applied (the authors' form)."""
+    match node:
+        case ast.Constant(value=str() as value):
+            return value
+        case ast.Call(func=ast.Attribute(value=inner, attr="strip"), args=[], keywords=[]):
+            text = _text(inner)
+            return None if text is None else text.strip()
     return None
 
 
@@ -48,7 +41,7 @@ def extract_template(source: str, where: str) -> str:
     except SyntaxError as exc:
         raise InputError(f"not Python source: {exc.msg}", path=where, line=exc.lineno) from None
     found = [
-        _template_text(node.value)
+        _text(node.value)
         for node in tree.body
         if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == [NAME]
     ]

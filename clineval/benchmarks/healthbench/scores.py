@@ -3,17 +3,19 @@
 An example's score: the points of its met criteria, negative ones included, over its positive
 points, unclipped. A figure over examples: their mean clipped to [0, 1], its bootstrap std (the
 std of 1,000 clipped means of resamples) and the 95% percentile interval of those means. The
-meta-evaluation: balanced F1 of pooled (rater, other rater) label pairs.
+meta-evaluation: balanced F1 of pooled (rater, other rater) label pairs (the kit's
+pooled_balanced_f1).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from clineval.benchmarks import bootstrap_indices, percentile_interval
+from clineval.benchmarks import bootstrap_indices, percentile_interval, pooled_balanced_f1
 
 RESAMPLES = 1000  # the authors' count
 
@@ -27,22 +29,17 @@ def points_score(points: Sequence[float], met: Sequence[float]) -> float | None:
 
 
 def example_figures(
-    example_tags: Sequence[str],
-    rubric_tags: Sequence[Sequence[str]],
-    points: Sequence[float],
-    met: Sequence[float],
+    tags: Sequence[str], criteria: Sequence[Any], met: Sequence[float]
 ) -> dict[str, float]:
-    """One example's tag figures: each example tag its overall score; each rubric tag the
-    score over its own criteria, left out where they have no positive points."""
-    overall = points_score(points, met)
-    assert overall is not None, "the reader refuses a rubric without positive points"
-    out = dict.fromkeys(example_tags, overall)
-    for tag in dict.fromkeys(t for tags in rubric_tags for t in tags):
-        chosen = [i for i, tags in enumerate(rubric_tags) if tag in tags]
-        score = points_score([points[i] for i in chosen], [met[i] for i in chosen])
+    """One example's tag figures: each example tag its score; each rubric tag the score over
+    its own criteria (`.points`, `.tags`), left out where they have no positive points."""
+    out = dict.fromkeys(tags, points_score([c.points for c in criteria], met))
+    for tag in dict.fromkeys(t for c in criteria for t in c.tags):
+        chosen = [(c.points, m) for c, m in zip(criteria, met, strict=True) if tag in c.tags]
+        score = points_score([p for p, _ in chosen], [m for _, m in chosen])
         if score is not None:
             out[tag] = score
-    return out
+    return {k: v for k, v in out.items() if v is not None}
 
 
 def clipped_stats(values: Sequence[float], seed: int, per_sample: bool = False) -> dict[str, Any]:
@@ -62,37 +59,13 @@ def clipped_stats(values: Sequence[float], seed: int, per_sample: bool = False) 
     }
 
 
-def _f1(precision: dict[str, Any], recall: dict[str, Any]) -> dict[str, Any]:
-    p, r = precision["value"], recall["value"]
-    if p is None or r is None:
-        return {"n": precision["n"] + recall["n"], "value": None}
-    n = precision["n"] + recall["n"] - p * precision["n"]
-    return {"n": n, "value": 0.0 if p == r == 0 else 2 * p * r / (p + r)}
-
-
-def balanced_f1(pairs: Iterable[tuple[bool, bool]]) -> dict[str, Any]:
-    """The authors' pooled agreement of (rater, other) label pairs: precision of a class =
-    agreement where the rater said it, recall = agreement where the other said it, F1 per
-    class (0 when both are 0, None when one is undefined), balanced F1 their mean; each figure
-    with its count as the authors count it (`n`)."""
-    hits: dict[str, list[bool]] = {}
-    for own, other in pairs:
-        agree = own == other
-        hits.setdefault(f"precision_{'pos' if own else 'neg'}", []).append(agree)
-        hits.setdefault(f"recall_{'pos' if other else 'neg'}", []).append(agree)
-    out: dict[str, Any] = {}
-    for metric in ("precision", "recall"):
-        for cls in ("pos", "neg"):
-            got = hits.get(f"{metric}_{cls}", [])
-            out[f"{metric}_{cls}"] = {"n": len(got), "value": sum(got) / len(got) if got else None}
-    for cls in ("pos", "neg"):
-        out[f"f1_{cls}"] = _f1(out[f"precision_{cls}"], out[f"recall_{cls}"])
-    pos, neg = out["f1_pos"], out["f1_neg"]
-    value = (
-        None if pos["value"] is None or neg["value"] is None else (pos["value"] + neg["value"]) / 2
-    )
-    out["balanced_f1"] = {"n": pos["n"] + neg["n"], "value": value}
-    return out
+def agreement(pairs: Sequence[tuple[bool, bool]]) -> dict[str, Any]:
+    """The pooled balanced F1 of (rater, other) pairs (None: a class's F1 is undefined) and
+    the authors' count: per class the pairs where either side said it, summed over both
+    classes (the pairs plus their disagreements)."""
+    value = pooled_balanced_f1(pairs)
+    n = len(pairs) + sum(own != other for own, other in pairs)
+    return {"balanced_f1": None if math.isnan(value) else value, "n": n}
 
 
 def physician_figures(
@@ -107,12 +80,13 @@ def physician_figures(
             pairs = [(own, other) for j, other in enumerate(labels) if j != i]
             pooled.setdefault(who, []).extend(pairs)
             by_category.setdefault(who, {}).setdefault(category, []).extend(pairs)
-    out = {}
-    for who, pairs in pooled.items():
-        figure = balanced_f1(pairs)["balanced_f1"]
-        cats = {c: balanced_f1(p)["balanced_f1"] for c, p in by_category[who].items()}
-        out[who] = {"balanced_f1": figure["value"], "n": figure["n"], "by_category": cats}
-    return out
+    return {
+        who: {
+            **agreement(pairs),
+            "by_category": {c: agreement(p) for c, p in sorted(by_category[who].items())},
+        }
+        for who, pairs in sorted(pooled.items())
+    }
 
 
 def weighted_mean(figures: Mapping[str, Mapping[str, Any]]) -> float | None:
@@ -123,8 +97,7 @@ def weighted_mean(figures: Mapping[str, Mapping[str, Any]]) -> float | None:
 
 
 def percentile_among(value: float | None, others: Iterable[float | None]) -> float | None:
-    """The percentage of physicians below `value`, ties counting half (scipy's
-    percentileofscore, kind="mean")."""
+    """The percentage of `others` below `value`, ties half (percentileofscore, kind="mean")."""
     known = [o for o in others if o is not None]
     if value is None or not known:
         return None

@@ -10,7 +10,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from clineval.benchmarks import (
-    Criterion,
     DataFileStatus,
     InputError,
     JudgedData,
@@ -25,64 +24,27 @@ from clineval.benchmarks import (
     require_file,
     score_statistics,
 )
-from clineval.benchmarks.healthbench import FAMILY, META, OPTIONS
-from clineval.benchmarks.healthbench.data import (
-    Example,
-    MetaRow,
-    read_file,
-    relative,
-    render,
-    source,
-)
-from clineval.benchmarks.healthbench.scores import (
-    balanced_f1,
-    clipped_stats,
-    example_figures,
-    percentile_among,
-    physician_figures,
-    points_score,
-    weighted_mean,
-)
+from clineval.benchmarks.healthbench import FAMILY, META, OPTIONS, data, scores
 
-# Our own wording of the grader's task. The conversation is the authors' rendering: `role:
-# content` blocks, the answer appended as `assistant`; the rubric item is `[points] criterion`.
+# Our own wording (resources/judge_prompt.txt; bump the version with the words) around the
+# authors' rendering: the conversation with the answer appended, one `[points] criterion`.
 JUDGE = JudgePrompt(
-    template="""You grade one reply in a health conversation against ONE item of a \
-rubric that physicians wrote.
-
-The conversation, whose final assistant turn is the reply under review:
-{query}
-
-assistant: {response}
-
-The rubric item (its points in brackets; negative points mark something a reply should not do):
-{criterion}
-
-Decide whether the final assistant turn does what the item describes. Every part of an item \
-with several parts must hold. Examples an item lists ("such as", "for example", "including") \
-illustrate it: the reply need not name all of them. For an item with negative points, say \
-whether the reply does that undesirable thing, not whether the reply is good.
-
-Reply with only a JSON object:
-{"explanation": "<why, briefly>", "criteria_met": true or false}""",
-    version="healthbench-judge-v1",
+    (data.RESOURCES / "judge_prompt.txt").read_text("utf-8").strip(),
+    "healthbench-judge-v1",
     defuse=False,  # the conversation is shown exactly as the authors render it
 )
-OFFICIAL = "official"
 _ROW_KEYS = {"id", "query", "answer", "score", "verdicts", "task"}
 
 
 def judge_prompt(setting: str | None) -> JudgePrompt:
-    if setting == OFFICIAL:
+    if setting == "official":
         from clineval.benchmarks.healthbench.official import official_prompt
 
         return official_prompt()
     return load_judge_prompt(setting, JUDGE)
 
 
-def healthbench_statistics(
-    metrics: dict[str, Any], samples: list[dict[str, Any]]
-) -> dict[str, SampleStatistic]:
+def healthbench_statistics(metrics: Any, samples: Any) -> dict[str, SampleStatistic]:
     """Compare's paired test resamples the examples' (unclipped) scores, as the kit's."""
     return score_statistics(metrics, samples)
 
@@ -106,23 +68,23 @@ class _Base(JudgedTask):
 
     def data_status(self, data_root: Path | None) -> list[DataFileStatus]:
         try:
-            require_file(data_root, relative(self.name))
+            require_file(data_root, where := data.relative(self.name))
         except InputError:
-            return [DataFileStatus(relative(self.name), "missing")]
-        return [DataFileStatus(relative(self.name), "not checked")]
+            return [DataFileStatus(where, "missing")]
+        return [DataFileStatus(where, "not checked")]
 
     def judge_prompt(self, setting: str | None) -> JudgePrompt:
         return judge_prompt(setting)
 
     def _read(self, ctx: RunContext) -> list[Any]:
         cases = self._option(ctx, "cases")
-        path, self.fixture = source(self.name, cases, ctx.data_root)
+        path, self.fixture = data.source(self.name, cases, ctx.data_root)
         ctx.note(self.name, "cases_file", str(path))
         ctx.note(self.name, "fixture", self.fixture)
-        return read_file(path, self.meta)
+        return data.read_file(path, self.meta)
 
-    def evaluate(self, ctx: RunContext, data: JudgedData) -> TaskResult:
-        result = super().evaluate(ctx, data)
+    def evaluate(self, ctx: RunContext, judged: JudgedData) -> TaskResult:
+        result = super().evaluate(ctx, judged)
         result.metrics["fixture"] = self.fixture
         return result
 
@@ -131,7 +93,7 @@ class HealthBenchTask(_Base):
     description = "HealthBench: rubric-graded health conversations (clipped points score)"
 
     def items(self, ctx: RunContext) -> list[JudgedItem]:
-        examples: list[Example] = self._read(ctx)
+        examples: list[data.Example] = self._read(ctx)
         ideal = self._option(ctx, "completions") == "ideal"
         if ideal and ctx.backend.kind is ModelKind.PREDICTIONS:
             raise InputError(
@@ -140,51 +102,34 @@ class HealthBenchTask(_Base):
             )
         self.examples = {e.prompt_id: e for e in examples if e.ideal is not None or not ideal}
         return [
-            JudgedItem(
-                e.prompt_id,
-                render(e.prompt),
-                tuple(
-                    Criterion(f"c{i}", r.shown, r.points, r.tags) for i, r in enumerate(e.rubrics)
-                ),
-                e.prompt,
-                e.ideal if ideal else None,
-            )
+            JudgedItem(e.prompt_id, data.render(e.prompt), e.criteria, e.prompt, answer)
             for e in self.examples.values()
+            for answer in [e.ideal if ideal else None]
         ]
 
     def score(self, item: JudgedItem, verdicts: NDArray[np.float64]) -> float:
-        value = points_score([c.points for c in item.criteria], list(verdicts))
+        value = scores.points_score([c.points for c in item.criteria], list(verdicts))
         assert value is not None, "the reader refuses a rubric without positive points"
         return value
 
     def item_figures(self, item: JudgedItem, verdicts: NDArray[np.float64]) -> dict[str, float]:
-        tags = self.examples[item.id].tags
-        rubric_tags = [c.tags for c in item.criteria]
-        points = [c.points for c in item.criteria]
-        return example_figures(tags, rubric_tags, points, verdicts.tolist())
+        return scores.example_figures(self.examples[item.id].tags, item.criteria, verdicts.tolist())
 
-    def evaluate(self, ctx: RunContext, data: JudgedData) -> TaskResult:
-        result = super().evaluate(ctx, data)
+    def evaluate(self, ctx: RunContext, judged: JudgedData) -> TaskResult:
+        result = super().evaluate(ctx, judged)
         metrics = result.metrics
         per_sample = self._option(ctx, "clip") == "sample"
-        columns: dict[str, list[float]] = {}
-        for row in result.samples:
-            if row["score"] is None:
-                continue
+        columns: dict[str, list[float]] = {"score": []}
+        for row in (r for r in result.samples if r["score"] is not None):
             for key, value in row.items():
                 if key == "score" or (key not in _ROW_KEYS and isinstance(value, float)):
                     columns.setdefault(key, []).append(value)
-        for key in columns:  # the kit's unclipped means and intervals give way to the authors'
-            metrics.pop(f"{key}_ci", None)
-        for key, values in {
-            "score": columns.pop("score", []),
-            **dict(sorted(columns.items())),
-        }.items():
-            stats = clipped_stats(values, ctx.config.seed, per_sample)
-            metrics[key] = stats["mean"]
-            metrics[f"{key}_ci"] = stats["ci"]
-            metrics[f"{key}:bootstrap_std"] = stats["bootstrap_std"]
-            metrics[f"{key}:n_samples"] = stats["n"]
+        for key, values in columns.items():  # the kit's unclipped figures give way to these
+            got = scores.clipped_stats(values, ctx.config.seed, per_sample)
+            metrics.update({key: got["mean"], f"{key}_ci": got["ci"]})
+            metrics.update(
+                {f"{key}:bootstrap_std": got["bootstrap_std"], f"{key}:n_samples": got["n"]}
+            )
         metrics["clip"] = "per sample" if per_sample else "mean"
         metrics["completions"] = self._option(ctx, "completions")
         return result
@@ -194,48 +139,37 @@ class MetaEvalTask(_Base):
     description = "HealthBench meta-evaluation: the model as grader, against physicians"
 
     def items(self, ctx: RunContext) -> list[JudgedItem]:
-        rows: list[MetaRow] = self._read(ctx)
-        self.rows = {r.id: r for r in rows}
-        # the authors' grader sees the bare rubric text (no points)
-        return [
-            JudgedItem(
-                r.id, render(r.prompt), (Criterion("rubric", r.rubric),), r.prompt, r.completion
-            )
-            for r in rows
-        ]
+        rows: list[data.MetaRow] = self._read(ctx)
+        self.rows = {r.item.id: r for r in rows}
+        return [r.item for r in rows]  # the authors' grader sees the bare rubric text
 
     def score(self, item: JudgedItem, verdicts: NDArray[np.float64]) -> float:
         return float(verdicts[0])
 
-    def evaluate(self, ctx: RunContext, data: JudgedData) -> TaskResult:
-        result = super().evaluate(ctx, data)
+    def evaluate(self, ctx: RunContext, judged: JudgedData) -> TaskResult:
+        result = super().evaluate(ctx, judged)
         labels = {row["id"]: row["score"] for row in result.samples if row["score"] is not None}
-        rows = [self.rows[item.id] for item in data.items]
+        rows = [self.rows[item.id] for item in judged.items]
         pairs: dict[str, list[tuple[bool, bool]]] = {}
         for row in rows:
-            if row.id in labels:
-                own = bool(labels[row.id])
+            if row.item.id in labels:
+                own = bool(labels[row.item.id])
                 pairs.setdefault("", []).extend((own, other) for other in row.labels)
                 pairs.setdefault(row.category, []).extend((own, other) for other in row.labels)
-        overall = balanced_f1(pairs.pop("", []))
-        physicians = physician_figures([(r.physicians, r.labels, r.category) for r in rows])
-        grader = overall["balanced_f1"]["value"]
+        overall = scores.agreement(pairs.pop("", []))
+        physicians = scores.physician_figures([(r.physicians, r.labels, r.category) for r in rows])
         metrics = result.metrics
         for key in ("score", "score_ci", "criteria_met_rate", "n_items_scored"):
             metrics.pop(key, None)
+        grader = overall["balanced_f1"]
+        others = [p["balanced_f1"] for p in physicians.values()]
         metrics.update(
             balanced_f1=grader,
-            f1_pos=overall["f1_pos"]["value"],
-            f1_neg=overall["f1_neg"]["value"],
-            pairwise=overall,
-            by_category={
-                c: balanced_f1(p)["balanced_f1"]["value"] for c, p in sorted(pairs.items())
-            },
+            balanced_f1_n=overall["n"],
+            by_category={c: scores.agreement(p) for c, p in sorted(pairs.items())},
             physicians=physicians,
-            physician_mean=weighted_mean(physicians),
-            grader_percentile=percentile_among(
-                grader, [p["balanced_f1"] for p in physicians.values()]
-            ),
+            physician_mean=scores.weighted_mean(physicians),
+            grader_percentile=scores.percentile_among(grader, others),
             n_labelled=len(labels),
         )
         return result
