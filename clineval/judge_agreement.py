@@ -31,11 +31,10 @@ from clineval.judge.ensemble import AGGREGATES, aggregate
 from clineval.judge.verdict import judge_of_kind, read_verdicts, verdict_kind
 from clineval.judge_labels import BINARY, GRADED, Labels, read_labels
 from clineval.metrics.agreement import (
-    class_f1,
+    class_f1_of,
     cohen_kappa,
     icc_2_1,
     krippendorff_alpha,
-    pooled_pairs,
     strict_majority,
 )
 from clineval.option_flags import config_from_manifest
@@ -47,9 +46,9 @@ OUTPUT = "judge_agreement.json"
 
 # {figure: its exact variant}, printed under the tables and written with the figures
 VARIANTS = {
-    "cohen_kappa": "Cohen's kappa, unweighted, against the other raters' strict-majority label "
-    "(a label more than half of a unit's labels hold); units without one are left out and "
-    "counted in n_no_majority",
+    "cohen_kappa": "Cohen's kappa, unweighted, against the raters' strict-majority label (a "
+    "label more than half of a unit's labels hold; for a rater: the other raters'); units "
+    "without one are left out and counted in n_no_majority",
     "cohen_kappa_quadratic": "graded: Cohen's kappa with quadratic weights (the squared "
     "difference of the two scores), against the same strict-majority label",
     "krippendorff_alpha": "Krippendorff's alpha over the units, the judge as one more rater "
@@ -60,8 +59,8 @@ VARIANTS = {
     "paired with each other rater's label of the same unit, pooled over units and raters; the "
     "mean of F1(true) and F1(false); null when a class is absent from either side",
     "icc_2_1": "graded: ICC(2,1), two-way random effects, absolute agreement, single rater "
-    "(McGraw and Wong's ICC(A,1)), over two columns: the judge's score and the other raters' "
-    "mean score, on the units that have both",
+    "(McGraw and Wong's ICC(A,1)), over two columns: the judge's score and the raters' mean "
+    "score (for a rater: the other raters'), on the units that have both",
     "accuracy": "binary: share of the pooled (judge, rater) pairs that agree",
 }
 
@@ -90,16 +89,18 @@ def compare(own: NDArray[np.float64], others: NDArray[np.float64], kind: str) ->
     if not out["n"]:
         return _none_compared(out, kind)
     if kind == BINARY:
-        pairs = pooled_pairs(own, others)
-        f1_met, f1_not_met = class_f1(pairs, True), class_f1(pairs, False)
-        agree = [g == p for g, p in pairs]
+        # every (judge label, one rater's label) pair: pooled_pairs, as arrays
+        paired = ~np.isnan(own)[:, None] & ~np.isnan(others)
+        grader = np.broadcast_to(own[:, None], others.shape)[paired] == 1.0
+        rater = others[paired] == 1.0
+        f1_met, f1_not_met = class_f1_of(grader, rater, True), class_f1_of(grader, rater, False)
         return {
             **out,
-            "n_pairs": len(pairs),
+            "n_pairs": int(paired.sum()),
             "balanced_f1": _finite((f1_met + f1_not_met) / 2),
             "f1_met": _finite(f1_met),
             "f1_not_met": _finite(f1_not_met),
-            "accuracy": float(np.mean(agree)) if agree else None,
+            "accuracy": float((grader == rater).mean()) if grader.size else None,
         }
     mean = np.full(own.shape, np.nan)
     mean[labelled] = np.nanmean(others[labelled], axis=1)

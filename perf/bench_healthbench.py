@@ -120,8 +120,8 @@ def main() -> None:
         results = json.loads((out / "results.json").read_text())["healthbench"]
         size = (out / "report.html").stat().st_size
         samples = (out / "samples.jsonl").stat().st_size
-    print(f"{args.examples:,} examples, {args.criteria:,} criteria, {calls:,} calls "
-          f"(SYNTHETIC), concurrency {args.concurrency}, stub latency {args.latency} s")  # fmt: skip
+    size_text = f"{args.examples:,} examples, {args.criteria:,} criteria, {calls:,} calls"
+    print(f"{size_text} (SYNTHETIC), concurrency {args.concurrency}, latency {args.latency} s")
     print("| phase | wall | CPU | CPU per call | peak RSS | HTTP requests | exit |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for name, got in rows:

@@ -128,6 +128,8 @@ def test_strict_majority() -> None:
     assert np.isnan(got[[1, 3, 5]]).all()  # a tie, no label, a three-way split
 
 
+# pingouin calls a pandas keyword pandas deprecates: its warning, not ours
+@pytest.mark.filterwarnings("ignore:The inplace keyword")
 @pytest.mark.parametrize("seed", range(6))
 def test_icc_2_1_equals_pingouin(seed: int) -> None:
     pingouin = pytest.importorskip("pingouin")
@@ -163,3 +165,35 @@ def test_pooled_pairs_pair_each_rater_label() -> None:
     raters = np.array([[1.0, 0.0], [np.nan, 0.0], [1.0, 1.0]])
     assert pooled_pairs(judge, raters) == [(True, True), (True, False), (False, False)]
     assert pooled_pairs(judge, np.array([1.0, 1.0, 1.0])) == [(True, True), (False, True)]
+
+
+def _healthbench_style(pairs: list[tuple[bool, bool]]) -> float:
+    """The meta-evaluation's own route, written out for the test: per class, precision as the
+    agreement rate over the pairs where the grader gave that class, recall as the agreement
+    rate over those where the physician did; a rate over no pairs is undefined, and so is
+    then the class's F1 and the balanced mean (nan here)."""
+
+    def rate(flags: list[bool]) -> float | None:
+        return sum(flags) / len(flags) if flags else None
+
+    f1s = []
+    for cls in (True, False):
+        precision = rate([g == p for g, p in pairs if g == cls])
+        recall = rate([g == p for g, p in pairs if p == cls])
+        if precision is None or recall is None:
+            return math.nan
+        total = precision + recall
+        f1s.append(0.0 if total == 0 else 2 * precision * recall / total)
+    return (f1s[0] + f1s[1]) / 2
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_pooled_balanced_f1_follows_the_meta_evaluation_on_small_sets(seed: int) -> None:
+    # small sets reach the undefined cases, where sklearn's macro F1 would say 0
+    rng = np.random.default_rng(seed)
+    for _ in range(200):
+        n = int(rng.integers(0, 6))
+        pairs = [(bool(g), bool(p)) for g, p in rng.random((n, 2)) < 0.5]
+        want = _healthbench_style(pairs)
+        got = pooled_balanced_f1(pairs)
+        assert (math.isnan(got) and math.isnan(want)) or got == pytest.approx(want)

@@ -115,6 +115,8 @@ def test_binary_figures_of_judge_and_raters_equal_the_libraries(
         assert f"{figures['n_no_majority']} unit(s) without a strict majority" in text
 
 
+# pingouin calls a pandas keyword pandas deprecates: its warning, not ours
+@pytest.mark.filterwarnings("ignore:The inplace keyword")
 def test_graded_figures_equal_the_libraries(tmp_path: Path) -> None:
     pingouin = pytest.importorskip("pingouin")
     import pandas as pd
@@ -198,3 +200,72 @@ def test_bad_label_lines_name_the_line(
     with pytest.raises(InputError) as caught:
         read_labels(path)
     assert caught.value.one_line().startswith(f"{path}:{message}")
+
+
+def test_the_report_shows_the_figures_and_names_the_variants(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from clineval.report.agreement_section import agreement_blocks
+    from clineval.report.rundata import load_run
+
+    rng = np.random.default_rng(2)
+    units = _units()
+    judge = (rng.random(len(units)) < 0.5).astype(float)
+    run = _scored_run(tmp_path, judge)
+    assert agreement_blocks(load_run(run, with_samples=False), "clinconsensus") == []
+    rows = [
+        {"id": item, "criterion": crit, "rater": rater, "label": bool(rng.random() < 0.5)}
+        for item, crit in units
+        for rater in RATERS[:2]
+    ]
+    labels = _write(tmp_path / "labels.jsonl", rows)
+    assert main(["judge-agreement", str(run), "--labels", str(labels)]) == 0
+    written = json.loads((run / "judge_agreement.json").read_text("utf-8"))
+    blocks = agreement_blocks(load_run(run, with_samples=False), "clinconsensus")
+    judges, raters = blocks
+    assert judges["header"][1:] == [
+        "n", "n_no_majority", "cohen_kappa", "krippendorff_alpha", "balanced_f1", "accuracy"
+    ]  # fmt: skip
+    figures = written["judges"]["verdicts-file"]
+    assert 0 < figures["n_no_majority"] < len(units)  # two raters who split on some units
+    assert judges["rows"][0][:4] == [
+        "verdicts-file",
+        str(len(units)),
+        str(figures["n_no_majority"]),
+        f"{figures['cohen_kappa']:.3f}",
+    ]
+    assert "HealthBench's pooled pairwise balanced F1" in judges["note"]
+    assert [r[0] for r in raters["rows"]] == list(RATERS[:2])
+    assert agreement_blocks(load_run(run, with_samples=False), "another task") == []
+    capsys.readouterr()
+    report = tmp_path / "report.html"
+    assert main(["report", str(run), "-o", str(report)]) == 0
+    html = report.read_text("utf-8")
+    assert "Judges vs human labels" in html and "strict-majority label" in html
+
+
+def test_a_panel_aggregate_is_compared_as_one_more_judge(tmp_path: Path) -> None:
+    from clineval.judge_agreement import compare
+
+    rows = [
+        {"id": f"i{u}", "criterion": "c", "rater": r, "label": bool((u + k) % 3)}
+        for u in range(12)
+        for k, r in enumerate(RATERS)
+    ]
+    parsed = read_labels(_write(tmp_path / "labels.jsonl", rows))
+    one = np.array([u % 2 for u in range(12)], dtype=float)
+    two = np.array([1.0] * 6 + [0.0] * 6)
+    result = agreement_figures(parsed, {"j1": one, "j2": two}, "majority")
+    # majority of two judges: met only when both say met (a split is not met)
+    combined = ((one + two) == 2).astype(float)
+    matrix = np.array([[float(bool((u + k) % 3)) for k in range(3)] for u in range(12)])
+    assert result["aggregate"] == {"rule": "majority", **compare(combined, matrix, "binary")}
+    graded = read_labels(
+        _write(tmp_path / "g.jsonl", [{**r, "label": int(r["label"]) + 1} for r in rows])
+    )
+    result = agreement_figures(graded, {"j1": one + 1, "j2": two + 1})
+    assert result["aggregate"]["rule"] == "mean"
+    assert result["aggregate"] == {
+        "rule": "mean",
+        **compare((one + two) / 2 + 1, matrix + 1, "graded"),
+    }

@@ -17,6 +17,22 @@ from numpy.typing import NDArray
 Matrix = NDArray[np.float64]
 
 
+def _pair_array(pairs: Iterable[tuple[bool, bool]]) -> NDArray[np.bool_]:
+    """(n, 2) booleans: column 0 the grader's labels, column 1 the physician's."""
+    listed = [(bool(g), bool(p)) for g, p in pairs]
+    return np.array(listed, dtype=bool).reshape(len(listed), 2)
+
+
+def class_f1_of(grader: NDArray[np.bool_], physician: NDArray[np.bool_], positive: bool) -> float:
+    """`class_f1` of paired label arrays (grader[i] with physician[i])."""
+    said, truth = grader == positive, physician == positive
+    n_said, n_truth = int(said.sum()), int(truth.sum())
+    if n_said == 0 or n_truth == 0:
+        return math.nan
+    # 2PR/(P+R) with P = tp/said, R = tp/truth, which is 0 when tp is 0.
+    return 2 * int((said & truth).sum()) / (n_said + n_truth)
+
+
 def class_f1(pairs: Iterable[tuple[bool, bool]], positive: bool) -> float:
     """F1 of one class over (grader, physician) pairs; nan when it is undefined.
 
@@ -26,16 +42,8 @@ def class_f1(pairs: Iterable[tuple[bool, bool]], positive: bool) -> float:
     never says "not met" on a set where no physician did either has not failed at "not met".
     When both are defined and both 0, the F1 is 0.
     """
-    tp = said = truth = 0
-    for grader, physician in pairs:
-        g, p = bool(grader) == positive, bool(physician) == positive
-        said += g
-        truth += p
-        tp += g and p
-    if said == 0 or truth == 0:
-        return math.nan
-    # 2PR/(P+R) with P = tp/said, R = tp/truth, which is 0 when tp is 0.
-    return 2 * tp / (said + truth)
+    array = _pair_array(pairs)
+    return class_f1_of(array[:, 0], array[:, 1], positive)
 
 
 def pooled_balanced_f1(pairs: Iterable[tuple[bool, bool]]) -> float:
@@ -50,8 +58,9 @@ def pooled_balanced_f1(pairs: Iterable[tuple[bool, bool]]) -> float:
     scikit-learn's `f1_score(average="macro")` gives the same figure whenever both labels occur
     on both sides; where a class is missing on one side it counts that class's F1 as 0 instead.
     """
-    listed = [(bool(g), bool(p)) for g, p in pairs]
-    return (class_f1(listed, True) + class_f1(listed, False)) / 2
+    array = _pair_array(pairs)
+    grader, physician = array[:, 0], array[:, 1]
+    return (class_f1_of(grader, physician, True) + class_f1_of(grader, physician, False)) / 2
 
 
 def pooled_pairs(judge: Matrix, raters: Matrix) -> list[tuple[bool, bool]]:
@@ -71,14 +80,14 @@ def strict_majority(labels: Matrix) -> NDArray[np.float64]:
     its own is a majority of one."""
     labels = np.atleast_2d(np.asarray(labels, dtype=np.float64))
     out = np.full(labels.shape[0], np.nan)
-    for u, row in enumerate(labels):
-        given = row[~np.isnan(row)]
-        if given.size == 0:
-            continue
-        values, counts = np.unique(given, return_counts=True)
-        top = int(np.argmax(counts))
-        if 2 * counts[top] > given.size:
-            out[u] = values[top]
+    values = np.unique(labels[~np.isnan(labels)])
+    if values.size == 0:
+        return out
+    counts = np.stack([(labels == v).sum(axis=1) for v in values], axis=1)  # (units, values)
+    top = counts.argmax(axis=1)
+    given = (~np.isnan(labels)).sum(axis=1)
+    held = 2 * counts[np.arange(labels.shape[0]), top] > given
+    out[held] = values[top[held]]
     return out
 
 
@@ -159,7 +168,7 @@ def _distances(values: Matrix, marginals: Matrix, level: str) -> Matrix:
     lo = np.minimum.outer(np.arange(k), np.arange(k))
     hi = np.maximum.outer(np.arange(k), np.arange(k))
     between = cumulative[hi + 1] - cumulative[lo]
-    return (between - (marginals[lo] + marginals[hi]) / 2.0) ** 2
+    return np.asarray((between - (marginals[lo] + marginals[hi]) / 2.0) ** 2, dtype=np.float64)
 
 
 def icc_2_1(scores: Matrix) -> float | None:
@@ -172,7 +181,7 @@ def icc_2_1(scores: Matrix) -> float | None:
     n, k = x.shape
     if n < 2 or k < 2 or np.isnan(x).any():
         return None
-    grand = x.mean()
+    grand = float(x.mean())
     ss_rows = k * float(((x.mean(axis=1) - grand) ** 2).sum())
     ss_cols = n * float(((x.mean(axis=0) - grand) ** 2).sum())
     ss_error = float(((x - grand) ** 2).sum()) - ss_rows - ss_cols
@@ -181,4 +190,4 @@ def icc_2_1(scores: Matrix) -> float | None:
     denominator = ms_rows + (k - 1) * ms_error + k * (ms_cols - ms_error) / n
     if denominator <= 0.0:
         return None
-    return (ms_rows - ms_error) / denominator
+    return float((ms_rows - ms_error) / denominator)
