@@ -434,6 +434,7 @@ NAMES_ALLOWED: dict[tuple[str, str | None], str] = {
     ("benchmarks/registry.py", "return [NER, TCM_SD, CLINCONSENSUS, HEALTHBENCH"): "the same list",
     # the agreement statistic judge-agreement reports is the one HealthBench's meta-eval names
     ("judge_agreement.py", '"balanced_f1"'): "a generic agreement statistic",
+    ("report/agreement_section.py", '"balanced_f1"'): "the same statistic, shown",
     # The command line's own help: the product's one-line description and the examples of
     # `run --help` / `score --help` name the built-in benchmarks a user has, as the README does.
     ("cli.py", "Evaluate models on Clinical NER (NCER), TCM-SD and ClinConsensus."): "product",
