@@ -55,7 +55,9 @@ from clineval.skills_install import (
 
 # The primary metric of each family as the benchmarks define them (the DESIGN's table).
 PRIMARY_METRIC = {"ner": "token_macro_f1", "tcm-sd": "macro_f1", "clinconsensus": "cacs@7"}
-EXPECTED_SKILLS = {"tcm-sd-eval", "clinconsensus-eval", "clinical-ner-eval", "clineval"}
+EXPECTED_SKILLS = {
+    *("tcm-sd-eval", "clinconsensus-eval", "clinical-ner-eval", "healthbench-eval", "clineval"),
+}
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 

@@ -24,7 +24,6 @@ from clineval.benchmarks.judged import (
     answer_text,
     check_slots,
     error_rate_failures,
-    judge_prompt_setting,
     stored_answers,
     stored_verdicts,
     verdict_matrix,
@@ -33,7 +32,7 @@ from clineval.benchmarks.judged_flow import plan_judged, predict_judged
 from clineval.benchmarks.kit import predictions_path, read_predictions, select_samples
 from clineval.errors import InputError
 from clineval.judge.ensemble import aggregate, agreement_table, count_ties, mean_grades
-from clineval.judge.prompt import JudgePrompt
+from clineval.judge.prompt import JudgePrompt, load_judge_prompt
 from clineval.judge.verdict import VerdictRow
 from clineval.models.registry import ModelKind
 from clineval.plan import CallPlan
@@ -197,6 +196,12 @@ class JudgedTask(Task[JudgedData]):
         one of the kit's own metrics or row fields. None by default."""
         return {}
 
+    def judge_prompt(self, setting: str | None) -> JudgePrompt:
+        """The wording `--judge-prompt` names (`setting`; None: the benchmark's own). A
+        benchmark with named prompts of its own (an official one fetched at use time)
+        resolves those here and leaves the rest to this default (a template file)."""
+        return load_judge_prompt(setting, self.prompt)
+
     def _option(self, ctx: RunContext, name: str) -> Any:
         assert self.option_group is not None, "a JudgedTask declares judge_options(...)"
         return self.option_group.value(ctx.config.options, name)
@@ -238,7 +243,7 @@ class JudgedTask(Task[JudgedData]):
         check_slots(self.name, self.prompt, items)
         judging = Judging(
             task=self.name,
-            prompt=judge_prompt_setting(ctx.config, self.prompt),
+            prompt=self.judge_prompt(ctx.config.judge_prompt),
             candidate_template=self.candidate_template,
             panel=panel,
             bounds=bounds,
