@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from clineval.benchmarks.missing import MISSING_KEY
 from clineval.benchmarks.registry import benchmark_of, metric_schema
 from clineval.report.rundata import RunData
 from clineval.report.sections_common import NOTE_KEYS, Metric, fill_intervals, headline
@@ -81,7 +82,19 @@ def _notes(task: str, metrics: dict[str, Any], record: dict[str, Any]) -> list[s
             + ", so these scores grade its own answers; give --judge for an independent judge"
         )
     notes += [str(metrics[k]) for k in NOTE_KEYS if k != "data_note" and metrics.get(k)]
+    missing = _missing(metrics)
+    if missing:
+        notes.append(
+            f"{missing:,} sample(s) without a prediction, scored as no answer "
+            f"({MISSING_KEY}): these figures are not the benchmark's over its samples"
+        )
     return [f"{task}: {note}" for note in notes]
+
+
+def _missing(metrics: dict[str, Any]) -> int | None:
+    """The samples without a prediction (clineval.benchmarks.missing), if the task counted."""
+    value = metrics.get(MISSING_KEY)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def summarize(
@@ -125,10 +138,22 @@ def summarize(
             if card.key not in table.columns:
                 table.columns.append(card.key)
         fixture = _is_fixture(metrics, task_record)
-        table.rows.append(Row(task, {c.key: _cell(c) for c in cards}, fixture))
+        cells = {c.key: _cell(c) for c in cards}
+        if (missing := _missing(metrics)) is not None:
+            cells[MISSING_KEY] = Cell(f"{missing:,}", None)
+        table.rows.append(Row(task, cells, fixture))
         notes += _notes(task, metrics, task_record)
+    for table in tables.values():
+        # a column only where a sample went without a prediction: never a silent gap
+        gaps = any(_nonzero(row.cells.get(MISSING_KEY)) for row in table.rows)
+        if gaps and MISSING_KEY not in table.columns:
+            table.columns.append(MISSING_KEY)
     commands = next_commands(run_dir, command) if run_dir is not None else []
     return Summary(list(tables.values()), notes, run_dir, commands)
+
+
+def _nonzero(cell: Cell | None) -> bool:
+    return cell is not None and cell.value not in ("0", "")
 
 
 def next_commands(run_dir: Path, command: str = "run") -> list[str]:

@@ -159,7 +159,8 @@ def test_missing_documents_are_counted(tmp_path: Path, data_root: Path) -> None:
     path = _gold_file(tmp_path, data_root, "ncbi", keep=30)
     run_dir = tmp_path / "run"
     argv = ["run", "ner:ncbi", "--model", f"predictions:{path}", "--output-dir", str(run_dir)]
-    assert main([*argv, "--data-dir", str(data_root)]) == 0
+    # results written, and the run fails for the documents without a prediction
+    assert main([*argv, "--data-dir", str(data_root)]) == 1
     results = _results(run_dir)["ner:ncbi"]
     assert results["missing_predictions"] == 70
     assert results["span_partial_precision"] == 1.0

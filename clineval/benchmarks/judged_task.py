@@ -307,9 +307,9 @@ class JudgedTask(Task[JudgedData]):
             bounded.update({f" of {k}": v for k, v in per_judge.items()})
         samples = [self._row(item, stored, answers, scores[n]) for n, item in enumerate(items)]
         errors = error_rate_failures(ctx.config.max_judge_error_rate, bounded)
-        if metrics["candidate_errors"]:
-            errors.append(f"{metrics['candidate_errors']} item(s) got no candidate answer")
-        return TaskResult(metrics, samples, errors, _unmatched(items, stored))
+        # an item without an answer fails the run, as every benchmark's (benchmarks.missing)
+        absent = [item.id for item, ok in zip(items, answered, strict=True) if not ok]
+        return TaskResult(metrics, samples, errors, _unmatched(items, stored), absent)
 
     def _row(
         self,

@@ -200,8 +200,8 @@ def evaluate(ctx: RunContext, data: Data) -> TaskResult:
     samples = _samples(data, list(cases), stored, answers, full, primary_label, full_complete)
     errors: list[str] = []
     warnings: list[str] = []
-    if metrics["candidate_errors"]:
-        errors.append(f"{metrics['candidate_errors']} case(s) got no candidate answer")
+    # a case without an answer fails the run, as every benchmark's (benchmarks.missing)
+    absent = [c.case_id for c, ok in zip(cases, answered, strict=True) if not ok]
     # The bound holds for the primary figures AND for each judge of a panel.
     bounded = {"": headline, **{f" of {k}": v for k, v in metrics.get("per_judge", {}).items()}}
     errors += error_rate_failures(config.max_judge_error_rate, bounded)
@@ -216,7 +216,9 @@ def evaluate(ctx: RunContext, data: Data) -> TaskResult:
             errors.append(hint)
         else:  # under the bound the run succeeds, but the empty figures still need a reason
             warnings.append(hint)
-    return TaskResult(metrics=metrics, samples=samples, errors=errors, warnings=warnings)
+    return TaskResult(
+        metrics=metrics, samples=samples, errors=errors, warnings=warnings, missing=absent
+    )
 
 
 def judge_errors_hint(
