@@ -197,7 +197,9 @@ class _Flow:
             self.progress.count("candidate_errors")
             self.progress.advance()
             return None
-        record = AnswerRecord(label, reply.text, None, True, reply.usage, reply.finish_reason)
+        record = AnswerRecord(
+            label, reply.text, None, True, reply.usage, reply.finish_reason, reply.key
+        )
         self.store.put_record(self.task, ANSWER_KIND, item.id, record.to_stored())
         self.progress.advance(cached=reply.cached)
         return reply.text

@@ -113,6 +113,7 @@ class JudgeOutcome:
     cached: bool = True  # every call came from the run store
     format: str | None = None  # response_format level of the last call
     usage: dict[str, int] = field(default_factory=dict)
+    calls: list[str] = field(default_factory=list)  # the run store's keys of its calls
 
     def record(self, judge: str, prompt_version: str) -> VerdictRecord:
         """What goes to the run store for this (judge, sample, criterion)."""
@@ -126,6 +127,7 @@ class JudgeOutcome:
             usage=self.usage,
             judge=judge,
             prompt=prompt_version,
+            calls=tuple(self.calls),
         )
 
 
@@ -213,6 +215,8 @@ async def judge_criterion(
             break
         outcome.cached = outcome.cached and reply.cached
         _add_usage(outcome.usage, reply.usage)
+        if reply.key is not None:
+            outcome.calls.append(reply.key)
         verdict = parse_verdict(reply.text, answer=response, delimiters=prompt.delimiters)
         if verdict is not None:
             outcome.met = verdict.met

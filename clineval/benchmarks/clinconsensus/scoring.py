@@ -44,7 +44,7 @@ from clineval.benchmarks.judged import (
 )
 from clineval.judge.ensemble import aggregate, agreement_table, count_ties
 from clineval.judge.verdict import AnswerRecord, VerdictRecord, VerdictRow, verdict_key
-from clineval.models.usage import load_price_table, summarize_usage
+from clineval.models.usage import task_usage
 
 SLICE_FIELDS = ("difficulty", "subject", "task", "user_role")
 # The official slices (the authors' script groups by each subject label): a case counts in
@@ -119,11 +119,16 @@ def _slices(cases: list[Case], s: NDArray[np.int64], n: int, ks: tuple[int, ...]
 def _usage(
     ctx: RunContext, answers: list[AnswerRecord], verdicts: list[VerdictRecord]
 ) -> dict[str, Any]:
-    """Tokens of this task's stored answers and verdicts ("calls" counts those records; a
-    verdict's tokens include its retries)."""
-    calls = [(r.model, r.usage) for r in answers if r.usage is not None]
-    calls += [(str(v.judge), v.usage) for v in verdicts if v.usage is not None]
-    return summarize_usage(calls, load_price_table(ctx.config.price_table))
+    """Tokens and cost of the calls this task's answers and verdicts were made by, read from
+    the run store's calls as the manifest's usage is (a reused call is counted as reused);
+    records stored before they named their calls count by their own usage."""
+    keys = [r.call for r in answers if r.call is not None]
+    keys += [key for v in verdicts for key in v.calls]
+    unkeyed: list[tuple[str, dict[str, Any] | None]] = [
+        (r.model, r.usage) for r in answers if r.call is None and r.usage is not None
+    ]
+    unkeyed += [(str(v.judge), v.usage) for v in verdicts if not v.calls and v.usage is not None]
+    return task_usage(ctx.store, keys, unkeyed, ctx.config.price_table)
 
 
 def evaluate(ctx: RunContext, data: Data) -> TaskResult:
