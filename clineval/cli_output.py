@@ -86,6 +86,10 @@ def print_summary(summary: Summary) -> None:
         )
     for note in summary.notes:
         stdout.print(note, style="bold yellow", markup=False, soft_wrap=True)
+    for line in summary.judges:
+        stdout.print(line, markup=False, soft_wrap=True, highlight=False)
+    if summary.cost is not None:
+        stdout.print(summary.cost, markup=False, soft_wrap=True, highlight=False)
     if summary.run_dir is not None:
         stdout.print(f"run directory: {summary.run_dir}", markup=False, soft_wrap=True)
     if summary.next_commands:

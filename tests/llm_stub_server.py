@@ -34,6 +34,7 @@ Behaviours (a script is consumed one entry per chat request, then `default` appl
 Without "content", the reply is deterministic in the request: with a `response_format` a JSON
 verdict {"explanation": ..., "criteria_met": bool} (bool from the request hash), else a short
 text. `"content_by_key": {KEY: text}` in a behaviour overrides the reply per request key.
+`"finish_reason": "length"` in an "ok" behaviour replaces "stop" (a reply cut at its cap).
 `"jitter": j` in an "ok" behaviour scales each latency by a uniform draw in 1 +- j.
 `"prefix_cache": true` in an "ok" behaviour plays a server's prompt cache: the prompt's
 longest common prefix with the last 256 prompts this stub saw counts as cached
@@ -499,6 +500,8 @@ class StubProtocol(asyncio.Protocol):
         if do == "ok":
             cached = cached_prefix_tokens(state, body) if behaviour.get("prefix_cache") else None
             reply = completion(body, key, _content(behaviour, key), cached)
+            if "finish_reason" in behaviour:  # e.g. "length": a reply cut at its cap
+                reply["choices"][0]["finish_reason"] = behaviour["finish_reason"]
             usage = reply["usage"]
             reused = usage.get("prompt_tokens_details", {}).get("cached_tokens", 0)
             state.prefill_tokens += usage["prompt_tokens"] - reused

@@ -40,7 +40,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # 3 the kit benchmarks build on: the task protocol, the call plan, the report's and the
     #   export's building blocks
     ("clineval.benchmarks.base", "clineval.benchmarks.declaration", "clineval.benchmarks.kit",
-     "clineval.benchmarks.missing", "clineval.benchmarks.results_view",
+     "clineval.benchmarks.missing", "clineval.benchmarks.answer_checks",
+     "clineval.benchmarks.results_view",
      "clineval.benchmarks.judged", "clineval.benchmarks.judged_flow",
      "clineval.benchmarks.judged_task", "clineval.plan",
      "clineval.report.rundata", "clineval.report.plots", "clineval.report.sections_common",
@@ -65,6 +66,7 @@ BENCHMARK_KIT = (
     "clineval.benchmarks.declaration",
     "clineval.benchmarks.kit",
     "clineval.benchmarks.missing",
+    "clineval.benchmarks.answer_checks",
     "clineval.benchmarks.results_view",
     "clineval.benchmarks.judged",
     "clineval.benchmarks.judged_flow",

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
+from clineval.benchmarks.answer_checks import add_answer_checks
 from clineval.benchmarks.base import RunContext, Task, TaskResult
 from clineval.benchmarks.declaration import MetricSchema, MetricSpec
 from clineval.benchmarks.judged import (
@@ -305,6 +306,7 @@ class JudgedTask(Task[JudgedData]):
             metrics.update(per_judge=per_judge, aggregate=rule, agreement=agreement)
             metrics["aggregate_ties"] = count_ties(stacked)
             bounded.update({f" of {k}": v for k, v in per_judge.items()})
+        add_answer_checks(metrics, (answers.get(item.id) for item in items))
         samples = [self._row(item, stored, answers, scores[n]) for n, item in enumerate(items)]
         errors = error_rate_failures(ctx.config.max_judge_error_rate, bounded)
         # an item without an answer fails the run, as every benchmark's (benchmarks.missing)

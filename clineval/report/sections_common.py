@@ -9,11 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from clineval.benchmarks.answer_checks import NOTE_KEY as ANSWERS_NOTE
 from clineval.benchmarks.declaration import MetricSchema
 from clineval.report.rundata import RunData, finite_number, interval_of, is_fixture_task
 from clineval.secrets import redact
 
-NOTE_KEYS = ("data_note", "note", "warning")
+# result keys holding a sentence a reader must see: in the report and at the end of a run
+NOTE_KEYS = ("data_note", "note", "warning", ANSWERS_NOTE)
 
 
 def format_value(key: str, value: float | int, digits: int | None = None) -> str:

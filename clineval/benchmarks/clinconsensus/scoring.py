@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from clineval.benchmarks.answer_checks import add_answer_checks
 from clineval.benchmarks.base import RunContext, TaskResult
 from clineval.benchmarks.clinconsensus.cases import RUBRICS_PER_CASE, Case
 from clineval.benchmarks.clinconsensus.common import TASK, Data
@@ -195,6 +196,7 @@ def evaluate(ctx: RunContext, data: Data) -> TaskResult:
     if not from_file:
         judged = [r for recs in stored.values() for r in recs.values()]
         metrics["usage"] = _usage(ctx, list(answers.values()), judged)
+        add_answer_checks(metrics, (answers.get(c.case_id) for c in cases))
 
     # Sample rows cover every case, those without a candidate answer included (a browser of
     # the run must show them), with their primary verdict rows left empty.
