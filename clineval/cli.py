@@ -1193,7 +1193,7 @@ def _enable_completion() -> None:
     """Register typer's completion of each shell: with add_completion=False typer does not,
     and the shell's call (`_CLINEVAL_COMPLETE=complete_bash clineval`) needs it."""
     if any(name.startswith("_CLINEVAL_COMPLETE") for name in os.environ):
-        from typer.completion import completion_init
+        from typer._completion_classes import completion_init
 
         completion_init()
 
@@ -1326,7 +1326,7 @@ def _masked_console() -> Iterator[None]:
     a line (rich, logging, print) prints no credential the run knows."""
     register_environment()  # the environment's keys, known before anything is printed
     saved = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = MaskedStream(saved[0]), MaskedStream(saved[1])  # type: ignore[assignment]
+    sys.stdout, sys.stderr = MaskedStream(saved[0]), MaskedStream(saved[1])
     try:
         yield
     finally:
