@@ -248,8 +248,8 @@ def _execute(
                     task.predict(ctx, data)
                     phases["predict"] = time.time()
                 result: TaskResult = task.evaluate(ctx, data)
-                phases["evaluate"] = time.time()
                 missing = apply_missing_rule(store, name, result)  # every benchmark alike
+                phases["evaluate"] = time.time()
                 _refuse_losing_primary(name, written.get(name), result, output_dir)
                 store.put_task_result(name, result.metrics, result.samples)
                 manifest.note_task(
