@@ -861,6 +861,16 @@ def compare(
         ),
     ] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="The same as --format json.")] = False,
+    resamples: Annotated[
+        int | None,
+        typer.Option(
+            "--resamples",
+            parser=whole_number,
+            metavar="N",
+            help="Bootstrap resamples of each paired test (default: as many as the number "
+            "of pairs and the p-values' closeness to 0.05 need).",
+        ),
+    ] = None,
 ) -> None:
     """A leaderboard across runs, with paired bootstrap tests on shared samples."""
     from clineval.report.compare import compare_runs
@@ -868,7 +878,14 @@ def compare(
     if as_json and fmt not in ("table", "json"):
         raise InputError(f"--json: --format {fmt} asks for another format")
     # the json document is all compare prints on stdout (its progress is on stderr)
-    compare_runs(run_dirs, fmt="json" if as_json else fmt, output=output, seed=seed, console=stdout)
+    compare_runs(
+        run_dirs,
+        fmt="json" if as_json else fmt,
+        output=output,
+        seed=seed,
+        console=stdout,
+        resamples=resamples,
+    )
 
 
 @app.command()
@@ -963,11 +980,28 @@ def judge_agreement(
         str | None,
         typer.Option("--task", metavar="TASK", help="The judged task, when the run holds several."),
     ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the figures as JSON on stdout, nothing else.")
+    ] = False,
 ) -> None:
-    """Compare a run's stored judge verdicts with human labels (any judged task)."""
-    from clineval.judge_agreement import judge_agreement_report
+    """Compare a run's stored judge verdicts with human labels (any judged task).
 
-    judge_agreement_report(run_dir, labels, console=stdout, task=task)
+    Per judge: Cohen's kappa against the raters' strict majority, Krippendorff's alpha with
+    the judge as one more rater, HealthBench's pooled balanced F1 (true/false labels), ICC(2,1)
+    (scores); per rater the same figures against the other raters. Labels: JSON Lines
+    {"id", "criterion", "rater", "label": true/false or a number}."""
+    from clineval.judge_agreement import OUTPUT, judge_agreement_report
+    from clineval.judge_agreement import judge_agreement as agreement
+
+    if not as_json:
+        judge_agreement_report(run_dir, labels, console=stdout, task=task)
+        return
+    with _json_stdout(as_json) as emit:
+        result = agreement(run_dir, labels, task)
+        if "not_written" in result:
+            print(f"note: {OUTPUT} not written: {result['not_written']}", file=sys.stderr)
+        if emit is not None:
+            emit(result)
 
 
 @app.command(

@@ -52,6 +52,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("clineval.benchmarks.registry", "clineval.report", "clineval.export",
      "clineval.skills_install", "clineval.run_checks", "clineval.run_inputs",
      "clineval.run_result", "clineval.comparison", "clineval.judge_agreement",
+     "clineval.judge_labels",
      "clineval.run_summary", "clineval.option_flags"),
     # 6 running
     ("clineval.runner", "clineval.merge"),

@@ -66,7 +66,7 @@ def test_crf_run_writes_results_samples_and_manifest(crf_run: Path) -> None:
     assert results["missing_predictions"] == 0
     assert results["n_gold_spans"] > 0 and results["n_pred_spans"] > 0
     per_type = results["per_type"]["condition"]
-    assert set(per_type) == {"token", "partial", "exact"}
+    assert set(per_type) == {"token", "partial", "exact", "errors"}
     assert per_type["partial"]["f1"] == pytest.approx(results["span_partial_f1"])
     assert per_type["token"]["f1"] == pytest.approx(results["token_macro_f1"])  # one type
     notes = _manifest(crf_run)["tasks"]["ner:ncbi"]

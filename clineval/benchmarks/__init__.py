@@ -90,6 +90,13 @@ _HOME = {
     "bootstrap_indices": "clineval.metrics.bootstrap",
     "percentile_interval": "clineval.metrics.bootstrap",
     "stratified_bootstrap_indices": "clineval.metrics.bootstrap",
+    # agreement of a judge with human labels, pairwise results (docs/metrics.md)
+    "pooled_balanced_f1": "clineval.metrics.agreement",
+    "item_scores": "clineval.metrics.pairwise",
+    "position_consistency": "clineval.metrics.pairwise",
+    "tie_rate": "clineval.metrics.pairwise",
+    "win_rate": "clineval.metrics.pairwise",
+    "win_rate_interval": "clineval.metrics.pairwise",
     # report sections: the run's data and the blocks a section is built of
     "RunData": "clineval.report.rundata",
     "finite_number": "clineval.report.rundata",
@@ -133,9 +140,23 @@ _HOME = {
     "predict_judged": "clineval.benchmarks.judged_flow",
     "JudgedData": "clineval.benchmarks.judged_task",
     "JudgedTask": "clineval.benchmarks.judged_task",
+    "GRADED_SCORING_SETTINGS": "clineval.benchmarks.judged_task",
     "judged_metrics": "clineval.benchmarks.judged_task",
     "score_statistics": "clineval.benchmarks.judged_task",
     "JudgePrompt": "clineval.judge.prompt",
+    # verdict kinds and pairwise judging (docs/judging.md)
+    "Binary": "clineval.judge.kinds",
+    "Categorical": "clineval.judge.kinds",
+    "Graded": "clineval.judge.kinds",
+    "PairwiseScale": "clineval.judge.pairwise",
+    "MT_BENCH": "clineval.judge.pairwise",
+    "ARENA_HARD": "clineval.judge.pairwise",
+    "PAIRWISE_SCORING_SETTINGS": "clineval.benchmarks.judged_pairwise",
+    "PairwiseTask": "clineval.benchmarks.judged_pairwise",
+    "pairwise_item": "clineval.benchmarks.judged_pairwise",
+    "pairwise_metrics": "clineval.benchmarks.judged_pairwise",
+    "pairwise_options": "clineval.benchmarks.judged_pairwise",
+    "pairwise_statistics": "clineval.benchmarks.judged_pairwise",
     "VerdictRecord": "clineval.judge.verdict",
     "verdict_key": "clineval.judge.verdict",
 }
@@ -226,6 +247,27 @@ if TYPE_CHECKING:  # what type checkers and editors see of the lazy names below
     from clineval.benchmarks.judged_flow import (
         predict_judged as predict_judged,
     )
+    from clineval.benchmarks.judged_pairwise import (
+        PAIRWISE_SCORING_SETTINGS as PAIRWISE_SCORING_SETTINGS,
+    )
+    from clineval.benchmarks.judged_pairwise import (
+        PairwiseTask as PairwiseTask,
+    )
+    from clineval.benchmarks.judged_pairwise import (
+        pairwise_item as pairwise_item,
+    )
+    from clineval.benchmarks.judged_pairwise import (
+        pairwise_metrics as pairwise_metrics,
+    )
+    from clineval.benchmarks.judged_pairwise import (
+        pairwise_options as pairwise_options,
+    )
+    from clineval.benchmarks.judged_pairwise import (
+        pairwise_statistics as pairwise_statistics,
+    )
+    from clineval.benchmarks.judged_task import (
+        GRADED_SCORING_SETTINGS as GRADED_SCORING_SETTINGS,
+    )
     from clineval.benchmarks.judged_task import (
         JudgedData as JudgedData,
     )
@@ -286,6 +328,24 @@ if TYPE_CHECKING:  # what type checkers and editors see of the lazy names below
     from clineval.jsonl import (
         iter_json_objects as iter_json_objects,
     )
+    from clineval.judge.kinds import (
+        Binary as Binary,
+    )
+    from clineval.judge.kinds import (
+        Categorical as Categorical,
+    )
+    from clineval.judge.kinds import (
+        Graded as Graded,
+    )
+    from clineval.judge.pairwise import (
+        ARENA_HARD as ARENA_HARD,
+    )
+    from clineval.judge.pairwise import (
+        MT_BENCH as MT_BENCH,
+    )
+    from clineval.judge.pairwise import (
+        PairwiseScale as PairwiseScale,
+    )
     from clineval.judge.prompt import (
         JudgePrompt as JudgePrompt,
     )
@@ -294,6 +354,9 @@ if TYPE_CHECKING:  # what type checkers and editors see of the lazy names below
     )
     from clineval.judge.verdict import (
         verdict_key as verdict_key,
+    )
+    from clineval.metrics.agreement import (
+        pooled_balanced_f1 as pooled_balanced_f1,
     )
     from clineval.metrics.bootstrap import (
         DEFAULT_RESAMPLES as DEFAULT_RESAMPLES,
@@ -306,6 +369,21 @@ if TYPE_CHECKING:  # what type checkers and editors see of the lazy names below
     )
     from clineval.metrics.bootstrap import (
         stratified_bootstrap_indices as stratified_bootstrap_indices,
+    )
+    from clineval.metrics.pairwise import (
+        item_scores as item_scores,
+    )
+    from clineval.metrics.pairwise import (
+        position_consistency as position_consistency,
+    )
+    from clineval.metrics.pairwise import (
+        tie_rate as tie_rate,
+    )
+    from clineval.metrics.pairwise import (
+        win_rate as win_rate,
+    )
+    from clineval.metrics.pairwise import (
+        win_rate_interval as win_rate_interval,
     )
     from clineval.models.backends import (
         ModelKind as ModelKind,
