@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from clineval.benchmarks.base import RunContext, Task, TaskResult
+from clineval.benchmarks.missing import apply_missing_rule
 from clineval.benchmarks.registry import (
     benchmark_of,
     get_task,
@@ -247,6 +248,7 @@ def _execute(
                     task.predict(ctx, data)
                     phases["predict"] = time.time()
                 result: TaskResult = task.evaluate(ctx, data)
+                missing = apply_missing_rule(store, name, result)  # every benchmark alike
                 phases["evaluate"] = time.time()
                 _refuse_losing_primary(name, written.get(name), result, output_dir)
                 store.put_task_result(name, result.metrics, result.samples)
@@ -264,6 +266,9 @@ def _execute(
                     declared=_declared(name),
                 )
                 failures.extend(f"{name}: {msg}" for msg in result.errors)
+                if missing is not None:
+                    failures.append(f"{name}: {missing[0]}")
+                    warnings.append(f"{name}: {missing[1]}")
                 _write_outputs(store, output_dir, manifest)
                 _note_llm_calls(manifest, ctx)
                 write_manifest(output_dir, manifest)

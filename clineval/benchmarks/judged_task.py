@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
+from clineval.benchmarks.answer_checks import add_answer_checks
 from clineval.benchmarks.base import RunContext, Task, TaskResult
 from clineval.benchmarks.declaration import MetricSchema, MetricSpec
 from clineval.benchmarks.judged import (
@@ -343,11 +344,12 @@ class JudgedTask(Task[JudgedData]):
                 metrics["agreement"] = agreement_table({k: m.ravel() for k, m in matrices.items()})
                 metrics["aggregate_ties"] = count_ties(stacked)
             bounded.update({f" of {k}": v for k, v in per_judge.items()})
+        add_answer_checks(metrics, (answers.get(item.id) for item in items))
         samples = [self._row(item, stored, answers, scores[n]) for n, item in enumerate(items)]
         errors = error_rate_failures(ctx.config.max_judge_error_rate, bounded)
-        if metrics["candidate_errors"]:
-            errors.append(f"{metrics['candidate_errors']} item(s) got no candidate answer")
-        return TaskResult(metrics, samples, errors, _unmatched(items, stored))
+        # an item without an answer fails the run, as every benchmark's (benchmarks.missing)
+        absent = [item.id for item, ok in zip(items, answered, strict=True) if not ok]
+        return TaskResult(metrics, samples, errors, _unmatched(items, stored), absent)
 
     def _row(
         self,
