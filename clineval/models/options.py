@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from clineval.models.extra_body import parse_extra_body
-from clineval.models.http_transport import DEFAULT_TRANSPORT, TRANSPORTS
+from clineval.models.http_transport import DEFAULT_TRANSPORT, TRANSPORTS, sdk_missing
 from clineval.options import (
     INT32_MAX,
     MAX_TOKENS,
@@ -26,6 +26,18 @@ HOUR_S, DAY_S = 3600.0, 86400.0
 LLAMACPP_MAX_SLOTS = 256
 LLAMACPP_MAX_THREADS = 512
 LLAMACPP_MAX_CTX = MAX_TOKENS
+
+_one_transport = choice(*TRANSPORTS)
+
+
+def _transport(text: str) -> str:
+    """One of TRANSPORTS, whose package is installed (the SDK's are an extra)."""
+    value = str(_one_transport(text))
+    missing = sdk_missing(value)
+    if missing is not None:
+        raise ValueError(missing)
+    return value
+
 
 LLM_OPTIONS = OptionGroup(
     namespace="llm",
@@ -63,8 +75,8 @@ LLM_OPTIONS = OptionGroup(
         ),
         Option(
             "transport",
-            choice(*TRANSPORTS),
-            "HTTP client of openai: models",
+            _transport,
+            "HTTP client of openai: models (openai, openai-httpx: the SDK, the openai extra)",
             DEFAULT_TRANSPORT,
             models=("openai",),
         ),
