@@ -494,8 +494,12 @@ def naming_words(bench: Any, shared_keys: set[str]) -> set[str]:
             words.add(f"{stem}@")
             if not keyword.iskeyword(stem):  # pass@k: `pass` is Python; only `pass@` names it
                 words.add(stem)
+    import clineval.benchmarks as kit
+
     for part in (bench.make_task, bench.statistics, bench.report_section):
         name = part.rpartition(":")[2] if isinstance(part, str) else getattr(part, "__name__", "")
+        if not isinstance(part, str) and getattr(kit, name, None) is part:
+            continue  # the kit's own function (score_statistics), shared: nobody's name
         own = [w for w in _split_identifier(name.rpartition(".")[2]) if w not in _PART_WORDS]
         if own:
             words.update({"".join(own), "_".join(own)})
