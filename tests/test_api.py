@@ -411,15 +411,15 @@ def test_run_settings_are_declared_once() -> None:
     import inspect
     import typing
 
-    from clineval import cli
     from clineval.api import RunSettings
+    from clineval.cli.run import run as cli_run
     from clineval.config import RunConfig
 
-    assert undeclared(RunConfig, cli.run) == ([], [])
+    assert undeclared(RunConfig, cli_run) == ([], [])
     # the keys of a --config file are the flags' parameter names, each filling its field
     from clineval.config_file import file_keys
 
-    settings = set(inspect.signature(cli.run).parameters) - CLI_ONLY
+    settings = set(inspect.signature(cli_run).parameters) - CLI_ONLY
     assert file_keys() == {"output_dir": "output_dir"} | {p: CLI_NAMES.get(p, p) for p in settings}
     assert set(RunSettings.__annotations__) == set(RunConfig.model_fields) - {"tasks", "model"}
     for function in (clineval.run, clineval.dry_run):
@@ -432,15 +432,15 @@ def test_the_declaration_check_can_fail() -> None:
     flag: each is named."""
     from pydantic import create_model
 
-    from clineval import cli
+    from clineval.cli.run import run as cli_run
     from clineval.config import RunConfig
 
     grown = create_model("Grown", __base__=RunConfig, new_setting=(int, 0))
-    assert undeclared(grown, cli.run) == (["new_setting"], [])
+    assert undeclared(grown, cli_run) == (["new_setting"], [])
 
     def run_with_an_extra_flag(extra_flag: int = 0, **kwargs: Any) -> None: ...
 
-    run_with_an_extra_flag.__signature__ = inspect_signature_plus(cli.run, "extra_flag")  # type: ignore[attr-defined]
+    run_with_an_extra_flag.__signature__ = inspect_signature_plus(cli_run, "extra_flag")  # type: ignore[attr-defined]
     missing, extra = undeclared(RunConfig, run_with_an_extra_flag)
     assert extra == ["extra_flag"] and missing == []
 

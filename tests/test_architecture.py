@@ -52,7 +52,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
      "clineval.run_result", "clineval.comparison", "clineval.judge_agreement",
      "clineval.run_summary", "clineval.option_flags"),
     # 6 running
-    ("clineval.runner", "clineval.merge"),
+    ("clineval.runner", "clineval.planner", "clineval.rescore", "clineval.merge"),
     # 7 front ends
     ("clineval.cli", "clineval.cli_groups", "clineval.cli_output", "clineval.api",
      "clineval.entry", "clineval.__main__", "clineval"),
@@ -413,11 +413,11 @@ NAMES_ALLOWED: dict[tuple[str, str | None], str] = {
     ("benchmarks/registry.py", "return [NER, TCM_SD, CLINCONSENSUS]"): "the same list",
     # The command line's own help: the product's one-line description and the examples of
     # `run --help` / `score --help` name the built-in benchmarks a user has, as the README does.
-    ("cli.py", "Evaluate models on Clinical NER (NCER), TCM-SD and ClinConsensus."): "product",
-    ("cli.py", "clineval run tcm-sd -m baseline:tfidf"): "an example",
-    ("cli.py", "clineval run ner:ncbi -m baseline:crf"): "an example",
-    ("cli.py", "clineval run clinconsensus -m openai:qwen"): "an example",
-    ("cli.py", "clineval score runs/cc --"): "an example",
+    ("cli/app.py", "Evaluate models on Clinical NER (NCER), TCM-SD and ClinConsensus."): "product",
+    ("cli/run.py", "clineval run tcm-sd -m baseline:tfidf"): "an example",
+    ("cli/run.py", "clineval run ner:ncbi -m baseline:crf"): "an example",
+    ("cli/run.py", "clineval run clinconsensus -m openai:qwen"): "an example",
+    ("cli/reports.py", "clineval score runs/cc --"): "an example",
 }
 
 

@@ -1,0 +1,147 @@
+"""The one place where a command ends: every error becomes its exit code and one line."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import sys
+import threading
+import traceback
+from collections.abc import Iterator
+
+import typer
+
+from clineval.cli.app import _state, app
+from clineval.cli.declared_flags import add_declared_flags
+from clineval.cli.help import (
+    _click_module,
+    _command_words,
+    _completed_words,
+    _enable_completion,
+    _help_as_written,
+    _usage_error_line,
+)
+from clineval.errors import BatchFilesWritten, InputError
+from clineval.secrets import MaskedStream, redact, register_environment
+
+INTERRUPTED = 130  # the shell's code for a process stopped by SIGINT
+TERMINATED = 143  # ... and by SIGTERM (128 + 15)
+# What a stopped command leaves behind and what to do, by command: only a run has model
+# calls in a run store to resume from.
+_AFTER_STOP = {
+    ("run",): "every model call that finished is in the run store; "
+    "run the same command again to resume",
+    ("merge",): "the shards are unchanged; run the same command again to finish the merge",
+    ("score",): "the results already written are unchanged; run the same command again",
+    ("data", "fetch"): "every file in the cache passed its check (partial downloads are "
+    "removed); run the same command again to fetch the rest",
+}
+_DEFAULT_AFTER_STOP = "files are written whole or not at all; run the same command again"
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C would be, so that it stops a run the same way: the runner
+    writes "stopped" into the manifest, asyncio cancels calls in flight, stored calls stay."""
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    # Remembered apart from the exception: typer turns a KeyboardInterrupt into Exit(130) and
+    # asyncio may re-raise a plain one, so the type alone does not survive to main().
+    _state["terminated"] = True
+    raise Terminated()
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises Terminated while the command runs (restored after: tests call main)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _stopped(terminated: bool, args: list[str]) -> int:
+    # plain print: a rich Console wraps at 80 columns when stderr is not a terminal
+    why = "terminated by SIGTERM" if terminated else "interrupted"
+    words = _command_words(args)
+    after = next(
+        (text for command, text in _AFTER_STOP.items() if words[: len(command)] == command),
+        _DEFAULT_AFTER_STOP,
+    )
+    print(f"aborted ({why}): {after}", file=sys.stderr)
+    return TERMINATED if terminated else INTERRUPTED
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    _state["terminated"] = False
+    with _masked_console():
+        try:
+            with _sigterm_as_interrupt():
+                return _main(args)
+        except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (Terminated)
+            return _stopped(terminated=_state["terminated"], args=args)
+
+
+@contextlib.contextmanager
+def _masked_console() -> Iterator[None]:
+    """stdout and stderr through secrets.MaskedStream while the command runs: whatever prints
+    a line (rich, logging, print) prints no credential the run knows."""
+    register_environment()  # the environment's keys, known before anything is printed
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = MaskedStream(saved[0]), MaskedStream(saved[1])  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
+def _main(args: list[str]) -> int:
+    click = _click_module()
+    try:
+        # Without standalone mode click returns a `typer.Exit(code)` as the call's value.
+        command = typer.main.get_command(app)
+        if _command_words(args or _completed_words())[:1] == ("run",):  # the registry: `run` only
+            add_declared_flags(getattr(command, "commands", {})["run"])
+        _help_as_written(command)
+        _enable_completion()
+        result = command.main(args=args, standalone_mode=False, prog_name="clineval")
+        if result == INTERRUPTED:  # typer's answer to Ctrl-C (KeyboardInterrupt) or SIGTERM
+            raise KeyboardInterrupt
+        if isinstance(result, int) and not isinstance(result, bool):
+            return result
+    except typer.Exit as exc:  # typer's public names: the right classes in every version
+        return int(exc.exit_code)
+    except typer.Abort:
+        raise KeyboardInterrupt from None
+    except click.ClickException as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":
+            # `clineval` or `clineval data` alone: the help, as asked for, and success
+            print(exc.format_message())
+            return 0
+        print(redact(_usage_error_line(exc)), file=sys.stderr)
+        return 2
+    except BatchFilesWritten as exc:
+        # Not an error: the request files are the output the user asked for.
+        print(f"stopped: {redact(str(exc))}", file=sys.stderr)
+        return 0
+    except InputError as exc:
+        if _state["debug"]:
+            print(redact(traceback.format_exc()), file=sys.stderr, end="")
+        print(f"error: {redact(exc.one_line())}", file=sys.stderr)
+        return 2
+    except Exception as exc:
+        from clineval.runner import TaskFailures
+
+        if isinstance(exc, TaskFailures):
+            print(f"error: {redact(str(exc))}", file=sys.stderr)
+            return 1
+        if _state["debug"]:
+            print(redact(traceback.format_exc()), file=sys.stderr, end="")
+        print(f"internal error: {type(exc).__name__}: {redact(str(exc))}", file=sys.stderr)
+        return 1
+    return 0
