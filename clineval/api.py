@@ -209,7 +209,7 @@ def dry_run(
     """What `clineval run --dry-run` prints, as data: per task, role and model the calls
     still to send, the ones stored, estimated prompt tokens, the completion-token ceiling and
     a cost range (with price_table=). Calls no model and writes nothing."""
-    from clineval.runner import plan
+    from clineval.planner import plan
 
     return plan(_config(tasks, model, dict(settings)), Path(output_dir))
 
@@ -228,8 +228,8 @@ def score(
     scoring-only settings may be changed as on the command line: `judge_errors_as_unmet`,
     `max_judge_error_rate`, and `options` of scoring-only keys (clinconsensus.k, ...); the
     manifest then records them."""
+    from clineval.rescore import score as score_run
     from clineval.runner import TaskFailures
-    from clineval.runner import score as score_run
 
     path = Path(run_dir)
     settings: dict[str, Any] = {}

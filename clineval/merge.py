@@ -173,7 +173,7 @@ def _copy_rows(sources: list[Path], target_store: Path) -> dict[str, int]:
 
 def merge_runs(run_dirs: list[Path], output_dir: Path) -> dict[str, Any]:
     """Merge shard run directories into output_dir and return the re-scored results."""
-    from clineval.runner import score  # late: runner imports every task module
+    from clineval.rescore import score  # late: runner imports every task module
 
     if not run_dirs:
         raise InputError("merge needs at least one shard run directory")
