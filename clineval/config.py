@@ -12,7 +12,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import (
     BaseModel,
@@ -30,22 +30,29 @@ from clineval.models.options import model_options
 from clineval.models.registry import backend_info
 from clineval.models.settings import ModelSettings
 from clineval.models.spec import ModelSpec, RunModels, check_base_url
+from clineval.settings import BATCH, CONTROL, DATA, JUDGE, MODEL, Setting
 from clineval.shard import is_auto, parse_shard, resolve_auto
-
-# Command-line flag of each field whose name is not simply --field-name.
-_FLAGS = {
-    "timeout_s": "--timeout",
-    "base_urls": "--base-url",
-    "judges": "--judge",
-    "judge_base_urls": "--judge-base-url",
-    "batch_models": "--batch-model",
-    "options": "--option",
-    "tasks": "TASK",
-}
 
 
 def flag_of(field_name: str) -> str:
-    return _FLAGS.get(field_name, "--" + field_name.replace("_", "-"))
+    """The command-line spelling of a RunConfig field (its declared Setting's)."""
+    return setting_of(field_name).flag_of(field_name)
+
+
+def setting_of(field_name: str) -> Setting:
+    """The declared Setting of a RunConfig field."""
+    return declared_settings()[field_name]
+
+
+def declared_settings() -> dict[str, Setting]:
+    """Every RunConfig field's Setting, in the fields' order (clineval.settings)."""
+    out = {}
+    for name, info in RunConfig.model_fields.items():
+        found = [item for item in info.metadata if isinstance(item, Setting)]
+        if len(found) != 1:
+            raise TypeError(f"RunConfig.{name} declares {len(found)} Settings, not one")
+        out[name] = found[0]
+    return out
 
 
 def check_path_value(value: str | None, flag: str) -> str | None:
@@ -60,42 +67,221 @@ def check_path_value(value: str | None, flag: str) -> str | None:
 class RunConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
-    tasks: list[str] = Field(min_length=1)
-    model: str
-    data_dir: str | None = None
-    limit: int | None = Field(default=None, ge=1)
+    # One field per run setting; its Setting says how it is given and what it takes part in.
+    tasks: Annotated[
+        list[str],
+        Field(min_length=1),
+        Setting(
+            "Task names (see clineval tasks); or tasks in --config.",
+            None,
+            "TASK",
+            argument=True,
+            complete="tasks",
+        ),
+    ]
+    model: Annotated[
+        str,
+        Setting(
+            "backend:name[@base_url], backends below (not needed with a benchmark flag whose "
+            "file stands in for the model).",
+            MODEL,
+            "BACKEND:NAME",
+            short="-m",
+            identity=True,
+            secret=True,
+            complete="backends",
+        ),
+    ]
+    data_dir: Annotated[
+        str | None,
+        Setting(
+            "Data root (default: $CLINEVAL_DATA_DIR, ../shared/data, the fetch cache).",
+            DATA,
+            "DIR",
+            path=True,
+            per_shard=True,
+        ),
+    ] = None
+    limit: Annotated[int | None, Field(ge=1), Setting("First N samples only.", DATA, "N")] = None
     # sent as a request's seed: llama.cpp keeps it in 32 bits (and torch.manual_seed in 64)
-    seed: int = Field(default=0, ge=0, le=2**32 - 1)
-    base_urls: list[str] = Field(default_factory=list)
-    judges: list[str] = Field(default_factory=list)
+    seed: Annotated[
+        int,
+        Field(ge=0, le=2**32 - 1),
+        Setting(
+            "Seed of sampling, bootstrap intervals and baselines.", CONTROL, "N", identity=True
+        ),
+    ] = 0
+    base_urls: Annotated[
+        list[str],
+        Setting(
+            "A replica of the openai: model (repeat for a fleet).",
+            MODEL,
+            "URL",
+            flag="--base-url",
+            per_shard=True,
+            secret=True,
+        ),
+    ] = Field(default_factory=list)
+    judges: Annotated[
+        list[str],
+        Setting(
+            "Judge model of LLM-judged tasks (repeat for a panel; default: the candidate).",
+            JUDGE,
+            "BACKEND:NAME",
+            flag="--judge",
+            identity=True,
+            secret=True,
+            complete="backends",
+        ),
+    ] = Field(default_factory=list)
     # A judge's own replicas: "URL" (the one judge) or "JUDGE=URL" (see `models`).
-    judge_base_urls: list[str] = Field(default_factory=list)
-    concurrency: int = Field(default=16, ge=1)
-    judge_prompt: str | None = None
-    judge_errors_as_unmet: bool = False
+    judge_base_urls: Annotated[
+        list[str],
+        Setting(
+            "A judge's own replica: URL (one judge) or JUDGE=URL; repeat for a fleet.",
+            JUDGE,
+            "[JUDGE=]URL",
+            flag="--judge-base-url",
+            per_shard=True,
+            secret=True,
+        ),
+    ] = Field(default_factory=list)
+    concurrency: Annotated[
+        int,
+        Field(ge=1),
+        Setting(
+            "Most model calls in flight at once (candidate and judges together).",
+            MODEL,
+            "N",
+            per_shard=True,
+        ),
+    ] = 16
+    judge_prompt: Annotated[
+        str | None,
+        Setting(
+            "Judge prompt template file, or official (the authors' prompt).",
+            JUDGE,
+            "FILE",
+            path=True,
+            identity=True,
+        ),
+    ] = None
+    judge_errors_as_unmet: Annotated[
+        bool,
+        Setting(
+            "Count criteria without a verdict as not met (default: left out).",
+            JUDGE,
+            scoring=True,
+        ),
+    ] = False
     # allow_inf_nan=False: `nan` compares false with everything and would switch the bound off
-    max_judge_error_rate: float = Field(default=0.02, ge=0.0, le=1.0, allow_inf_nan=False)
-    shard: str | None = None  # "I/N" ("auto" / "auto/N" is resolved from the environment)
-    temperature: float = Field(default=0.0, ge=0.0, allow_inf_nan=False)
-    max_tokens: int | None = Field(default=None, ge=1, le=2**31 - 1)  # a server's C int
-    timeout_s: float = Field(default=120.0, gt=0.0, allow_inf_nan=False)
+    max_judge_error_rate: Annotated[
+        float,
+        Field(ge=0.0, le=1.0, allow_inf_nan=False),
+        Setting(
+            "Above this share of judge errors the run exits 1 (results are written).",
+            JUDGE,
+            "RATE",
+            scoring=True,
+        ),
+    ] = 0.02
+    shard: Annotated[
+        str | None,
+        Setting(
+            "I/N, or auto (auto/N) from a Slurm array or Kubernetes Indexed Job.",
+            DATA,
+            "I/N",
+            per_shard=True,
+        ),
+    ] = None  # "I/N" ("auto" / "auto/N" is resolved from the environment)
+    temperature: Annotated[
+        float,
+        Field(ge=0.0, allow_inf_nan=False),
+        Setting("Sampling temperature of chat models (0: greedy).", MODEL, "T", identity=True),
+    ] = 0.0
+    max_tokens: Annotated[
+        int | None,
+        Field(ge=1, le=2**31 - 1),  # a server's C int
+        Setting(
+            "Most tokens of a chat model's reply (default: the server's).",
+            MODEL,
+            "N",
+            identity=True,
+        ),
+    ] = None
+    timeout_s: Annotated[
+        float,
+        Field(gt=0.0, allow_inf_nan=False),
+        Setting("Seconds per call.", MODEL, "SECONDS", flag="--timeout", per_shard=True),
+    ] = 120.0
     # the backoff doubles per retry: 2.0 ** 1,100 overflows a float (an internal error)
-    max_retries: int = Field(default=5, ge=0, le=100)
-    price_table: str | None = None
+    max_retries: Annotated[
+        int,
+        Field(ge=0, le=100),
+        Setting("Retries of a failed model call, with backoff.", MODEL, "N", per_shard=True),
+    ] = 5
+    price_table: Annotated[
+        str | None,
+        Setting(
+            "JSON of per-model prices: the run and --dry-run say what it costs.",
+            CONTROL,
+            "FILE",
+            path=True,
+            per_shard=True,
+        ),
+    ] = None
     # Batch mode (clineval.models.batch): every openai: model of the run, or only those named
     # in batch_models; the two file flags work without a server (vllm run-batch files).
-    batch: bool = False
-    batch_models: list[str] = Field(default_factory=list)
-    batch_file_out: str | None = None
-    batch_file_in: list[str] = Field(default_factory=list)
+    batch: Annotated[bool, Setting("Send openai: models' calls through the Batch API.", BATCH)] = (
+        False
+    )
+    batch_models: Annotated[
+        list[str],
+        Setting(
+            "Only this model's calls in batches (repeatable).",
+            BATCH,
+            "NAME",
+            flag="--batch-model",
+        ),
+    ] = Field(default_factory=list)
+    batch_file_out: Annotated[
+        str | None,
+        Setting("Write batch request files here and stop.", BATCH, "DIR", path=True),
+    ] = None
+    batch_file_in: Annotated[
+        list[str],
+        Setting(
+            "Batch output file (vllm run-batch) to import (repeatable).",
+            BATCH,
+            "FILE",
+            path=True,
+        ),
+    ] = Field(default_factory=list)
     # Earlier run directories whose stored model calls answer identical requests (read only;
     # clineval.store_reuse). Not part of the resume identity: a call's key is its identity.
-    reuse: list[str] = Field(default_factory=list)
+    reuse: Annotated[
+        list[str],
+        Setting(
+            "Answer identical model calls from this earlier run directory's store "
+            "(read only; repeatable): a new judge pays only for the judge calls.",
+            MODEL,
+            "DIR",
+            path=True,
+        ),
+    ] = Field(default_factory=list)
     # Task and model-layer knobs by full key ({"ner.tokenizer": "model"}); every key is declared
     # by its layer (clineval.options) and checked against those declarations before a run. A
     # setting of one benchmark alone lives here, not as a field, even when it keeps a flag of
     # its own (--cases is clinconsensus.cases: clineval.options.Flag).
-    options: dict[str, str] = Field(default_factory=dict)
+    options: Annotated[
+        dict[str, str],
+        Setting(
+            "A task or model option (repeatable); keys: clineval tasks --options.",
+            DATA,
+            "KEY=VALUE",
+            flag="--option",
+        ),
+    ] = Field(default_factory=dict)
 
     @field_validator("data_dir", "judge_prompt", "price_table", "batch_file_out")
     @classmethod

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from clineval.benchmarks.registry import naming_fetch_commands, option_groups
-from clineval.config import RunConfig
+from clineval.config import RunConfig, declared_settings
 from clineval.errors import InputError
 from clineval.option_flags import config_from_manifest
 from clineval.run_checks import (
@@ -26,20 +26,17 @@ from clineval.store import STORE_FILENAME, RunStore, check_intact
 log = logging.getLogger("clineval")
 
 
-# RunConfig fields that only scoring reads: `score` may change them without a model.
-SCORING_SETTINGS = ("judge_errors_as_unmet", "max_judge_error_rate")
-
-
 def scoring_config(
     config: RunConfig, settings: dict[str, Any], options: dict[str, str]
 ) -> RunConfig:
-    """`config` with scoring-only `settings` (fields of SCORING_SETTINGS) and `--option`
+    """`config` with scoring-only `settings` (fields declared `Setting.scoring`) and `--option`
     items of keys declared `scoring_only`; InputError naming the flag for anything else (a
     setting that changes what a model is asked needs `clineval run`)."""
     from clineval.benchmarks.registry import active_namespaces
     from clineval.options import check_options
 
-    unknown = [name for name in settings if name not in SCORING_SETTINGS]
+    declared = declared_settings()
+    unknown = [name for name in settings if name not in declared or not declared[name].scoring]
     if unknown:
         raise ValueError(f"not scoring-only settings: {unknown}")  # a caller's bug
     groups = option_groups()

@@ -21,7 +21,7 @@ from clineval.benchmarks.registry import (
     naming_fetch_commands,
     option_groups,
 )
-from clineval.config import RunConfig, with_spec_labels
+from clineval.config import RunConfig, declared_settings, with_spec_labels
 from clineval.datapaths import resolve_data_root
 from clineval.errors import InputError
 from clineval.option_flags import manifest_config
@@ -46,9 +46,6 @@ from clineval.store import STORE_FILENAME, RunStore, check_intact
 
 log = logging.getLogger("clineval")
 
-# Settings that change what the model is asked; a resume with other values would mix runs.
-_IDENTITY_FIELDS = ("model", "judges", "seed", "temperature", "max_tokens", "judge_prompt")
-
 
 class TaskFailures(Exception):
     """Results were written, but a task asked for a non-zero exit (e.g. judge-error bound)."""
@@ -68,7 +65,9 @@ def check_resume_compatible(output_dir: Path, config: RunConfig) -> Manifest | N
     # Model and judge specs compare without their server URL: the same model reached at
     # another address answers the same cached calls, whose keys never contain a URL either.
     old_asked, new_asked = with_spec_labels(old), with_spec_labels(new)
-    for name in _IDENTITY_FIELDS:
+    # the settings that change what the model is asked (Setting.identity): other values would
+    # mix runs
+    for name in (n for n, setting in declared_settings().items() if setting.identity):
         if name in old and old_asked[name] != new_asked[name]:
             raise InputError(
                 f"this run directory holds a run with {name}={old[name]!r}; "
@@ -101,10 +100,9 @@ def public_config(config: RunConfig) -> dict[str, Any]:
     """The config as manifest.json keeps it: credentials in model / judge / server URLs
     (http://user:KEY@host, ?api-key=...) masked, as the file is meant to be shared."""
     data = config.model_dump()
-    data["model"] = redact(data["model"])
-    data["judges"] = [redact(j) for j in data["judges"]]
-    data["base_urls"] = [redact(u) for u in data["base_urls"]]
-    data["judge_base_urls"] = [redact(u) for u in data["judge_base_urls"]]
+    for name in (n for n, setting in declared_settings().items() if setting.secret):
+        value = data[name]
+        data[name] = [redact(v) for v in value] if isinstance(value, list) else redact(value)
     return data
 
 

@@ -22,17 +22,14 @@ import clineval.cli.tasks  # noqa: F401
 
 # isort: on
 from clineval.cli.app import app
-from clineval.cli.declared_flags import _DECLARED_FLAGS, add_declared_flags
 from clineval.cli.help import _click_module, _help_as_written
 from clineval.cli.main import _main, _masked_console, main
 
 __all__ = [
-    "_DECLARED_FLAGS",
     "_click_module",
     "_help_as_written",
     "_main",
     "_masked_console",
-    "add_declared_flags",
     "app",
     "main",
 ]

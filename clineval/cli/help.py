@@ -51,21 +51,32 @@ def _help_as_written(command: Any) -> None:
     help_option = command.get_help_option(command.context_class(command))
     params = [*command.params, *([help_option] if help_option is not None else [])]
     for param in params:
-        if getattr(param, "help", None):
-            param.help = escape(param.help)
-        if param.param_type_name == "argument":
-            if param.metavar is None:
-                param.metavar = param.name.upper()
-            # the name column already says TASK...: no type column beside it
-            param.display_type_rich = lambda ctx: None
-        elif getattr(param, "is_flag", False) or getattr(param, "count", False):
-            param.metavar = ""
-        elif param.metavar is None and not _is_choice(param):
-            bare = param.bare_type() if hasattr(param, "bare_type") else "str"
-            bare = bare.removeprefix("list[").removesuffix("]")
-            param.metavar = _TYPE_METAVARS.get(bare, bare.upper())
+        param_as_written(param)
     for sub in getattr(command, "commands", {}).values():
         _help_as_written(sub)
+
+
+def param_as_written(param: Any) -> None:
+    """One option's or argument's help as written, and a metavar naming its value (see
+    `_help_as_written`)."""
+    from rich.markup import escape
+
+    if getattr(param, "clineval_as_written", False):
+        return  # once only: escaped twice, a `[` would show its backslash
+    param.clineval_as_written = True
+    if getattr(param, "help", None):
+        param.help = escape(param.help)
+    if param.param_type_name == "argument":
+        if param.metavar is None:
+            param.metavar = param.name.upper()
+        # the name column already says TASK...: no type column beside it
+        param.display_type_rich = lambda ctx: None
+    elif getattr(param, "is_flag", False) or getattr(param, "count", False):
+        param.metavar = ""
+    elif param.metavar is None and not _is_choice(param):
+        bare = param.bare_type() if hasattr(param, "bare_type") else "str"
+        bare = bare.removeprefix("list[").removesuffix("]")
+        param.metavar = _TYPE_METAVARS.get(bare, bare.upper())
 
 
 def _is_choice(param: Any) -> bool:

@@ -12,11 +12,9 @@ from collections.abc import Iterator
 import typer
 
 from clineval.cli.app import _state, app
-from clineval.cli.declared_flags import add_declared_flags
 from clineval.cli.help import (
     _click_module,
     _command_words,
-    _completed_words,
     _enable_completion,
     _help_as_written,
     _usage_error_line,
@@ -105,8 +103,6 @@ def _main(args: list[str]) -> int:
     try:
         # Without standalone mode click returns a `typer.Exit(code)` as the call's value.
         command = typer.main.get_command(app)
-        if _command_words(args or _completed_words())[:1] == ("run",):  # the registry: `run` only
-            add_declared_flags(getattr(command, "commands", {})["run"])
         _help_as_written(command)
         _enable_completion()
         result = command.main(args=args, standalone_mode=False, prog_name="clineval")

@@ -1,21 +1,20 @@
-"""`clineval run`: its flags, the --config file and the benchmarks' declared flags."""
+"""`clineval run`: parse (the flags, the --config file, the benchmarks' flags), check
+(RunConfig), hand over (clineval.runner, or clineval.planner for --dry-run).
+
+Its options are made from the declarations of the run settings (clineval.cli.run_flags):
+nothing here names a setting but the command's own flags.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any, get_origin
 
 import typer
 
-from clineval.cli.app import _BATCH, _CONTROL, _DATA, _JUDGE, _MODEL, _OUTPUT, app
-from clineval.cli.declared_flags import _DECLARED_FLAGS, _FILE_FLAGS, _with_declared_flags
+from clineval.cli.app import app
 from clineval.cli.results import _json_stdout, _on_failure, _results_payload
-from clineval.cli_groups import (
-    decimal_number,
-    path_text,
-    path_value,
-    whole_number,
-)
+from clineval.cli.run_flags import RunCommand, values_of
 from clineval.cli_output import print_plan, print_results
 from clineval.errors import InputError
 
@@ -37,300 +36,14 @@ def _run_epilog() -> str:
     )
 
 
-def _complete_tasks(incomplete: str) -> list[str]:
-    # imported only when the shell asks: the registry loads every benchmark
-    from clineval.benchmarks.registry import task_names
-
-    return [name for name in task_names() if name.startswith(incomplete)]
-
-
-@app.command(epilog=_run_epilog())
-def run(
-    ctx: typer.Context,
-    tasks: Annotated[
-        list[str] | None,
-        typer.Argument(
-            metavar="TASK",
-            help="Task names (see clineval tasks); or tasks in --config.",
-            show_default=False,
-            autocompletion=_complete_tasks,
-        ),
-    ] = None,
-    model: Annotated[
-        str | None,
-        typer.Option(
-            "--model",
-            "-m",
-            metavar="BACKEND:NAME",
-            help="backend:name[@base_url], backends below (not needed with a benchmark flag "
-            "whose file stands in for the model).",
-            rich_help_panel=_MODEL,
-        ),
-    ] = None,
-    data_dir: Annotated[
-        str | None,
-        typer.Option(
-            "--data-dir",
-            metavar="DIR",
-            help="Data root (default: $CLINEVAL_DATA_DIR, ../shared/data, the fetch cache).",
-            rich_help_panel=_DATA,
-            parser=path_text,
-        ),
-    ] = None,
-    limit: Annotated[
-        int | None,
-        typer.Option(
-            "--limit",
-            parser=whole_number,
-            metavar="N",
-            help="First N samples only.",
-            rich_help_panel=_DATA,
-        ),
-    ] = None,
-    seed: Annotated[
-        int,
-        typer.Option(
-            "--seed",
-            parser=whole_number,
-            metavar="N",
-            help="Seed of sampling, bootstrap intervals and baselines.",
-            rich_help_panel=_CONTROL,
-        ),
-    ] = 0,
-    base_url: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--base-url",
-            metavar="URL",
-            help="A replica of the openai: model (repeat for a fleet).",
-            rich_help_panel=_MODEL,
-        ),
-    ] = None,
-    judge: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--judge",
-            metavar="BACKEND:NAME",
-            help="Judge model of LLM-judged tasks (repeat for a panel; default: the candidate).",
-            rich_help_panel=_JUDGE,
-        ),
-    ] = None,
-    judge_base_url: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--judge-base-url",
-            metavar="[JUDGE=]URL",
-            help="A judge's own replica: URL (one judge) or JUDGE=URL; repeat for a fleet.",
-            rich_help_panel=_JUDGE,
-        ),
-    ] = None,
-    concurrency: Annotated[
-        int,
-        typer.Option(
-            "--concurrency",
-            parser=whole_number,
-            metavar="N",
-            help="Most model calls in flight at once (candidate and judges together).",
-            rich_help_panel=_MODEL,
-        ),
-    ] = 16,
-    judge_prompt: Annotated[
-        str | None,
-        typer.Option(
-            "--judge-prompt",
-            metavar="FILE",
-            help="Judge prompt template file, or official (the authors' prompt).",
-            rich_help_panel=_JUDGE,
-            parser=path_text,
-        ),
-    ] = None,
-    judge_errors_as_unmet: Annotated[
-        bool,
-        typer.Option(
-            "--judge-errors-as-unmet",
-            help="Count criteria without a verdict as not met (default: left out).",
-            rich_help_panel=_JUDGE,
-        ),
-    ] = False,
-    max_judge_error_rate: Annotated[
-        float,
-        typer.Option(
-            "--max-judge-error-rate",
-            parser=decimal_number,
-            metavar="RATE",
-            help="Above this share of judge errors the run exits 1 (results are written).",
-            rich_help_panel=_JUDGE,
-        ),
-    ] = 0.02,
-    shard: Annotated[
-        str | None,
-        typer.Option(
-            "--shard",
-            metavar="I/N",
-            help="I/N, or auto (auto/N) from a Slurm array or Kubernetes Indexed Job.",
-            rich_help_panel=_DATA,
-        ),
-    ] = None,
-    temperature: Annotated[
-        float,
-        typer.Option(
-            "--temperature",
-            parser=decimal_number,
-            metavar="T",
-            help="Sampling temperature of chat models (0: greedy).",
-            rich_help_panel=_MODEL,
-        ),
-    ] = 0.0,
-    max_tokens: Annotated[
-        int | None,
-        typer.Option(
-            "--max-tokens",
-            parser=whole_number,
-            metavar="N",
-            help="Most tokens of a chat model's reply (default: the server's).",
-            rich_help_panel=_MODEL,
-        ),
-    ] = None,
-    timeout: Annotated[
-        float,
-        typer.Option(
-            "--timeout",
-            parser=decimal_number,
-            metavar="SECONDS",
-            help="Seconds per call.",
-            rich_help_panel=_MODEL,
-        ),
-    ] = 120.0,
-    max_retries: Annotated[
-        int,
-        typer.Option(
-            "--max-retries",
-            parser=whole_number,
-            metavar="N",
-            help="Retries of a failed model call, with backoff.",
-            rich_help_panel=_MODEL,
-        ),
-    ] = 5,
-    price_table: Annotated[
-        str | None,
-        typer.Option(
-            "--price-table",
-            metavar="FILE",
-            help="JSON of per-model prices: the run and --dry-run say what it costs.",
-            rich_help_panel=_CONTROL,
-            parser=path_text,
-        ),
-    ] = None,
-    option: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--option",
-            metavar="KEY=VALUE",
-            help="A task or model option (repeatable); keys: clineval tasks --options.",
-            rich_help_panel=_DATA,
-        ),
-    ] = None,
-    output_dir: Annotated[
-        Path | None,
-        typer.Option(
-            "--output-dir",
-            "-o",
-            metavar="DIR",
-            help="Run directory to write (the same DIR again resumes); or output_dir in --config.",
-            rich_help_panel=_OUTPUT,
-            parser=path_value,
-        ),
-    ] = None,
-    config: Annotated[
-        Path | None,
-        typer.Option(
-            "--config",
-            metavar="FILE.toml",
-            help="Settings from a TOML file, keys as the flags (model = ..., tasks = [...], "
-            "option = {KEY = VALUE}); flags given here override it.",
-            rich_help_panel=_CONTROL,
-            parser=path_value,
-        ),
-    ] = None,
-    as_json: Annotated[
-        bool,
-        typer.Option(
-            "--json",
-            help="Print the results (or the --dry-run plan) as JSON on stdout, nothing else.",
-            rich_help_panel=_OUTPUT,
-        ),
-    ] = False,
-    batch: Annotated[
-        bool,
-        typer.Option(
-            "--batch",
-            help="Send openai: models' calls through the Batch API.",
-            rich_help_panel=_BATCH,
-        ),
-    ] = False,
-    batch_model: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--batch-model",
-            metavar="NAME",
-            help="Only this model's calls in batches (repeatable).",
-            rich_help_panel=_BATCH,
-        ),
-    ] = None,
-    batch_file_out: Annotated[
-        str | None,
-        typer.Option(
-            "--batch-file-out",
-            metavar="DIR",
-            help="Write batch request files here and stop.",
-            rich_help_panel=_BATCH,
-            parser=path_text,
-        ),
-    ] = None,
-    batch_file_in: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--batch-file-in",
-            metavar="FILE",
-            help="Batch output file (vllm run-batch) to import (repeatable).",
-            rich_help_panel=_BATCH,
-            parser=path_text,
-        ),
-    ] = None,
-    reuse: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--reuse",
-            metavar="DIR",
-            help="Answer identical model calls from this earlier run directory's store "
-            "(read only; repeatable): a new judge pays only for the judge calls.",
-            rich_help_panel=_MODEL,
-            parser=path_text,
-        ),
-    ] = None,
-    dry_run: Annotated[
-        bool,
-        typer.Option(
-            "--dry-run",
-            help="Count and price the model calls the run would make; call none.",
-            rich_help_panel=_CONTROL,
-        ),
-    ] = False,
-    wait: Annotated[
-        bool,
-        typer.Option(
-            "--wait",
-            help="If another clineval process uses --output-dir, wait for it to end.",
-            rich_help_panel=_CONTROL,
-        ),
-    ] = False,
-) -> None:
+@app.command(cls=RunCommand, epilog=_run_epilog())
+def run(ctx: typer.Context) -> None:
     """Run TASK... with a model; rerun with the same --output-dir to resume."""
     from clineval.config import RunConfig
     from clineval.planner import plan as plan_tasks
     from clineval.runner import run as run_tasks
 
-    values = _with_config_file(ctx, config)
+    values = _with_config_file(ctx, values_of(ctx))
     if not values["tasks"]:
         raise InputError(
             "clineval run: missing argument 'TASK...' (or tasks in --config FILE) "
@@ -342,38 +55,12 @@ def run(
             "FILE) (see 'clineval run --help')"
         )
     out_dir = Path(values["output_dir"])
-    options = _with_declared_flags(ctx, values)
-    model = values["model"]
-    if model is None:  # a file given in its place is the model (`--model ""` stays refused)
-        model = _model_from_options(options)
-    run_config = RunConfig.checked(
-        tasks=values["tasks"],
-        model=model,
-        data_dir=values["data_dir"],
-        limit=values["limit"],
-        seed=values["seed"],
-        base_urls=values["base_url"] or [],
-        judges=values["judge"] or [],
-        judge_base_urls=values["judge_base_url"] or [],
-        concurrency=values["concurrency"],
-        judge_prompt=values["judge_prompt"],
-        judge_errors_as_unmet=values["judge_errors_as_unmet"],
-        max_judge_error_rate=values["max_judge_error_rate"],
-        shard=values["shard"],
-        temperature=values["temperature"],
-        max_tokens=values["max_tokens"],
-        timeout_s=values["timeout"],
-        max_retries=values["max_retries"],
-        price_table=values["price_table"],
-        batch=values["batch"],
-        batch_models=values["batch_model"] or [],
-        batch_file_out=values["batch_file_out"],
-        batch_file_in=values["batch_file_in"] or [],
-        reuse=values["reuse"] or [],
-        options=options,
-    )
-    with _json_stdout(as_json) as emit:
-        if dry_run:
+    settings = _config_settings(ctx, values)
+    if settings["model"] is None:  # a file given in its place is the model (`""` is refused)
+        settings["model"] = _model_from_options(settings["options"])
+    run_config = RunConfig.checked(**settings)
+    with _json_stdout(values["as_json"]) as emit:
+        if values["dry_run"]:
             summary = plan_tasks(run_config, out_dir)
             if emit is not None:
                 emit({"run_dir": str(out_dir), "dry_run": True, **summary})
@@ -381,7 +68,7 @@ def run(
                 print_plan(summary)
             return
         with _on_failure(emit, out_dir, "run"):
-            results = run_tasks(run_config, out_dir, wait=wait)
+            results = run_tasks(run_config, out_dir, wait=values["wait"])
         if emit is not None:
             emit(_results_payload(out_dir, results, None))
             return
@@ -404,29 +91,61 @@ def _model_from_options(options: dict[str, str]) -> str:
     )
 
 
-def _with_config_file(ctx: typer.Context, config: Path | None) -> dict[str, Any]:
-    """The run's flag values: those given on the command line, else the --config file's, else
-    the flags' defaults (keys: the parameter names, which are the file's keys). A declared
-    option flag (`cases`) given by the file only is kept in ctx.meta as if given here, marked
-    as the file's."""
-    values = dict(ctx.params)
-    if config is None:
+def _with_config_file(ctx: typer.Context, values: dict[str, Any]) -> dict[str, Any]:
+    """The run's values by setting name: those given on the command line, else the --config
+    file's, else the flags' defaults. A benchmark's flag the file gives is marked as the
+    file's (`_config_settings` lets the command line's --option of its key win)."""
+    if values["config"] is None:
         return values
-    from clineval.config_file import read_run_file
+    from clineval.config_file import file_keys, read_run_file
     from clineval.option_flags import declared_flags
 
-    given = {
-        name
-        for name in values
-        if getattr(ctx.get_parameter_source(name), "name", "") == "COMMANDLINE"
-    }
     flags = {name: flag.value is None for name, (_, _, flag) in declared_flags().items()}
-    from_line = ctx.meta.setdefault(_DECLARED_FLAGS, {})
-    from_file = ctx.meta.setdefault(_FILE_FLAGS, {})
-    for key, value in read_run_file(config, flags).items():
-        if key in flags and key not in values:
-            if key not in from_line:
-                from_file[key] = value
-        elif key not in given:
-            values[key] = value
-    return values
+    fields = file_keys()
+    out = dict(values)
+    for key, value in read_run_file(values["config"], flags).items():
+        name = fields.get(key, key)
+        if not _on_command_line(ctx, name):
+            out[name] = value
+            if key in flags:
+                out.setdefault(_FILE_FLAGS, set()).add(name)
+    return out
+
+
+_FILE_FLAGS = "benchmark flags of the --config file"
+
+
+def _on_command_line(ctx: typer.Context, name: str) -> bool:
+    return getattr(ctx.get_parameter_source(name), "name", "") == "COMMANDLINE"
+
+
+def _config_settings(ctx: typer.Context, values: dict[str, Any]) -> dict[str, Any]:
+    """RunConfig's settings of the run's values: each field's value (a repeatable flag not
+    given: an empty list), the --option items with the benchmarks' flags (`--cases FILE`) as
+    their options. What the command line gives overrides the --config file, flag or option:
+    a key set on the command line drops the file's value of it."""
+    from clineval.config import RunConfig
+    from clineval.option_flags import declared_flags, with_flags
+    from clineval.options import split_option_items
+
+    settings = {name: values[name] for name in RunConfig.model_fields}
+    for name, info in RunConfig.model_fields.items():
+        if get_origin(info.annotation) is list and settings[name] is None:
+            settings[name] = []  # a repeatable flag not given
+    options = split_option_items(values["options"] or [])
+    flags = declared_flags()
+    given = {n: values[n] for n in flags if values.get(n) not in (None, False)}
+    from_file: set[str] = values.get(_FILE_FLAGS, set())
+    file_flags = {n: v for n, v in given.items() if n in from_file}
+    line_flags = {n: v for n, v in given.items() if n not in from_file}
+    if file_flags or line_flags:
+        line_keys = {flags[name][0].key(flags[name][1]) for name in line_flags}
+        if not _on_command_line(ctx, "options"):  # the file's items: the line's flags win
+            options = {key: value for key, value in options.items() if key not in line_keys}
+        else:  # the command line's --option items: the file's flags of their keys give way
+            file_flags = {
+                n: v for n, v in file_flags.items() if flags[n][0].key(flags[n][1]) not in options
+            }
+        options = with_flags(with_flags(options, file_flags), line_flags)
+    settings["options"] = options
+    return settings
