@@ -5,7 +5,7 @@ modules (clineval.cli imports them all)."""
 from __future__ import annotations
 
 import logging
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import typer
 
@@ -26,7 +26,7 @@ app = typer.Typer(
 app.add_typer(data_app, name="data")
 app.add_typer(skills_app, name="skills")
 
-_state = {"debug": False}
+_state: dict[str, Any] = {"debug": False}
 
 # Option groups of `clineval run --help` (typer's rich_help_panel).
 _MODEL, _JUDGE, _DATA, _OUTPUT, _CONTROL, _BATCH, _BENCHMARK = (

@@ -8,6 +8,7 @@ import sys
 import threading
 import traceback
 from collections.abc import Iterator
+from typing import Any
 
 import typer
 
@@ -20,6 +21,7 @@ from clineval.cli.help import (
     _usage_error_line,
 )
 from clineval.errors import BatchFilesWritten, InputError
+from clineval.jsonio import json_document as json_text
 from clineval.secrets import MaskedStream, redact, register_environment
 
 INTERRUPTED = 130  # the shell's code for a process stopped by SIGINT
@@ -70,19 +72,77 @@ def _stopped(terminated: bool, args: list[str]) -> int:
         (text for command, text in _AFTER_STOP.items() if words[: len(command)] == command),
         _DEFAULT_AFTER_STOP,
     )
-    print(f"aborted ({why}): {after}", file=sys.stderr)
+    _say(f"aborted ({why}): {after}")
     return TERMINATED if terminated else INTERRUPTED
 
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     _state["terminated"] = False
-    with _masked_console():
+    _state["last_line"] = _state["exit_code"] = None
+    with _masked_console(), _json_envelope(json_requested(args)):
         try:
             with _sigterm_as_interrupt():
-                return _main(args)
+                code = _main(args)
         except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (Terminated)
-            return _stopped(terminated=_state["terminated"], args=args)
+            code = _stopped(terminated=_state["terminated"], args=args)
+        _state["exit_code"] = code
+        return code
+
+
+def json_requested(args: list[str]) -> bool:
+    """Whether the command line asks for JSON on stdout (`--json`, before any `--`)."""
+    words = args[: args.index("--")] if "--" in args else args
+    return "--json" in words
+
+
+class _Watched:
+    """stdout, noting whether anything was written to it."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self.written = False
+
+    def write(self, text: str) -> int:
+        if text:
+            self.written = True
+        return int(self._stream.write(text))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def _json_envelope(enabled: bool) -> Iterator[None]:
+    """Under --json, stdout is one JSON document whatever happens: a command that ends
+    without writing its own (a bad flag, a missing file, an unknown task, Ctrl-C, SIGTERM,
+    an internal error) leaves `{"status": "error", "error": LINE, "exit_code": N}`, LINE
+    being the one line it printed on stderr (stopped, exit 0, for --batch-file-out)."""
+    if not enabled:
+        yield
+        return
+    watched = _Watched(sys.stdout)
+    saved, sys.stdout = sys.stdout, watched  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        sys.stdout = saved
+        code = _state.get("exit_code")
+        if not watched.written and isinstance(code, int):
+            line = str(_state.get("last_line") or "")
+            if code:
+                document = {"status": "error", "error": line.removeprefix("error: ")}
+            else:
+                document = {"status": "stopped", "message": line.removeprefix("stopped: ")}
+            document["exit_code"] = code
+            saved.write(json_text(document))
+            saved.flush()
+
+
+def _say(line: str) -> None:
+    """One line on stderr that ends the command (kept for the --json document)."""
+    _state["last_line"] = line
+    print(line, file=sys.stderr)
 
 
 @contextlib.contextmanager
@@ -119,25 +179,25 @@ def _main(args: list[str]) -> int:
             # `clineval` or `clineval data` alone: the help, as asked for, and success
             print(exc.format_message())
             return 0
-        print(redact(_usage_error_line(exc)), file=sys.stderr)
+        _say(redact(_usage_error_line(exc)))
         return 2
     except BatchFilesWritten as exc:
         # Not an error: the request files are the output the user asked for.
-        print(f"stopped: {redact(str(exc))}", file=sys.stderr)
+        _say(f"stopped: {redact(str(exc))}")
         return 0
     except InputError as exc:
         if _state["debug"]:
             print(redact(traceback.format_exc()), file=sys.stderr, end="")
-        print(f"error: {redact(exc.one_line())}", file=sys.stderr)
+        _say(f"error: {redact(exc.one_line())}")
         return 2
     except Exception as exc:
         from clineval.runner import TaskFailures
 
         if isinstance(exc, TaskFailures):
-            print(f"error: {redact(str(exc))}", file=sys.stderr)
+            _say(f"error: {redact(str(exc))}")
             return 1
         if _state["debug"]:
             print(redact(traceback.format_exc()), file=sys.stderr, end="")
-        print(f"internal error: {type(exc).__name__}: {redact(str(exc))}", file=sys.stderr)
+        _say(f"internal error: {type(exc).__name__}: {redact(str(exc))}")
         return 1
     return 0
