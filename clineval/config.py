@@ -8,6 +8,7 @@ the flag, before anything is loaded or written.
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Mapping
 from dataclasses import replace
@@ -519,7 +520,10 @@ def input_error(exc: ValidationError) -> InputError:
     shown = "" if isinstance(value, dict) or value is None else f" {_number(value)[:80]}"
     reason = reason_of(first)
     if first.get("type") == "extra_forbidden":
-        return InputError(f"unknown setting {field!r}")
+        near = difflib.get_close_matches(field, RunConfig.model_fields, n=1)
+        return InputError(
+            f"unknown setting {field!r}" + (f" (did you mean {near[0]!r}?)" if near else "")
+        )
     return InputError(f"{flag_of(field)}{shown}: {reason}")
 
 

@@ -88,3 +88,15 @@ def test_a_setting_added_in_one_place_appears_everywhere(
     ]
     # merge: shards may differ in it (declared per_shard)
     assert "frob_count" not in _what_was_asked({"frob_count": 2, "seed": 0})
+
+
+@pytest.mark.parametrize(
+    ("keyword", "near"), [("limt", "limit"), ("judge", "judges"), ("colour", None)]
+)
+def test_a_misspelt_api_keyword_gets_a_suggestion(keyword: str, near: str | None) -> None:
+    from clineval.api import _config
+
+    with pytest.raises(clineval.InputError) as caught:
+        _config("tcm-sd", "baseline:tfidf", {keyword: 3})
+    hint = f" (did you mean {near!r}?)" if near else ""
+    assert str(caught.value) == f"unknown setting {keyword!r}{hint}"
