@@ -13,17 +13,14 @@ from typing import TYPE_CHECKING, Any
 from clineval.version import __version__
 
 __all__ = [
-    "ClinConsensusMetrics",
     "Comparison",
     "InputError",
     "LeaderboardCell",
-    "NerMetrics",
     "PairedTest",
     "RunFailed",
     "RunResult",
     "RunSettings",
     "TaskMetrics",
-    "TcmSdMetrics",
     "__version__",
     "compare",
     "dry_run",
@@ -34,16 +31,13 @@ __all__ = [
 
 if TYPE_CHECKING:
     from clineval.api import (
-        ClinConsensusMetrics,
         Comparison,
         LeaderboardCell,
-        NerMetrics,
         PairedTest,
         RunFailed,
         RunResult,
         RunSettings,
         TaskMetrics,
-        TcmSdMetrics,
         compare,
         dry_run,
         run,

@@ -21,25 +21,19 @@ from typing import Any, TypedDict, Unpack, get_origin
 from clineval.comparison import Comparison, LeaderboardCell, PairedTest, compare
 from clineval.errors import InputError, checked_arguments, clip
 from clineval.run_result import (
-    ClinConsensusMetrics,
-    NerMetrics,
     PathLike,
     RunResult,
     TaskMetrics,
-    TcmSdMetrics,
 )
 
 __all__ = [
-    "ClinConsensusMetrics",
     "Comparison",
     "LeaderboardCell",
-    "NerMetrics",
     "PairedTest",
     "RunFailed",
     "RunResult",
     "RunSettings",
     "TaskMetrics",
-    "TcmSdMetrics",
     "compare",
     "dry_run",
     "run",

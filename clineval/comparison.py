@@ -85,7 +85,8 @@ def compare(
     import io
 
     from clineval.console import make_console
-    from clineval.report.compare import compare_runs, render_markdown
+    from clineval.report.compare import compare_runs
+    from clineval.report.compare_render import render_markdown
 
     # What the command prints goes to a string here: returned as `text`.
     sink = io.StringIO()

@@ -1,31 +1,23 @@
-"""`clineval judge-agreement RUN_DIR --labels FILE [--task NAME]`: stored judge verdicts vs
-human labels, for any judged task (one that stores the judging kit's verdict records,
-clineval.judge.verdict): ClinConsensus or a plugin's. `--task` names it when the run holds
-several; the judges are those the task's result lists (else every judge with stored verdicts),
-and a panel's aggregate uses the rule its result records (else majority).
+"""`clineval judge-agreement RUN_DIR --labels FILE [--task NAME] [--json]`: stored judge verdicts
+against human labels, for any judged task (one that stores the judging kit's verdict records,
+clineval.judge.verdict). `--task` names it when the run holds several; the judges are those the
+task's result lists (else every judge with stored verdicts), and a panel's aggregate uses the
+rule its result records (else majority; graded verdicts: the mean).
 
-Labels file: JSON Lines {"case_id", "criterion_id", "criteria_met": true|false} ("id" may stand
-for "case_id": a sample id) with an optional "labeler" (a non-empty string; absent or null: one
-unnamed labeler). Several rows for one criterion from different labelers (several physicians)
-are each compared with the judge, as HealthBench's meta-evaluation compares its grader with
-every physician grade.
+The labels file is read by clineval.judge_labels. A unit is one (item, criterion).
 
-One labeler labels a criterion once. A line repeating an earlier (labeler, case_id,
-criterion_id) with the same label is a copy (files joined twice, an export run again): it is
-counted once, and the result lists it under "duplicate_lines" ([line, first line] pairs) and
-the command prints how many there were. The same key with the other label is an error naming
-both lines: which one holds is not ours to guess.
-
-Per judge (and the aggregate, when the run has several judges): the number of compared pairs,
-labels the judge has no verdict for (judge_error or not judged: reported, never compared),
-accuracy, Cohen's kappa, F1 of the "met" class, F1 of the "not met" class, and their mean, the
-balanced F1 (HealthBench's headline figure for a grader). Written to RUN_DIR/judge_agreement.json.
+Per judge (and the panel's aggregate): Cohen's kappa against the raters' strict majority,
+Krippendorff's alpha with the judge as one more rater, HealthBench's pooled balanced F1
+(binary), ICC(2,1) against the raters' mean (graded). Per rater, the same figures leave-one-out
+against the other raters: the human baseline a judge is read against. `VARIANTS` names each
+variant; the figures are the pure functions of clineval.metrics.agreement. Written to
+RUN_DIR/judge_agreement.json.
 """
 
 from __future__ import annotations
 
+import math
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +27,16 @@ from rich.console import Console
 from rich.table import Table
 
 from clineval.errors import InputError
-from clineval.jsonl import iter_json_objects
-from clineval.judge.ensemble import AGGREGATES, aggregate, cohen_kappa
-from clineval.judge.verdict import as_id, judge_of_kind, read_verdicts, verdict_key, verdict_kind
+from clineval.judge.ensemble import AGGREGATES, aggregate
+from clineval.judge.verdict import judge_of_kind, read_verdicts, verdict_kind
+from clineval.judge_labels import BINARY, GRADED, Labels, read_labels
+from clineval.metrics.agreement import (
+    class_f1_of,
+    cohen_kappa,
+    icc_2_1,
+    krippendorff_alpha,
+    strict_majority,
+)
 from clineval.option_flags import config_from_manifest
 from clineval.run_record import read_manifest
 from clineval.rundir import MANIFEST, CannotWrite, write_json
@@ -45,96 +44,83 @@ from clineval.store import STORE_FILENAME, RunStore
 
 OUTPUT = "judge_agreement.json"
 
-
-@dataclass
-class Labels:
-    """The labels of a file, each (labeler, case, criterion) once (see the module doc)."""
-
-    rows: list[tuple[str, bool, str | None]]  # (verdict key, human label, labeler)
-    duplicate_lines: list[tuple[int, int]] = field(default_factory=list)  # (line, first line)
-
-
-def _labeler(row: dict[str, Any], path: Path, lineno: int) -> str | None:
-    labeler = row.get("labeler")
-    if labeler is None:
-        return None
-    if not isinstance(labeler, str) or not labeler.strip():
-        # str(42) and str(["a"]) would make up a name, and 1 and "1" would pass for one person.
-        raise InputError(
-            "'labeler' must be a non-empty string (or left out)", path=path, line=lineno
-        )
-    return labeler
-
-
-def read_labels(path: Path) -> Labels:
-    """The labels of a file; errors name the file and line."""
-    labels = Labels(rows=[])
-    # (labeler, verdict key) -> (line, label) of its first line
-    first: dict[tuple[str | None, str], tuple[int, bool]] = {}
-    # iter_json_objects numbers the file's own lines (blank lines included), so an error
-    # names the line a user sees in an editor.
-    for lineno, row in iter_json_objects(path, what="labels file"):
-        sample = row.get("case_id", row.get("id"))
-        case_id, criterion_id = as_id(sample), as_id(row.get("criterion_id"))
-        met = row.get("criteria_met")
-        if case_id is None or criterion_id is None:
-            raise InputError("needs 'case_id' and 'criterion_id'", path=path, line=lineno)
-        if not isinstance(met, bool):
-            raise InputError("'criteria_met' must be true or false", path=path, line=lineno)
-        labeler = _labeler(row, path, lineno)
-        key = verdict_key(case_id, criterion_id)
-        seen = first.get((labeler, key))
-        if seen is None:
-            first[(labeler, key)] = (lineno, met)
-            labels.rows.append((key, met, labeler))
-        elif seen[1] == met:
-            labels.duplicate_lines.append((lineno, seen[0]))
-        else:
-            who = "the unnamed labeler" if labeler is None else f"labeler {labeler!r}"
-            raise InputError(
-                f"{who} labels case {case_id!r} criterion {criterion_id!r} "
-                f"{'met' if met else 'not met'} here and {'met' if seen[1] else 'not met'} "
-                f"on line {seen[0]}: keep one of lines {seen[0]} and {lineno}",
-                path=path,
-                line=lineno,
-            )
-    if not labels.rows:
-        raise InputError("no labels in file", path=path)
-    return labels
+# {figure: its exact variant}, printed under the tables and written with the figures
+VARIANTS = {
+    "cohen_kappa": "Cohen's kappa, unweighted, against the raters' strict-majority label (a "
+    "label more than half of a unit's labels hold; for a rater: the other raters'); units "
+    "without one are left out and counted in n_no_majority",
+    "cohen_kappa_quadratic": "graded: Cohen's kappa with quadratic weights (the squared "
+    "difference of the two scores), against the same strict-majority label",
+    "krippendorff_alpha": "Krippendorff's alpha over the units, the judge as one more rater "
+    "beside all raters (for a rater: among all raters, the same figure for each), missing "
+    "labels allowed, units with one label left out; nominal for binary labels, ordinal for "
+    "graded",
+    "balanced_f1": "binary: HealthBench's pooled pairwise balanced F1, every label of the judge "
+    "paired with each other rater's label of the same unit, pooled over units and raters; the "
+    "mean of F1(true) and F1(false); null when a class is absent from either side",
+    "icc_2_1": "graded: ICC(2,1), two-way random effects, absolute agreement, single rater "
+    "(McGraw and Wong's ICC(A,1)), over two columns: the judge's score and the raters' mean "
+    "score (for a rater: the other raters'), on the units that have both",
+    "accuracy": "binary: share of the pooled (judge, rater) pairs that agree",
+}
 
 
-def binary_f1(truth: NDArray[np.bool_], pred: NDArray[np.bool_], positive: bool) -> float:
-    """F1 of one class; 0 when the class is neither predicted nor present (sklearn's
-    zero_division=0 convention)."""
-    t = truth == positive
-    p = pred == positive
-    tp = float((t & p).sum())
-    denom = float(t.sum() + p.sum())
-    return 2 * tp / denom if denom else 0.0
+def _finite(value: float | None) -> float | None:
+    return None if value is None or math.isnan(value) else float(value)
 
 
-def compare(human: NDArray[np.float64], judge: NDArray[np.float64]) -> dict[str, Any]:
-    """Figures of one judge against human labels (judge nan = no verdict)."""
-    has = ~np.isnan(judge)
-    truth = human[has].astype(bool)
-    pred = judge[has].astype(bool)
-    out: dict[str, Any] = {"n_pairs": int(has.sum()), "n_without_verdict": int((~has).sum())}
-    if truth.size == 0:  # the same keys as below, so readers of the JSON need no special case
-        figures = ("accuracy", "cohen_kappa", "f1_met", "f1_not_met", "balanced_f1")
-        rates = ("human_met_rate", "judge_met_rate")
-        return {**out, **dict.fromkeys(figures + rates)}
-    f1_met = binary_f1(truth, pred, True)
-    f1_unmet = binary_f1(truth, pred, False)
+def compare(own: NDArray[np.float64], others: NDArray[np.float64], kind: str) -> dict[str, Any]:
+    """The figures of one rater or judge (`own`, nan = no label) against `others` (units x
+    raters, nan = no label), on the units `others` labelled."""
+    others = others[:, None] if others.ndim == 1 else others
+    labelled = ~np.isnan(others).all(axis=1)
+    has = ~np.isnan(own) & labelled
+    majority = strict_majority(others)
+    with_majority = has & ~np.isnan(majority)
+    out: dict[str, Any] = {
+        "n": int(has.sum()),
+        "n_without_verdict": int((labelled & np.isnan(own)).sum()),
+        "n_no_majority": int((has & np.isnan(majority)).sum()),
+        "cohen_kappa": cohen_kappa(own[with_majority], majority[with_majority]),
+        "krippendorff_alpha": krippendorff_alpha(
+            np.column_stack([others, own])[labelled], "nominal" if kind == BINARY else "ordinal"
+        ),
+    }
+    if not out["n"]:
+        return _none_compared(out, kind)
+    if kind == BINARY:
+        # every (judge label, one rater's label) pair: pooled_pairs, as arrays
+        paired = ~np.isnan(own)[:, None] & ~np.isnan(others)
+        grader = np.broadcast_to(own[:, None], others.shape)[paired] == 1.0
+        rater = others[paired] == 1.0
+        f1_met, f1_not_met = class_f1_of(grader, rater, True), class_f1_of(grader, rater, False)
+        return {
+            **out,
+            "n_pairs": int(paired.sum()),
+            "balanced_f1": _finite((f1_met + f1_not_met) / 2),
+            "f1_met": _finite(f1_met),
+            "f1_not_met": _finite(f1_not_met),
+            "accuracy": float((grader == rater).mean()) if grader.size else None,
+        }
+    mean = np.full(own.shape, np.nan)
+    mean[labelled] = np.nanmean(others[labelled], axis=1)
     return {
         **out,
-        "accuracy": float((truth == pred).mean()),
-        "cohen_kappa": cohen_kappa(human[has], judge[has]),
-        "f1_met": f1_met,
-        "f1_not_met": f1_unmet,
-        "balanced_f1": (f1_met + f1_unmet) / 2,
-        "human_met_rate": float(truth.mean()),
-        "judge_met_rate": float(pred.mean()),
+        "cohen_kappa_quadratic": cohen_kappa(
+            own[with_majority], majority[with_majority], "quadratic"
+        ),
+        "balanced_f1": None,
+        "icc_2_1": icc_2_1(np.column_stack([own, mean])[has]),
     }
+
+
+def _none_compared(out: dict[str, Any], kind: str) -> dict[str, Any]:
+    """No unit compared: the keys of a compared one, figures null (not the raters' alpha)."""
+    if kind == BINARY:
+        binary = ("krippendorff_alpha", "balanced_f1", "f1_met", "f1_not_met", "accuracy")
+        return {**out, "n_pairs": 0, **dict.fromkeys(binary)}
+    graded = ("krippendorff_alpha", "cohen_kappa_quadratic", "balanced_f1", "icc_2_1")
+    return {**out, **dict.fromkeys(graded)}
 
 
 def _stored(store: RunStore, task: str, label: str, keys: list[str]) -> NDArray[np.float64]:
@@ -175,45 +161,109 @@ def _panel(result: dict[str, Any] | None, stored: list[str]) -> tuple[list[str],
     return judges or stored, rule if isinstance(rule, str) and rule in AGGREGATES else "majority"
 
 
+def _matrix(labels: Labels) -> tuple[list[str], list[str], NDArray[np.float64]]:
+    """The units (verdict keys, in file order), the raters (in file order) and the
+    (units x raters) label matrix, nan where a rater gave no label."""
+    units = list(dict.fromkeys(k for k, _, _ in labels.rows))
+    raters = list(dict.fromkeys(r for _, _, r in labels.rows))
+    row, column = {k: i for i, k in enumerate(units)}, {r: i for i, r in enumerate(raters)}
+    matrix = np.full((len(units), len(raters)), np.nan)
+    for key, value, rater in labels.rows:
+        matrix[row[key], column[rater]] = value
+    return units, raters, matrix
+
+
+def _check_kinds(labels: Labels, verdicts: dict[str, NDArray[np.float64]], path: Path) -> None:
+    """Binary labels need binary verdicts, graded ones scores: else every figure would compare
+    two different scales."""
+    values = np.concatenate([v[~np.isnan(v)] for v in verdicts.values()] or [np.array([])])
+    binary_verdicts = bool(np.isin(values, (0.0, 1.0)).all())
+    if labels.kind == BINARY and not binary_verdicts:
+        raise InputError("true/false labels, but the run's verdicts are scores", path=path)
+    _, _, matrix = _matrix(labels)
+    given = matrix[~np.isnan(matrix)]
+    if labels.kind == GRADED and binary_verdicts and not np.isin(given, (0.0, 1.0)).all():
+        raise InputError("score labels, but the run's verdicts are true/false", path=path)
+
+
+def _panel_verdict(verdicts: dict[str, NDArray[np.float64]], kind: str, rule: str) -> Any:
+    stacked = np.stack(list(verdicts.values()))
+    if kind == BINARY:
+        return rule, aggregate(stacked, rule)
+    answered = ~np.isnan(stacked).all(axis=0)
+    mean = np.full(stacked.shape[1], np.nan)
+    mean[answered] = np.nanmean(stacked[:, answered], axis=0)
+    return "mean", mean
+
+
+def agreement_figures(
+    labels: Labels, verdicts: dict[str, NDArray[np.float64]], rule: str = "majority"
+) -> dict[str, Any]:
+    """Per judge (verdicts over `_matrix(labels)`'s units), the panel's aggregate when there
+    are several judges, and per rater leave-one-out: the figures of `compare`."""
+    _, raters, matrix = _matrix(labels)
+    out: dict[str, Any] = {
+        "judges": {name: compare(v, matrix, labels.kind) for name, v in verdicts.items()},
+        "raters": {
+            rater: compare(matrix[:, i], np.delete(matrix, i, axis=1), labels.kind)
+            for i, rater in enumerate(raters)
+        },
+    }
+    if len(raters) < 2:
+        out["raters"] = {}  # one rater has no other to be compared with
+    if len(verdicts) > 1:
+        rule, combined = _panel_verdict(verdicts, labels.kind, rule)
+        out["aggregate"] = {"rule": rule, **compare(combined, matrix, labels.kind)}
+    return out
+
+
 def judge_agreement(run_dir: Path, labels_path: Path, task: str | None = None) -> dict[str, Any]:
     if not (run_dir / STORE_FILENAME).is_file():
         raise InputError("not a run directory (no run store)", path=run_dir)
     manifest = read_manifest(run_dir)  # validated, or InputError
     try:
-        config = config_from_manifest(manifest.config, str(run_dir / MANIFEST))
+        config_from_manifest(manifest.config, str(run_dir / MANIFEST))
     except InputError:
         raise InputError("manifest has no valid run config", path=run_dir / MANIFEST) from None
     labels = read_labels(labels_path)
-    keys = [k for k, _, _ in labels.rows]
-    human = np.array([1.0 if met else 0.0 for _, met, _ in labels.rows])
-    del config  # validated: a run directory whose settings cannot be read is refused
+    units, raters, _ = _matrix(labels)
     with RunStore(run_dir / STORE_FILENAME, read_only=True) as store:
         judged = _judged_tasks(store)
         name = _pick_task(judged, task, run_dir)
         judges, rule = _panel(store.task_results().get(name), judged[name])
-        verdicts = {label: _stored(store, name, label, keys) for label in judges}
-    per_judge = {label: compare(human, v) for label, v in verdicts.items()}
-    if all(r["n_pairs"] == 0 for r in per_judge.values()):
+        verdicts = {label: _stored(store, name, label, units) for label in judges}
+    if all(np.isnan(v).all() for v in verdicts.values()):
         raise InputError(
-            "none of the labelled (case_id, criterion_id) pairs has a stored verdict in this run",
+            "none of the labelled (id, criterion) units has a stored verdict in this run",
             path=labels_path,
         )
+    _check_kinds(labels, verdicts, labels_path)
+    figures = agreement_figures(labels, verdicts, rule)
     result: dict[str, Any] = {
         "task": name,
         "labels_file": str(labels_path),
+        "kind": labels.kind,
         "n_labels": len(labels.rows),
-        "n_labelers": len({lab for _, _, lab in labels.rows if lab is not None}) or None,
+        "n_units": len(units),
+        "n_raters": len(raters),
+        "n_labelers": len(raters) if labels.named else None,
         "duplicate_lines": [list(pair) for pair in labels.duplicate_lines],
-        "judges": per_judge,
+        **figures,
+        "variants": {k: v for k, v in VARIANTS.items() if _shown_for(k, labels.kind)},
     }
-    if len(judges) > 1:
-        combined = aggregate(np.stack(list(verdicts.values())), rule)
-        result["aggregate"] = {"rule": rule, **compare(human, combined)}
     try:
         write_json(run_dir / OUTPUT, result)
     except CannotWrite as exc:  # a read-only run directory: the figures are printed anyway
         result["not_written"] = exc.one_line()
     return result
+
+
+def _shown_for(figure: str, kind: str) -> bool:
+    if figure in ("balanced_f1", "accuracy"):
+        return kind == BINARY
+    if figure in ("icc_2_1", "cohen_kappa_quadratic"):
+        return kind == GRADED
+    return True
 
 
 def _fmt(value: Any) -> str:
@@ -222,22 +272,41 @@ def _fmt(value: Any) -> str:
     return f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
-def judge_agreement_report(
-    run_dir: Path, labels_path: Path, console: Console, task: str | None = None
-) -> dict[str, Any]:
-    """Compute, print a table, and write RUN_DIR/judge_agreement.json."""
-    result = judge_agreement(Path(run_dir), Path(labels_path), task)
-    table = Table(title=f"judge vs human labels ({result['n_labels']} labels)")
-    columns = ("n_pairs", "n_without_verdict", "balanced_f1", "f1_met", "f1_not_met")
-    table.add_column("judge")
-    for name in (*columns, "accuracy", "cohen_kappa"):
+def _table(title: str, rows: dict[str, dict[str, Any]], columns: list[str]) -> Table:
+    table = Table(title=title)
+    table.add_column("")
+    for name in columns:
         table.add_column(name, justify="right")
-    rows = dict(result["judges"])
-    if "aggregate" in result:
-        rows[f"aggregate ({result['aggregate']['rule']})"] = result["aggregate"]
     for label, figures in rows.items():
-        table.add_row(label, *(_fmt(figures.get(c)) for c in (*columns, "accuracy", "cohen_kappa")))
-    console.print(table)
+        table.add_row(label, *(_fmt(figures.get(c)) for c in columns))
+    return table
+
+
+def print_agreement(result: dict[str, Any], console: Console) -> None:
+    """The tables, the variants they are, and the notes (units left out, duplicates)."""
+    columns = ["n", "n_no_majority", "cohen_kappa", "krippendorff_alpha"]
+    columns += (
+        ["balanced_f1", "f1_met", "f1_not_met", "accuracy"]
+        if result["kind"] == BINARY
+        else ["cohen_kappa_quadratic", "icc_2_1"]
+    )
+    judges = dict(result["judges"])
+    if "aggregate" in result:
+        judges[f"aggregate ({result['aggregate']['rule']})"] = result["aggregate"]
+    title = f"judges vs {result['n_raters']} rater(s), {result['n_units']} {result['kind']} units"
+    console.print(_table(title, judges, columns))
+    if result["raters"]:
+        title = "each rater vs the other raters (leave-one-out: the human baseline)"
+        console.print(_table(title, result["raters"], columns))
+    for name, figures in judges.items():
+        if figures["n_no_majority"]:
+            console.print(
+                f"{name}: {figures['n_no_majority']} unit(s) without a strict majority of "
+                "raters left out of cohen_kappa",
+                markup=False,
+            )
+    for figure, variant in result["variants"].items():
+        console.print(f"{figure}: {variant}", markup=False, soft_wrap=True)
     if duplicates := result["duplicate_lines"]:
         shown = ", ".join(f"{line} (= {first})" for line, first in duplicates[:5])
         more = f" and {len(duplicates) - 5} more" if len(duplicates) > 5 else ""
@@ -245,6 +314,14 @@ def judge_agreement_report(
             f"{len(duplicates)} duplicate label line(s) counted once: line {shown}{more}",
             markup=False,
         )
+
+
+def judge_agreement_report(
+    run_dir: Path, labels_path: Path, console: Console, task: str | None = None
+) -> dict[str, Any]:
+    """Compute, print the tables, and write RUN_DIR/judge_agreement.json."""
+    result = judge_agreement(Path(run_dir), Path(labels_path), task)
+    print_agreement(result, console)
     if "not_written" in result:
         print(f"note: {OUTPUT} not written: {result['not_written']}", file=sys.stderr)
     else:

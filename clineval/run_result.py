@@ -185,10 +185,6 @@ class TaskMetrics:
         return self.values.get(key, default)
 
 
-# The names of clineval 0.1, when each family had a class of its own: one class now.
-NerMetrics = TcmSdMetrics = ClinConsensusMetrics = TaskMetrics
-
-
 def declared_metrics(task: str, notes: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """What the task's benchmark declares of its metrics; for a task no installed benchmark
     declares, what the run record wrote (`manifest.json["tasks"][task]`)."""

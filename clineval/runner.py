@@ -192,7 +192,7 @@ def reused_stores(directories: list[str], output_dir: Path, store: RunStore) -> 
             store.reuse = None
 
 
-def _load_tasks(ctx: RunContext) -> list[tuple[str, Task, Any, float]]:
+def _load_tasks(ctx: RunContext) -> list[tuple[str, Task[Any], Any, float]]:
     """(name, task, data, seconds) of every task: all inputs are read and validated here,
     before a run writes anything, so bad input leaves the run directory as it was."""
     loaded = []

@@ -9,7 +9,7 @@ import sqlite3
 import urllib.parse
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Concatenate, ParamSpec, Protocol, TypeVar
+from typing import Concatenate, ParamSpec, Protocol, TypeVar, cast
 
 from clineval.errors import InputError
 
@@ -122,7 +122,7 @@ def guarded(
                 raise
             raise error from exc
 
-    return wrapper
+    return cast("Callable[Concatenate[_S, _P], _R]", wrapper)
 
 
 def guarded_read(
@@ -139,4 +139,4 @@ def guarded_read(
         except ValueError as exc:  # json / orjson JSONDecodeError, UnicodeDecodeError
             raise StoreDamaged(self.path, "a stored value is not valid JSON") from exc
 
-    return wrapper
+    return cast("Callable[Concatenate[_S, _P], _R]", wrapper)

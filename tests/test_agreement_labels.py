@@ -73,8 +73,8 @@ def test_a_contradicting_copy_is_an_error_naming_both_lines(
     labels = _write(tmp_path / "labels.jsonl", rows)
     assert main(["judge-agreement", str(run), "--labels", str(labels)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"error: {labels}:3: the unnamed labeler labels case ")
-    assert err.endswith("not met here and met on line 1: keep one of lines 1 and 3\n")
+    assert err.startswith(f"error: {labels}:3: the unnamed rater labels item ")
+    assert err.endswith("false here and true on line 1: keep one of lines 1 and 3\n")
     assert err.count("\n") == 1
 
 

@@ -107,7 +107,7 @@ def test_clinconsensus_verdicts_run_matches_the_cli(tmp_path: Path) -> None:
 
     assert result.path == by_api and result.tasks == ["clinconsensus"]
     metrics = result["clinconsensus"]
-    assert isinstance(metrics, clineval.ClinConsensusMetrics)
+    assert isinstance(metrics, clineval.TaskMetrics)
     raw = _json(by_api / "results.json")["clinconsensus"]
     assert metrics.cacs_at_7 == raw["cacs@7"] and metrics.primary == raw["cacs@7"]
     assert metrics.primary_metric == "cacs@7" and 0.0 <= metrics.primary <= 100.0
@@ -205,7 +205,7 @@ def test_tcm_sd_run_score_report_compare_match_the_cli(tcm_data: Path, tmp_path:
     _same_run_outputs(by_cli, by_api)
 
     metrics = result["tcm-sd"]
-    assert isinstance(metrics, clineval.TcmSdMetrics)
+    assert isinstance(metrics, clineval.TaskMetrics)
     raw = _json(by_api / "results.json")["tcm-sd"]
     assert (metrics.macro_f1, metrics.accuracy, metrics.n) == (
         raw["macro_f1"],

@@ -50,6 +50,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("clineval.benchmarks.registry", "clineval.report", "clineval.export",
      "clineval.skills_install", "clineval.run_checks", "clineval.run_inputs",
      "clineval.run_result", "clineval.comparison", "clineval.judge_agreement",
+     "clineval.judge_labels",
      "clineval.run_summary", "clineval.option_flags"),
     # 6 running
     ("clineval.runner", "clineval.planner", "clineval.rescore", "clineval.merge"),
@@ -519,11 +520,23 @@ def _generic_files() -> list[Path]:
     ]
 
 
+def _camel_case_names(text: str, words: set[str]) -> set[str]:
+    """The words a CamelCase identifier spells (NerMetrics, ClinConsensusMetrics): the regular
+    expressions see one word there, so its parts and each run of consecutive parts are
+    checked against the names."""
+    if not text.isidentifier() or text.islower() or text.isupper():
+        return set()
+    parts = _split_identifier(text)
+    runs = (parts[i:j] for i in range(len(parts)) for j in range(i + 1, len(parts) + 1))
+    return {joined for run in runs for sep in ("", "_", "-") if (joined := sep.join(run)) in words}
+
+
 def benchmark_names_in(
     files: list[Path], words: dict[str, set[str]], allowed: Mapping[tuple[str, str | None], str]
 ) -> list[str]:
     """Each place in `files` that names a benchmark ({family: its words}) and is not allowed."""
     patterns = [(family, word, _pattern(word)) for family, ws in words.items() for word in ws]
+    all_words = {word.lower() for ws in words.values() for word in ws}
     found = []
     for path in files:
         where = path.relative_to(PACKAGE).as_posix()
@@ -531,7 +544,10 @@ def benchmark_names_in(
         if None in fragments:
             continue
         for line, text, whole in _scanned_text(path):
-            named = sorted({word for family, word, p in patterns if p.search(text)})
+            named = sorted(
+                {word for family, word, p in patterns if p.search(text)}
+                | _camel_case_names(text, all_words)
+            )
             if named and not any(f is not None and f in whole for f in fragments):
                 found.append(f"clineval/{where}:{line}: names {', '.join(named)}: {text[:80]}")
     return found
@@ -589,6 +605,7 @@ def test_the_name_rule_can_fail(tmp_path: Path) -> None:
         '    return key.startswith("cacs")\n'
         "def general(macro_f1_statistic):\n"
         "    return macro_f1_statistic\n"
+        "NerMetrics = TcmSdMetrics = dict\n"
     )
     config = tmp_path / "defaults.toml"
     config.write_text('task = "ner:ncbi"\n')
@@ -600,7 +617,9 @@ def test_the_name_rule_can_fail(tmp_path: Path) -> None:
             "clineval/report.js:1: names cc: DETAIL.cc = function (row) {};",
             'clineval/report.js:2: names ner: var accept = "ok"; // ner in a comment',
             'clineval/fmt.py:4: names cacs: "cacs"',
+            "clineval/fmt.py:7: names ner: NerMetrics",
+            "clineval/fmt.py:7: names tcm, tcm-sd, tcm_sd, tcmsd: TcmSdMetrics",
             'clineval/defaults.toml:1: names ncbi, ner, ner:ncbi: task = "ner:ncbi"',
         ]
         allowed = {("report.js", "DETAIL.cc"): "a test", ("defaults.toml", None): "a test"}
-        assert benchmark_names_in(files, words, allowed) == [found[1], found[2]]
+        assert benchmark_names_in(files, words, allowed) == found[1:5]

@@ -77,26 +77,34 @@ def test_bad_labels_file_names_line(tmp_path: Path, capsys) -> None:
         "utf-8",
     )
     assert main(["judge-agreement", str(run), "--labels", str(labels)]) == 2
-    assert f"{labels}:3: 'criteria_met' must be true or false" in capsys.readouterr().err
+    assert f"{labels}:3: a graded label here, binary labels from line 1" in capsys.readouterr().err
+    labels.write_text(json.dumps({**good, "criteria_met": "yes"}) + "\n", "utf-8")
+    assert main(["judge-agreement", str(run), "--labels", str(labels)]) == 2
+    assert f"{labels}:1: 'criteria_met' must be true or false, or a finite number" in (
+        capsys.readouterr().err
+    )
     # an id that is a JSON boolean is not an id
     labels = _write(tmp_path / "labels.jsonl", [{**good, "case_id": True, "criteria_met": True}])
     assert main(["judge-agreement", str(run), "--labels", str(labels)]) == 2
-    assert f"{labels}:1: needs 'case_id'" in capsys.readouterr().err
+    assert f"{labels}:1: needs 'id' and 'criterion'" in capsys.readouterr().err
     # labels for criteria this run never judged: a clear input error, not a table of zeros
     rows = [{"case_id": "fixture-012", "criterion_id": "fixture-012-r01", "criteria_met": True}]
     labels = _write(tmp_path / "labels.jsonl", rows)
     assert main(["judge-agreement", str(run), "--labels", str(labels)]) == 2
-    assert "none of the labelled (case_id, criterion_id) pairs" in capsys.readouterr().err
+    assert "none of the labelled (id, criterion) units" in capsys.readouterr().err
 
 
 def test_a_judge_without_verdicts_has_the_same_keys_as_one_with() -> None:
     from clineval.judge_agreement import compare
 
-    full = compare(np.array([1.0, 0.0]), np.array([1.0, 1.0]))
-    empty = compare(np.array([1.0, 0.0]), np.array([np.nan, np.nan]))
-    assert set(empty) == set(full)
-    assert empty["n_pairs"] == 0 and empty["n_without_verdict"] == 2
-    assert all(empty[k] is None for k in set(full) - {"n_pairs", "n_without_verdict"})
+    human = np.array([1.0, 0.0])
+    for kind in ("binary", "graded"):
+        full = compare(np.array([1.0, 1.0]), human, kind)
+        empty = compare(np.array([np.nan, np.nan]), human, kind)
+        assert set(empty) == set(full)
+        assert empty["n"] == 0 and empty["n_without_verdict"] == 2
+        counts = {"n", "n_pairs", "n_without_verdict", "n_no_majority"}
+        assert all(empty[k] is None for k in set(full) - counts)
 
 
 def test_broken_manifest_is_an_input_error(tmp_path: Path, capsys) -> None:

@@ -491,7 +491,7 @@ def test_judge_agreement_reads_a_run_on_a_read_only_mount(tmp_path: Path) -> Non
         ["unshare", "-rm", "sh", "-c", script], capture_output=True, text=True, env=env, check=False
     )
     assert done.returncode == 0, done.stderr
-    assert "judge vs human labels" in done.stdout and "1.000" in done.stdout
+    assert "judges vs 1 rater(s)" in done.stdout and "1.000" in done.stdout
     assert "judge_agreement.json not written" in done.stderr and "Read-only" in done.stderr
     assert sorted(p.name for p in run.iterdir()) == before  # nothing written, no -shm left
 

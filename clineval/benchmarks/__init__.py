@@ -90,6 +90,13 @@ _HOME = {
     "bootstrap_indices": "clineval.metrics.bootstrap",
     "percentile_interval": "clineval.metrics.bootstrap",
     "stratified_bootstrap_indices": "clineval.metrics.bootstrap",
+    # agreement of a judge with human labels, pairwise results (docs/metrics.md)
+    "pooled_balanced_f1": "clineval.metrics.agreement",
+    "item_scores": "clineval.metrics.pairwise",
+    "position_consistency": "clineval.metrics.pairwise",
+    "tie_rate": "clineval.metrics.pairwise",
+    "win_rate": "clineval.metrics.pairwise",
+    "win_rate_interval": "clineval.metrics.pairwise",
     # report sections: the run's data and the blocks a section is built of
     "RunData": "clineval.report.rundata",
     "finite_number": "clineval.report.rundata",
@@ -295,6 +302,9 @@ if TYPE_CHECKING:  # what type checkers and editors see of the lazy names below
     from clineval.judge.verdict import (
         verdict_key as verdict_key,
     )
+    from clineval.metrics.agreement import (
+        pooled_balanced_f1 as pooled_balanced_f1,
+    )
     from clineval.metrics.bootstrap import (
         DEFAULT_RESAMPLES as DEFAULT_RESAMPLES,
     )
@@ -306,6 +316,21 @@ if TYPE_CHECKING:  # what type checkers and editors see of the lazy names below
     )
     from clineval.metrics.bootstrap import (
         stratified_bootstrap_indices as stratified_bootstrap_indices,
+    )
+    from clineval.metrics.pairwise import (
+        item_scores as item_scores,
+    )
+    from clineval.metrics.pairwise import (
+        position_consistency as position_consistency,
+    )
+    from clineval.metrics.pairwise import (
+        tie_rate as tie_rate,
+    )
+    from clineval.metrics.pairwise import (
+        win_rate as win_rate,
+    )
+    from clineval.metrics.pairwise import (
+        win_rate_interval as win_rate_interval,
     )
     from clineval.models.backends import (
         ModelKind as ModelKind,

@@ -189,8 +189,8 @@ def parse_choice(text: str | None, letters: str) -> str | None:
     folded = folded.translate({0xFF41 + i: 0x41 + i for i in range(26)})
     allowed = re.escape(letters.upper() + letters.lower())
     for pattern in _CHOICE_PATTERNS:
-        found = {
-            m.upper() for m in re.findall(pattern.format(letters=allowed), folded, re.I | re.M)
+        found: set[str] = {
+            str(m).upper() for m in re.findall(pattern.format(letters=allowed), folded, re.I | re.M)
         }
         if len(found) == 1:
             return found.pop()

@@ -20,7 +20,7 @@ def _enable_completion() -> None:
     """Register typer's completion of each shell: with add_completion=False typer does not,
     and the shell's call (`_CLINEVAL_COMPLETE=complete_bash clineval`) needs it."""
     if any(name.startswith("_CLINEVAL_COMPLETE") for name in os.environ):
-        from typer.completion import completion_init
+        from typer._completion_classes import completion_init
 
         completion_init()
 

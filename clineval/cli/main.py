@@ -130,6 +130,7 @@ def _json_envelope(enabled: bool) -> Iterator[None]:
         code = _state.get("exit_code")
         if not watched.written and isinstance(code, int):
             line = str(_state.get("last_line") or "")
+            document: dict[str, Any]
             if code:
                 document = {"status": "error", "error": line.removeprefix("error: ")}
             else:
@@ -151,7 +152,7 @@ def _masked_console() -> Iterator[None]:
     a line (rich, logging, print) prints no credential the run knows."""
     register_environment()  # the environment's keys, known before anything is printed
     saved = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = MaskedStream(saved[0]), MaskedStream(saved[1])  # type: ignore[assignment]
+    sys.stdout, sys.stderr = MaskedStream(saved[0]), MaskedStream(saved[1])
     try:
         yield
     finally:

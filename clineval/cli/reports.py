@@ -267,11 +267,28 @@ def judge_agreement(
         str | None,
         typer.Option("--task", metavar="TASK", help="The judged task, when the run holds several."),
     ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the figures as JSON on stdout, nothing else.")
+    ] = False,
 ) -> None:
-    """Compare a run's stored judge verdicts with human labels (any judged task)."""
-    from clineval.judge_agreement import judge_agreement_report
+    """Compare a run's stored judge verdicts with human labels (any judged task).
 
-    judge_agreement_report(run_dir, labels, console=stdout, task=task)
+    Per judge: Cohen's kappa against the raters' strict majority, Krippendorff's alpha with
+    the judge as one more rater, HealthBench's pooled balanced F1 (true/false labels), ICC(2,1)
+    (scores); per rater the same figures against the other raters. Labels: JSON Lines
+    {"id", "criterion", "rater", "label": true/false or a number}."""
+    from clineval.judge_agreement import OUTPUT, judge_agreement_report
+    from clineval.judge_agreement import judge_agreement as agreement
+
+    if not as_json:
+        judge_agreement_report(run_dir, labels, console=stdout, task=task)
+        return
+    with _json_stdout(as_json) as emit:
+        result = agreement(run_dir, labels, task)
+        if "not_written" in result:
+            print(f"note: {OUTPUT} not written: {result['not_written']}", file=sys.stderr)
+        if emit is not None:
+            emit(result)
 
 
 @app.command(

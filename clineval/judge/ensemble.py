@@ -35,7 +35,7 @@ def aggregate(verdicts: NDArray[np.float64], rule: str = "majority") -> NDArray[
     else:
         out = (met > 0).astype(np.float64)
     out[answered == 0] = np.nan
-    return out
+    return np.asarray(out, dtype=np.float64)
 
 
 def count_ties(verdicts: NDArray[np.float64]) -> int:

@@ -36,7 +36,8 @@ def stratified_bootstrap_indices(
     rng = np.random.default_rng(seed)
     draws = rng.random((n_resamples, strata.size))
     within = start_of + np.floor(draws * size_of).astype(np.intp)
-    return order[within]
+    picked: NDArray[np.intp] = order[within]
+    return picked
 
 
 def percentile_interval(values: NDArray[np.floating], level: float = 0.95) -> tuple[float, float]:

@@ -62,7 +62,7 @@ def busy_cores(sample_s: float = 0.5) -> float:
         cores = sorted(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # not on Linux: every core
         cores = list(range(len(per_cpu)))
-    return sum(per_cpu[i] for i in cores if i < len(per_cpu)) / 100.0
+    return float(sum(per_cpu[i] for i in cores if i < len(per_cpu))) / 100.0
 
 
 def default_threads() -> int:

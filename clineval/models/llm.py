@@ -60,10 +60,11 @@ from clineval.models.llamacpp_server import (
 )
 from clineval.models.llm_base import ChatModel
 from clineval.models.options import LLM_OPTIONS
-from clineval.models.registry import backend_info, resolve_reference
+from clineval.models.registry import backend_info
 from clineval.models.server_capacity import warn_unservable_concurrency
 from clineval.models.spec import ModelSpec
 from clineval.progress import step
+from clineval.references import resolve_reference
 from clineval.retry import RetryPolicy, parse_retry_after
 from clineval.secrets import env_credential, register_url
 

@@ -27,6 +27,7 @@ from clineval.benchmarks.declaration import Benchmark, MetricSchema
 from clineval.benchmarks.registry import benchmark_of, guarded, metric_schema
 from clineval.errors import InputError
 from clineval.progress import track
+from clineval.report.agreement_section import agreement_blocks
 from clineval.report.jsonembed import COMPRESS_OVER, script_payload
 from clineval.report.references import Reference, read_references, reference_lines
 from clineval.report.rundata import RunData, load_run
@@ -184,6 +185,7 @@ def build_sections(
             samples = run.samples.get(task, [])
             stats = statistics_for(task, run.results[task], samples, notes)
             fill_intervals(section["cards"], stats, seed, section.get("digits"))
+        section["blocks"].extend(agreement_blocks(run, task))
         for card in (*section["cards"], *section["rest"]):
             card.references = reference_lines(
                 references or [], task, card.key, _formatter(section.get("digits"))

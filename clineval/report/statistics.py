@@ -131,7 +131,8 @@ def macro_f1_reducer(n_labels: int) -> Reducer:
         den = 2 * tp + fp + fn
         with np.errstate(invalid="ignore", divide="ignore"):
             f1 = np.where(den > 0, 2 * tp / np.where(den > 0, den, 1.0), 0.0)
-        return f1.mean(axis=1)
+        per_resample: NDArray[np.float64] = f1.mean(axis=1)
+        return per_resample
 
     return reduce
 

@@ -191,7 +191,9 @@ def _hub_metadata(url: str, endpoint: str | None, retry: RetryPolicy) -> Any:
 
 def _hub_origin(retry: RetryPolicy) -> _Origin:
     from huggingface_hub import hf_hub_url
-    from huggingface_hub.utils import build_hf_headers
+
+    # public in huggingface_hub.utils, which re-exports it without __all__ (mypy --strict)
+    from huggingface_hub.utils import build_hf_headers  # type: ignore[attr-defined]
 
     endpoint = os.environ.get("HF_ENDPOINT") or None  # read now, not at import
 

@@ -35,10 +35,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clineval.benchmarks.clinconsensus.cases import Case, as_id, load_verdicts
+from clineval.benchmarks.clinconsensus.cases import Case, load_verdicts
 from clineval.errors import InputError
 from clineval.jsonio import read_json_file
-from clineval.judge.verdict import verdict_key
+from clineval.judge.verdict import as_id, verdict_key
 
 FORMAT_OFFICIAL = "clinconsensus-judgements"
 FORMAT_JSONL = "verdicts-jsonl"

@@ -288,7 +288,8 @@ def _resolve_mixed(
     # More characters wins; among equal counts the label whose first character is leftmost.
     score = counts * (longest + 1) + (longest - first.reshape(n, n_labels))
     score[counts == 0] = -1
-    return np.argmax(score, axis=1).astype(np.int64)
+    best: NDArray[np.int64] = np.argmax(score, axis=1).astype(np.int64)
+    return best
 
 
 @dataclass(frozen=True)
