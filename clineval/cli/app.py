@@ -13,6 +13,7 @@ from clineval.cli_groups import (
     data_app,
     skills_app,
 )
+from clineval.errors import InputError
 
 app = typer.Typer(
     # completion options of our own (below): typer's guess the shell from the parent process
@@ -62,7 +63,14 @@ def _install_completion(ctx: typer.Context, param: typer.CallbackParam, value: s
     if value is not None and not ctx.resilient_parsing:
         import typer.completion
 
-        typer.completion.install_callback(ctx, param, value)  # exits
+        try:
+            typer.completion.install_callback(ctx, param, value)  # exits
+        except OSError as exc:  # $HOME a file, a read-only home: the script has nowhere to go
+            where = f"{exc.filename}: " if exc.filename else ""
+            raise InputError(
+                f"--install-completion {value}: cannot write {where}{exc.strerror or exc} "
+                f"(print the script with --show-completion {value} and install it by hand)"
+            ) from None
 
 
 @app.callback()
