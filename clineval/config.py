@@ -4,6 +4,10 @@ Every setting is checked here, where it enters (from the command line, the Pytho
 manifest): a value that cannot be right (a limit of 0, a nan error bound that would disable
 the bound, an infinite timeout, a port out of range, a shard 4/3) is one InputError naming
 the flag, before anything is loaded or written.
+
+Long module: RunConfig's fields are the one declaration of the run settings (each with its
+clineval.settings.Setting: help, flag, section, roles), which keeps them in one class body;
+the checks that need no RunConfig are in clineval.config_checks.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from pydantic import (
     model_validator,
 )
 
+from clineval.config_checks import judge_named, names, number, reason_of, split_judge_url
 from clineval.errors import EMPTY_PATH, InputError, is_empty_path
 from clineval.models.options import model_options
 from clineval.models.registry import backend_info
@@ -344,7 +349,7 @@ class RunConfig(BaseModel):
     def _valid_batch_models(self) -> RunConfig:
         for name in self.batch_models:
             models = self.models.all
-            named = [spec for spec in models if name in _names(spec)]
+            named = [spec for spec in models if name in names(spec)]
             if not named:
                 labels = ", ".join(spec.label for spec in models)
                 raise InputError(
@@ -366,7 +371,7 @@ class RunConfig(BaseModel):
         model, in batch mode, named by --batch-model when any is."""
         if not self.batch_mode or not backend_info(spec).has_batch:
             return False
-        return not self.batch_models or any(n in _names(spec) for n in self.batch_models)
+        return not self.batch_models or any(n in names(spec) for n in self.batch_models)
 
     def model_settings(self) -> ModelSettings:
         """What the model layer reads of this run, and nothing else (clineval.models.runtime)."""
@@ -421,9 +426,9 @@ def _run_models(config: RunConfig) -> RunModels:
     judges = [_parse(judge, "--judge") for judge in config.judges]
     own: dict[str, list[str]] = {}  # a judge as written -> its --judge-base-url replicas
     for item in config.judge_base_urls:
-        name, url = _split_judge_url(item)
+        name, url = split_judge_url(item)
         check_base_url(url, "--judge-base-url")
-        own.setdefault(_judge_named(name, item, judges or [candidate]).text, []).append(url)
+        own.setdefault(judge_named(name, item, judges or [candidate]).text, []).append(url)
 
     def as_judge(spec: ModelSpec) -> ModelSpec:
         # --base-url belongs to --model: a judge without replicas of its own takes it only
@@ -446,47 +451,6 @@ def _parse(text: str, flag: str) -> ModelSpec:
     return spec
 
 
-def _judge_named(name: str | None, item: str, judges: list[ModelSpec]) -> ModelSpec:
-    """The judge (a --judge, or the candidate that judges) that JUDGE in `item` names."""
-    if name is None:
-        if len(judges) != 1:
-            raise InputError(
-                f"--judge-base-url {_shown(item)}: there are {len(judges)} judges; write JUDGE=URL"
-            )
-        found = judges[0]
-    else:
-        matches = [j for j in judges if name in _names(j)]
-        if not matches:
-            labels = ", ".join(j.label for j in judges)
-            raise InputError(
-                f"--judge-base-url {_shown(item)}: {name!r} is not a judge of this run "
-                f"(judges: {labels})"
-            )
-        found = matches[0]
-    if not backend_info(found).takes_base_url:
-        raise InputError(
-            f"--judge-base-url {_shown(item)}: {found.label} is not an "
-            "openai: model (base URLs are for OpenAI-compatible servers)"
-        )
-    return found
-
-
-def _split_judge_url(item: str) -> tuple[str | None, str]:
-    """ "URL" -> (None, URL); "JUDGE=URL" -> (JUDGE, URL)."""
-    if item.strip().lower().startswith(("http://", "https://")):
-        return None, item.strip()
-    name, sep, url = item.partition("=")
-    if not sep or not name.strip():
-        raise InputError(f"--judge-base-url {_shown(item)} is not URL or JUDGE=URL")
-    return name.strip(), url.strip()
-
-
-def _names(spec: ModelSpec) -> tuple[str, str, str]:
-    """What a user may call a model in JUDGE=URL and --batch-model: as written, its label,
-    its model name."""
-    return spec.text, spec.label, spec.name
-
-
 def with_spec_labels(recorded: Mapping[str, Any]) -> dict[str, Any]:
     """A config as a manifest records it (JSON), its model and judge specs as their labels:
     what the run asked, without the URLs that say where (a moved server, other replicas, a
@@ -497,12 +461,6 @@ def with_spec_labels(recorded: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(out.get("judges"), list):
         out["judges"] = [ModelSpec.parse(j).label for j in out["judges"]]
     return out
-
-
-def _shown(item: str) -> str:
-    from clineval.secrets import redact
-
-    return repr(redact(item)[:120])
 
 
 def input_error(exc: ValidationError) -> InputError:
@@ -517,7 +475,7 @@ def input_error(exc: ValidationError) -> InputError:
         return InputError(f"{flag_of(str(location[0]))}: {message}")
     field = str(location[0]) if location else "?"
     value = first.get("input")
-    shown = "" if isinstance(value, dict) or value is None else f" {_number(value)[:80]}"
+    shown = "" if isinstance(value, dict) or value is None else f" {number(value)[:80]}"
     reason = reason_of(first)
     if first.get("type") == "extra_forbidden":
         near = difflib.get_close_matches(field, RunConfig.model_fields, n=1)
@@ -525,29 +483,3 @@ def input_error(exc: ValidationError) -> InputError:
             f"unknown setting {field!r}" + (f" (did you mean {near[0]!r}?)" if near else "")
         )
     return InputError(f"{flag_of(field)}{shown}: {reason}")
-
-
-def reason_of(error: Mapping[str, Any]) -> str:
-    """What is wrong, in a user's words, of one error of a ValidationError."""
-    limits = error.get("ctx") or {}
-    return {
-        "greater_than_equal": f"must be >= {_number(limits.get('ge'))}",
-        "greater_than": f"must be > {_number(limits.get('gt'))}",
-        "less_than_equal": f"must be <= {_number(limits.get('le'))}",
-        "finite_number": "must be a finite number",
-        "int_parsing": "is not an integer",
-        "float_parsing": "is not a number",
-        "too_short": "must not be empty",
-        # strict validation (the Python API, a config file): a value of another type
-        "int_type": "is not an integer",
-        "float_type": "is not a number",
-        "bool_type": "is not True or False",
-        "string_type": "is not a string",
-        "list_type": "is not a list",
-        "dict_type": "is not a mapping",
-    }.get(str(error.get("type")), str(error.get("msg", "invalid value")))
-
-
-def _number(value: Any) -> str:
-    """0.0 -> "0", 1.5 -> "1.5": floats as a user writes them."""
-    return f"{value:g}" if isinstance(value, float) else str(value)

@@ -24,7 +24,8 @@ from typing import Annotated, Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from clineval.config import RunConfig, declared_settings, reason_of
+from clineval.config import RunConfig, declared_settings
+from clineval.config_checks import reason_of
 from clineval.errors import InputError, clip
 from clineval.jsonio import read_text_file
 from clineval.run_record import Manifest

@@ -36,7 +36,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # 1 generic data handling and metric helpers
     ("clineval.data", "clineval.metrics"),
     # 2 models, their settings, judging
-    ("clineval.models", "clineval.config", "clineval.config_file", "clineval.judge"),
+    ("clineval.models", "clineval.config", "clineval.config_checks", "clineval.config_file",
+     "clineval.settings", "clineval.judge"),
     # 3 the kit benchmarks build on: the task protocol, the call plan, the report's and the
     #   export's building blocks
     ("clineval.benchmarks.base", "clineval.benchmarks.declaration", "clineval.benchmarks.kit",

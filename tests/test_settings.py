@@ -5,18 +5,20 @@ alone, and docs/command-line.md holds the table the declarations make."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
 import typer
-from pydantic import Field, create_model
+from pydantic import Field
+from pydantic.fields import FieldInfo
 
 import clineval
-import clineval.config
 from clineval.cli import app
 from clineval.cli.run_flags import settings_table
 from clineval.config import RunConfig
+from clineval.config_file import file_keys, read_run_file  # bound before the fixture adds
 from clineval.settings import CONTROL, Setting
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "command-line.md"
@@ -40,23 +42,25 @@ def run_params(argv: list[str]) -> dict[str, Any]:
 
 
 @pytest.fixture
-def grown(monkeypatch: pytest.MonkeyPatch) -> type[RunConfig]:
-    """RunConfig with one more setting, declared in one place: its field."""
+def grown() -> Iterator[None]:
+    """RunConfig with one more setting, declared in one place: its field (added to the class
+    itself and the class rebuilt, as if written in its body; removed after the test)."""
     setting = Setting("How many widgets to frobnicate.", CONTROL, "N", per_shard=True)
-    model: Any = create_model(
-        "GrownConfig",
-        __base__=RunConfig,
-        frob_count=(Annotated[int, Field(ge=1), setting], 3),
+    fields = RunConfig.__pydantic_fields__
+    fields["frob_count"] = FieldInfo.from_annotated_attribute(
+        Annotated[int, Field(ge=1), setting], 3
     )
-    monkeypatch.setattr(clineval.config, "RunConfig", model)
-    return model  # type: ignore[no-any-return]
+    RunConfig.model_rebuild(force=True)
+    try:
+        yield
+    finally:
+        del fields["frob_count"]
+        RunConfig.model_rebuild(force=True)
 
 
-def test_a_setting_added_in_one_place_appears_everywhere(
-    grown: type[RunConfig], tmp_path: Path
-) -> None:
+@pytest.mark.usefixtures("grown")
+def test_a_setting_added_in_one_place_appears_everywhere(tmp_path: Path) -> None:
     from clineval.api import _config
-    from clineval.config_file import file_keys, read_run_file
     from clineval.merge import _what_was_asked
 
     # the flag: parsed into the setting's value, and refused out of its bounds by RunConfig
@@ -88,6 +92,13 @@ def test_a_setting_added_in_one_place_appears_everywhere(
     ]
     # merge: shards may differ in it (declared per_shard)
     assert "frob_count" not in _what_was_asked({"frob_count": 2, "seed": 0})
+
+
+def test_the_added_setting_is_gone_after_the_test() -> None:
+    """The fixture leaves RunConfig as declared (the other tests see the real one)."""
+    assert "frob_count" not in RunConfig.model_fields
+    with pytest.raises(clineval.InputError, match="unknown setting 'frob_count'"):
+        RunConfig.checked(tasks=["tcm-sd"], model="baseline:tfidf", frob_count=3)
 
 
 @pytest.mark.parametrize(
