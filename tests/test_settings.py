@@ -111,3 +111,29 @@ def test_a_misspelt_api_keyword_gets_a_suggestion(keyword: str, near: str | None
         _config("tcm-sd", "baseline:tfidf", {keyword: 3})
     hint = f" (did you mean {near!r}?)" if near else ""
     assert str(caught.value) == f"unknown setting {keyword!r}{hint}"
+
+
+@pytest.mark.parametrize(
+    ("words", "offered"),
+    [
+        ("clineval run -m ope", ["openai:"]),  # complete="backends" of --model
+        ("clineval run tcm-sd --judge baseline", ["baseline:"]),
+        ("clineval run tc", ["tcm-sd"]),  # complete="tasks" of TASK
+        ("clineval run --ca", ["--cases"]),  # a benchmark's flag
+    ],
+)
+def test_completion_comes_from_the_declarations(
+    words: str,
+    offered: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from clineval.cli import main
+
+    monkeypatch.setenv("_CLINEVAL_COMPLETE", "complete_bash")
+    monkeypatch.setenv("COMP_WORDS", words)
+    monkeypatch.setenv("COMP_CWORD", str(len(words.split()) - 1))
+    with pytest.raises(SystemExit) as done:  # click's completion exits when it has answered
+        main([])
+    assert done.value.code == 0
+    assert capsys.readouterr().out.split() == offered
