@@ -38,7 +38,7 @@ def main() -> int:
 
 
 def _stopped_at_startup(why: str, code: int) -> int:
-    """The one line, and under --json the document clineval.cli.main would write."""
+    """The one line, and under --json the document clineval.cli.exits.main would write."""
     message = _STARTUP_MESSAGE.format(why=why)
     print(message, file=sys.stderr)
     args = sys.argv[1:]

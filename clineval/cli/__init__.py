@@ -4,7 +4,7 @@ One module per command group, each command a thin typer function (its flags, the
 into the layer that does the work): `run` (clineval.cli.run), `score` and what run and score
 print under --json (results), the commands that read a run directory (reports), `tasks`
 (tasks); the app and its global options are in clineval.cli.app, help and usage errors in
-clineval.cli.help, and the one place that turns errors into exit codes in clineval.cli.main.
+clineval.cli.help, and the one place that turns errors into exit codes in clineval.cli.exits.
 The `data` and `skills` groups are in clineval.cli_groups, what is printed in
 clineval.cli_output.
 
@@ -22,8 +22,8 @@ import clineval.cli.tasks  # noqa: F401
 
 # isort: on
 from clineval.cli.app import app
+from clineval.cli.exits import _main, _masked_console, main
 from clineval.cli.help import _click_module, _help_as_written
-from clineval.cli.main import _main, _masked_console, main
 
 __all__ = [
     "_click_module",
