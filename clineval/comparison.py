@@ -27,6 +27,8 @@ class LeaderboardCell:
     higher_is_better: bool = True
     best: bool = False
     leader: bool = False
+    # what the figure stands on (its declared basis, else the run's samples of the task)
+    n: int | None = None
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,8 @@ class PairedTest:
     a: float | None = None
     b: float | None = None
     p_holm: float | None = None
+    # the bootstrap resamples the test drew (compare draws as many as the column needs)
+    resamples: int | None = None
 
 
 @dataclass(frozen=True)
@@ -78,10 +82,13 @@ def compare(
     format: str = "table",
     output: PathLike | None = None,
     seed: int = 0,
+    resamples: int | None = None,
 ) -> Comparison:
     """A leaderboard across runs with paired bootstrap tests (`clineval compare`). `format`
     table|markdown|csv|html|json; with `output` the rendering is also written to that file (html
-    without `output` goes to ./compare.html, as on the command line)."""
+    without `output` goes to ./compare.html, as on the command line). `resamples` fixes the
+    paired tests' bootstrap resamples (default: as many as the number of pairs and the
+    p-values' closeness to the threshold need)."""
     import io
 
     from clineval.console import make_console
@@ -95,7 +102,12 @@ def compare(
     # One directory as itself, not as the characters of its name.
     dirs = [run_dirs] if isinstance(run_dirs, str | os.PathLike) else list(run_dirs)
     comp = compare_runs(
-        [Path(d) for d in dirs], fmt=format, output=target, seed=seed, console=console
+        [Path(d) for d in dirs],
+        fmt=format,
+        output=target,
+        seed=seed,
+        console=console,
+        resamples=resamples,
     )
     if target is not None:
         text = target.read_text(encoding="utf-8")
@@ -114,6 +126,7 @@ def compare(
             higher_is_better=comp.higher_is_better(task, metric),
             best=comp.best(task, metric) == i,
             leader=comp.leader(task, metric) == i,
+            n=cell.n,
         )
         for (i, task, metric), cell in comp.cells.items()
     ]
@@ -131,6 +144,7 @@ def compare(
             a=None if row.result is None else row.result.a,
             b=None if row.result is None else row.result.b,
             p_holm=row.p_holm,
+            resamples=row.resamples,
         )
         for row in comp.pairs
     ]

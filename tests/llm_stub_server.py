@@ -33,7 +33,11 @@ Behaviours (a script is consumed one entry per chat request, then `default` appl
   {"do": "close"}                               drop the connection without an answer
 Without "content", the reply is deterministic in the request: with a `response_format` a JSON
 verdict {"explanation": ..., "criteria_met": bool} (bool from the request hash), else a short
-text. `"content_by_key": {KEY: text}` in a behaviour overrides the reply per request key.
+text. `"content_by_key": {KEY: text}` in a behaviour overrides the reply per request key, and
+`"rules": [{"prompt": REGEX, "model": NAME, "content": text}, ...]` by what the request says:
+the first rule whose regex is found in the prompt (its messages' contents joined) and whose
+model is the request's (each optional) gives the reply (a judge that prefers one answer).
+`"finish_reason": "length"` in an "ok" behaviour replaces "stop" (a reply cut at its cap).
 `"jitter": j` in an "ok" behaviour scales each latency by a uniform draw in 1 +- j.
 `"prefix_cache": true` in an "ok" behaviour plays a server's prompt cache: the prompt's
 longest common prefix with the last 256 prompts this stub saw counts as cached
@@ -81,6 +85,7 @@ import contextlib
 import hashlib
 import json
 import random
+import re
 import subprocess
 import sys
 import time
@@ -185,9 +190,17 @@ def completion(
     }
 
 
-def _content(behaviour: dict[str, Any], key: str) -> str | None:
+def _content(behaviour: dict[str, Any], key: str, body: dict[str, Any]) -> str | None:
     by_key = behaviour.get("content_by_key") or {}
-    return by_key.get(key, behaviour.get("content"))
+    if key in by_key:
+        return str(by_key[key])
+    for rule in behaviour.get("rules") or ():
+        if "model" in rule and rule["model"] != body.get("model"):
+            continue
+        if "prompt" in rule and not re.search(rule["prompt"], _prompt_text(body)):
+            continue
+        return str(rule["content"])
+    return behaviour.get("content")
 
 
 _REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 429: "Too Many Requests"}
@@ -438,7 +451,7 @@ class StubProtocol(asyncio.Protocol):
                     }
                 )
                 continue
-            reply = completion(body, key, _content(state.default, key))
+            reply = completion(body, key, _content(state.default, key, body))
             out.append(
                 {
                     "id": f"batch_req_{n}",
@@ -498,7 +511,9 @@ class StubProtocol(asyncio.Protocol):
         json_type = "application/json"
         if do == "ok":
             cached = cached_prefix_tokens(state, body) if behaviour.get("prefix_cache") else None
-            reply = completion(body, key, _content(behaviour, key), cached)
+            reply = completion(body, key, _content(behaviour, key, body), cached)
+            if "finish_reason" in behaviour:  # e.g. "length": a reply cut at its cap
+                reply["choices"][0]["finish_reason"] = behaviour["finish_reason"]
             usage = reply["usage"]
             reused = usage.get("prompt_tokens_details", {}).get("cached_tokens", 0)
             state.prefill_tokens += usage["prompt_tokens"] - reused
@@ -523,7 +538,7 @@ class StubProtocol(asyncio.Protocol):
                 float(behaviour.get("seconds", 3600)), self.answer, 200, b"{}", json_type
             )
         elif do == "truncated":
-            full = json.dumps(completion(body, key, _content(behaviour, key))).encode()
+            full = json.dumps(completion(body, key, _content(behaviour, key, body))).encode()
             self.answer(200, full[: len(full) // 2], json_type)
         elif do == "non_json":
             self.answer(200, b"<html><body>Bad Gateway</body></html>", "text/html")

@@ -82,7 +82,8 @@ def test_an_80_column_terminal_gets_every_figure_in_full(tmp_path: Path, n_runs:
 
 def test_a_wide_terminal_keeps_one_row_per_run(tmp_path: Path) -> None:
     runs = [_ner_run(tmp_path / f"run-{seed}", seed) for seed in range(2)]
-    comp, text = _render(runs, 400)
+    # 12 figures a run, each with its interval and n: about 420 columns as one row per run
+    comp, text = _render(runs, 480)
     rows = [line for line in text.splitlines() if line.startswith("│ run-")]
     assert [row.split()[1] for row in rows] == ["run-0", "run-1"]
     assert "…" not in text

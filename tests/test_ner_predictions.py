@@ -195,3 +195,71 @@ def test_corpus_type_names_are_mapped_to_the_datasets_domains(tmp_path: Path) ->
         "mapped": {"Chemical -> drug": 1, "Disease -> condition": 1, "disease -> condition": 1},
         "dropped_unscored": {"Gene": 1, "GeneOrGeneProduct": 1},
     }
+
+
+def test_corpus_types_ncer_drops_are_dropped_and_counted(tmp_path: Path) -> None:
+    """BioRED's OrganismTaxon / CellLine and CHIA's unscored types (Person, Temporal, ...) are
+    what a tagger trained on those corpora writes; NCER drops them from the gold, so a
+    predictions file's are dropped and counted too (they were refused). A name no corpus
+    knows is still refused."""
+    path = _write(
+        tmp_path,
+        [
+            _row(id="101", entities=[
+                {"start": 0, "end": 7, "type": "OrganismTaxon"},
+                {"start": 8, "end": 15, "type": "CellLine"},
+                {"start": 16, "end": 22, "type": "condition"},
+                {"start": 24, "end": 26, "type": "Temporal"},
+            ]),
+            _row(id="102", tokens=["No", "cancer", "(", "HNPCC", ")", "seen", "."],
+                 tags=["O", "B-Person", "O", "B-CellLine", "O", "B-Value", "O"]),
+        ],
+    )  # fmt: skip
+    names = TypeNames(TYPES)
+    got = read_predictions(path, DOCS, names)
+    assert got == {"101": [Span(16, 22, "condition")], "102": []}
+    assert names.notes() == {
+        "dropped_unscored": {
+            "CellLine": 2,
+            "OrganismTaxon": 1,
+            "Person": 1,
+            "Temporal": 1,
+            "Value": 1,
+        }
+    }
+    bad = _write(tmp_path, [_row(id="101", entities=[{"start": 0, "end": 3, "type": "Taxon"}])])
+    with pytest.raises(InputError, match="unknown type 'Taxon'"):
+        read_predictions(bad, DOCS, TYPES)
+
+
+def test_real_biored_organisms_and_cell_lines_are_dropped(tmp_path: Path, data_root: Path) -> None:
+    """The real BioRED test file's own OrganismTaxon and CellLine annotations, written into a
+    predictions file beside the scored gold: read, every one dropped and counted, the scored
+    spans kept as they are."""
+    from clineval.benchmarks.ner.corpora import load_ner_split
+
+    split = load_ner_split("biored", "test", data_root)
+    docs = {d.id: d for d in split.documents}
+    extra: dict[str, list[dict[str, object]]] = {}
+    expected = {"OrganismTaxon": 0, "CellLine": 0}
+    pubtator = data_root / "ner" / "biored" / "Test.PubTator"
+    for line in pubtator.read_text(encoding="utf-8").splitlines():
+        cells = line.split("\t")
+        if len(cells) >= 5 and cells[4] in expected and cells[0] in docs:
+            extra.setdefault(cells[0], []).append(
+                {"start": int(cells[1]), "end": int(cells[2]), "type": cells[4]}
+            )
+            expected[cells[4]] += 1
+    assert expected["OrganismTaxon"] > 100 and expected["CellLine"] > 10
+    lines = [
+        _row(
+            id=d.id,
+            entities=[{"start": s.start, "end": s.end, "type": s.type} for s in d.entities]
+            + extra.get(d.id, []),
+        )
+        for d in split.documents
+    ]
+    names = TypeNames(split.types)
+    got = read_predictions(_write(tmp_path, lines), docs, names)
+    assert all(got[d.id] == d.entities for d in split.documents)
+    assert names.notes() == {"dropped_unscored": expected}

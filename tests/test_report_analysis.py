@@ -28,10 +28,11 @@ from clineval.rundir import MANIFEST, RESULTS, SAMPLES, write_json, write_jsonl
 
 REFERENCES = Path(__file__).parent.parent / "examples" / "references" / "ncer-gliner-large.json"
 
-# One document, every kind of error once (offsets end-exclusive):
-#   gold (0,7 condition) = pred exact; gold (12,19 drug) vs pred (12,17 drug): boundary;
-#   gold (24,31 condition) vs pred (24,31 drug): type error; pred (36,40 condition): false
-#   positive; gold (44,50 drug): missed.
+# One document, every kind of outcome once (offsets end-exclusive):
+#   gold (0,7 condition) = pred exact: correct; gold (12,19 drug) vs pred (12,17 drug):
+#   partial; gold (24,31 condition) vs pred (24,31 drug): incorrect (booked under the gold
+#   type, condition, as nervaluate does); pred (36,40 condition): spurious; gold (44,50 drug):
+#   missed.
 TEXT = "diabetes and insulin or asthma or word and aspirin"
 GOLD = [[0, 7, "condition"], [12, 19, "drug"], [24, 31, "condition"], [44, 50, "drug"]]
 PRED = [[0, 7, "condition"], [12, 17, "drug"], [24, 31, "drug"], [36, 40, "condition"]]
@@ -55,14 +56,15 @@ def _run(out: Path, task: str, metrics: dict[str, Any], rows: list[dict[str, Any
 def test_error_kinds_and_type_pairs_by_hand() -> None:
     gold = [tuple(s) for s in GOLD]
     pred = [tuple(s) for s in PRED]
-    kinds = sorted((k, s[2]) for k, s, _ in classify(gold, pred))  # type: ignore[arg-type]
+    types = ["condition", "drug"]
+    kinds = sorted((k, s[2]) for k, s, _ in classify(gold, pred, types))  # type: ignore[arg-type]
     assert kinds == [
-        ("boundary", "drug"),
-        ("fp", "condition"),
-        ("miss", "drug"),
-        ("type", "drug"),
+        ("incorrect", "drug"),
+        ("missed", "drug"),
+        ("partial", "drug"),
+        ("spurious", "condition"),
     ]
-    assert confusion(gold, pred) == {  # type: ignore[arg-type]
+    assert confusion(gold, pred, types) == {  # type: ignore[arg-type]
         ("condition", "condition"): 1,
         ("drug", "drug"): 1,  # the boundary pair: same type
         ("condition", "drug"): 1,
@@ -79,6 +81,26 @@ def test_short_model_labels() -> None:
     )
     assert short_model_label("predictions:/tmp/a/preds.jsonl") == "predictions:preds"
     assert short_model_label("baseline:crf") == "baseline:crf"
+    # one file per task: each task's file, not the last item's
+    per_task = "predictions:ner:ncbi=/p/ncbi_out.jsonl, ner:chia = /q/chia_predictions.jsonl"
+    assert short_model_label(per_task) == (
+        "predictions:ner:ncbi=ncbi_out, ner:chia=chia_predictions"
+    )
+    # a path holding "=" or a URL with a query is one file / one server, as before
+    assert short_model_label("predictions:/data/a=b,c.jsonl") == "predictions:a=b,c"
+    assert short_model_label("openai:m@http://127.0.0.1:8000/v1?api-version=2") == (
+        "openai:m@http://127.0.0.1:8000/v1?api-version=2"
+    )
+
+
+def test_the_report_header_names_each_tasks_file(tmp_path: Path) -> None:
+    run = _run(tmp_path / "run", "x:a", {"accuracy": 0.5}, [{"id": "1", "correct": True}])
+    manifest = json.loads((run / MANIFEST).read_text())
+    manifest["config"]["model"] = "predictions:x:a=/in/a_preds.jsonl,x:b=/in/b_preds.jsonl"
+    write_json(run / MANIFEST, manifest)
+    page = write_report(run, tmp_path / "report.html").read_text(encoding="utf-8")
+    header = page.split("</header>", 1)[0]
+    assert "predictions:x:a=a_preds, x:b=b_preds" in header
 
 
 @pytest.fixture(scope="module")
@@ -116,19 +138,20 @@ def test_ner_error_tables_examples_sorting_download(driver: Any, tmp_path: Path)
     open_report(driver, report)
     assert_nothing_ran(driver)
     anchor = "task-ner-bc5cdr"
-    counts = _table(driver, anchor, "Errors by kind and entity type")
+    counts = _table(driver, anchor, "Span outcomes by kind and entity type")
     assert counts[0] == [
         "type",
-        "False positives",
-        "Misses",
-        "Boundary errors",
-        "Type errors",
+        "correct",
+        "incorrect",
+        "partial",
+        "missed",
+        "spurious",
         "all errors",
     ]
     assert counts[1:] == [
-        ["condition", "10", "0", "0", "0", "10"],
-        ["drug", "0", "1", "1", "1", "3"],
-        ["all types", "10", "1", "1", "1", "13"],
+        ["condition", "1", "1", "0", "0", "10", "11"],
+        ["drug", "0", "0", "1", "1", "0", "2"],
+        ["all types", "1", "1", "1", "1", "10", "13"],
     ]
     matrix = _table(driver, anchor, "Gold x predicted type")
     assert matrix[0] == ["", "predicted condition", "predicted drug", "predicted (none)"]
@@ -140,11 +163,11 @@ def test_ner_error_tables_examples_sorting_download(driver: Any, tmp_path: Path)
     # the error-kind table comes before the per-type figures and the examples
     text = driver.find_element(By.ID, anchor).text
     assert (
-        text.index("Errors by kind")
+        text.index("Span outcomes by kind")
         < text.index("Per-type precision")
         < text.index("Error examples in context")
     )
-    fp = driver.find_element(By.CSS_SELECTOR, f'#{anchor} .error-group[data-kind="fp"]')
+    fp = driver.find_element(By.CSS_SELECTOR, f'#{anchor} .error-group[data-kind="spurious"]')
     visible = [e for e in fp.find_elements(By.CSS_SELECTOR, ".example") if e.is_displayed()]
     assert len(visible) == 3
     fp.find_element(By.CSS_SELECTOR, "details.more summary").click()
@@ -175,12 +198,12 @@ def test_ner_error_tables_examples_sorting_download(driver: Any, tmp_path: Path)
     table = list(csv.DictReader(io.StringIO(target.read_text(encoding="utf-8"))))
     assert len(table) == 13
     assert sorted((r["doc"], r["kind"]) for r in table if r["doc"] == "doc-1") == [
-        ("doc-1", "boundary"),
-        ("doc-1", "fp"),
-        ("doc-1", "miss"),
-        ("doc-1", "type"),
+        ("doc-1", "incorrect"),
+        ("doc-1", "missed"),
+        ("doc-1", "partial"),
+        ("doc-1", "spurious"),
     ]
-    miss = next(r for r in table if r["kind"] == "miss")
+    miss = next(r for r in table if r["kind"] == "missed")
     assert (miss["type"], miss["start"], miss["end"], miss["text"]) == (
         "drug",
         "44",
@@ -241,7 +264,7 @@ def test_clinconsensus_cases_scored_intervals_hits(driver: Any, tmp_path: Path) 
         assert "on 45 of 60 cases (the rest have a judge error)" in card.text
     slice_svgs = driver.find_elements(By.CSS_SELECTOR, f"#{anchor} svg line.interval")
     assert slice_svgs, "slice bars carry interval whiskers"
-    hits = driver.find_element(By.CSS_SELECTOR, f'#{anchor} .block[data-block^="Hit rate"]')
+    hits = driver.find_element(By.CSS_SELECTOR, f'#{anchor} .block[data-block^="Most unmet"]')
     assert hits.is_displayed() and "hit rate" in hits.text
     assert_nothing_ran(driver)
 

@@ -114,7 +114,12 @@ def test_ner_report(driver: Any, reports: dict[str, Path]) -> None:
     for key in ("token_macro_f1", "span_partial_f1", "span_exact_f1"):
         assert card(driver, anchor, key) == format_value(key, metrics[key], _digits(anchor, key))
     groups = driver.find_elements(By.CSS_SELECTOR, f"#{anchor} .error-group")
-    assert [g.get_attribute("data-kind") for g in groups] == ["fp", "miss", "boundary", "type"]
+    assert [g.get_attribute("data-kind") for g in groups] == [
+        "incorrect",
+        "partial",
+        "missed",
+        "spurious",
+    ]
     assert driver.find_elements(By.CSS_SELECTOR, f"#{anchor} .example mark")
     # The first document holds a <script> payload in its text: visible as text in the detail.
     samples = samples_of(report)

@@ -164,16 +164,16 @@ def test_ner_error_classes_by_hand() -> None:
     gold = [(0, 5, "drug"), (10, 20, "condition"), (30, 35, "drug"), (40, 45, "gene")]
     pred = [
         (0, 5, "drug"),  # correct
-        (10, 18, "condition"),  # boundary
-        (30, 35, "condition"),  # type (same offsets)
-        (50, 55, "drug"),  # false positive
+        (10, 18, "condition"),  # partial: right type, other offsets
+        (30, 35, "condition"),  # incorrect: wrong type (same offsets)
+        (50, 55, "drug"),  # spurious
     ]
-    kinds = sorted((k, span) for k, span, _ in classify(gold, pred))
+    kinds = sorted((k, span) for k, span, _ in classify(gold, pred, ["drug", "condition", "gene"]))
     assert kinds == [
-        ("boundary", (10, 18, "condition")),
-        ("fp", (50, 55, "drug")),
-        ("miss", (40, 45, "gene")),
-        ("type", (30, 35, "condition")),
+        ("incorrect", (30, 35, "condition")),
+        ("missed", (40, 45, "gene")),
+        ("partial", (10, 18, "condition")),
+        ("spurious", (50, 55, "drug")),
     ]
 
 

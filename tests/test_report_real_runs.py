@@ -152,12 +152,13 @@ def test_ner_ncbi_run_from_predictions(driver: Any, tmp_path: Path, data_root: P
         assert ci.text.startswith("95% CI [")  # computed by the report from per-doc counts
     counts: dict[str, int] = {}
     for row in samples:
-        for kind, _, _ in classify(spans_of(row["gold"]), spans_of(row["pred"])):
+        for kind, _, _ in classify(spans_of(row["gold"]), spans_of(row["pred"]), ["condition"]):
             counts[kind] = counts.get(kind, 0) + 1
     for group in driver.find_elements(By.CSS_SELECTOR, f"#{anchor} .error-group"):
         kind = group.get_attribute("data-kind")
         title = group.find_element(By.TAG_NAME, "h3").text
         assert f"({counts.get(kind, 0)}" in title
+        assert counts.get(kind, 0) == metrics["span_errors"][kind]  # one classification
     assert page_info(driver, anchor).startswith(f"{len(samples)} of {len(samples)} samples")
     assert_no_page_errors(driver)
     shot(driver, "report-ncbi-damaged-gold.png")

@@ -28,8 +28,13 @@ _HOME = {
     "SampleStatistics": "clineval.benchmarks.declaration",
     "Synthesizer": "clineval.benchmarks.declaration",
     "LongRows": "clineval.benchmarks.declaration",
-    # the files `data fetch` downloads
+    # the files `data fetch` downloads; files without a published hash (pinned by their
+    # first fetch) and files fetched at use time at a pinned hash; where a data file is
     "Source": "clineval.data.fetch",
+    "RetryPolicy": "clineval.retry",
+    "fetch_pinned": "clineval.data.recorded",
+    "fetch_recorded": "clineval.data.recorded",
+    "require_file": "clineval.datapaths",
     # the typed view of a benchmark's metrics in the Python API (RunResult.metrics_as)
     "MetricsView": "clineval.benchmarks.results_view",
     "attribute_key": "clineval.benchmarks.results_view",
@@ -54,6 +59,8 @@ _HOME = {
     "InputError": "clineval.errors",
     # JSON Lines input with file:line errors
     "iter_json_objects": "clineval.jsonl",
+    # CSV output (an exporter's): no cell a spreadsheet would run as a formula
+    "csv_text": "clineval.csv_text",
     # chat models: requests, replies, errors, opening the run's model
     "ChatError": "clineval.models.llm_base",
     "ChatModel": "clineval.models.llm_base",
@@ -140,9 +147,24 @@ _HOME = {
     "predict_judged": "clineval.benchmarks.judged_flow",
     "JudgedData": "clineval.benchmarks.judged_task",
     "JudgedTask": "clineval.benchmarks.judged_task",
+    "GRADED_SCORING_SETTINGS": "clineval.benchmarks.judged_task",
     "judged_metrics": "clineval.benchmarks.judged_task",
     "score_statistics": "clineval.benchmarks.judged_task",
     "JudgePrompt": "clineval.judge.prompt",
+    "load_judge_prompt": "clineval.judge.prompt",
+    # verdict kinds and pairwise judging (docs/judging.md)
+    "Binary": "clineval.judge.kinds",
+    "Categorical": "clineval.judge.kinds",
+    "Graded": "clineval.judge.kinds",
+    "PairwiseScale": "clineval.judge.pairwise",
+    "MT_BENCH": "clineval.judge.pairwise",
+    "ARENA_HARD": "clineval.judge.pairwise",
+    "PAIRWISE_SCORING_SETTINGS": "clineval.benchmarks.judged_pairwise",
+    "PairwiseTask": "clineval.benchmarks.judged_pairwise",
+    "pairwise_item": "clineval.benchmarks.judged_pairwise",
+    "pairwise_metrics": "clineval.benchmarks.judged_pairwise",
+    "pairwise_options": "clineval.benchmarks.judged_pairwise",
+    "pairwise_statistics": "clineval.benchmarks.judged_pairwise",
     "VerdictRecord": "clineval.judge.verdict",
     "verdict_key": "clineval.judge.verdict",
 }
@@ -233,6 +255,27 @@ if TYPE_CHECKING:  # what type checkers and editors see of the lazy names below
     from clineval.benchmarks.judged_flow import (
         predict_judged as predict_judged,
     )
+    from clineval.benchmarks.judged_pairwise import (
+        PAIRWISE_SCORING_SETTINGS as PAIRWISE_SCORING_SETTINGS,
+    )
+    from clineval.benchmarks.judged_pairwise import (
+        PairwiseTask as PairwiseTask,
+    )
+    from clineval.benchmarks.judged_pairwise import (
+        pairwise_item as pairwise_item,
+    )
+    from clineval.benchmarks.judged_pairwise import (
+        pairwise_metrics as pairwise_metrics,
+    )
+    from clineval.benchmarks.judged_pairwise import (
+        pairwise_options as pairwise_options,
+    )
+    from clineval.benchmarks.judged_pairwise import (
+        pairwise_statistics as pairwise_statistics,
+    )
+    from clineval.benchmarks.judged_task import (
+        GRADED_SCORING_SETTINGS as GRADED_SCORING_SETTINGS,
+    )
     from clineval.benchmarks.judged_task import (
         JudgedData as JudgedData,
     )
@@ -284,8 +327,20 @@ if TYPE_CHECKING:  # what type checkers and editors see of the lazy names below
     from clineval.benchmarks.results_view import (
         exploding as exploding,
     )
+    from clineval.csv_text import (
+        csv_text as csv_text,
+    )
     from clineval.data.fetch import (
         Source as Source,
+    )
+    from clineval.data.recorded import (
+        fetch_pinned as fetch_pinned,
+    )
+    from clineval.data.recorded import (
+        fetch_recorded as fetch_recorded,
+    )
+    from clineval.datapaths import (
+        require_file as require_file,
     )
     from clineval.errors import (
         InputError as InputError,
@@ -293,8 +348,29 @@ if TYPE_CHECKING:  # what type checkers and editors see of the lazy names below
     from clineval.jsonl import (
         iter_json_objects as iter_json_objects,
     )
+    from clineval.judge.kinds import (
+        Binary as Binary,
+    )
+    from clineval.judge.kinds import (
+        Categorical as Categorical,
+    )
+    from clineval.judge.kinds import (
+        Graded as Graded,
+    )
+    from clineval.judge.pairwise import (
+        ARENA_HARD as ARENA_HARD,
+    )
+    from clineval.judge.pairwise import (
+        MT_BENCH as MT_BENCH,
+    )
+    from clineval.judge.pairwise import (
+        PairwiseScale as PairwiseScale,
+    )
     from clineval.judge.prompt import (
         JudgePrompt as JudgePrompt,
+    )
+    from clineval.judge.prompt import (
+        load_judge_prompt as load_judge_prompt,
     )
     from clineval.judge.verdict import (
         VerdictRecord as VerdictRecord,
@@ -478,6 +554,9 @@ if TYPE_CHECKING:  # what type checkers and editors see of the lazy names below
     )
     from clineval.report.statistics import (
         ratio_statistic as ratio_statistic,
+    )
+    from clineval.retry import (
+        RetryPolicy as RetryPolicy,
     )
 
 

@@ -32,7 +32,7 @@ from numpy.typing import NDArray
 from clineval.config import RunConfig
 from clineval.errors import InputError
 from clineval.judge.ensemble import AGGREGATES
-from clineval.judge.prompt import JudgePrompt, load_judge_prompt, verdict_token_bound
+from clineval.judge.prompt import JudgePrompt, verdict_token_bound
 from clineval.judge.run import (
     DEFAULT_JUDGE_MAX_TOKENS,
     DEFAULT_PARSE_RETRIES,
@@ -64,6 +64,11 @@ class Criterion:
     text: str
     points: float = 1.0  # a weight for the benchmark's own score; negative: to be avoided
     tags: tuple[str, ...] = ()
+    # The judge prompt's slot that receives the candidate's answer, and further slot values of
+    # this criterion's call (a pairwise game: the answer in {answer_a}, the reference in
+    # {answer_b}; the other game the other way round).
+    answer_slot: str = "response"
+    slots: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -78,12 +83,40 @@ class JudgedItem:
     # what the candidate sees (empty: the query as one user turn)
     messages: tuple[tuple[str, str], ...] = ()
     answer: str | None = None  # given (a predictions file): no candidate call
+    # further slot values of every judge call on this item ({question}, {reference} ...)
+    slots: tuple[tuple[str, str], ...] = ()
 
     def verdict_keys(self) -> list[str]:
         return [verdict_key(self.id, c.id) for c in self.criteria]
 
     def candidate_messages(self) -> tuple[tuple[str, str], ...]:
         return self.messages or (("user", self.query),)
+
+
+def judge_slots(item: JudgedItem, criterion: Criterion, answer: str) -> dict[str, str]:
+    """The slot values of one judge call: {query}, {criterion}, the item's and the
+    criterion's own slots, and the candidate's answer in the criterion's answer slot."""
+    return {
+        "query": item.query,
+        "criterion": criterion.text,
+        **dict(item.slots),
+        **dict(criterion.slots),
+        criterion.answer_slot: answer,
+    }
+
+
+def check_slots(task: str, prompt: JudgePrompt, items: Sequence[JudgedItem]) -> None:
+    """Every slot of the judge prompt gets a value on every call (else one line naming the
+    task, the item and the slot: the benchmark's items and its wording do not fit)."""
+    for item in items:
+        for criterion in item.criteria:
+            filled = judge_slots(item, criterion, "")
+            missing = [name for name in prompt.slots if name not in filled]
+            if missing:
+                raise InputError(
+                    f"task {task!r}: item {item.id!r}, criterion {criterion.id!r} gives no value "
+                    f"for the judge prompt's slot {{{missing[0]}}}"
+                )
 
 
 # The in-process llama.cpp judge: its JSON schema is a grammar, so an explanation bound there
@@ -93,11 +126,11 @@ LOCAL_EXPLANATION_CHARS = 200
 LOCAL_JUDGE_MAX_TOKENS = 256
 # The scoring settings every judged benchmark reads (`Benchmark.scoring_settings`): how judge
 # errors are scored and the bound on their rate.
-JUDGED_SCORING_SETTINGS = ("judge_errors_as_unmet", "max_judge_error_rate")
+JUDGED_SCORING_SETTINGS: tuple[str, ...] = ("judge_errors_as_unmet", "max_judge_error_rate")
 # The run settings every judged benchmark reads (`Benchmark.run_settings`): the judge panel
 # (--judge, --judge-base-url) and the judge wording (--judge-prompt). A run with no judged
 # task refuses them rather than ignore them.
-JUDGED_RUN_SETTINGS = ("judges", "judge_base_urls", "judge_prompt")
+JUDGED_RUN_SETTINGS: tuple[str, ...] = ("judges", "judge_base_urls", "judge_prompt")
 # The longest explanation bound: its token cap (verdict_token_bound) stays within MAX_TOKENS.
 MAX_EXPLANATION_CHARS = 100_000
 
@@ -220,11 +253,6 @@ def error_rate_failures(limit: float, figures: Mapping[str, Mapping[str, Any]]) 
                 f" a verdict) exceeds --max-judge-error-rate {limit:.2%}"
             )
     return out
-
-
-def judge_prompt_setting(config: RunConfig, default: JudgePrompt) -> JudgePrompt:
-    """The benchmark's own wording, or the template file `--judge-prompt` names."""
-    return load_judge_prompt(config.judge_prompt, default)
 
 
 def judge_options(namespace: str, applies_to: str) -> OptionGroup:

@@ -39,6 +39,7 @@ from clineval.benchmarks.judged import (
     JudgedItem,
     Judging,
     answer_text,
+    judge_slots,
     stored_answers,
     stored_verdicts,
 )
@@ -48,9 +49,10 @@ from clineval.judge.prompt import JudgePrompt
 from clineval.judge.run import (
     FORMAT_LEVELS,
     FormatLadder,
-    judge_criterion,
+    judge_call,
     judge_prefix_key,
     judge_request,
+    shared_slots,
 )
 from clineval.judge.verdict import (
     ANSWER_KIND,
@@ -86,7 +88,7 @@ def ladder_meta_key(task: str, judge_label: str, prompt: JudgePrompt) -> str:
 def stored_ladder_level(store: RunStore, task: str, judge_label: str, prompt: JudgePrompt) -> str:
     # A prompt with its own answer format (ClinConsensus's official one) starts, and stays,
     # at plain text.
-    first = FORMAT_LEVELS[0] if prompt.constrained else FORMAT_LEVELS[-1]
+    first = FORMAT_LEVELS[0] if prompt.asks_json else FORMAT_LEVELS[-1]
     level = store.get_meta(ladder_meta_key(task, judge_label, prompt))
     if isinstance(level, str) and level in FORMAT_LEVELS:
         return max(level, first, key=FORMAT_LEVELS.index)
@@ -197,7 +199,9 @@ class _Flow:
             self.progress.count("candidate_errors")
             self.progress.advance()
             return None
-        record = AnswerRecord(label, reply.text, None, True, reply.usage, reply.finish_reason)
+        record = AnswerRecord(
+            label, reply.text, None, True, reply.usage, reply.finish_reason, reply.key
+        )
         self.store.put_record(self.task, ANSWER_KIND, item.id, record.to_stored())
         self.progress.advance(cached=reply.cached)
         return reply.text
@@ -208,12 +212,10 @@ class _Flow:
 
     async def verdict(self, label: str, item: JudgedItem, index: int, answer: str) -> None:
         bounds = self.judging.bounds[label]
-        outcome = await judge_criterion(
+        outcome = await judge_call(
             self.judges[label],
             self.prompt,
-            item.query,
-            answer,
-            item.criteria[index].text,
+            judge_slots(item, item.criteria[index], answer),
             self.ladders[label],
             seed=self.ctx.config.seed,
             max_tokens=bounds.max_tokens,
@@ -225,7 +227,7 @@ class _Flow:
         self.writer.add(verdict_kind(label), key, outcome.record(label, self.prompt.version))
         if outcome.retries:  # re-asks after an unparseable reply or a refused format
             self.progress.count("judge_reasks", outcome.retries)
-        if outcome.met is None:
+        if not outcome.has_verdict:
             self.progress.count("judge_errors")
         self.progress.advance(cached=outcome.cached)
 
@@ -331,11 +333,8 @@ def plan_judged(
         label: stored_ladder_level(ctx.store, task, label, prompt) for label in judging.panel.labels
     }
     seed = ctx.config.seed
-    answer_bound = (
-        ctx.config.max_tokens
-        or default_max_tokens(ctx.model, ctx.config.options)
-        or UNBOUNDED_REPLY_TOKENS
-    )
+    cap = ctx.config.max_tokens or default_max_tokens(ctx.model, ctx.config.options)
+    answer_bound = cap or UNBOUNDED_REPLY_TOKENS
     for item in items:
         answer = answer_text(answers.get(item.id))
         if answer is None and item.answer is not None:
@@ -356,7 +355,7 @@ def plan_judged(
                 if record is not None and record.usable(prompt.version):
                     calls.add_stored(task, "judge", label, 1)
                     continue
-                messages = prompt.messages(item.query, answer or "", criterion.text)
+                messages = prompt.fill(judge_slots(item, criterion, answer or ""))
                 # An answer not made yet is keyed by its item: its calls will share it.
                 shared = answer if answer is not None else f"<answer of {item.id}>"
                 request = judge_request(
@@ -365,12 +364,16 @@ def plan_judged(
                     levels[label],
                     seed,
                     bounds.max_tokens,
-                    prefix_key=judge_prefix_key(prompt.version, item.query, shared),
+                    prefix_key=judge_prefix_key(
+                        prompt.version, *shared_slots(prompt, judge_slots(item, criterion, shared))
+                    ),
                     max_input_tokens=judging.input_tokens,
                     explanation_chars=bounds.explanation_chars,
-                    schema=prompt.schema,
+                    schema=prompt.verdict_schema,
                 )
                 if answer is None:
-                    calls.add_bounded(task, "judge", label, request, answer_bound)
+                    calls.add_bounded(
+                        task, "judge", label, request, answer_bound, assumed=cap is None
+                    )
                 else:
                     calls.add(task, "judge", label, request)

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
+from clineval.benchmarks.answer_checks import add_answer_checks
 from clineval.benchmarks.base import RunContext, Task, TaskResult
 from clineval.benchmarks.declaration import MetricSchema, MetricSpec
 from clineval.benchmarks.judged import (
@@ -22,8 +23,8 @@ from clineval.benchmarks.judged import (
     Judging,
     ReplyBounds,
     answer_text,
+    check_slots,
     error_rate_failures,
-    judge_prompt_setting,
     stored_answers,
     stored_verdicts,
     verdict_matrix,
@@ -31,21 +32,31 @@ from clineval.benchmarks.judged import (
 from clineval.benchmarks.judged_flow import plan_judged, predict_judged
 from clineval.benchmarks.kit import predictions_path, read_predictions, select_samples
 from clineval.errors import InputError
-from clineval.judge.ensemble import aggregate, agreement_table, count_ties
-from clineval.judge.prompt import JudgePrompt
+from clineval.judge.ensemble import aggregate, agreement_table, count_ties, mean_grades
+from clineval.judge.prompt import JudgePrompt, load_judge_prompt
 from clineval.judge.verdict import VerdictRow
 from clineval.models.registry import ModelKind
 from clineval.plan import CallPlan
 from clineval.report.statistics import SampleStatistic, bootstrap_interval, mean_statistic
 
+# The scoring settings a graded task reads (`Benchmark.scoring_settings`): the bound on judge
+# errors. Not --judge-errors-as-unmet: a grade has no "not met", so the flag is refused.
+GRADED_SCORING_SETTINGS = ("max_judge_error_rate",)
 
-def judged_metrics(score_help: str, *more: MetricSpec) -> MetricSchema:
+
+def judged_metrics(score_help: str, *more: MetricSpec, graded: bool = False) -> MetricSchema:
     """The metrics a JudgedTask reports, `score` first (the primary), then `more`: the
-    benchmark's own figures (its `item_figures`, declared `per_sample`)."""
+    benchmark's own figures (its `item_figures`, declared `per_sample`). `graded`: the
+    task's prompt gives graded verdicts (`mean_grade` replaces `criteria_met_rate`)."""
+    rate = (
+        MetricSpec("mean_grade", "mean grade over the criteria judged")
+        if graded
+        else MetricSpec("criteria_met_rate", "criteria met / criteria judged")
+    )
     return MetricSchema(
         (
             MetricSpec("score", score_help),
-            MetricSpec("criteria_met_rate", "criteria met / criteria judged"),
+            rate,
             MetricSpec("judge_error_rate", "verdicts that could not be obtained", False),
             MetricSpec("n_items", "items", count=True),
             MetricSpec("n_items_scored", "items with every verdict", headline=False, count=True),
@@ -69,6 +80,7 @@ def score_statistics(
 # the metrics and sample fields JudgedTask writes itself: item_figures may not reuse them
 _KIT_KEYS = frozenset(
     {spec.key for spec in judged_metrics("").metrics}
+    | {"mean_grade"}
     | {"id", "query", "answer", "verdicts", "task", "per_judge", "aggregate", "agreement"}
     | {"aggregate_ties", "judges", "judge_is_candidate", "judge_errors_as_unmet"}
 )
@@ -152,7 +164,14 @@ class JudgedTask(Task[JudgedData]):
     verdict (every answered item with `--judge-errors-as-unmet`, errors then not met);
     `criteria_met_rate`; `judge_error_rate` and `judge_errors`, held to
     `--max-judge-error-rate` for the primary figures and for each judge of a panel; counts;
-    with several judges `per_judge`, `aggregate` and `agreement`."""
+    with several judges `per_judge`, `aggregate` and `agreement`.
+
+    A prompt of the graded kind (MedHELM's jury: 1-5 per criterion) gives `score` the
+    verdicts as grades (its default `score` is their mean), `mean_grade` in place of
+    `criteria_met_rate`, and a panel's verdict on a criterion is the mean of the grades its
+    judges gave (`aggregate` "mean"; a judge error leaves its judge out of that mean).
+    `--judge-errors-as-unmet` does not apply to grades: declare
+    `scoring_settings=GRADED_SCORING_SETTINGS`, and a run refuses the flag."""
 
     prompt: ClassVar[JudgePrompt]
     candidate_template: ClassVar[str]
@@ -161,8 +180,11 @@ class JudgedTask(Task[JudgedData]):
         raise NotImplementedError
 
     def score(self, item: JudgedItem, verdicts: NDArray[np.float64]) -> float:
-        """One answered item's score from its verdicts (1 met, 0 not met, one per criterion
-        in the item's order; never nan here)."""
+        """One answered item's score from its verdicts (1 met, 0 not met, or the grades of a
+        graded prompt, one per criterion in the item's order; never nan here). Default: a
+        graded prompt's mean grade (a binary one must say)."""
+        if self.prompt.kind.name == "graded":
+            return float(np.mean(verdicts))
         raise NotImplementedError
 
     def item_figures(self, item: JudgedItem, verdicts: NDArray[np.float64]) -> dict[str, float]:
@@ -174,6 +196,12 @@ class JudgedTask(Task[JudgedData]):
         and compare's paired test and the report's interval come with it. A key must not be
         one of the kit's own metrics or row fields. None by default."""
         return {}
+
+    def judge_prompt(self, setting: str | None) -> JudgePrompt:
+        """The wording `--judge-prompt` names (`setting`; None: the benchmark's own). A
+        benchmark with named prompts of its own (an official one fetched at use time)
+        resolves those here and leaves the rest to this default (a template file)."""
+        return load_judge_prompt(setting, self.prompt)
 
     def _option(self, ctx: RunContext, name: str) -> Any:
         assert self.option_group is not None, "a JudgedTask declares judge_options(...)"
@@ -208,9 +236,15 @@ class JudgedTask(Task[JudgedData]):
             label: ReplyBounds.of(spec, cap, chars)
             for label, spec in zip(panel.labels, panel.specs, strict=True)
         }
+        if self.prompt.kind.name == "categorical" and type(self).evaluate is JudgedTask.evaluate:
+            raise InputError(
+                f"task {self.name!r}: a categorical judge prompt needs a task that reads labels "
+                "(PairwiseTask), not JudgedTask's scores"
+            )
+        check_slots(self.name, self.prompt, items)
         judging = Judging(
             task=self.name,
-            prompt=judge_prompt_setting(ctx.config, self.prompt),
+            prompt=self.judge_prompt(ctx.config.judge_prompt),
             candidate_template=self.candidate_template,
             panel=panel,
             bounds=bounds,
@@ -232,6 +266,8 @@ class JudgedTask(Task[JudgedData]):
         answered: NDArray[np.bool_],
         unmet: bool,
     ) -> tuple[dict[str, Any], list[tuple[float, dict[str, float]]]]:
+        graded = self.prompt.kind.name == "graded"
+        unmet = unmet and not graded
         n_criteria = np.array([len(i.criteria) for i in items], dtype=np.int64)
         judged = (~np.isnan(matrix)).sum(axis=1)
         errors = int((n_criteria - judged)[answered].sum())
@@ -247,11 +283,10 @@ class JudgedTask(Task[JudgedData]):
             extra.append(self._item_figures(item, row) if ok else {})
         scored = [s for s in scores if not math.isnan(s)]
         denominator = size if unmet else size - errors
+        rate = float(np.nansum(matrix[answered])) / denominator if denominator else None
         figures = {
             "score": float(np.mean(scored)) if scored else None,
-            "criteria_met_rate": (
-                float(np.nansum(matrix[answered])) / denominator if denominator else None
-            ),
+            ("mean_grade" if graded else "criteria_met_rate"): rate,
             "judge_errors": errors,
             "judge_error_rate": errors / size if size else 0.0,
             "n_items_scored": len(scored),
@@ -280,9 +315,12 @@ class JudgedTask(Task[JudgedData]):
         width = max((len(i.criteria) for i in items), default=0)
         matrices = {label: verdict_matrix(stored[label], items, width) for label in labels}
         answered = np.array([answer_text(answers.get(i.id)) is not None for i in items], bool)
-        rule = self._option(ctx, "aggregate")
+        graded = self.prompt.kind.name == "graded"
+        rule = "mean" if graded else self._option(ctx, "aggregate")
         stacked = np.stack([m.ravel() for m in matrices.values()])
-        primary = aggregate(stacked, rule).reshape(len(items), width)
+        primary = (mean_grades(stacked) if graded else aggregate(stacked, rule)).reshape(
+            len(items), width
+        )
         if len(labels) == 1:
             primary = matrices[labels[0]]
         unmet = ctx.config.judge_errors_as_unmet
@@ -301,15 +339,17 @@ class JudgedTask(Task[JudgedData]):
             per_judge = {
                 k: self._figures(items, m, answered, unmet)[0] for k, m in matrices.items()
             }
-            agreement = agreement_table({k: m.ravel() for k, m in matrices.items()})
-            metrics.update(per_judge=per_judge, aggregate=rule, agreement=agreement)
-            metrics["aggregate_ties"] = count_ties(stacked)
+            metrics.update(per_judge=per_judge, aggregate=rule)
+            if not graded:  # percent agreement and kappa are of binary verdicts
+                metrics["agreement"] = agreement_table({k: m.ravel() for k, m in matrices.items()})
+                metrics["aggregate_ties"] = count_ties(stacked)
             bounded.update({f" of {k}": v for k, v in per_judge.items()})
+        add_answer_checks(metrics, (answers.get(item.id) for item in items))
         samples = [self._row(item, stored, answers, scores[n]) for n, item in enumerate(items)]
         errors = error_rate_failures(ctx.config.max_judge_error_rate, bounded)
-        if metrics["candidate_errors"]:
-            errors.append(f"{metrics['candidate_errors']} item(s) got no candidate answer")
-        return TaskResult(metrics, samples, errors, _unmatched(items, stored))
+        # an item without an answer fails the run, as every benchmark's (benchmarks.missing)
+        absent = [item.id for item, ok in zip(items, answered, strict=True) if not ok]
+        return TaskResult(metrics, samples, errors, _unmatched(items, stored), absent)
 
     def _row(
         self,

@@ -165,6 +165,16 @@ def compare(
         ),
     ] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="The same as --format json.")] = False,
+    resamples: Annotated[
+        int | None,
+        typer.Option(
+            "--resamples",
+            parser=whole_number,
+            metavar="N",
+            help="Bootstrap resamples of each paired test (default: as many as the number "
+            "of pairs and the p-values' closeness to 0.05 need).",
+        ),
+    ] = None,
 ) -> None:
     """A leaderboard across runs, with paired bootstrap tests on shared samples."""
     from clineval.report.compare import compare_runs
@@ -172,7 +182,14 @@ def compare(
     if as_json and fmt not in ("table", "json"):
         raise InputError(f"--json: --format {fmt} asks for another format")
     # the json document is all compare prints on stdout (its progress is on stderr)
-    compare_runs(run_dirs, fmt="json" if as_json else fmt, output=output, seed=seed, console=stdout)
+    compare_runs(
+        run_dirs,
+        fmt="json" if as_json else fmt,
+        output=output,
+        seed=seed,
+        console=stdout,
+        resamples=resamples,
+    )
 
 
 @app.command()

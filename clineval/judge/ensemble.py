@@ -7,6 +7,9 @@ Aggregation rules (per criterion, over the judges that gave a verdict):
   all       met only if every one of them says met
   any       met if at least one says met
 No judge with a verdict -> the aggregate is a judge_error too.
+Graded verdicts (numbers): `mean_grades`, the mean of the answering judges' grades.
+Categorical verdicts (labels): `majority_label`, the label more than half of the answering
+judges gave, else the kind's tie label (a split panel; None when the kind has none).
 """
 
 from __future__ import annotations
@@ -36,6 +39,28 @@ def aggregate(verdicts: NDArray[np.float64], rule: str = "majority") -> NDArray[
         out = (met > 0).astype(np.float64)
     out[answered == 0] = np.nan
     return np.asarray(out, dtype=np.float64)
+
+
+def mean_grades(grades: NDArray[np.float64]) -> NDArray[np.float64]:
+    """(n_judges, n_items) grades -> (n_items,) their mean over the judges that gave one."""
+    g = np.atleast_2d(np.asarray(grades, dtype=np.float64))
+    answered = (~np.isnan(g)).sum(axis=0)
+    total = np.nansum(g, axis=0)
+    out = np.full(g.shape[1], np.nan)
+    np.divide(total, answered, out=out, where=answered > 0)
+    return out
+
+
+def majority_label(labels: Sequence[str | None], tie: str | None) -> tuple[str | None, bool]:
+    """(the panel's label, whether the panel split) from its judges' labels (None: no
+    verdict). A strict majority of the answering judges decides; else `tie`."""
+    given = [label for label in labels if label is not None]
+    if not given:
+        return None, False
+    best = max(set(given), key=given.count)
+    if 2 * given.count(best) > len(given):
+        return best, False
+    return tie, True
 
 
 def count_ties(verdicts: NDArray[np.float64]) -> int:

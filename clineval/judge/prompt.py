@@ -1,13 +1,15 @@
-"""A rubric judge's prompt: one (query, response, criterion) -> a JSON verdict.
+"""A judge's prompt: named slots filled per call -> a verdict of the prompt's kind.
 
-Each judged benchmark brings its own wording (a template with the placeholders {query},
-{response} and {criterion}, a system turn, a version that goes into every judge call's cache
-key, and optionally its own verdict schema); ClinConsensus's is in its package.
-`--judge-prompt FILE` replaces it with a user's text holding the three placeholders; only those
-are substituted, so JSON braces in the text are left alone.
+Each judged benchmark brings its own wording: a template with named slots, a system turn, a
+version that goes into every judge call's cache key, its verdict kind (judge/kinds.py: binary by
+default, categorical or graded) and optionally its own verdict schema. A rubric prompt's slots are
+{query}, {response} and {criterion}; a pairwise one's might be {question}, {answer_a},
+{answer_b}; ClinConsensus's wording is in its package. `--judge-prompt FILE` replaces the
+template with a user's text holding the same slots; only those are substituted (by plain
+replacement, in one pass), so JSON braces in the text are left alone.
 
-The candidate's response is wrapped in delimiters that the parser knows (judge/parse.py), and
-any delimiter text inside the inserted fields is defused, so the response cannot close its own
+The candidate's answers are wrapped in delimiters that the parser knows (judge/parse.py), and
+any delimiter text inside the inserted fields is defused, so an answer cannot close its own
 block and speak as the instructions.
 """
 
@@ -21,10 +23,12 @@ from typing import Any
 
 from clineval.errors import InputError
 from clineval.jsonio import parse_json
+from clineval.judge.kinds import BINARY, VerdictKind
 
 RESPONSE_START = "<<<CANDIDATE_RESPONSE>>>"
 RESPONSE_END = "<<<END_CANDIDATE_RESPONSE>>>"
-PLACEHOLDERS = ("{query}", "{response}", "{criterion}")
+RUBRIC_SLOTS = ("query", "response", "criterion")
+PLACEHOLDERS = tuple("{" + slot + "}" for slot in RUBRIC_SLOTS)
 
 VERDICT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -59,14 +63,16 @@ def verdict_token_bound(explanation_chars: int) -> int:
     return 3 * explanation_chars + 64
 
 
-def _keeps_verdict_field(schema: str) -> bool:
+def _keeps_verdict_field(schema: str, kind: VerdictKind = BINARY) -> bool:
+    if kind.field is None:
+        return False
     try:
         value = parse_json(schema, source="judge schema")
     except ValueError:
         return False
     properties = value.get("properties") if isinstance(value, dict) else None
-    field = properties.get("criteria_met") if isinstance(properties, dict) else None
-    return isinstance(field, dict) and field.get("type") == "boolean"
+    field = properties.get(kind.field) if isinstance(properties, dict) else None
+    return isinstance(field, dict) and field.get("type") == kind.field_schema()["type"]
 
 
 def _defuse(text: str) -> str:
@@ -78,10 +84,10 @@ def _defuse(text: str) -> str:
 
 @dataclass(frozen=True)
 class JudgePrompt:
-    """A judge's wording: `template` with {query}, {response} and {criterion}, its `version`
-    (in the cache key of every judge call: change it with the words), an optional `system`
-    turn, and the options below. `custom` marks a template read from a `--judge-prompt`
-    file rather than a benchmark's own."""
+    """A judge's wording: `template` with its `slots` ({query}, {response} and {criterion}
+    unless given), its `version` (in the cache key of every judge call: change it with the
+    words), an optional `system` turn, its verdict `kind`, and the options below. `custom`
+    marks a template read from a `--judge-prompt` file rather than a benchmark's own."""
 
     template: str
     version: str  # part of the cache key of every judge call
@@ -96,25 +102,53 @@ class JudgePrompt:
     # authors' str.format sends inserted text exactly as it is, so it says False.
     defuse: bool = True
     # A benchmark's own verdict schema as JSON text (None: VERDICT_SCHEMA). It must keep the
-    # boolean `criteria_met` (and may add fields): judge.parse reads that field.
+    # boolean `criteria_met` (and may add fields): judge.parse reads that field. (Another
+    # kind's field: the kind's JSON type.)
     schema: str | None = None
+    # What the judge decides and how its reply is read (judge/kinds.py).
+    kind: VerdictKind = BINARY
+    # The named slots of the template, filled per call by `fill`.
+    slots: tuple[str, ...] = RUBRIC_SLOTS
+    # The slots that hold answers (the candidate's, a reference's): their text is defused and
+    # what the judge quotes of it never counts as its verdict.
+    answer_slots: tuple[str, ...] = ("response",)
 
     def __post_init__(self) -> None:
         # A benchmark author's mistake, caught where the prompt is made (at import of the
         # benchmark's module), not as a judge_error on every criterion of a run.
-        if self.schema is not None and not _keeps_verdict_field(self.schema):
+        if self.schema is not None and not _keeps_verdict_field(self.schema, self.kind):
+            field = self.kind.field or "(none: this kind reads a pattern)"
             raise ValueError(
                 f"judge prompt {self.version}: its verdict schema must be a JSON object schema "
-                'with a boolean "criteria_met" property (the field the verdict is read from)'
+                f"with a {self.kind.field_schema()['type']} {field!r} property (the field the "
+                "verdict is read from)"
             )
+        unknown = [s for s in self.answer_slots if s not in self.slots]
+        if unknown or len(set(self.slots)) != len(self.slots):
+            raise ValueError(f"judge prompt {self.version}: bad slots {self.slots}")
+
+    @property
+    def placeholders(self) -> tuple[str, ...]:
+        return tuple("{" + slot + "}" for slot in self.slots)
+
+    @property
+    def asks_json(self) -> bool:
+        """Whether its calls ask the server for JSON output (a pattern kind never does)."""
+        return self.constrained and self.kind.field is not None
+
+    @property
+    def verdict_schema(self) -> str | None:
+        """The json_schema level's schema as JSON text (None: the rubric's VERDICT_SCHEMA)."""
+        return self.schema if self.schema is not None else self.kind.schema()
 
     @cached_property
     def _pieces(self) -> tuple[str, ...]:
         """The template split at its placeholders: text, placeholder, text, ... (once)."""
         pieces: list[str] = []
         pos = 0
+        placeholders = self.placeholders
         while True:
-            hits = [(self.template.find(p, pos), p) for p in PLACEHOLDERS]
+            hits = [(self.template.find(p, pos), p) for p in placeholders]
             hits = [(at, p) for at, p in hits if at != -1]
             if not hits:
                 pieces.append(self.template[pos:])
@@ -124,14 +158,15 @@ class JudgePrompt:
             pos = at + len(name)
 
     def messages(self, query: str, response: str, criterion: str) -> tuple[tuple[str, str], ...]:
+        """A rubric prompt's messages (its three slots)."""
+        return self.fill({"query": query, "response": response, "criterion": criterion})
+
+    def fill(self, slots: dict[str, str]) -> tuple[tuple[str, str], ...]:
+        """The messages with every slot of the template filled from `slots` (by name)."""
         # Substituted in one pass over the pre-split template, so text inserted for one
         # placeholder is never searched for another ({criterion} inside an answer stays text).
         clean = _defuse if self.defuse else str
-        values = {
-            "{query}": clean(query),
-            "{response}": clean(response),
-            "{criterion}": clean(criterion),
-        }
+        values = {"{" + name + "}": clean(slots[name]) for name in self.slots}
         user = "".join(
             values.get(piece, piece) if i % 2 else piece for i, piece in enumerate(self._pieces)
         )
@@ -149,8 +184,8 @@ class JudgePrompt:
 
 def load_judge_prompt(path: str | Path | None, default: JudgePrompt) -> JudgePrompt:
     """`default` (the benchmark's own wording), or a user's template file (`--judge-prompt`)
-    with all three placeholders. (A benchmark may name prompts of its own, e.g.
-    ClinConsensus's `official`.)"""
+    with all of the default's placeholders, read as the default's kind. (A benchmark may name
+    prompts of its own, e.g. ClinConsensus's `official`.)"""
     if path is None:
         return default
     p = Path(path)
@@ -162,8 +197,20 @@ def load_judge_prompt(path: str | Path | None, default: JudgePrompt) -> JudgePro
         raise InputError("judge prompt file is not UTF-8 text", path=p) from None
     except OSError as exc:  # a directory, no permission
         raise InputError(f"cannot read the judge prompt file: {exc.strerror}", path=p) from None
-    missing = [ph for ph in PLACEHOLDERS if ph not in text]
+    missing = [ph for ph in default.placeholders if ph not in text]
     if missing:
         raise InputError(f"judge prompt lacks placeholder(s) {', '.join(missing)}", path=p)
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-    return JudgePrompt(text, f"custom-{digest}", None, custom=True)
+    rubric = default.slots == RUBRIC_SLOTS and default.answer_slots == ("response",)
+    if default.kind.name == "binary" and rubric:  # the rubric path's, as it always was
+        return JudgePrompt(text, f"custom-{digest}", None, custom=True)
+    return JudgePrompt(
+        text,
+        f"custom-{digest}",
+        None,
+        custom=True,
+        constrained=default.constrained,
+        kind=default.kind,
+        slots=default.slots,
+        answer_slots=default.answer_slots,
+    )

@@ -1,4 +1,6 @@
-"""Judging one (query, response, criterion): the request ladder, bounded retries, judge_error.
+"""Judging one call's slots (a rubric's query, response and criterion; a pairwise item's
+question and two answers ...): the request ladder, bounded retries, judge_error. The reply is
+read by the prompt's verdict kind (judge/kinds.py).
 
 Response format ladder, per judge model: json_schema -> json_object -> plain text. A server that
 rejects a format answers 400 (ChatError kind "bad_request"); the judge then drops one level for
@@ -22,7 +24,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clineval.jsonio import parse_json
-from clineval.judge.parse import parse_verdict
 from clineval.judge.prompt import VERDICT_SCHEMA, JudgePrompt, verdict_schema
 from clineval.judge.verdict import VerdictRecord
 from clineval.models.llm_base import ChatError, ChatModel, ChatRequest
@@ -104,7 +105,7 @@ class FormatLadder:
 
 @dataclass
 class JudgeOutcome:
-    met: bool | None  # None = judge_error
+    met: bool | None  # a binary verdict; None = judge_error (or another kind's verdict)
     explanation: str = ""
     error: str | None = None
     method: str | None = None  # how the verdict was read (parse.Verdict.method)
@@ -113,11 +114,18 @@ class JudgeOutcome:
     cached: bool = True  # every call came from the run store
     format: str | None = None  # response_format level of the last call
     usage: dict[str, int] = field(default_factory=dict)
+    calls: list[str] = field(default_factory=list)  # the run store's keys of its calls
+    grade: str | float | None = None  # a categorical label or a graded number
+
+    @property
+    def has_verdict(self) -> bool:
+        return self.met is not None or self.grade is not None
 
     def record(self, judge: str, prompt_version: str) -> VerdictRecord:
         """What goes to the run store for this (judge, sample, criterion)."""
         return VerdictRecord.judged(
             met=self.met,
+            grade=self.grade,
             explanation=self.explanation,
             error=self.error,
             method=self.method,
@@ -126,6 +134,7 @@ class JudgeOutcome:
             usage=self.usage,
             judge=judge,
             prompt=prompt_version,
+            calls=tuple(self.calls),
         )
 
 
@@ -135,10 +144,11 @@ def _add_usage(total: dict[str, int], usage: dict[str, int]) -> None:
             total[name] = total.get(name, 0) + value
 
 
-def judge_prefix_key(template_version: str, query: str, response: str) -> str:
+def judge_prefix_key(template_version: str, *shared: str) -> str:
     """The prefix key of a case's judge calls (routing only, see ChatRequest.prefix_key):
-    they share everything before the criterion, which comes last in every judge prompt."""
-    blob = "\0".join((template_version, query, response)).encode("utf-8", "surrogatepass")
+    they share everything before the criterion (a rubric's query and response), which comes
+    last in every judge prompt."""
+    blob = "\0".join((template_version, *shared)).encode("utf-8", "surrogatepass")
     return hashlib.sha256(blob).hexdigest()[:32]
 
 
@@ -167,12 +177,29 @@ def judge_request(
     )
 
 
+def shared_slots(prompt: JudgePrompt, slots: dict[str, str]) -> tuple[str, ...]:
+    """What an item's judge calls share (every slot but the criterion): its prefix key."""
+    return tuple(slots[name] for name in prompt.slots if name != "criterion")
+
+
 async def judge_criterion(
     model: ChatModel,
     prompt: JudgePrompt,
     query: str,
     response: str,
     criterion: str,
+    ladder: FormatLadder,
+    **settings: Any,
+) -> JudgeOutcome:
+    """One rubric verdict (`judge_call` with the rubric's three slots)."""
+    slots = {"query": query, "response": response, "criterion": criterion}
+    return await judge_call(model, prompt, slots, ladder, **settings)
+
+
+async def judge_call(
+    model: ChatModel,
+    prompt: JudgePrompt,
+    slots: dict[str, str],
     ladder: FormatLadder,
     *,
     seed: int = 0,
@@ -182,8 +209,9 @@ async def judge_criterion(
     explanation_chars: int | None = None,
 ) -> JudgeOutcome:
     """One verdict, or a judge_error after at most 1 + parse_retries parseable-reply attempts."""
-    messages = prompt.messages(query, response, criterion)
-    prefix_key = judge_prefix_key(prompt.version, query, response)
+    messages = prompt.fill(slots)
+    prefix_key = judge_prefix_key(prompt.version, *shared_slots(prompt, slots))
+    answers = [slots[name] for name in prompt.answer_slots]
     outcome = JudgeOutcome(met=None)
     parse_failures = 0
     last_text = ""
@@ -199,7 +227,7 @@ async def judge_criterion(
             prefix_key,
             max_input_tokens,
             explanation_chars,
-            prompt.schema,
+            prompt.verdict_schema,
         )
         outcome.attempts += 1
         outcome.format = level
@@ -213,11 +241,16 @@ async def judge_criterion(
             break
         outcome.cached = outcome.cached and reply.cached
         _add_usage(outcome.usage, reply.usage)
-        verdict = parse_verdict(reply.text, answer=response, delimiters=prompt.delimiters)
-        if verdict is not None:
-            outcome.met = verdict.met
-            outcome.explanation = verdict.explanation
-            outcome.method = verdict.method
+        if reply.key is not None:
+            outcome.calls.append(reply.key)
+        reading = prompt.kind.read(reply.text, answers, prompt.delimiters)
+        if reading is not None:
+            if isinstance(reading.value, bool):
+                outcome.met = reading.value
+            else:
+                outcome.grade = reading.value
+            outcome.explanation = reading.explanation
+            outcome.method = reading.method
             break
         parse_failures += 1
         last_text = reply.text

@@ -9,7 +9,9 @@ so the stored dicts' fields are named here only.
 Two shapes are stored: a judge's (`VerdictRecord.judged`: how the verdict was read, the calls
 it took, the response format, token usage, the judge and the prompt version it was made under)
 and an imported one (`VerdictRecord.imported`: a verdicts file's row, with its `source`).
-`met` None is a judge_error: no verdict, never "not met".
+`met` None is a judge_error: no verdict, never "not met". A categorical or graded judge's
+verdict is its `grade` (a label or a number; judge/kinds.py), `met` then None: a record with
+neither is a judge_error. A binary record holds no `grade` key, as before there were kinds.
 """
 
 from __future__ import annotations
@@ -38,6 +40,10 @@ def verdict_key(sample_id: str, criterion_id: str) -> str:
     return json.dumps([sample_id, criterion_id], ensure_ascii=False)
 
 
+def _keys(value: Any) -> tuple[str, ...]:
+    return tuple(k for k in value if isinstance(k, str)) if isinstance(value, list) else ()
+
+
 def _int_usage(value: Any) -> dict[str, int] | None:
     if not isinstance(value, dict):
         return None
@@ -60,12 +66,17 @@ class VerdictRecord:
     judge: str | None = None
     prompt: str | None = None  # the judge prompt's version it was made under
     source: str | None = None  # an imported record: the verdicts file it came from
+    grade: str | float | None = None  # a categorical label or a graded number
+    # the run store's keys of the calls it took (a task's usage is read from those calls);
+    # empty in records stored before records named their calls
+    calls: tuple[str, ...] = ()
 
     @classmethod
     def judged(
         cls,
         *,
         met: bool | None,
+        grade: str | float | None = None,
         explanation: str,
         error: str | None,
         method: str | None,
@@ -74,8 +85,22 @@ class VerdictRecord:
         usage: dict[str, int],
         judge: str,
         prompt: str,
+        calls: tuple[str, ...] = (),
     ) -> VerdictRecord:
-        return cls(met, explanation, error, method, attempts, format, dict(usage), judge, prompt)
+        return cls(
+            met,
+            explanation,
+            error,
+            method,
+            attempts,
+            format,
+            dict(usage),
+            judge,
+            prompt,
+            None,
+            grade,
+            calls,
+        )
 
     @classmethod
     def imported(
@@ -90,6 +115,8 @@ class VerdictRecord:
             "explanation": self.explanation,
             "error": self.error,
         }
+        if self.grade is not None:
+            base["grade"] = self.grade
         if self.source is not None:
             return {**base, "source": self.source}
         return {
@@ -100,6 +127,7 @@ class VerdictRecord:
             "usage": self.usage if self.usage is not None else {},
             "judge": self.judge,
             "prompt": self.prompt,
+            **({"calls": list(self.calls)} if self.calls else {}),
         }
 
     @classmethod
@@ -110,6 +138,7 @@ class VerdictRecord:
         met = value.get("met")
         explanation = value.get("explanation", "")
         attempts = value.get("attempts", 0)
+        grade = value.get("grade")
 
         def text(name: str) -> str | None:
             field = value.get(name)
@@ -126,18 +155,35 @@ class VerdictRecord:
             judge=text("judge"),
             prompt=text("prompt"),
             source=text("source"),
+            grade=_grade(grade),
+            calls=_keys(value.get("calls")),
         )
 
     @property
+    def has_verdict(self) -> bool:
+        return self.met is not None or self.grade is not None
+
+    @property
     def value(self) -> float:
-        """1.0 met, 0.0 not met, nan no verdict (the encoding of judge.ensemble)."""
-        return math.nan if self.met is None else (1.0 if self.met else 0.0)
+        """1.0 met, 0.0 not met, a graded number, nan no verdict (or a categorical label:
+        judge.ensemble's encoding)."""
+        if self.met is not None:
+            return 1.0 if self.met else 0.0
+        return float(self.grade) if isinstance(self.grade, int | float) else math.nan
 
     def usable(self, prompt_version: str) -> bool:
         """A verdict that needs no new judge call: it has one, made under this prompt version
         (one made under another, e.g. an edited --judge-prompt file, is made again; the
         version is also in every call's cache key)."""
-        return self.met is not None and self.prompt == prompt_version
+        return self.has_verdict and self.prompt == prompt_version
+
+
+def _grade(value: Any) -> str | float | None:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None
 
 
 def read_verdicts(records: dict[str, Any]) -> dict[str, VerdictRecord]:
@@ -165,6 +211,7 @@ class VerdictRow:
     error: str | None = None
     points: float | None = None  # the criterion's weight, when the benchmark gives one
     tags: tuple[str, ...] = ()  # the criterion's tags, when the benchmark gives some
+    grade: str | float | None = None  # a categorical or graded verdict
 
     @classmethod
     def of(
@@ -173,7 +220,15 @@ class VerdictRow:
         """The row of one judge's stored record (None: nothing stored)."""
         if record is None:
             return cls(criterion_id, criterion, None, "", judge)
-        return cls(criterion_id, criterion, record.met, record.explanation, judge, record.error)
+        return cls(
+            criterion_id,
+            criterion,
+            record.met,
+            record.explanation,
+            judge,
+            record.error,
+            grade=record.grade,
+        )
 
     def to_row(self) -> dict[str, Any]:
         return {
@@ -182,6 +237,7 @@ class VerdictRow:
             **({"points": self.points} if self.points is not None else {}),
             **({"tags": list(self.tags)} if self.tags else {}),
             "met": self.met,
+            **({"grade": self.grade} if self.grade is not None else {}),
             "explanation": self.explanation,
             "judge": self.judge,
             **({"error": self.error} if self.error else {}),
@@ -213,6 +269,7 @@ class VerdictRow:
             if isinstance(points, int | float) and not isinstance(points, bool)
             else None,
             tags=tuple(str(t) for t in tags) if isinstance(tags, list) else (),
+            grade=_grade(value.get("grade")),
         )
 
 
@@ -235,19 +292,21 @@ class AnswerRecord:
     called: bool = False  # made by a chat call: its usage and finish reason are kept
     usage: dict[str, Any] | None = None  # as the reply reported it (nested details included)
     finish_reason: str | None = None
+    call: str | None = None  # the run store's key of its call (None in older records)
 
     def to_stored(self) -> dict[str, Any]:
         base: dict[str, Any] = {"model": self.model, "text": self.text, "error": self.error}
         if not self.called:
             return base
-        return {**base, "usage": self.usage, "finish_reason": self.finish_reason}
+        called = {**base, "usage": self.usage, "finish_reason": self.finish_reason}
+        return called if self.call is None else {**called, "call": self.call}
 
     @classmethod
     def from_stored(cls, value: Any) -> AnswerRecord | None:
         if not isinstance(value, dict):
             return None
         text, error, usage = value.get("text"), value.get("error"), value.get("usage")
-        finish = value.get("finish_reason")
+        finish, call = value.get("finish_reason"), value.get("call")
         return cls(
             model=str(value.get("model")),
             text=text if isinstance(text, str) else None,
@@ -255,6 +314,7 @@ class AnswerRecord:
             called="usage" in value,
             usage=usage if isinstance(usage, dict) else None,
             finish_reason=finish if isinstance(finish, str) else None,
+            call=call if isinstance(call, str) else None,
         )
 
 

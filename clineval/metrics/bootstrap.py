@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -14,6 +16,20 @@ def bootstrap_indices(
     """(n_resamples, n) indices drawn with replacement; the same seed gives the same draws."""
     rng = np.random.default_rng(seed)
     return rng.integers(0, n, size=(n_resamples, n), dtype=np.intp)
+
+
+def bootstrap_index_chunks(
+    n: int, n_resamples: int, seed: int = 0, chunk: int = 250
+) -> Iterator[NDArray[np.intp]]:
+    """The rows of `bootstrap_indices(n, n_resamples, seed)`, `chunk` rows at a time.
+
+    The same draws (one generator read in order), without holding all of them: 200,000
+    resamples of 5,000 samples would be 8 GB at once. So the first B rows of a larger draw are
+    the B rows of a smaller one, and a test that needs more resamples extends its replicates.
+    """
+    rng = np.random.default_rng(seed)
+    for start in range(0, n_resamples, chunk):
+        yield rng.integers(0, n, size=(min(chunk, n_resamples - start), n), dtype=np.intp)
 
 
 def stratified_bootstrap_indices(

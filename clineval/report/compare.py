@@ -15,11 +15,14 @@ from rich.console import Console
 from clineval.console import make_console
 from clineval.errors import InputError
 from clineval.jsonio import json_document
+from clineval.report.compare_html import render_html
 from clineval.report.compare_model import Comparison, build_comparison
-from clineval.report.compare_render import render_csv, render_html, render_markdown, render_table
+from clineval.report.compare_render import render_csv, render_markdown, render_table
 from clineval.rundir import atomic_write_text
 
 FORMATS = ("table", "markdown", "csv", "html", "json")
+MIN_FIXED_RESAMPLES = 100  # fewer cannot draw a 95% interval's tails
+MAX_FIXED_RESAMPLES = 5_000_000  # bounds the time a typo (an extra zero or three) can cost
 
 
 def compare_runs(
@@ -28,11 +31,18 @@ def compare_runs(
     output: Path | None = None,
     seed: int = 0,
     console: Console | None = None,
+    resamples: int | None = None,
 ) -> Comparison:
-    """Build the comparison and write/print it in `fmt` (table|markdown|csv|html|json)."""
+    """Build the comparison and write/print it in `fmt` (table|markdown|csv|html|json).
+    `resamples` fixes the paired tests' bootstrap resamples (default: as many as each column
+    needs, see compare_tests)."""
     if fmt not in FORMATS:
         raise InputError(f"--format {fmt!r} is not one of {', '.join(FORMATS)}")
-    comp = build_comparison(run_dirs, seed=seed)
+    if resamples is not None and not MIN_FIXED_RESAMPLES <= resamples <= MAX_FIXED_RESAMPLES:
+        raise InputError(
+            f"--resamples {resamples}: give {MIN_FIXED_RESAMPLES:,} to {MAX_FIXED_RESAMPLES:,}"
+        )
+    comp = build_comparison(run_dirs, seed=seed, n_resamples=resamples)
     console = console or make_console()
     if fmt == "table":
         if output is None:
@@ -67,6 +77,10 @@ def render_json(comp: Comparison) -> str:
             "run_dir": str(run.path),
             "model": comp.model(i),
             "fixture": comp.is_fixture_run(i),
+            "settings": comp.differences.values[i],
+            "samples_differ": {
+                task: note for (j, task), note in comp.sample_notes.items() if j == i
+            },
         }
         for i, (label, run) in enumerate(zip(comp.labels, comp.runs, strict=True))
     ]
@@ -77,6 +91,8 @@ def render_json(comp: Comparison) -> str:
             "metric": metric,
             "value": cell.value,
             "ci": None if cell.ci is None else list(cell.ci),
+            "n": cell.n,
+            "samples_differ": (i, task) in comp.sample_notes,
             "best": comp.best(task, metric) == i,
             "fixture": comp.fixture.get((i, task), False),
         }
@@ -94,8 +110,22 @@ def render_json(comp: Comparison) -> str:
             "difference": None if row.result is None else row.result.delta,
             "ci": None if row.result is None else list(row.result.ci),
             "p_value": None if row.result is None else row.result.p_value,
+            "p_holm": row.p_holm,
+            "resamples": row.resamples,
             "note": row.note,
         }
         for row in comp.pairs
     ]
-    return json_document({"runs": runs, "leaderboard": cells, "pairs": pairs})
+    resampling = [
+        {"task": task, "metric": metric, **vars(how), "text": how.describe()}
+        for (task, metric), how in comp.resampling.items()
+    ]
+    return json_document(
+        {
+            "runs": runs,
+            "differing_settings": comp.differences.keys,
+            "leaderboard": cells,
+            "pairs": pairs,
+            "resampling": resampling,
+        }
+    )

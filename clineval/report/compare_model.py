@@ -12,7 +12,7 @@ p-value.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,13 @@ from clineval.errors import InputError
 from clineval.metrics.bootstrap import DEFAULT_RESAMPLES
 from clineval.progress import track
 from clineval.report import statistics as st
+from clineval.report.compare_settings import (
+    RunDifferences,
+    differing_samples,
+    figure_n,
+    run_differences,
+)
+from clineval.report.compare_tests import ALPHA, ColumnResamples, ReplicateCache, column_tests
 from clineval.report.rundata import (
     RunData,
     finite_number,
@@ -39,10 +46,8 @@ class Cell:
     ci: tuple[float, float] | None
     # the count the figure is computed on, where its metric declares one (`MetricSpec.basis`)
     basis: int | None = None
-
-
-# The level a leaderboard marks a best value at, after Holm's correction for the pairs tested.
-ALPHA = 0.05
+    # what the figure stands on: `basis`, else the run's samples of the task (None: unknown)
+    n: int | None = None
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,8 @@ class PairRow:
     note: str = ""
     # the p-value after Holm's step-down correction over the pairs tested in this column
     p_holm: float | None = None
+    # the bootstrap resamples the test drew (the same for every pair of a column)
+    resamples: int | None = None
 
 
 def holm(p_values: list[float]) -> list[float]:
@@ -78,6 +85,11 @@ class Comparison:
     cells: dict[tuple[int, str, str], Cell]  # (run index, task, metric)
     fixture: dict[tuple[int, str], bool]
     pairs: list[PairRow]
+    # how each column's paired tests were drawn (columns with at least one test)
+    resampling: dict[tuple[str, str], ColumnResamples] = field(default_factory=dict)
+    # the settings that differ among the runs, and (run, task) -> why its samples differ
+    differences: RunDifferences = field(default_factory=lambda: RunDifferences([], []))
+    sample_notes: dict[tuple[int, str], str] = field(default_factory=dict)
 
     def leader(self, task: str, key: str) -> int | None:
         """The index of the run with the top `key` of `task` (by its declared direction);
@@ -129,6 +141,17 @@ class Comparison:
     def model(self, i: int) -> str:
         """Run `i`'s model spec, secrets redacted (a spec may carry a URL with a key)."""
         return redact(str(self.runs[i].manifest.get("config", {}).get("model", "?")))
+
+    def settings(self, i: int, skip: tuple[str, ...] = ()) -> str:
+        """Run `i`'s settings that differ from the other runs' ("" when none do), without
+        the `skip` ones."""
+        return self.differences.describe(i, skip)
+
+    def samples_note(self, i: int) -> str:
+        """Why run `i`'s samples differ from the other runs' ("" when they do not)."""
+        return "; ".join(
+            f"{task}: {note}" for (j, task), note in self.sample_notes.items() if j == i
+        )
 
     def cost(self, i: int) -> float | None:
         """Run `i`'s estimated cost of model calls in USD, when its manifest recorded one."""
@@ -223,8 +246,11 @@ def _gold_agrees(a: st.SampleStatistic, b: st.SampleStatistic) -> bool:
 
 
 def build_comparison(
-    run_dirs: list[Path], seed: int = 0, n_resamples: int = DEFAULT_RESAMPLES
+    run_dirs: list[Path], seed: int = 0, n_resamples: int | None = None
 ) -> Comparison:
+    """The comparison of the runs; `n_resamples` fixes the bootstrap resamples of the paired
+    tests (and of intervals computed here), else each column draws as many as its number of
+    pairs and the closeness of its p-values to ALPHA need (compare_tests)."""
     if not run_dirs:
         raise InputError("compare needs at least one run directory")
     runs = [load_run(Path(d)) for d in run_dirs]
@@ -251,29 +277,55 @@ def build_comparison(
                 ci = interval_of(metrics, key)
                 stat = stats.get((i, task), {}).get(key)
                 if ci is None and stat is not None:  # as the report: bootstrap over samples
-                    ci = st.bootstrap_interval(stat, n_resamples, seed)
-                cells[(i, task, key)] = Cell(value, ci, _basis(task, key, runs, metrics))
+                    ci = st.bootstrap_interval(stat, n_resamples or DEFAULT_RESAMPLES, seed)
+                basis = _basis(task, key, runs, metrics)
+                cells[(i, task, key)] = Cell(value, ci, basis, figure_n(run, task, basis))
     pairs: list[PairRow] = []
-    jobs = [
-        (task, key, i, j)
-        for task in tasks
-        for key in [k for t, k in columns if t == task]
-        for i, j in itertools.combinations(range(len(runs)), 2)
-        if (i, task) in stats and (j, task) in stats
-    ]
-    for task, key, i, j in track(jobs, len(jobs), "paired bootstrap", unit="tests"):
-        sa, sb = stats[(i, task)].get(key), stats[(j, task)].get(key)
-        if sa is None or sb is None:
-            continue  # e.g. invalid_rate, or a run without samples.jsonl
-        aligned_a, aligned_b = st.align(sa, sb)
-        if not _gold_agrees(aligned_a, aligned_b):
-            note = "gold answers differ on shared samples: not comparable"
-            pairs.append(PairRow(task, key, labels[i], labels[j], None, note))
-            continue
-        result = st.paired_bootstrap(sa, sb, n_resamples=n_resamples, seed=seed)
-        note = "" if result is not None else "no shared samples"
-        pairs.append(PairRow(task, key, labels[i], labels[j], result, note))
-    return Comparison(runs, labels, columns, cells, fixture, _with_holm(pairs))
+    resampling: dict[tuple[str, str], ColumnResamples] = {}
+    cache = ReplicateCache(seed)
+    for task, key in track(columns, len(columns), "paired bootstrap", unit="columns"):
+        rows: list[PairRow] = []  # this column's pairs, in run order
+        tested: list[tuple[int, st.SampleStatistic, st.SampleStatistic]] = []
+        for i, j in itertools.combinations(range(len(runs)), 2):
+            if (i, task) not in stats or (j, task) not in stats:
+                continue
+            sa, sb = stats[(i, task)].get(key), stats[(j, task)].get(key)
+            if sa is None or sb is None:
+                continue  # e.g. invalid_rate, or a run without samples.jsonl
+            aligned_a, aligned_b = st.align(sa, sb)
+            note = ""
+            if not _gold_agrees(aligned_a, aligned_b):
+                note = "gold answers differ on shared samples: not comparable"
+            elif not aligned_a.ids:
+                note = "no shared samples"
+            else:
+                tested.append((len(rows), aligned_a, aligned_b))
+            rows.append(PairRow(task, key, labels[i], labels[j], None, note))
+        if tested:
+            owners = [(rows[k].run_a, rows[k].run_b) for k, _, _ in tested]
+            results, how = column_tests(
+                [
+                    ((a, task, key), sa, (b, task, key), sb)
+                    for (a, b), (_, sa, sb) in zip(owners, tested, strict=True)
+                ],
+                cache,
+                fixed=n_resamples,
+            )
+            resampling[(task, key)] = how
+            for (k, _, _), result in zip(tested, results, strict=True):
+                rows[k] = replace(rows[k], result=result, resamples=how.resamples)
+        pairs.extend(rows)
+    return Comparison(
+        runs,
+        labels,
+        columns,
+        cells,
+        fixture,
+        _with_holm(pairs),
+        resampling,
+        run_differences(runs),
+        differing_samples(runs, tasks),
+    )
 
 
 def _with_holm(pairs: list[PairRow]) -> list[PairRow]:

@@ -7,23 +7,22 @@ CSV (tidy: one row per figure) and HTML keep one layout whatever the width.
 
 from __future__ import annotations
 
-import csv
-import io
-
-from markupsafe import Markup
 from rich.console import Console
 from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from clineval.report import plots
-from clineval.report.compare_model import ALPHA, Cell, Comparison, PairRow
+from clineval.csv_text import csv_text
+from clineval.report.compare_model import Cell, Comparison, PairRow
+from clineval.report.compare_tests import ALPHA
 from clineval.report.sections_common import format_value
 
 BEST_NOTE = (
     f"Bold: the top value, separated from every other run by the paired bootstrap on shared "
     f"samples (two-sided, p < {ALPHA} after Holm's correction over the pairs of that task and "
-    "metric). A top value the test does not separate is not marked."
+    "metric). A top value the test does not separate is not marked. Each task and metric "
+    "draws enough resamples for its number of pairs, and more while a p-value is close to "
+    f"{ALPHA}; `resamples` says how many."
 )
 INTERVAL_NOTE = (
     "Intervals are seeded bootstrap percentile intervals: the run's own where it stored one "
@@ -40,20 +39,42 @@ def _fmt_cell(key: str, cell: Cell | None, with_ci: bool = True, digits: int | N
     if with_ci and cell.ci is not None:
         low, high = (format_value(key, b, digits) for b in cell.ci)
         text += f" [{low}, {high}]"
-    if cell.basis is not None:  # what the figure stands on, when that can be fewer samples
-        text += f" (n={cell.basis:,})"
+    if cell.n is not None:  # what the figure stands on
+        text += f" (n={cell.n:,})"
     return text
 
 
+SAMPLES_FLAG = " [samples differ]"
+
+
 def _run_label(comp: Comparison, i: int) -> str:
-    return comp.labels[i] + (" (fixture)" if comp.is_fixture_run(i) else "")
+    return (
+        comp.labels[i]
+        + (" (fixture)" if comp.is_fixture_run(i) else "")
+        + (SAMPLES_FLAG if comp.samples_note(i) else "")
+    )
+
+
+def run_lines(comp: Comparison) -> list[str]:
+    """What tells the runs apart: each run's settings that differ from the others', and why
+    a run's samples differ (a `--limit` run beside a full one). Empty when nothing does."""
+    lines = []
+    if comp.differences.keys:
+        lines.append("the runs differ in: " + ", ".join(comp.differences.keys))
+        lines += [f"  {comp.labels[i]}: {comp.settings(i)}" for i in range(len(comp.runs))]
+    for i in range(len(comp.runs)):
+        note = comp.samples_note(i)
+        if note:
+            lines.append(f"{comp.labels[i]}{SAMPLES_FLAG}: {note}")
+    return lines
 
 
 def _pair_text(row: PairRow, digits: int | None = None) -> list[str]:
-    """[task, metric, run A, run B, shared, A, B, A - B, 95% CI, p, p Holm, note] as text."""
+    """[task, metric, run A, run B, shared, A, B, A - B, 95% CI, p, p Holm, note, resamples]
+    as text."""
     r = row.result
     if r is None:
-        return [row.task, row.metric, row.run_a, row.run_b, "", "", "", "", "", "", "", row.note]
+        return [row.task, row.metric, row.run_a, row.run_b, *[""] * 7, row.note, ""]
     key = row.metric
     low, high = format_value(key, r.ci[0], digits), format_value(key, r.ci[1], digits)
     return [
@@ -69,6 +90,7 @@ def _pair_text(row: PairRow, digits: int | None = None) -> list[str]:
         f"{r.p_value:.4f}",
         "" if row.p_holm is None else f"{row.p_holm:.4f}",
         row.note,
+        "" if row.resamples is None else f"{row.resamples:,}",
     ]
 
 
@@ -85,6 +107,7 @@ PAIR_HEADER = [
     "p",
     "p (Holm)",
     "note",
+    "resamples",
 ]
 
 
@@ -102,6 +125,10 @@ def _wide_leaderboard(comp: Comparison) -> Table:
     table = Table(title="leaderboard", show_header=True)
     table.add_column("run")
     table.add_column("model")
+    # the model column names the candidate: the rest of what differs beside it
+    differs = [k for k in comp.differences.keys if k != "candidate"]
+    if differs:
+        table.add_column("differs")
     for task, key in comp.columns:
         table.add_column(Text(f"{task}\n{key}"), justify="right")
     for i in range(len(comp.runs)):
@@ -110,7 +137,10 @@ def _wide_leaderboard(comp: Comparison) -> Table:
             text = _fmt_cell(key, comp.cells.get((i, task, key)), digits=comp.digits(task, key))
             cells.append(Text(text, style="bold") if comp.best(task, key) == i else Text(text))
         # Run names and model specs are user text: Text, so no console reads markup in them.
-        table.add_row(Text(_run_label(comp, i)), Text(comp.model(i)), *cells)
+        named = [Text(_run_label(comp, i)), Text(comp.model(i))]
+        if differs:
+            named.append(Text(comp.settings(i, skip=("candidate",))))
+        table.add_row(*named, *cells)
     return table
 
 
@@ -213,11 +243,24 @@ def render_table(comp: Comparison, console: Console) -> None:
                 f"not tested: {row.task} {row.metric} {row.run_a} vs {row.run_b}: {row.note}",
                 markup=False,
             )
+    for line in [*run_lines(comp), *resampling_lines(comp)]:
+        console.print(line, markup=False, highlight=False)
     console.print(BEST_NOTE, markup=False, highlight=False)
     for line in cost_lines(comp):
         console.print(line, markup=False, highlight=False)
     if any(comp.fixture.values()):
         console.print("(fixture): fixture/synthetic data, not a benchmark result")
+
+
+def resampling_lines(comp: Comparison) -> list[str]:
+    """How many bootstrap resamples each column's paired tests drew (one line when the same
+    for every column), and any column whose decision that number leaves open."""
+    described = {column: how.describe() for column, how in comp.resampling.items()}
+    if not described:
+        return []
+    if len(set(described.values())) == 1:
+        return [f"paired tests: {next(iter(described.values()))} each"]
+    return ["paired tests:"] + [f"  {t} {k}: {text}" for (t, k), text in described.items()]
 
 
 def cost_lines(comp: Comparison) -> list[str]:
@@ -259,8 +302,16 @@ def render_markdown(comp: Comparison) -> str:
             cells.append(f"**{text}**" if comp.best(task, key) == i else text)
         arrow = "" if comp.higher_is_better(task, key) else " (lower is better)"
         lines.append("| " + " | ".join(_md_escape(c) for c in [task, key + arrow, *cells]) + " |")
-    lines += ["", "| run | model |", "|---|---|"]
-    lines += [f"| {_md_escape(_run_label(comp, i))} | {_md_escape(comp.model(i))} |" for i in runs]
+    lines += ["", "| run | model | differs | samples |", "|---|---|---|---|"]
+    lines += [
+        "| "
+        + " | ".join(
+            _md_escape(c)
+            for c in (_run_label(comp, i), comp.model(i), comp.settings(i), comp.samples_note(i))
+        )
+        + " |"
+        for i in runs
+    ]
     if comp.pairs:
         lines += ["", "Paired bootstrap on shared samples (A - B):", ""]
         lines.append("| " + " | ".join(PAIR_HEADER) + " |")
@@ -268,7 +319,7 @@ def render_markdown(comp: Comparison) -> str:
         for pair in comp.pairs:
             pair_cells = _pair_text(pair, comp.digits(pair.task, pair.metric))
             lines.append("| " + " | ".join(_md_escape(c) for c in pair_cells) + " |")
-    lines += ["", BEST_NOTE, "", INTERVAL_NOTE]
+    lines += ["", *resampling_lines(comp), "", BEST_NOTE, "", INTERVAL_NOTE]
     costs = cost_lines(comp)
     if costs:
         lines += ["", *costs]
@@ -297,14 +348,19 @@ CSV_HEADER = [
     # the metric's declared direction (True: higher is better), so a reader of the CSV alone
     # ranks it as compare does
     "higher_is_better",
+    # the bootstrap resamples of a paired row's test
+    "resamples",
+    # a score row's n; its run's settings that differ from the other runs'; why its samples
+    # of the task differ from the other runs'
+    "n",
+    "settings",
+    "samples_note",
 ]
 
 
 def render_csv(comp: Comparison) -> str:
     """Tidy CSV: `score` rows (one per run, task, metric) and `paired` rows (value = A - B)."""
-    buf = io.StringIO()
-    out = csv.writer(buf, lineterminator="\n")
-    out.writerow(CSV_HEADER)
+    rows: list[list[object]] = []
     for i in range(len(comp.runs)):
         for task, key in comp.columns:
             cell = comp.cells.get((i, task, key))
@@ -312,7 +368,7 @@ def render_csv(comp: Comparison) -> str:
                 continue
             low, high = cell.ci if cell.ci is not None else ("", "")
             fixture = comp.fixture.get((i, task), False)
-            out.writerow(
+            rows.append(
                 [
                     "score",
                     task,
@@ -331,6 +387,10 @@ def render_csv(comp: Comparison) -> str:
                     "",
                     "",
                     comp.higher_is_better(task, key),
+                    "",
+                    "" if cell.n is None else cell.n,
+                    comp.settings(i),
+                    comp.sample_notes.get((i, task), ""),
                 ]
             )
     for pair in comp.pairs:
@@ -346,7 +406,7 @@ def render_csv(comp: Comparison) -> str:
             if r is None
             else ["" if pair.p_holm is None else repr(pair.p_holm), repr(r.a), repr(r.b)]
         )
-        out.writerow(
+        rows.append(
             [
                 "paired",
                 *(pair.task, pair.metric, pair.run_a, pair.run_b, "", ""),
@@ -354,87 +414,10 @@ def render_csv(comp: Comparison) -> str:
                 pair.note,
                 *extra,
                 comp.higher_is_better(pair.task, pair.metric),
+                "" if pair.resamples is None else pair.resamples,
+                "",
+                "",
+                "",
             ]
         )
-    return buf.getvalue()
-
-
-def render_html(comp: Comparison) -> str:
-    from clineval.report.html import asset, environment
-
-    rows = []
-    for i in range(len(comp.runs)):
-        cells = []
-        for task, key in comp.columns:
-            cells.append(
-                {
-                    "text": _fmt_cell(
-                        key, comp.cells.get((i, task, key)), digits=comp.digits(task, key)
-                    ),
-                    "best": comp.best(task, key) == i,
-                }
-            )
-        rows.append({"label": _run_label(comp, i), "model": comp.model(i), "cells": cells})
-    return (
-        environment()
-        .get_template("compare.html.j2")
-        .render(
-            columns=comp.columns,
-            rows=rows,
-            pair_header=PAIR_HEADER,
-            pairs=[_pair_text(p, comp.digits(p.task, p.metric)) for p in comp.pairs],
-            any_fixture=any(comp.fixture.values()),
-            interval_note=INTERVAL_NOTE,
-            best_note=BEST_NOTE,
-            difference_plots=[Markup(svg) for svg in difference_plots(comp)],
-            cost_plots=[Markup(svg) for svg in cost_plots(comp)],
-            cost_lines=cost_lines(comp),
-            css=Markup(asset("report.css")),
-        )
-    )
-
-
-def difference_plots(comp: Comparison) -> list[str]:
-    """Per task and metric, every tested pair's difference A - B with its 95% interval."""
-    out = []
-    for task, key in comp.columns:
-        rows = [p for p in comp.pairs if (p.task, p.metric) == (task, key) and p.result is not None]
-        if not rows:
-            continue
-        out.append(
-            plots.interval_dots(
-                [f"{p.run_a} - {p.run_b} (n={p.result.n_shared})" for p in rows if p.result],
-                [p.result.delta for p in rows if p.result],
-                [p.result.ci for p in rows if p.result],
-                f"{task} {key}: paired differences A - B, 95% interval",
-                "A - B",
-            )
-        )
-    return out
-
-
-def cost_plots(comp: Comparison) -> list[str]:
-    """Per task, each run's primary figure against its estimated cost."""
-    costs = [comp.cost(i) for i in range(len(comp.runs))]
-    if sum(c is not None for c in costs) < 1:
-        return []
-    out = []
-    for task in dict.fromkeys(t for t, _ in comp.columns):
-        key = next(k for t, k in comp.columns if t == task)
-        points = [
-            (_run_label(comp, i), cost, cell.value)
-            for i, cost in enumerate(costs)
-            if cost is not None and (cell := comp.cells.get((i, task, key))) is not None
-        ]
-        if points:
-            out.append(
-                plots.scatter(
-                    [p[0] for p in points],
-                    [p[1] for p in points],
-                    [p[2] for p in points],
-                    f"{task}: {key} against estimated cost",
-                    "estimated cost (USD)",
-                    key,
-                )
-            )
-    return out
+    return csv_text(CSV_HEADER, rows)

@@ -13,9 +13,10 @@ data cannot add markup or attributes; the report tests check that with hostile l
 from __future__ import annotations
 
 import math
+import re
 import unicodedata
 from collections.abc import Mapping, Sequence
-from html import escape
+from html import escape, unescape
 
 SERIES_COLORS = ("#2b6cb0", "#38a169", "#d69e2e", "#805ad5", "#c05621")
 GRID = "#e2e8f0"
@@ -40,13 +41,81 @@ def _num(x: float) -> str:
     return f"{x:.1f}".rstrip("0").rstrip(".") if math.isfinite(x) else "0"
 
 
+def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
+    """Tick values at a round step (1, 2, 2.5 or 5 times a power of ten) covering [lo, hi]:
+    the first at or below lo, the last at or above hi. Every tick is a multiple of the step,
+    so 0 is one whenever lo <= 0 <= hi."""
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        lo, hi = 0.0, 1.0
+    if hi < lo:
+        lo, hi = hi, lo
+    if hi == lo:
+        lo, hi = (lo - 1.0, hi + 1.0) if lo == 0 else (lo - abs(lo) / 2, hi + abs(hi) / 2)
+    raw = (hi - lo) / max(count - 1, 1)
+    power = 10.0 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1.0, 2.0, 2.5, 5.0, 10.0) if m * power >= raw * 0.999)
+    first, last = math.floor(lo / step + 1e-9), math.ceil(hi / step - 1e-9)
+    return [k * step + 0.0 for k in range(first, last + 1)]
+
+
+def tick_label(value: float, ticks: Sequence[float]) -> str:
+    """A tick value with as many decimals as the step between ticks needs (no 2.14, -0.699)."""
+    step = abs(ticks[1] - ticks[0]) if len(ticks) > 1 else 1.0
+    decimals = max(0, -math.floor(math.log10(step) + 1e-9)) if step > 0 else 0
+    if step > 0 and round(step * 10**decimals) % 10 != 0 and (step * 10**decimals) % 1:
+        decimals += 1  # 2.5 x 10^k needs one decimal more than its power
+    text = f"{value:.{decimals}f}"
+    return "0" if float(text) == 0 else text
+
+
+# Text extents: an estimate from the font sizes report.css gives each class, in pixels per
+# Latin character (East Asian wide characters count two); a little generous, so an estimate
+# that is off errs towards room, never towards a clipped label.
+_CHAR_PX = {"plot-title": 7.8, "tick": 6.2, "axis-label": 6.8, "": 6.8}
+_TEXT = re.compile(
+    r'<text x="(?P<x>[-\d.]+)" y="(?P<y>[-\d.]+)" text-anchor="(?P<anchor>\w+)"'
+    r'(?: class="(?P<cls>[\w-]+)")?(?P<rest>[^>]*)>(?P<body>[^<]*)</text>'
+)
+
+
+_ROTATE = re.compile(r"rotate\((-?[\d.]+)")
+
+
+def text_extents(svg: str) -> list[tuple[float, float, str]]:
+    """(left, right, text) of every text of an SVG this module drew (a rotated one by the
+    horizontal span of its turned box)."""
+    out = []
+    for m in _TEXT.finditer(svg):
+        body = unescape(m["body"])
+        w = _width(body) * _CHAR_PX.get(m["cls"] or "", _CHAR_PX[""])
+        turned = _ROTATE.search(m["rest"])
+        if turned:  # a turned label spans its length times the cosine horizontally
+            w *= abs(math.cos(math.radians(float(turned[1]))))
+        x = float(m["x"])
+        left = {"start": x, "middle": x - w / 2, "end": x - w}[m["anchor"]]
+        out.append((left, left + w, body))
+    return out
+
+
+_MARGIN = 4.0
+
+
 def _svg(width: float, height: float, title: str, body: list[str]) -> str:
+    """The plot, widened (and shifted right) so that its title and every label fit."""
+    inner = "".join(body)
+    extents = text_extents(inner)
+    shift = max([0.0, *(_MARGIN - left for left, _, _ in extents)])
+    right = max([width, *(r + shift + _MARGIN for _, r, _ in extents)])
+    title_w = _width(title) * _CHAR_PX["plot-title"] + 2 * _MARGIN
+    width = max(right, title_w)
+    if shift:
+        inner = f'<g transform="translate({_num(shift)},0)">{inner}</g>'
     return (
         f'<svg class="plot" width="{_num(width)}" height="{_num(height)}" '
         f'viewBox="0 0 {_num(width)} {_num(height)}" '
         f'xmlns="http://www.w3.org/2000/svg" role="img" aria-label="{_esc(title)}">'
         f'<text class="plot-title" x="{_num(width / 2)}" y="14" text-anchor="middle">'
-        f"{_esc(title)}</text>" + "".join(body) + "</svg>"
+        f"{_esc(title)}</text>" + inner + "</svg>"
     )
 
 
@@ -68,16 +137,17 @@ def _rect(x: float, y: float, w: float, h: float, color: str, tip: str) -> str:
 def _y_axis(
     left: float, top: float, height: float, width: float, ymax: float, label: str
 ) -> list[str]:
-    """Horizontal grid lines with tick values 0 .. ymax, and the axis label."""
+    """Horizontal grid lines at round tick values 0 .. ymax (ymax itself should be a tick:
+    `nice_ticks(0, v)[-1]`), and the axis label."""
     out = []
-    for i in range(6):
-        v = ymax * i / 5
-        y = top + height - height * i / 5
+    ticks = [t for t in nice_ticks(0.0, ymax) if t <= ymax * (1 + 1e-9)] or [0.0, ymax]
+    for v in ticks:
+        y = top + height - height * v / (ymax or 1.0)
         out.append(
             f'<line x1="{_num(left)}" x2="{_num(left + width)}" y1="{_num(y)}" y2="{_num(y)}" '
             f'stroke="{GRID}"/>'
         )
-        out.append(_text(left - 4, y + 3, f"{v:.2g}" if ymax < 10 else f"{v:.0f}", "end", "tick"))
+        out.append(_text(left - 4, y + 3, tick_label(v, ticks), "end", "tick"))
     out.append(
         f'<line x1="{_num(left)}" x2="{_num(left)}" y1="{_num(top)}" y2="{_num(top + height)}" '
         f'stroke="{AXIS}"/>'
@@ -119,6 +189,8 @@ def grouped_bars(
     left, top, height = 50.0, 44.0, 170.0
     width = group_w * n
     ymax = ylim[1] if ylim is not None else max([1.0] + [v for s in series.values() for v in s])
+    if ylim is None:
+        ymax = nice_ticks(0.0, ymax)[-1]  # the top grid line at a round value
     body = _y_axis(left, top, height, width, round(ymax, 2) if ymax != 1.05 else 1.0, ylabel)
     scale_max = 1.0 if ymax == 1.05 else ymax
     bar_w = (group_w - 20) / k
@@ -152,6 +224,10 @@ def grouped_bars(
     return _svg(total_w, top + height + 26, title, body)
 
 
+# Fewer cases than this get no bootstrap interval: resampling 1 case gives [x, x].
+MIN_INTERVAL_N = 5
+
+
 def horizontal_bars(
     categories: Sequence[str],
     values: Sequence[float],
@@ -167,15 +243,19 @@ def horizontal_bars(
     n = max(len(categories), 1)
     label_w = 12 + 7 * max((_width(_short(c, 24)) for c in categories), default=4)
     left, top, row, width = max(60.0, label_w), 26.0, 20.0, 300.0
-    xmax = xlim[1] if xlim is not None else max([1.0] + [v for v in values if math.isfinite(v)])
+    top_value = (
+        xlim[1] if xlim is not None else max([1.0] + [v for v in values if math.isfinite(v)])
+    )
+    ticks = nice_ticks(0.0, top_value)
+    xmax = ticks[-1]
     body = []
-    for i in range(6):
-        x = left + width * i / 5
+    for tick in ticks:
+        x = left + width * tick / xmax
         body.append(
             f'<line x1="{_num(x)}" x2="{_num(x)}" y1="{_num(top)}" '
             f'y2="{_num(top + row * n)}" stroke="{GRID}"/>'
         )
-        body.append(_text(x, top + row * n + 13, f"{xmax * i / 5:.3g}", "middle", "tick"))
+        body.append(_text(x, top + row * n + 13, tick_label(tick, ticks), "middle", "tick"))
     for i, (cat, value, count) in enumerate(zip(categories, values, counts, strict=True)):
         y = top + i * row
         v = min(max(value, 0.0), xmax) if math.isfinite(value) else 0.0
@@ -193,6 +273,8 @@ def horizontal_bars(
         body.append(_text(left - 6, y + row / 2 + 4, _short(cat, 24), "end"))
         label_x = left + w + 4
         interval = intervals[i] if intervals is not None and i < len(intervals) else None
+        if count < MIN_INTERVAL_N:  # a percentile interval of so few is no interval at all
+            interval = None
         if interval is not None:
             lo, hi = (min(max(b, 0.0), xmax) for b in interval)
             x1, x2, ym = left + width * lo / xmax, left + width * hi / xmax, y + row / 2
@@ -209,13 +291,14 @@ def horizontal_bars(
                 )
             label_x = max(label_x, x2 + 4)
         text = f"{fmt.format(value)} (n={count})"
+        if intervals is not None and count < MIN_INTERVAL_N:
+            text = f"{fmt.format(value)} (n={count}: no interval under n={MIN_INTERVAL_N})"
         if interval is not None:
             low, high = fmt.format(interval[0]), fmt.format(interval[1])
             text = f"{fmt.format(value)} [{low}, {high}] (n={count})"
         body.append(_text(label_x, y + row / 2 + 4, text, "start", "tick"))
     body.append(_text(left + width / 2, top + row * n + 28, xlabel, "middle", "axis-label"))
-    extra = 190 if intervals is not None else 90
-    return _svg(left + width + extra, top + row * n + 36, title, body)
+    return _svg(left + width + 20, top + row * n + 36, title, body)
 
 
 def heatmap(
@@ -293,10 +376,10 @@ def interval_dots(
 ) -> str:
     """A dot per row with its interval as a whisker, and a line at zero (paired differences:
     a whisker that crosses the line is a difference the test cannot tell from none)."""
-    finite = [b for lo_hi in intervals for b in lo_hi if math.isfinite(b)] + list(values) + [0.0]
-    lo, hi = min(finite), max(finite)
-    span = (hi - lo) or 1.0
-    lo, hi = lo - 0.05 * span, hi + 0.05 * span
+    finite = [b for lo_hi in intervals for b in lo_hi if math.isfinite(b)]
+    finite += [v for v in values if math.isfinite(v)] + [0.0]
+    ticks = nice_ticks(min(finite), max(finite))  # round steps, and 0 among them
+    lo, hi = ticks[0], ticks[-1]
     label_w = 12 + 7 * max((_width(_short(c, 40)) for c in labels), default=4)
     left, top, row, width = max(80.0, label_w), 28.0, 22.0, 320.0
 
@@ -321,9 +404,8 @@ def interval_dots(
         )
         body.append(_text(left - 6, y + 4, _short(name, 40), "end"))
     bottom = top + row * len(labels)
-    for k in range(5):
-        x = lo + (hi - lo) * k / 4
-        body.append(_text(px(x), bottom + 13, f"{x:.3g}", "middle", "tick"))
+    for x in ticks:
+        body.append(_text(px(x), bottom + 13, tick_label(x, ticks), "middle", "tick"))
     body.append(_text(left + width / 2, bottom + 28, xlabel, "middle", "axis-label"))
     return _svg(left + width + 20, bottom + 36, title, body)
 
@@ -338,8 +420,9 @@ def scatter(
 ) -> str:
     """Labelled points (a run's score against its cost)."""
     left, top, height, width = 60.0, 28.0, 200.0, 360.0
-    xmax = max([*xs, 0.0]) * 1.1 or 1.0
-    ymin, ymax = min([*ys, 0.0]), max([*ys, 1e-9]) * 1.1
+    xticks = nice_ticks(0.0, max([*xs, 0.0]) or 1.0)
+    xmax = xticks[-1]
+    ymin, ymax = min([*ys, 0.0]), nice_ticks(0.0, max([*ys, 1e-9]))[-1]
     body = _y_axis(left, top, height, width, ymax, ylabel)
 
     def px(x: float) -> float:
@@ -355,8 +438,7 @@ def scatter(
             f"<title>{_esc(tip)}</title></circle>"
         )
         body.append(_text(px(x) + 7, py(y) + 4, _short(name, 24), "start", "tick"))
-    for k in range(5):
-        x = xmax * k / 4
-        body.append(_text(px(x), top + height + 13, f"{x:.3g}", "middle", "tick"))
+    for x in xticks:
+        body.append(_text(px(x), top + height + 13, tick_label(x, xticks), "middle", "tick"))
     body.append(_text(left + width / 2, top + height + 28, xlabel, "middle", "axis-label"))
-    return _svg(left + width + 140, top + height + 36, title, body)
+    return _svg(left + width + 20, top + height + 36, title, body)

@@ -13,14 +13,14 @@ more than a whole report takes otherwise, and only this weighted column sum is n
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from clineval.metrics.bootstrap import DEFAULT_RESAMPLES, bootstrap_indices
+from clineval.metrics.bootstrap import DEFAULT_RESAMPLES, bootstrap_index_chunks
 
 # A metric from summed counts: (replicates x k) column sums -> (replicates,) values.
 Reducer = Callable[[NDArray[np.float64]], NDArray[np.float64]]
@@ -229,16 +229,12 @@ def counts_statistic(
 
 
 # -- bootstrap ----------------------------------------------------------------------------------
-def _weight_chunks(n: int, n_resamples: int, seed: int) -> list[NDArray[np.float64]]:
+def _weight_chunks(n: int, n_resamples: int, seed: int) -> Iterator[NDArray[np.float64]]:
     """(chunk, n) draw counts per replicate, from the shared seeded bootstrap indices."""
-    idx = bootstrap_indices(n, n_resamples, seed)
-    chunks = []
-    for start in range(0, n_resamples, _CHUNK):
-        part = idx[start : start + _CHUNK]
+    for part in bootstrap_index_chunks(n, n_resamples, seed, _CHUNK):
         b = part.shape[0]
         flat = (np.arange(b)[:, None] * n + part).ravel()
-        chunks.append(np.bincount(flat, minlength=b * n).reshape(b, n).astype(np.float64))
-    return chunks
+        yield np.bincount(flat, minlength=b * n).reshape(b, n).astype(np.float64)
 
 
 def replicates(
@@ -312,7 +308,19 @@ def paired_bootstrap(
     sa, sb = align(a, b)
     if not sa.ids:
         return None
-    reps = replicates(sa, n_resamples, seed) - replicates(sb, n_resamples, seed)
+    return paired_result(
+        sa, sb, replicates(sa, n_resamples, seed), replicates(sb, n_resamples, seed)
+    )
+
+
+def paired_result(
+    sa: SampleStatistic,
+    sb: SampleStatistic,
+    reps_a: NDArray[np.float64],
+    reps_b: NDArray[np.float64],
+) -> PairedResult:
+    """The paired test of two aligned statistics from their replicates on the same draws."""
+    reps = reps_a - reps_b
     point_a, point_b = sa.point(), sb.point()
     return PairedResult(
         n_shared=len(sa.ids),

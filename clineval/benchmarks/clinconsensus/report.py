@@ -11,10 +11,10 @@ from clineval.benchmarks.clinconsensus import METRICS
 from clineval.benchmarks.clinconsensus.report_figures import (
     case_task,
     cases_note,
-    criterion_hits,
     reverse_ecdf_plot,
     s_of,
     slice_intervals,
+    unmet_criteria,
 )
 from clineval.judge.verdict import read_verdict_rows
 from clineval.report import plots
@@ -155,17 +155,19 @@ def build(run: RunData, task: str) -> dict[str, Any]:
             " (a case counts in each of its labels)" if dim in LABEL_SLICES else ""
         )
         blocks.append({"kind": "plot", "title": title, "svg": svg, "small": True})
-    hits = criterion_hits(samples)
-    if hits:
+    by, unmet = unmet_criteria(samples)
+    if unmet:
         blocks.append(
             table_block(
-                "Hit rate by criterion position (the n-th criterion of every case)",
-                ["position", "verdicts", "met", "not met", "judge errors", "hit rate"],
+                f"Most unmet criteria (by {by})",
+                [by, "verdicts", "met", "not met", "judge errors", "hit rate"],
                 [
-                    [str(pos), f"{v:,}", f"{m:,}", f"{u:,}", f"{e:,}", f"{m / max(m + u, 1):.3f}"]
-                    for pos, (v, m, u, e) in hits.items()
+                    [key, f"{v:,}", f"{m:,}", f"{u:,}", f"{e:,}", f"{m / max(m + u, 1):.3f}"]
+                    for key, v, m, u, e in unmet
                 ],
-                note="which rubric items go unmet most often; sort by hit rate",
+                note=f"the {by}s not met most often (the same wording in several cases is one "
+                "row), most not-met verdicts first; a rubric position is not the same "
+                "criterion from case to case, so it ranks nothing",
             )
         )
     blocks.extend(_label_slice_tables(metrics, ks))

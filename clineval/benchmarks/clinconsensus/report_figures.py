@@ -1,6 +1,6 @@
 """What the ClinConsensus section computes and draws from the run's samples: the reverse-ECDF
-plot of criteria met, the cases a CACS figure stands on, bootstrap intervals of the slices, hit
-rates by criterion position."""
+plot of criteria met, the cases a CACS figure stands on, bootstrap intervals of the slices, the
+criteria most often unmet."""
 
 from __future__ import annotations
 
@@ -123,7 +123,7 @@ def slice_intervals(
     out: list[tuple[float, float] | None] = []
     for name in names:
         values = by_value.get(name)
-        if not values:
+        if not values or len(values) < plots.MIN_INTERVAL_N:  # [x, x] of one case is none
             out.append(None)
             continue
         arr = np.maximum(0.0, np.asarray(values, dtype=np.float64) - k + 1) * 100.0 / (n - k + 1)
@@ -133,16 +133,30 @@ def slice_intervals(
     return out
 
 
-def criterion_hits(samples: list[dict[str, Any]]) -> dict[int, tuple[int, int, int, int]]:
-    """Per criterion position (1-based): verdicts, met, not met, judge errors. With a judge
-    panel a criterion has one row per judge and then the panel's; the last one counts."""
-    hits: dict[int, list[int]] = {}
+MOST_UNMET_ROWS = 30
+
+
+def unmet_criteria(
+    samples: list[dict[str, Any]],
+) -> tuple[str, list[tuple[str, int, int, int, int]]]:
+    """The criteria most often not met, grouped by category (a criterion's first tag, where
+    the benchmark gives tags) else by criterion text (the same wording in several cases is
+    one row): (what the rows group by, [(criterion, cases, met, not met, judge errors)]),
+    most not-met first, then by not-met share, then by text; at most MOST_UNMET_ROWS rows.
+    With a judge panel a criterion has one row per judge and then the panel's: the last
+    counts. A rubric position means nothing across cases, so it is no key here."""
+    groups: dict[str, list[int]] = {}
+    tagged = False
     for row in samples:
-        # criterion id -> its last verdict, in rubric order
         final = {v.criterion_id: v for v in read_verdict_rows(row)}
-        for position, v in enumerate(final.values(), start=1):
-            met = v.met
-            counts = hits.setdefault(position, [0, 0, 0, 0])
+        for v in final.values():
+            key = v.tags[0] if v.tags else " ".join(v.criterion.split())
+            tagged = tagged or bool(v.tags)
+            if not key:
+                continue
+            counts = groups.setdefault(key, [0, 0, 0, 0])
             counts[0] += 1
-            counts[1 if met is True else 2 if met is False else 3] += 1
-    return {pos: (c[0], c[1], c[2], c[3]) for pos, c in sorted(hits.items())}
+            counts[1 if v.met is True else 2 if v.met is False else 3] += 1
+    rows = [(key, c[0], c[1], c[2], c[3]) for key, c in groups.items() if c[2] > 0]
+    rows.sort(key=lambda r: (-r[3], -r[3] / max(r[2] + r[3], 1), r[0]))
+    return ("category" if tagged else "criterion", rows[:MOST_UNMET_ROWS])

@@ -55,6 +55,42 @@ TYPE_MAPS: dict[str, dict[str, str]] = {
     },
 }
 
+# The corpus types NCER's preparation drops (no OMOP domain). A tagger trained on the corpus
+# writes them too: a predictions file may hold them, and they are dropped and counted there as
+# they are from the gold. CHIA: its annotation schema's other entity types, and the labels its
+# annotators used for problems in the text, as they appear in the released files.
+UNSCORED_TYPES: dict[str, tuple[str, ...]] = {
+    "biored": ("OrganismTaxon", "CellLine"),
+    "chia": (
+        "Person",
+        "Observation",
+        "Device",
+        "Visit",
+        "Mood",
+        "Negation",
+        "Qualifier",
+        "Temporal",
+        "Value",
+        "Multiplier",
+        "Reference_point",
+        "Scope",
+        "Non-query-able",
+        "Parsing_Error",
+        "Post-eligibility",
+        "Non-representable",
+        "Undefined_semantics",
+        "Informed_consent",
+        "Subjective_judgement",
+        "Pregnancy_considerations",
+        "Context_Error",
+        "Line",
+        "Competing_trial",
+        "Grammar_Error",
+        "Not_a_criteria",
+        "Intoxication_considerations",
+    ),
+}
+
 
 def type_names(types: Sequence[str]) -> dict[str, str]:
     """Lowercased names a model may use for each of `types` -> that type: the type itself and

@@ -10,8 +10,9 @@ A type is the dataset's OMOP domain (`drug`) or a corpus's own type name that th
 preparation maps to one (`Chemical`, `ChemicalEntity`, any case): a tagger trained on the corpus
 writes the corpus's names, and they are mapped here as they are for model outputs
 (`ner_corpora.type_names`). A name mapping to a domain this dataset does not score (`Gene` in
-NCBI) is dropped as NCER drops it from the gold; both are counted (`TypeNames`, noted in the
-manifest). Only a name that maps to no domain at all is refused.
+NCBI), and a corpus type NCER drops from the gold (BioRED's OrganismTaxon and CellLine, CHIA's
+Person, Temporal, ...: `UNSCORED_TYPES`), are dropped as NCER drops them from the gold; both
+are counted (`TypeNames`, noted in the manifest). Only a name no corpus knows is refused.
 
 Every problem is an InputError naming the file and the 1-based line: bad JSON, a line that is
 not an object, a missing/unknown/duplicate id, offsets outside the text or start >= end, a
@@ -39,7 +40,7 @@ class TypeNames:
     with each name the file used (counted for the manifest)."""
 
     def __init__(self, types: Sequence[str]):
-        from clineval.benchmarks.ner.corpora import TYPE_MAPS
+        from clineval.benchmarks.ner.corpora import TYPE_MAPS, UNSCORED_TYPES
 
         self.types = tuple(types)
         self._scored = {t.lower(): t for t in self.types}
@@ -51,6 +52,8 @@ class TypeNames:
         }
         known.update({d.lower(): d for ts in DATASET_TYPES.values() for d in ts})
         self._known = known
+        # corpus types NCER drops everywhere: never scored, whatever the dataset
+        self._unscored = {name.lower() for names in UNSCORED_TYPES.values() for name in names}
         self.mapped: Counter[str] = Counter()  # "Chemical -> drug": spans
         self.dropped: Counter[str] = Counter()  # names of domains not scored here: spans
 
@@ -60,6 +63,9 @@ class TypeNames:
             return False
         key = label.lower()
         target = self._scored.get(key) or self._known.get(key)
+        if target is None and key in self._unscored:
+            self.dropped[label] += 1
+            return None
         if target is None:
             return False
         if target not in self.types:

@@ -1,9 +1,11 @@
-"""NER section: per-type P/R/F1 and error examples in context (FP, misses, boundary, type).
+"""NER section: per-type P/R/F1, error counts, a gold x predicted matrix, error examples.
 
-The error classes are for reading, not scoring (the metrics are the task's): a predicted span
-that overlaps no gold span is a false positive; a gold span no prediction overlaps is a miss;
-an overlapping prediction with the same type but other offsets is a boundary error; one with
-another type (same offsets or not) is a type error.
+Errors are classified once, as the span metrics classify them (SemEval-2013's categories as
+nervaluate 0.1.8 assigns them, `span_f1.classify_document`): a prediction with the wrong type
+(same offsets or overlapping) is `incorrect`, one with the right type and other offsets
+`partial`, one that takes no gold span `spurious`, a gold span nothing took `missed`. The count
+table, the matrix, the examples and the CSV all come from that one classification, and their
+totals are results.json's `span_errors`.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import random
 from typing import Any
 
 from clineval.benchmarks.ner import METRICS
+from clineval.benchmarks.ner.records import Span as NerSpan
+from clineval.benchmarks.ner.span_f1 import ERROR_KINDS, SpanOutcome, classify_document
 from clineval.report import plots
 from clineval.report.rundata import RunData, finite_number
 from clineval.report.sections_common import (
@@ -26,10 +30,10 @@ from clineval.report.sections_common import (
 
 Span = tuple[int, int, str]
 KINDS = (
-    ("fp", "False positives"),
-    ("miss", "Misses"),
-    ("boundary", "Boundary errors"),
-    ("type", "Type errors"),
+    ("incorrect", "Incorrect (wrong type)"),
+    ("partial", "Partial (right type, other offsets)"),
+    ("missed", "Missed"),
+    ("spurious", "Spurious"),
 )
 EXAMPLES_PER_KIND = 25
 CONTEXT_CHARS = 70
@@ -53,26 +57,34 @@ def spans_of(value: Any) -> list[Span]:
     return out
 
 
-def classify(gold: list[Span], pred: list[Span]) -> list[tuple[str, Span, Span | None]]:
-    """(kind, span, the gold span it was compared with) for every error of one document."""
-    errors: list[tuple[str, Span, Span | None]] = []
-    gold_set = set(gold)
-    for p in pred:
-        if p in gold_set:
-            continue
-        overlapping = [g for g in gold if g[0] < p[1] and p[0] < g[1]]
-        if not overlapping:
-            errors.append(("fp", p, None))
-            continue
-        same_type = [g for g in overlapping if g[2] == p[2]]
-        if same_type:
-            errors.append(("boundary", p, same_type[0]))
-        else:
-            errors.append(("type", p, overlapping[0]))
-    for g in gold:
-        if not any(p[0] < g[1] and g[0] < p[1] for p in pred):
-            errors.append(("miss", g, None))
-    return errors
+def classify(
+    gold: list[Span], pred: list[Span], types: list[str]
+) -> list[tuple[str, Span, Span | None]]:
+    """(kind, span, the gold span it was paired with) for every outcome of one document that
+    is not correct: the predicted span for incorrect / partial / spurious, the gold span for
+    missed (whose pair is None), as `classify_document` pairs them."""
+    return [
+        (o.kind, _tuple(o.pred if o.pred is not None else o.gold), _maybe(o))
+        for o in _outcomes(gold, pred, types)
+        if o.kind != "correct"
+    ]
+
+
+def _outcomes(gold: list[Span], pred: list[Span], types: list[str]) -> list[SpanOutcome]:
+    return classify_document(
+        [NerSpan(*g) for g in gold], [NerSpan(*p) for p in pred], types or {g[2] for g in gold}
+    )
+
+
+def _tuple(span: NerSpan | None) -> Span:
+    assert span is not None
+    return (span.start, span.end, span.type)
+
+
+def _maybe(outcome: SpanOutcome) -> Span | None:
+    if outcome.pred is None or outcome.gold is None:
+        return None
+    return _tuple(outcome.gold)
 
 
 def _example(doc_id: str, text: str, kind: str, span: Span, other: Span | None) -> dict[str, Any]:
@@ -80,11 +92,11 @@ def _example(doc_id: str, text: str, kind: str, span: Span, other: Span | None) 
     if other is not None:  # show the union of both spans, so the boundary is visible
         start, end = min(start, other[0]), max(end, other[1])
     lo, hi = max(0, start - CONTEXT_CHARS), min(len(text), end + CONTEXT_CHARS)
-    if kind == "fp":
-        note = f"predicted {span[2]}, no gold entity here"
-    elif kind == "miss":
+    if kind == "spurious":
+        note = f"predicted {span[2]}, no gold entity taken"
+    elif kind == "missed":
         note = f"gold {span[2]} «{text[span[0] : span[1]]}» not found"
-    elif kind == "boundary" and other is not None:
+    elif kind == "partial" and other is not None:
         note = (
             f"predicted «{text[span[0] : span[1]]}», gold «{text[other[0] : other[1]]}» ({span[2]})"
         )
@@ -142,47 +154,47 @@ def _per_type_block(per_type: dict[str, Any]) -> list[dict[str, Any]]:
 NONE = "(none)"
 
 
-def error_counts_block(types: list[str], found: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
-    """Errors of each kind per entity type (a type error counts under the predicted type)."""
-    counts = {t: dict.fromkeys((k for k, _ in KINDS), 0) for t in types}
-    for kind, _ in KINDS:
-        for item in found[kind]:
-            counts.setdefault(item["span"][2], dict.fromkeys((k for k, _ in KINDS), 0))[kind] += 1
+def error_counts_block(types: list[str], counts: dict[str, dict[str, int]]) -> dict[str, Any]:
+    """Outcomes of each kind per entity type, as nervaluate books them per type."""
     rows = [
-        [t, *(f"{counts[t][k]:,}" for k, _ in KINDS), f"{sum(counts[t].values()):,}"]
+        [
+            t,
+            *(f"{counts[t][k]:,}" for k in ERROR_KINDS),
+            f"{sum(counts[t][k] for k, _ in KINDS):,}",
+        ]
         for t in counts
     ]
-    totals = [sum(counts[t][k] for t in counts) for k, _ in KINDS]
-    rows.append(["all types", *(f"{n:,}" for n in totals), f"{sum(totals):,}"])
+    totals = [sum(counts[t][k] for t in counts) for k in ERROR_KINDS]
+    errors = sum(sum(counts[t][k] for t in counts) for k, _ in KINDS)
+    rows.append(["all types", *(f"{n:,}" for n in totals), f"{errors:,}"])
     return table_block(
-        "Errors by kind and entity type",
-        ["type", *(title for _, title in KINDS), "all errors"],
+        "Span outcomes by kind and entity type",
+        ["type", *ERROR_KINDS, "all errors"],
         rows,
-        note="false positives and type errors are counted under the predicted type, misses "
-        "and boundary errors under the gold type",
+        note="SemEval-2013's categories as nervaluate 0.1.8 assigns them: correct (offsets "
+        "and type), incorrect (wrong type, same or overlapping offsets), partial (right type, "
+        "other overlapping offsets), missed, spurious; counted under the gold span's type, "
+        "spurious under the predicted type. correct + partial is span_partial_f1's correct, "
+        "correct alone span_exact_f1's",
     )
 
 
-def confusion(gold: list[Span], pred: list[Span]) -> dict[tuple[str, str], int]:
-    """(gold type, predicted type) counts of one document: an exact or overlapping pair as
-    `classify` pairs them, a miss as (type, none), a false positive as (none, type)."""
+def confusion(gold: list[Span], pred: list[Span], types: list[str]) -> dict[tuple[str, str], int]:
+    """(gold type, predicted type) counts of one document, spans paired as the span metrics
+    pair them: a correct, partial or incorrect prediction with its gold span, a miss as
+    (type, none), a spurious prediction as (none, type)."""
     counts: dict[tuple[str, str], int] = {}
-
-    def add(g: str, p: str) -> None:
-        counts[(g, p)] = counts.get((g, p), 0) + 1
-
-    gold_set = set(gold)
-    for p in pred:
-        if p in gold_set:
-            add(p[2], p[2])
-    for kind, span, other in classify(gold, pred):
-        if kind == "fp":
-            add(NONE, span[2])
-        elif kind == "miss":
-            add(span[2], NONE)
-        elif other is not None:
-            add(other[2], span[2])
+    for o in _outcomes(gold, pred, types):
+        counts[_pair(o)] = counts.get(_pair(o), 0) + 1
     return counts
+
+
+def _pair(o: SpanOutcome) -> tuple[str, str]:
+    """(gold type, predicted type) of an outcome, NONE for the side it lacks."""
+    return (
+        o.gold.type if o.gold is not None else NONE,
+        o.pred.type if o.pred is not None else NONE,
+    )
 
 
 def confusion_block(types: list[str], counts: dict[tuple[str, str], int]) -> dict[str, Any]:
@@ -197,7 +209,9 @@ def confusion_block(types: list[str], counts: dict[tuple[str, str], int]) -> dic
         ["", *(f"predicted {p}" for p in labels)],
         rows,
         sortable=False,
-        note="spans paired by overlap; (none): a miss (gold row) or a false positive (gold (none))",
+        note="spans paired as the span metrics pair them (an exact gold span first, else the "
+        "first overlapping gold span not yet taken); (none): a missed gold span (gold row) or a "
+        "spurious prediction (gold (none))",
     )
 
 
@@ -216,19 +230,23 @@ def build(run: RunData, task: str) -> dict[str, Any]:
     )
     found: dict[str, list[dict[str, Any]]] = {k: [] for k, _ in KINDS}
     pairs: dict[tuple[str, str], int] = {}
+    counts: dict[str, dict[str, int]] = {t: dict.fromkeys(ERROR_KINDS, 0) for t in types}
     table_rows = []
     for row in samples:
         text = str(row.get("text", ""))
         doc_id = str(row.get("id", ""))
         gold, pred = spans_of(row.get("gold")), spans_of(row.get("pred"))
-        errors = classify(gold, pred) if text else []
+        outcomes = _outcomes(gold, pred, types)
         kinds: dict[str, int] = {}
-        for kind, span, other in errors:
-            kinds[kind] = kinds.get(kind, 0) + 1
-            found[kind].append({"doc": doc_id, "span": span, "other": other, "text": text})
-        for pair, n in confusion(gold, pred).items():
-            pairs[pair] = pairs.get(pair, 0) + n
-        exact = len(set(gold) & set(pred))
+        for o in outcomes:
+            counts.setdefault(o.type, dict.fromkeys(ERROR_KINDS, 0))[o.kind] += 1
+            pairs[_pair(o)] = pairs.get(_pair(o), 0) + 1
+            if o.kind == "correct":
+                continue
+            kinds[o.kind] = kinds.get(o.kind, 0) + 1
+            span = _tuple(o.pred if o.pred is not None else o.gold)
+            found[o.kind].append({"doc": doc_id, "span": span, "other": _maybe(o), "text": text})
+        exact = sum(o.kind == "correct" for o in outcomes)
         table_rows.append(
             {
                 "id": doc_id,
@@ -245,9 +263,9 @@ def build(run: RunData, task: str) -> dict[str, Any]:
         )
     if samples:
         # what kind of error, for which type: first, since it says where to look
-        blocks.append(error_counts_block(types, found))
-        if len(types) > 1:
-            blocks.append(confusion_block(types, pairs))
+        blocks.append(error_counts_block(types, counts))
+        if len(counts) > 1:
+            blocks.append(confusion_block(list(counts), pairs))
     if isinstance(per_type, dict):
         blocks.extend(_per_type_block(per_type))
     if not samples:
@@ -282,9 +300,9 @@ def build(run: RunData, task: str) -> dict[str, Any]:
                 "start",
                 "end",
                 "text",
-                "other_type",
-                "other_start",
-                "other_end",
+                "gold_type",
+                "gold_start",
+                "gold_end",
             ],
             [_error_row(item, kind) for kind, _ in KINDS for item in found[kind]],
         )
@@ -293,7 +311,7 @@ def build(run: RunData, task: str) -> dict[str, Any]:
         {"key": "id", "label": "document"},
         {"key": "n_gold", "label": "gold spans"},
         {"key": "n_pred", "label": "predicted"},
-        {"key": "exact", "label": "exact matches"},
+        {"key": "exact", "label": "correct"},
         {"key": "errors", "label": "errors"},
         {"key": "kinds", "label": "error kinds"},
     ]
@@ -327,7 +345,7 @@ def _error_row(item: dict[str, Any], kind: str) -> dict[str, Any]:
         "start": span[0],
         "end": span[1],
         "text": text[span[0] : span[1]],
-        "other_type": "" if other is None else other[2],
-        "other_start": "" if other is None else other[0],
-        "other_end": "" if other is None else other[1],
+        "gold_type": "" if other is None else other[2],
+        "gold_start": "" if other is None else other[0],
+        "gold_end": "" if other is None else other[1],
     }

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from clineval.benchmarks.ner.records import NerDocument, Span
-from clineval.benchmarks.ner.span_f1 import SpanCounts, span_f1
+from clineval.benchmarks.ner.span_f1 import SpanCounts, classify_document, error_counts, span_f1
 from clineval.benchmarks.ner.token_f1 import TokenF1Result, token_macro_f1
 
 MODEL_TOKENS_SUFFIX = "_model_tokens"
@@ -92,6 +92,15 @@ def score_documents(
             entry["token" + MODEL_TOKENS_SUFFIX] = model_token.per_type[name].as_dict()
         per_type[name] = entry
     metrics["per_type"] = per_type
+    # One classification of span errors (SemEval-2013 as nervaluate counts them) for
+    # results.json and the report's error table, matrix, examples and CSV alike.
+    errors = error_counts(
+        [o for g, p in zip(gold, predictions, strict=True) for o in classify_document(g, p, types)],
+        types,
+    )
+    metrics["span_errors"] = errors["total"]
+    for name in types:
+        per_type[name]["errors"] = errors["per_type"][name]
     metrics["span_partial_counts"] = _span_doc(partial.total)
     metrics["span_exact_counts"] = _span_doc(exact.total)
     metrics["n_documents"] = len(documents)

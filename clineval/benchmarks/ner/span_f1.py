@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -133,44 +134,94 @@ def span_f1(
     )
 
 
+ERROR_KINDS = ("correct", "incorrect", "partial", "missed", "spurious")
+
+
+@dataclass(frozen=True)
+class SpanOutcome:
+    """What became of one predicted span (or one missed gold span), in SemEval-2013's terms as
+    nervaluate 0.1.8 assigns them: `correct` (scenario I: offsets and type), `incorrect` (the
+    wrong type: IV with the gold span's offsets, VI overlapping it; `same_offsets` tells them
+    apart), `partial` (V: the right type, other offsets overlapping), `spurious` (II: no gold
+    span taken), `missed` (III: a gold span no prediction took). `gold` is the gold span the
+    prediction was paired with (nervaluate's pairing), None for spurious; `pred` is None for
+    missed. So correct = strict correct, correct + partial = ent_type correct, incorrect =
+    ent_type incorrect, incorrect + partial = strict incorrect."""
+
+    kind: str
+    pred: Span | None
+    gold: Span | None
+    same_offsets: bool = False
+
+    @property
+    def type(self) -> str:
+        """The type nervaluate books the outcome under: the gold span's, else the predicted."""
+        span = self.gold if self.gold is not None else self.pred
+        assert span is not None
+        return span.type
+
+
+def classify_document(
+    gold: Sequence[Span], pred: Sequence[Span], types: Sequence[str] | set[str]
+) -> list[SpanOutcome]:
+    """Every predicted span's outcome in order, then every missed gold span's; spans of a type
+    outside `types` are left out, gold and predicted alike (as nervaluate does)."""
+    scored = set(types)
+    golds = [s for s in gold if s.type in scored]
+    gold_set = set(golds)
+    matched: set[Span] = set()
+    out: list[SpanOutcome] = []
+    for span in pred:
+        if span.type not in scored:
+            continue
+        if span in gold_set:
+            matched.add(span)
+            out.append(SpanOutcome("correct", span, span, True))
+            continue
+        start, end = span.start, span.end
+        for g in golds:
+            if g.start == start and g.end == end:  # same offsets, so another type (IV)
+                matched.add(g)
+                out.append(SpanOutcome("incorrect", span, g, True))
+                break
+            # Inclusive ends: [start, end] and [g.start, g.end] share a position (an inverted
+            # span, end < start, is an empty range and overlaps nothing).
+            if start <= g.end and g.start <= end and start <= end and g.start <= g.end:
+                if g in matched:
+                    continue
+                matched.add(g)
+                out.append(SpanOutcome("partial" if g.type == span.type else "incorrect", span, g))
+                break
+        else:
+            out.append(SpanOutcome("spurious", span, None))
+    out.extend(SpanOutcome("missed", None, g) for g in golds if g not in matched)
+    return out
+
+
+def error_counts(outcomes: Sequence[SpanOutcome], types: Sequence[str]) -> dict[str, Any]:
+    """{"total": {kind: n}, "per_type": {type: {kind: n}}} over `ERROR_KINDS`, each outcome
+    under `SpanOutcome.type` (nervaluate's per-type booking)."""
+    per_type = {t: dict.fromkeys(ERROR_KINDS, 0) for t in types}
+    for o in outcomes:
+        per_type.setdefault(o.type, dict.fromkeys(ERROR_KINDS, 0))[o.kind] += 1
+    total = {k: sum(row[k] for row in per_type.values()) for k in ERROR_KINDS}
+    return {"total": total, "per_type": per_type}
+
+
 def _score_document(
     gold: Sequence[Span], pred: Sequence[Span], type_id: dict[str, int], n_types: int
 ) -> list[int]:
     """Outcome counts of one document, flat: index = type * 5 + outcome."""
     counts = [0] * (n_types * _N_OUTCOMES)
-    golds = [(s.start, s.end, type_id[s.type]) for s in gold if s.type in type_id]
-    gold_set = set(golds)
-    matched: set[tuple[int, int, int]] = set()
-    for span in pred:
-        kind = type_id.get(span.type)
-        if kind is None:
-            continue
-        start, end = span.start, span.end
-        key = (start, end, kind)
-        if key in gold_set:
-            matched.add(key)
-            counts[kind * _N_OUTCOMES + _EXACT] += 1
-            continue
-        for g in golds:
-            g_start, g_end, g_kind = g
-            if g_start == start and g_end == end:  # same offsets, so another type
-                matched.add(g)
-                counts[g_kind * _N_OUTCOMES + _OTHER_TYPE] += 1
-                break
-            # Inclusive ends: [start, end] and [g_start, g_end] share a position (an inverted
-            # span, end < start, is an empty range and overlaps nothing).
-            if start <= g_end and g_start <= end and start <= end and g_start <= g_end:
-                if g in matched:
-                    continue
-                matched.add(g)
-                outcome = _SAME_TYPE_OVERLAP if g_kind == kind else _OTHER_TYPE
-                counts[g_kind * _N_OUTCOMES + outcome] += 1
-                break
-        else:
-            counts[kind * _N_OUTCOMES + _SPURIOUS] += 1
-    for g in golds:
-        if g not in matched:
-            counts[g[2] * _N_OUTCOMES + _MISSED] += 1
+    column = {
+        "correct": _EXACT,
+        "partial": _SAME_TYPE_OVERLAP,
+        "incorrect": _OTHER_TYPE,
+        "spurious": _SPURIOUS,
+        "missed": _MISSED,
+    }
+    for outcome in classify_document(gold, pred, set(type_id)):
+        counts[type_id[outcome.type] * _N_OUTCOMES + column[outcome.kind]] += 1
     return counts
 
 
