@@ -36,7 +36,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # 1 generic data handling and metric helpers
     ("clineval.data", "clineval.metrics"),
     # 2 models, their settings, judging
-    ("clineval.models", "clineval.config", "clineval.config_file", "clineval.judge"),
+    ("clineval.models", "clineval.config", "clineval.config_checks", "clineval.config_file",
+     "clineval.settings", "clineval.judge"),
     # 3 the kit benchmarks build on: the task protocol, the call plan, the report's and the
     #   export's building blocks
     ("clineval.benchmarks.base", "clineval.benchmarks.declaration", "clineval.benchmarks.kit",
@@ -55,7 +56,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
      "clineval.judge_labels",
      "clineval.run_summary", "clineval.option_flags"),
     # 6 running
-    ("clineval.runner", "clineval.merge"),
+    ("clineval.runner", "clineval.planner", "clineval.rescore", "clineval.merge"),
     # 7 front ends
     ("clineval.cli", "clineval.cli_groups", "clineval.cli_output", "clineval.api",
      "clineval.entry", "clineval.__main__", "clineval"),
@@ -441,11 +442,11 @@ NAMES_ALLOWED: dict[tuple[str, str | None], str] = {
     ("report/agreement_section.py", '"balanced_f1"'): "the same statistic, shown",
     # The command line's own help: the product's one-line description and the examples of
     # `run --help` / `score --help` name the built-in benchmarks a user has, as the README does.
-    ("cli.py", "Evaluate models on Clinical NER (NCER), TCM-SD and ClinConsensus."): "product",
-    ("cli.py", "clineval run tcm-sd -m baseline:tfidf"): "an example",
-    ("cli.py", "clineval run ner:ncbi -m baseline:crf"): "an example",
-    ("cli.py", "clineval run clinconsensus -m openai:qwen"): "an example",
-    ("cli.py", "clineval score runs/cc --"): "an example",
+    ("cli/app.py", "Evaluate models on Clinical NER (NCER), TCM-SD and ClinConsensus."): "product",
+    ("cli/run.py", "clineval run tcm-sd -m baseline:tfidf"): "an example",
+    ("cli/run.py", "clineval run ner:ncbi -m baseline:crf"): "an example",
+    ("cli/run.py", "clineval run clinconsensus -m openai:qwen"): "an example",
+    ("cli/reports.py", "clineval score runs/cc --"): "an example",
     # the kit's count of samples without a prediction, in every benchmark's results: the
     # name NER's results had for it before the rule was generic, kept so they do not change
     ("benchmarks/missing.py", 'MISSING_KEY = "missing_predictions"'): "one rule for all",
