@@ -36,7 +36,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # 1 generic data handling and metric helpers
     ("clineval.data", "clineval.metrics"),
     # 2 models, their settings, judging
-    ("clineval.models", "clineval.config", "clineval.config_file", "clineval.judge"),
+    ("clineval.models", "clineval.config", "clineval.config_checks", "clineval.config_file",
+     "clineval.settings", "clineval.judge"),
     # 3 the kit benchmarks build on: the task protocol, the call plan, and the blocks their
     #   report sections, statistics and exports are built from (reportkit)
     ("clineval.benchmarks.base", "clineval.benchmarks.declaration", "clineval.benchmarks.kit",
@@ -54,7 +55,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
      "clineval.api_arguments", "clineval.run_result", "clineval.judge_agreement",
      "clineval.judge_labels", "clineval.run_summary", "clineval.option_flags"),
     # 6 running
-    ("clineval.runner", "clineval.merge"),
+    ("clineval.runner", "clineval.planner", "clineval.rescore", "clineval.merge"),
     # 7 front ends
     ("clineval.cli", "clineval.cli_groups", "clineval.cli_output", "clineval.api",
      "clineval.entry", "clineval.__main__", "clineval"),
@@ -525,11 +526,11 @@ NAMES_ALLOWED: dict[tuple[str, str | None], str] = {
     ("report/agreement_section.py", '"balanced_f1"'): "the same statistic, shown",
     # The command line's own help: the product's one-line description and the examples of
     # `run --help` / `score --help` name the built-in benchmarks a user has, as the README does.
-    ("cli.py", "Evaluate models on Clinical NER (NCER), TCM-SD and ClinConsensus."): "product",
-    ("cli.py", "clineval run tcm-sd -m baseline:tfidf"): "an example",
-    ("cli.py", "clineval run ner:ncbi -m baseline:crf"): "an example",
-    ("cli.py", "clineval run clinconsensus -m openai:qwen"): "an example",
-    ("cli.py", "clineval score runs/cc --"): "an example",
+    ("cli/app.py", "Evaluate models on Clinical NER (NCER), TCM-SD and ClinConsensus."): "product",
+    ("cli/run.py", "clineval run tcm-sd -m baseline:tfidf"): "an example",
+    ("cli/run.py", "clineval run ner:ncbi -m baseline:crf"): "an example",
+    ("cli/run.py", "clineval run clinconsensus -m openai:qwen"): "an example",
+    ("cli/reports.py", "clineval score runs/cc --"): "an example",
     # the kit's count of samples without a prediction, in every benchmark's results: the
     # name NER's results had for it before the rule was generic, kept so they do not change
     ("benchmarks/missing.py", 'MISSING_KEY = "missing_predictions"'): "one rule for all",
@@ -578,8 +579,12 @@ def naming_words(bench: Any, shared_keys: set[str]) -> set[str]:
             words.add(f"{stem}@")
             if not keyword.iskeyword(stem):  # pass@k: `pass` is Python; only `pass@` names it
                 words.add(stem)
+    import clineval.benchmarks as kit
+
     for part in (bench.make_task, bench.statistics, bench.report_section):
         name = part.rpartition(":")[2] if isinstance(part, str) else getattr(part, "__name__", "")
+        if not isinstance(part, str) and getattr(kit, name, None) is part:
+            continue  # the kit's own function (score_statistics), shared: nobody's name
         own = [w for w in _split_identifier(name.rpartition(".")[2]) if w not in _PART_WORDS]
         if own:
             words.update({"".join(own), "_".join(own)})
