@@ -227,8 +227,8 @@ def test_readme_kubernetes_indexed_job_runs_its_shards_then_merges(
     assert mounts == {m["mountPath"] for m in merger["volumeMounts"]} == {"/runs"}
     command = [_pointed(a, fleet, runs) for a in merger["command"]]
     assert command[:2] == ["sh", "-c"] and "clineval merge" in command[2]
-    done = _clineval(command, tmp_path, {})
-    assert done.returncode == 0, done.stderr
+    merged = _clineval(command, tmp_path, {})
+    assert merged.returncode == 0, merged.stderr
     assert read_json(runs / "cc/all" / RESULTS) == _unsharded(tmp_path, fleet)
     parsed = shlex.split(command[2])
     assert parsed[:2] == ["clineval", "merge"]
