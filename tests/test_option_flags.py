@@ -6,7 +6,7 @@ score, report, compare, resume and print their config. Options whose value canno
 the run (ner.tokenizer=model without a checkpoint, a ClinConsensus judge option with a
 verdicts file, ner.hash_seed without a span tagger) are refused before anything is made.
 The commands run in process (`clineval.cli.main`): what they check is how settings are read;
-the front door itself is tested by test_cli_basics and test_cli_ux."""
+the front door itself is tested by test_cli_ux (real processes)."""
 
 from __future__ import annotations
 
