@@ -1044,6 +1044,24 @@ def config_command(
 
 
 @app.command(
+    "head-to-head",
+    context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+    epilog="Example:\n  clineval head-to-head runs/a runs/b --judge openai:judge -o runs/a-vs-b",
+)
+def head_to_head(
+    args: Annotated[list[str] | None, typer.Argument(metavar="RUN_DIR... [RUN FLAGS]")] = None,
+) -> int:
+    """Judge finished runs of one generative task against each other (pairwise, both
+    orders), as a run of its own: RUN_DIR RUN_DIR [RUN_DIR...] --judge SPEC -o OUT_DIR
+    [--task TASK] [--judge-prompt FILE] [--option ...] [--json] and any `run` flag."""
+    from clineval.cli_head_to_head import head_to_head_argv
+
+    argv, scratch = head_to_head_argv(args or [])
+    with scratch:
+        return _main(argv)
+
+
+@app.command(
     "tasks",
     epilog="Examples:\n  clineval tasks --data-dir data\n  clineval tasks --options\n"
     "  clineval tasks --json | jq '.tasks[].task'",

@@ -97,6 +97,9 @@ _HOME = {
     "tie_rate": "clineval.metrics.pairwise",
     "win_rate": "clineval.metrics.pairwise",
     "win_rate_interval": "clineval.metrics.pairwise",
+    "PairwiseGames": "clineval.metrics.pairwise",
+    "NoEstimate": "clineval.metrics.pairwise",
+    "bradley_terry_intervals": "clineval.metrics.pairwise",
     # report sections: the run's data and the blocks a section is built of
     "RunData": "clineval.report.rundata",
     "finite_number": "clineval.report.rundata",
@@ -384,6 +387,15 @@ if TYPE_CHECKING:  # what type checkers and editors see of the lazy names below
     )
     from clineval.metrics.pairwise import (
         win_rate_interval as win_rate_interval,
+    )
+    from clineval.metrics.pairwise import (
+        NoEstimate as NoEstimate,
+    )
+    from clineval.metrics.pairwise import (
+        PairwiseGames as PairwiseGames,
+    )
+    from clineval.metrics.pairwise import (
+        bradley_terry_intervals as bradley_terry_intervals,
     )
     from clineval.models.backends import (
         ModelKind as ModelKind,

@@ -50,10 +50,11 @@ T = TypeVar("T")
 
 def _builtin() -> list[Benchmark]:
     from clineval.benchmarks.clinconsensus import BENCHMARK as CLINCONSENSUS
+    from clineval.benchmarks.head_to_head import BENCHMARK as HEAD_TO_HEAD
     from clineval.benchmarks.ner import BENCHMARK as NER
     from clineval.benchmarks.tcm_sd import BENCHMARK as TCM_SD
 
-    return [NER, TCM_SD, CLINCONSENSUS]
+    return [NER, TCM_SD, CLINCONSENSUS, HEAD_TO_HEAD]
 
 
 # How long one plugin's import may take before it is skipped (seconds; the environment

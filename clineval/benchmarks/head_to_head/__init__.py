@@ -1,0 +1,84 @@
+"""head-to-head: finished runs of one generative task judged against each other by a pairwise
+judge, with no candidate call (`clineval head-to-head RUN RUN ... --judge SPEC -o OUT`).
+
+Not a benchmark of its own data: its items are the items every compared run answered, each
+pair of runs judged in both orders (MT-bench's [[A]] / [[B]] / [[C]]), read from the pairs
+file the command writes into the output directory and passes as a `predictions:` file (the
+answers were made elsewhere; the manifest records the file's sha256). Its figures: each run's
+win rate over each other with a paired bootstrap interval, tie rate, position consistency,
+and for more than two runs a Bradley-Terry ranking with bootstrap intervals beside its
+length-controlled fit (docs/judging.md, "Head-to-head of finished runs").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from clineval.benchmarks import (
+    JUDGED_RUN_SETTINGS,
+    PAIRWISE_SCORING_SETTINGS,
+    Benchmark,
+    MetricSchema,
+    MetricSpec,
+    SampleStatistic,
+    exploding,
+    pairwise_metrics,
+    pairwise_options,
+    ratio_statistic,
+)
+
+TASK = "head-to-head"
+OPTIONS = pairwise_options(TASK, "the head-to-head task")
+TABLES = ("pairs", "bradley_terry", "bradley_terry_length_controlled")
+
+
+def with_tables(schema: MetricSchema) -> MetricSchema:
+    return MetricSchema(schema.metrics, TABLES)
+
+
+def first_pair_statistics(
+    metrics: dict[str, Any], samples: list[dict[str, Any]]
+) -> dict[str, SampleStatistic]:
+    """The headline win rate (the first run over the second) as a pooled ratio over items,
+    for compare's paired bootstrap."""
+    runs = metrics.get("runs") or []
+    if len(runs) < 2:
+        return {}
+    first, second = runs[0]["label"], runs[1]["label"]
+    rows = [
+        r
+        for r in samples
+        if r.get("run_a") == first
+        and r.get("run_b") == second
+        and isinstance(r.get("wins"), int | float)
+    ]
+    if not rows:
+        return {}
+    ids = [str(r["item"]) for r in rows]
+    return {
+        "win_rate": ratio_statistic(ids, [r["wins"] for r in rows], [r["weight"] for r in rows])
+    }
+
+
+BENCHMARK = Benchmark(
+    family=TASK,
+    title="Head-to-head: finished runs judged against each other (pairwise, both orders)",
+    tasks=(TASK,),
+    make_task="clineval.benchmarks.head_to_head.task:HeadToHeadTask",
+    metrics=with_tables(pairwise_metrics(
+        "the first run's (wins + ties / 2) / items against the second run (every pair: "
+        "`pairs`)",
+        MetricSpec(
+            "length_coefficient",
+            "the length-controlled Bradley-Terry fit's coefficient of the standardised "
+            "normalised length difference (log-odds of a win per standard deviation)",
+            headline=False,
+        ),
+    )),
+    options=(OPTIONS,),
+    capabilities=frozenset({"predictions"}),
+    statistics=first_pair_statistics,
+    scoring_settings=PAIRWISE_SCORING_SETTINGS,
+    run_settings=JUDGED_RUN_SETTINGS,
+    long_rows=exploding("verdicts", ("id", "score")),
+)
