@@ -41,7 +41,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     #   export's building blocks
     ("clineval.benchmarks.base", "clineval.benchmarks.declaration", "clineval.benchmarks.kit",
      "clineval.benchmarks.results_view", "clineval.benchmarks.judged",
-     "clineval.benchmarks.judged_flow", "clineval.benchmarks.judged_task", "clineval.plan",
+     "clineval.benchmarks.judged_flow", "clineval.benchmarks.judged_task",
+     "clineval.benchmarks.finished_runs", "clineval.plan",
      "clineval.report.rundata", "clineval.report.plots", "clineval.report.sections_common",
      "clineval.report.statistics", "clineval.report.jsonembed", "clineval.export.run_files"),
     # 4 the benchmark packages
@@ -55,7 +56,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # 6 running
     ("clineval.runner", "clineval.merge"),
     # 7 front ends
-    ("clineval.cli", "clineval.cli_groups", "clineval.cli_output", "clineval.api",
+    ("clineval.cli", "clineval.cli_groups", "clineval.cli_output", "clineval.cli_head_to_head",
+     "clineval.api",
      "clineval.entry", "clineval.__main__", "clineval"),
 )  # fmt: skip
 
@@ -68,6 +70,7 @@ BENCHMARK_KIT = (
     "clineval.benchmarks.judged",
     "clineval.benchmarks.judged_flow",
     "clineval.benchmarks.judged_task",
+    "clineval.benchmarks.finished_runs",
 )
 REGISTRY = "clineval.benchmarks.registry"
 # Known exceptions, each with its reason; any other import across the lines fails.
@@ -404,14 +407,24 @@ def test_the_model_layer_rules_can_fail() -> None:
 # generic Agent Skill) are documentation, like docstrings, and are not scanned.
 
 FAMILY_PACKAGES = PACKAGE / "benchmarks"
-EXAMPLE_FOLDERS = (EXAMPLES / "plugin-benchmark", EXAMPLES / "plugin-judged")
+EXAMPLE_FOLDERS = (
+    EXAMPLES / "plugin-benchmark",
+    EXAMPLES / "plugin-judged",
+    EXAMPLES / "plugin-pairwise",
+)
 UNSCANNED_SUFFIXES = {".md", ".pyc", ".typed"}
 
 # Generic text that may name a benchmark, each with why: {(file under clineval/, fragment of the
 # line): reason}. A fragment of None allows the whole file.
 NAMES_ALLOWED: dict[tuple[str, str | None], str] = {
     ("benchmarks/registry.py", "from clineval.benchmarks."): "it lists the built-in declarations",
-    ("benchmarks/registry.py", "return [NER, TCM_SD, CLINCONSENSUS]"): "the same list",
+    ("benchmarks/registry.py", "return [NER, TCM_SD, CLINCONSENSUS, HEAD_TO_HEAD]"): "the same",
+    # `clineval head-to-head` is the front door of the head-to-head task: it writes the pairs
+    # file that task reads and hands the rest to `run`, so it names the task it runs.
+    ("cli_head_to_head.py", None): "the command that runs the head-to-head task",
+    ("cli.py", '"head-to-head",'): "the same command's name",
+    ("cli.py", "head_to_head"): "the same command's function",
+    ("cli.py", "clineval head-to-head runs/a runs/b"): "an example",
     # The command line's own help: the product's one-line description and the examples of
     # `run --help` / `score --help` name the built-in benchmarks a user has, as the README does.
     ("cli.py", "Evaluate models on Clinical NER (NCER), TCM-SD and ClinConsensus."): "product",

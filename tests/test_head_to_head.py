@@ -208,7 +208,7 @@ def test_three_runs_bradley_terry_against_statsmodels(
             low, high = fitted[name]["ci"]
             assert low <= fitted[name]["strength"] <= high
         if controlled:
-            assert got["length_coefficient"] == pytest.approx(coefficient, abs=1e-6)
+            assert got["length_effect"] == pytest.approx(coefficient, abs=1e-6)
     order = list(got["bradley_terry"]["strengths"])
     assert order == sorted(names, key=lambda n: -strength[n])
 
@@ -233,8 +233,8 @@ def test_a_longer_run_judged_equal_gains_nothing_from_length(
     got = results(out)
     controlled = got["bradley_terry_length_controlled"]["strengths"]
     oracle, coefficient = statsmodels_strengths(table, names, 4, True)
-    assert got["length_coefficient"] == pytest.approx(coefficient, abs=1e-6)
-    assert got["length_coefficient"] == pytest.approx(0.0, abs=1e-6)
+    assert got["length_effect"] == pytest.approx(coefficient, abs=1e-6)
+    assert got["length_effect"] == pytest.approx(0.0, abs=1e-6)
     for name in names:
         assert controlled[name]["strength"] == pytest.approx(0.0, abs=1e-6)
         assert controlled[name]["strength"] == pytest.approx(oracle[name], abs=1e-6)

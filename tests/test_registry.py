@@ -14,7 +14,9 @@ from clineval.benchmarks import registry
 from clineval.benchmarks.declaration import Benchmark, MetricSchema, MetricSpec
 from clineval.errors import InputError
 
-BUILT_IN = ["ner:ncbi", "ner:bc5cdr", "ner:biored", "ner:chia", "tcm-sd", "clinconsensus"]
+BUILT_IN = [
+    "ner:ncbi", "ner:bc5cdr", "ner:biored", "ner:chia", "tcm-sd", "clinconsensus", "head-to-head"
+]  # fmt: skip
 
 
 def _bench(family: str, tasks: tuple[str, ...]) -> Benchmark:

@@ -374,6 +374,15 @@ if TYPE_CHECKING:  # what type checkers and editors see of the lazy names below
         stratified_bootstrap_indices as stratified_bootstrap_indices,
     )
     from clineval.metrics.pairwise import (
+        NoEstimate as NoEstimate,
+    )
+    from clineval.metrics.pairwise import (
+        PairwiseGames as PairwiseGames,
+    )
+    from clineval.metrics.pairwise import (
+        bradley_terry_intervals as bradley_terry_intervals,
+    )
+    from clineval.metrics.pairwise import (
         item_scores as item_scores,
     )
     from clineval.metrics.pairwise import (
@@ -387,15 +396,6 @@ if TYPE_CHECKING:  # what type checkers and editors see of the lazy names below
     )
     from clineval.metrics.pairwise import (
         win_rate_interval as win_rate_interval,
-    )
-    from clineval.metrics.pairwise import (
-        NoEstimate as NoEstimate,
-    )
-    from clineval.metrics.pairwise import (
-        PairwiseGames as PairwiseGames,
-    )
-    from clineval.metrics.pairwise import (
-        bradley_terry_intervals as bradley_terry_intervals,
     )
     from clineval.models.backends import (
         ModelKind as ModelKind,

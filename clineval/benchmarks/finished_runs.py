@@ -62,7 +62,9 @@ def finished_run_answers(run_dir: Path, task: str | None = None) -> RunAnswers:
     tasks = answer_tasks(run_dir)
     manifest = read_manifest(run_dir)
     if not tasks:
-        raise InputError("the run stored no candidate answers (not a generative task)", path=run_dir)
+        raise InputError(
+            "the run stored no candidate answers (not a generative task)", path=run_dir
+        )
     if task is None:
         if len(tasks) > 1:
             raise InputError(

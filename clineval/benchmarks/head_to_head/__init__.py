@@ -8,6 +8,10 @@ answers were made elsewhere; the manifest records the file's sha256). Its figure
 win rate over each other with a paired bootstrap interval, tie rate, position consistency,
 and for more than two runs a Bradley-Terry ranking with bootstrap intervals beside its
 length-controlled fit (docs/judging.md, "Head-to-head of finished runs").
+
+Internal: not part of clineval's public API (`clineval`, `clineval.benchmarks`;
+docs/architecture.md, "Public API"). A benchmark package imports what it needs from
+`clineval.benchmarks`.
 """
 
 from __future__ import annotations
@@ -18,7 +22,6 @@ from clineval.benchmarks import (
     JUDGED_RUN_SETTINGS,
     PAIRWISE_SCORING_SETTINGS,
     Benchmark,
-    MetricSchema,
     MetricSpec,
     SampleStatistic,
     exploding,
@@ -29,14 +32,9 @@ from clineval.benchmarks import (
 
 TASK = "head-to-head"
 OPTIONS = pairwise_options(TASK, "the head-to-head task")
-TABLES = ("pairs", "bradley_terry", "bradley_terry_length_controlled")
 
 
-def with_tables(schema: MetricSchema) -> MetricSchema:
-    return MetricSchema(schema.metrics, TABLES)
-
-
-def first_pair_statistics(
+def head_to_head_statistics(
     metrics: dict[str, Any], samples: list[dict[str, Any]]
 ) -> dict[str, SampleStatistic]:
     """The headline win rate (the first run over the second) as a pooled ratio over items,
@@ -65,19 +63,20 @@ BENCHMARK = Benchmark(
     title="Head-to-head: finished runs judged against each other (pairwise, both orders)",
     tasks=(TASK,),
     make_task="clineval.benchmarks.head_to_head.task:HeadToHeadTask",
-    metrics=with_tables(pairwise_metrics(
-        "the first run's (wins + ties / 2) / items against the second run (every pair: "
-        "`pairs`)",
+    # besides these figures, results.json holds `runs`, `pairs` (every pair's figures) and
+    # `bradley_terry` / `bradley_terry_length_controlled` (strengths with intervals)
+    metrics=pairwise_metrics(
+        "the first run's (wins + ties / 2) / items against the second run (every pair: `pairs`)",
         MetricSpec(
-            "length_coefficient",
+            "length_effect",
             "the length-controlled Bradley-Terry fit's coefficient of the standardised "
             "normalised length difference (log-odds of a win per standard deviation)",
             headline=False,
         ),
-    )),
+    ),
     options=(OPTIONS,),
     capabilities=frozenset({"predictions"}),
-    statistics=first_pair_statistics,
+    statistics=head_to_head_statistics,
     scoring_settings=PAIRWISE_SCORING_SETTINGS,
     run_settings=JUDGED_RUN_SETTINGS,
     long_rows=exploding("verdicts", ("id", "score")),

@@ -182,7 +182,7 @@ class HeadToHeadTask(PairwiseTask):
             pairs=pairs,
             bradley_terry=ranking,
             bradley_terry_length_controlled=controlled,
-            length_coefficient=controlled.get("length_coefficient"),
+            length_effect=controlled.get("length_coefficient"),
         )
         return TaskResult(metrics, rows, result.errors, result.warnings)
 
