@@ -76,7 +76,7 @@ def parse(args: Sequence[str]) -> Request:
         raise InputError(f"-o/--output-dir: where to write the head-to-head run (usage: {USAGE})")
     if "--judge" not in rest and not any(w.startswith("--judge=") for w in rest):
         raise InputError(f"--judge: name the pairwise judge (usage: {USAGE})")
-    return Request(runs, Path(out).expanduser(), task, rest, "--dry-run" in rest)
+    return Request(runs, Path(out).expanduser().absolute(), task, rest, "--dry-run" in rest)
 
 
 def _labels(runs: Sequence[RunAnswers]) -> list[str]:

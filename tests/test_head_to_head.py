@@ -163,7 +163,8 @@ def test_a_judge_preferring_a_run_wherever_it_stands(
     assert main(["--quiet", "score", str(out)]) == 0
     assert results(out)["win_rate"] == 1.0
     assert main(["--quiet", "report", str(out), "-o", str(tmp_path / "r.html")]) == 0
-    assert "head-to-head" in (tmp_path / "r.html").read_text()
+    page = (tmp_path / "r.html").read_text()
+    assert "Every pair of runs" in page and "Ranking" in page
 
     # --reuse: another judge over the same pairs, nothing asked of the first one again
     judge_with(stub, lambda k, a, b: "A", queries)

@@ -77,6 +77,7 @@ BENCHMARK = Benchmark(
     options=(OPTIONS,),
     capabilities=frozenset({"predictions"}),
     statistics=head_to_head_statistics,
+    report_section="clineval.benchmarks.head_to_head.report:build",
     scoring_settings=PAIRWISE_SCORING_SETTINGS,
     run_settings=JUDGED_RUN_SETTINGS,
     long_rows=exploding("verdicts", ("id", "score")),
