@@ -1051,9 +1051,11 @@ def config_command(
 def head_to_head(
     args: Annotated[list[str] | None, typer.Argument(metavar="RUN_DIR... [RUN FLAGS]")] = None,
 ) -> int:
-    """Judge finished runs of one generative task against each other (pairwise, both
-    orders), as a run of its own: RUN_DIR RUN_DIR [RUN_DIR...] --judge SPEC -o OUT_DIR
-    [--task TASK] [--judge-prompt FILE] [--option ...] [--json] and any `run` flag."""
+    """Judge finished runs of one task against each other, as a run of its own.
+
+    RUN_DIR RUN_DIR [RUN_DIR...] --judge SPEC -o OUT_DIR [--task TASK] [--judge-prompt FILE]
+    [--option ...] [--json], and any other `run` flag: each pair of runs judged in both
+    orders, with no candidate call (docs/judging.md)."""
     from clineval.cli_head_to_head import head_to_head_argv
 
     argv, scratch = head_to_head_argv(args or [])

@@ -16,46 +16,18 @@ docs/architecture.md, "Public API"). A benchmark package imports what it needs f
 
 from __future__ import annotations
 
-from typing import Any
-
 from clineval.benchmarks import (
     JUDGED_RUN_SETTINGS,
     PAIRWISE_SCORING_SETTINGS,
     Benchmark,
     MetricSpec,
-    SampleStatistic,
     exploding,
     pairwise_metrics,
     pairwise_options,
-    ratio_statistic,
 )
 
 TASK = "head-to-head"
 OPTIONS = pairwise_options(TASK, "the head-to-head task")
-
-
-def head_to_head_statistics(
-    metrics: dict[str, Any], samples: list[dict[str, Any]]
-) -> dict[str, SampleStatistic]:
-    """The headline win rate (the first run over the second) as a pooled ratio over items,
-    for compare's paired bootstrap."""
-    runs = metrics.get("runs") or []
-    if len(runs) < 2:
-        return {}
-    first, second = runs[0]["label"], runs[1]["label"]
-    rows = [
-        r
-        for r in samples
-        if r.get("run_a") == first
-        and r.get("run_b") == second
-        and isinstance(r.get("wins"), int | float)
-    ]
-    if not rows:
-        return {}
-    ids = [str(r["item"]) for r in rows]
-    return {
-        "win_rate": ratio_statistic(ids, [r["wins"] for r in rows], [r["weight"] for r in rows])
-    }
 
 
 BENCHMARK = Benchmark(
@@ -76,7 +48,7 @@ BENCHMARK = Benchmark(
     ),
     options=(OPTIONS,),
     capabilities=frozenset({"predictions"}),
-    statistics=head_to_head_statistics,
+    statistics="clineval.benchmarks.head_to_head.statistics:head_to_head_statistics",
     report_section="clineval.benchmarks.head_to_head.report:build",
     scoring_settings=PAIRWISE_SCORING_SETTINGS,
     run_settings=JUDGED_RUN_SETTINGS,
