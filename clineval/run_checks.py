@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import os
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -46,6 +47,7 @@ def check_run_config(config: RunConfig) -> None:
     check_run_inputs(config)
     if config.batch_file_out is not None:  # a directory the run writes request files into
         check_output_dir(Path(config.batch_file_out), "--batch-file-out")
+        check_writable(Path(config.batch_file_out), "--batch-file-out")
 
 
 def check_reuse_dirs(config: RunConfig, output_dir: Path | None = None) -> None:
@@ -96,7 +98,22 @@ def _check_openai_settings(config: RunConfig) -> None:
     be ignored silently (a llamacpp: model serves itself, in process). A check of a new
     command, not of RunConfig: a manifest recorded before it still scores and merges."""
     from clineval.models.registry import backend_info
+    from clineval.secrets import env_credential, masked_url_credentials, redact
 
+    for spec in config.models.all:
+        variable = spec.key_variable
+        if variable and env_credential(variable) is None:  # read: masked from now on
+            raise InputError(
+                f"{spec.label}: the environment variable {variable} that its spec names for "
+                f"its API key (#key={variable}) is not set"
+            )
+        for url in spec.base_urls:
+            if masked_url_credentials(url):  # a settings file or manifest, written back
+                raise InputError(
+                    f"{spec.label}: the base URL {redact(url)[:120]!r} holds *** where its "
+                    "credentials were masked when clineval wrote it; give the URL with its "
+                    "user:password again (the masked text would be sent as the password)"
+                )
     model = config.models.candidate
     if config.base_urls and not backend_info(model).takes_base_url:
         raise InputError(
@@ -221,3 +238,15 @@ def _check_creatable(path: Path, flag: str) -> None:
         if not parent.is_dir():
             raise InputError(f"{flag}: {parent} is a file, not a directory", path=path)
         return
+
+
+def check_writable(path: Path, flag: str) -> None:
+    """A directory can be made in `path` (or in its nearest existing ancestor, where `path`
+    will be made): tried with a temporary directory, removed at once. A read-only or full
+    file system, or one that takes no new entries (/proc), is refused here, before the run
+    directory exists, rather than when the run first writes there."""
+    where = next(p for p in (path.absolute(), *path.absolute().parents) if os.path.isdir(p))
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".clineval-write-check-", dir=where))
+    except OSError as exc:
+        raise InputError(f"{flag} cannot be written: {exc.strerror}", path=path) from None

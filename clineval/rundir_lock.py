@@ -5,7 +5,10 @@ directory, so two processes never send the same model calls twice or mix two run
 one store. The lock is `flock` on an open file: the kernel releases it when its holder exits,
 however it exits (SIGKILL included), so a lock left behind never blocks the next run. The file
 holds the holder's pid, only to name it in the refusal; it is never deleted (deleting it while a
-second process waits on it would let a third take a lock on a new file beside it).
+second process waits on it would let a third take a lock on a new file beside it), except with
+the directory itself by `remove_made`: a run refused before it kept anything leaves no
+directory it created (a second process waiting on that new directory then finds it gone and
+fails to write, one line, instead of running in it).
 
 Taking the lock again in the process that holds it is a no-op (merge writes, then re-scores),
 counted so that the outer holder is the one that releases it.
@@ -16,6 +19,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -105,3 +109,26 @@ def run_dir_lock(
             del _held[key]
             # The pid is left in the file: harmless, as only a held flock means "in use".
             os.close(fd)
+
+
+def missing_dirs(path: Path) -> list[Path]:
+    """The directories a `make_dir(path)` would create, outermost first (none when `path`
+    exists)."""
+    missing: list[Path] = []
+    for candidate in (path.absolute(), *path.absolute().parents):
+        if os.path.lexists(candidate):
+            break
+        missing.append(candidate)
+    return missing[::-1]
+
+
+def remove_made(made: list[Path]) -> None:
+    """Remove the directories `missing_dirs` listed before this command made them, with what
+    it put in them (the lock file, a fixture it generated): for a run refused before it kept
+    anything. A failure to remove is only logged: the refusal is what the user must see."""
+    if not made:
+        return
+    try:
+        shutil.rmtree(made[0])
+    except OSError as exc:
+        log.warning("could not remove %s, made for the refused run: %s", made[0], exc.strerror)

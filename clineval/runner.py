@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from clineval.benchmarks.base import RunContext, Task, TaskResult
+from clineval.benchmarks.missing import apply_missing_rule
 from clineval.benchmarks.registry import (
     benchmark_of,
     get_task,
@@ -42,7 +43,7 @@ from clineval.run_record import (
     write_outputs,
 )
 from clineval.rundir import MANIFEST, RESULTS, SAMPLES
-from clineval.rundir_lock import run_dir_lock
+from clineval.rundir_lock import missing_dirs, remove_made, run_dir_lock
 from clineval.secrets import redact
 from clineval.store import STORE_FILENAME, RunStore, check_intact
 
@@ -247,6 +248,7 @@ def _execute(
                     task.predict(ctx, data)
                     phases["predict"] = time.time()
                 result: TaskResult = task.evaluate(ctx, data)
+                missing = apply_missing_rule(store, name, result)  # every benchmark alike
                 phases["evaluate"] = time.time()
                 _refuse_losing_primary(name, written.get(name), result, output_dir)
                 store.put_task_result(name, result.metrics, result.samples)
@@ -264,6 +266,9 @@ def _execute(
                     declared=_declared(name),
                 )
                 failures.extend(f"{name}: {msg}" for msg in result.errors)
+                if missing is not None:
+                    failures.append(f"{name}: {missing[0]}")
+                    warnings.append(f"{name}: {missing[1]}")
                 _write_outputs(store, output_dir, manifest)
                 _note_llm_calls(manifest, ctx)
                 write_manifest(output_dir, manifest)
@@ -324,6 +329,7 @@ def run(config: RunConfig, output_dir: Path, *, wait: bool = False) -> dict[str,
     check_reuse_dirs(config, output_dir)
     for line in _batch_price_warnings(config):
         log.warning("%s", line)
+    made = missing_dirs(output_dir)  # removed again if the run is refused with nothing kept
     with run_dir_lock(output_dir, create=True, wait=wait, wait_hint=_WAIT_HINT):
         previous = _check_resume_compatible(output_dir, config)
         manifest = new_manifest(public_config(config))
@@ -336,8 +342,8 @@ def run(config: RunConfig, output_dir: Path, *, wait: bool = False) -> dict[str,
             try:
                 return _execute(config, output_dir, manifest, predict=True)
             except InputError:
-                if fresh:
-                    _forget_if_nothing_stored(output_dir)
+                if fresh and _forget_if_nothing_stored(output_dir):
+                    remove_made(made)
                 raise
 
 
@@ -345,20 +351,23 @@ def run(config: RunConfig, output_dir: Path, *, wait: bool = False) -> dict[str,
 _RUN_FILES = (MANIFEST, STORE_FILENAME, RESULTS, SAMPLES)
 
 
-def _forget_if_nothing_stored(output_dir: Path) -> None:
-    """Some input is only found bad when a task predicts, after the run wrote its manifest and
-    created its store (a checkpoint that does not load, a verdicts file naming an unknown case):
-    a new run directory refused so is left as it was found, as long as nothing was stored."""
+def _forget_if_nothing_stored(output_dir: Path) -> bool:
+    """Some input is only found bad when a task loads or predicts, after the run took its lock,
+    wrote its manifest and created its store (a missing --cases file or corpus, a checkpoint
+    that does not load, a verdicts file naming an unknown case, a --batch-file-out that cannot
+    be written): a new run directory refused so is left as it was found, as long as nothing
+    was stored. True when nothing was (the run files are then removed)."""
     path = output_dir / STORE_FILENAME
     if path.is_file():
         try:
             with RunStore(path) as store:
                 if not store.is_empty():
-                    return  # something was computed: keep it, and the manifest saying why
+                    return False  # something was computed: keep it, and the manifest saying why
         except InputError:  # a store that cannot be read is left for the user to see
-            return
+            return False
     for name in (*_RUN_FILES, f"{STORE_FILENAME}-wal", f"{STORE_FILENAME}-shm"):
         (output_dir / name).unlink(missing_ok=True)
+    return True
 
 
 @naming_fetch_commands()  # a missing corpus: say which fetch gets it

@@ -235,6 +235,33 @@ def _masked(match: re.Match[str]) -> str:
     return prefix + _MASK + ("@" if match.group(0).endswith("@") else "")
 
 
+# The credential shapes a URL carries: its userinfo, and a key in its query string.
+_URL_CREDENTIALS = (_SECRET_PATTERNS[3], _SECRET_PATTERNS[4])
+
+
+def mask_settings_text(text: str) -> str:
+    """A setting's text written into a file meant to be run again (`clineval config`): the
+    credentials the process knows masked by value, and those a URL carries (its userinfo, a
+    key in its query), but no other text shaped like a key: a path `runs/sk-proj-abc` is a
+    path, and a masked one would not run."""
+    text = _replace_all(text, _known()[2])
+    for pattern in _URL_CREDENTIALS:
+        text = pattern.sub(_masked, text)
+    return text
+
+
+def masked_url_credentials(url: str) -> bool:
+    """Whether `url`'s userinfo or query holds the mask `***` (as written or percent-encoded)
+    where a credential was: a URL written back by `clineval config` or read from a manifest,
+    which must not be sent as it is."""
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:
+        return False
+    userinfo = parts.netloc.rpartition("@")[0]
+    return _MASK in unquote(userinfo) or _MASK in unquote(parts.query)
+
+
 def redact(text: str) -> str:
     """A message without any credential: known ones by value, the environment's secret-looking
     values, and anything shaped like a credential."""

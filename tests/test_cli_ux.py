@@ -370,6 +370,12 @@ def test_config_file_round_trip_and_flags_override(tcm_fixture: Path, tmp_path: 
         ("max-tokens = 5\nmax_tokens = 6\n", "key 'max_tokens' is given twice"),
         ('tasks = ["tcm-sd"]\nmodel =\n', "run.toml:2: not TOML: Invalid value"),
         ('tasks = ["tcm-sd"\n', "run.toml: not TOML: Unclosed array"),
+        # Python's TOML reader recurses once per level: a RecursionError, named as the file's
+        (
+            'tasks = ["tcm-sd"]\n\noption = ' + "[" * 5000 + "]" * 5000 + "\n",
+            "run.toml:3: nested too deeply for a run file (5,000 levels)",
+        ),
+        ("x = " + "{a=" * 5000 + "1" + "}" * 5000, "run.toml:1: nested too deeply"),
     ],
 )
 def test_a_bad_config_file_is_one_line_naming_file_and_key(
@@ -418,3 +424,33 @@ def test_written_config_never_holds_a_secret(
     assert text == printed
     assert secret not in text
     assert tomllib.loads(text)["model"].startswith("openai:m@http://")
+    # run again as written: the masked password would be sent; refused, naming the URL
+    again = tmp_path / "again"
+    assert main(["run", "--config", str(target), "-o", str(again)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "holds *** where its credentials were masked" in err, err
+    assert "openai:m: the base URL 'http://" in err and secret not in err
+    assert not again.exists()
+
+
+def test_written_config_keeps_a_key_shaped_path_and_masks_a_known_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Masked are the credentials the run knows (by value), not text shaped like one: a run
+    directory named like an sk- key is written back as it is, so that the file runs."""
+    known = "sk-fixture-known-credential-77"
+    monkeypatch.setenv("OPENAI_API_KEY", known)
+    runs = tmp_path / "runs"
+    shaped = runs / "sk-proj-abcdefghijklmnopqrstuvwx"
+    holding = runs / f"copy-of-{known}"
+    base = ["run", "tcm-sd", "--option", "tcm.data=synthetic", "--limit", "2", "-m",
+            "baseline:tfidf"]  # fmt: skip
+    for out in (shaped, holding):
+        assert main([*base, "-o", str(out)]) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    assert main(["config", str(shaped)]) == 0
+    written = tomllib.loads(capsys.readouterr().out)
+    assert written["output_dir"] == str(shaped)
+    assert main(["config", str(holding)]) == 0
+    text = capsys.readouterr().out
+    assert known not in text and tomllib.loads(text)["output_dir"] == str(runs / "copy-of-***")

@@ -218,7 +218,11 @@ def test_each_package_pins_only_its_own_data_files() -> None:
     pinned = 0
     for bench in registry._builtin():
         package = REPO / "clineval" / "benchmarks" / bench.family.replace("-", "_")
-        if not bench.data_sources and not (package / MANIFEST_NAME).exists():
+        if not (package / MANIFEST_NAME).is_file():
+            # pins nothing in a package manifest: HealthBench's data has no published hash
+            # (pinned by its first fetch), its grader template's pin is in its official.py;
+            # head-to-head has no data of its own (it reads finished runs)
+            assert bench.family.startswith("healthbench") or not bench.data_sources, bench.family
             continue
         manifest = json.loads((package / MANIFEST_NAME).read_text(encoding="utf-8"))["files"]
         assert {row["group"] for row in manifest} <= {bench.family, *bench.tasks}, bench.family

@@ -113,11 +113,15 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     site = tmp_path_factory.mktemp("site")
     _plugin(site, "good-toy", "good_toy", _toy("good-toy", before="print('hello from good-toy')\n"
             "import sys; print('noise on stderr', file=sys.stderr)"))  # fmt: skip
+    # below Python: what sys.stdout's redirection cannot catch
+    raw = "import os\nos.write(1, b'raw bytes on fd 1\\n'); os.write(2, b'raw bytes on fd 2\\n')"
+    _plugin(site, "writes-fd", "writes_fd", _toy("fd-toy", before=raw))
     _plugin(site, "twin-one", "twin_one", _toy("twin"))
     _plugin(site, "twin-two", "twin_two", _toy("twin"))
     _plugin(site, "takes-tcm", "takes_tcm", _toy("tcm-sd"))
     _plugin(site, "exits-early", "exits_early", "import sys\nsys.exit(3)\n")
     _plugin(site, "interrupts", "interrupts", "raise KeyboardInterrupt\n")
+    _plugin(site, "ends-process", "ends_process", "import os\nos._exit(7)\n")
     _plugin(site, "hangs-forever", "hangs_forever", "import time\ntime.sleep(3600)\n")
     _plugin(site, "no-task", "no_task", _toy("no-task", fail="make_task"))
     _plugin(site, "breaks-in-predict", "breaks_in_predict", _toy("breaks", fail="predict"))
@@ -133,18 +137,19 @@ def test_tasks_lists_every_benchmark_that_works(site: Path, tmp_path: Path) -> N
     assert time.monotonic() - started < 60
     listed = [line.split()[1] for line in done.stdout.splitlines() if line.startswith("│ ")
               and len(line.split()) > 1]  # fmt: skip
-    for task in [*BUILT_IN, "good-toy", "breaks"]:
+    for task in [*BUILT_IN, "good-toy", "breaks", "fd-toy"]:
         assert task in done.stdout, task
     assert "twin" not in listed and "no-task" not in listed
     assert "hello from good-toy" not in done.stdout + done.stderr
     assert "noise on stderr" not in done.stdout + done.stderr
+    assert "raw bytes" not in done.stdout + done.stderr
     lines = done.stderr.strip().splitlines()
     assert all(line.startswith("warning: ") and line.endswith("; skipped") for line in lines)
     text = "\n".join(lines)
     by_dist = {
         dist: [line for line in lines if f"'{dist}'" in line]
         for dist in ("twin-one", "twin-two", "takes-tcm", "exits-early", "interrupts",
-                     "hangs-forever", "no-task")
+                     "hangs-forever", "no-task", "ends-process")
     }  # fmt: skip
     # the two plugins that share a name: one line naming both, neither used
     assert by_dist["twin-one"] == by_dist["twin-two"] and len(by_dist["twin-one"]) == 1
@@ -154,7 +159,32 @@ def test_tasks_lists_every_benchmark_that_works(site: Path, tmp_path: Path) -> N
     assert "KeyboardInterrupt" in by_dist["interrupts"][0]
     assert "did not finish importing in 3 s" in by_dist["hangs-forever"][0]
     assert "failed in make_task: ValueError: cannot make it" in by_dist["no-task"][0]
-    assert len(lines) == 6, text
+    # os._exit in a plugin's module ends the child that tried it, not the command
+    assert "ended the process with status 7 while importing" in by_dist["ends-process"][0]
+    assert len(lines) == 7, text
+
+
+def test_tasks_json_is_one_document_whatever_plugins_write(site: Path, tmp_path: Path) -> None:
+    done = _cli(site, "tasks", "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    listed = json.loads(done.stdout)  # nothing else on stdout, even bytes written to fd 1
+    assert "raw bytes" not in done.stdout + done.stderr
+    assert "fd-toy" in json.dumps(listed) and "good-toy" in json.dumps(listed)
+
+
+def test_a_built_in_task_imports_no_plugin(site: Path, tmp_path: Path) -> None:
+    """`run` of a built-in task, and its flags, needs no plugin: none is imported, so none
+    that hangs or ends the process is met (their warnings would say so)."""
+    missing = tmp_path / "nowhere.jsonl"
+    for args in (
+        ["run", "ner:ncbi", "--model", f"predictions:{missing}", "-o", str(tmp_path / "r")],
+        ["run", "clinconsensus", "--verdicts", str(missing), "-o", str(tmp_path / "c")],
+    ):
+        done = _cli(site, *args, cwd=tmp_path)
+        assert done.returncode == 2
+        assert done.stderr.startswith("error: ") and "nowhere.jsonl" in done.stderr, done.stderr
+        assert "warning" not in done.stderr, done.stderr
+        assert not (tmp_path / "r").exists() and not (tmp_path / "c").exists()
 
 
 def _predictions(path: Path, answers: dict[str, str]) -> Path:
@@ -170,12 +200,14 @@ def test_runs_and_compare_csv_stay_clean(site: Path, tmp_path: Path) -> None:
                     "--output-dir", str(tmp_path / name), cwd=tmp_path)  # fmt: skip
         assert done.returncode == 0, done.stderr
         assert "noise from evaluate" not in done.stdout and "noise from evaluate" in done.stderr
+        assert "raw bytes" not in done.stdout + done.stderr
     compared = _cli(site, "compare", str(tmp_path / "a"), str(tmp_path / "b"), "--format", "csv",
                     cwd=tmp_path)  # fmt: skip
     assert compared.returncode == 0, compared.stderr
     rows = list(csv.reader(io.StringIO(compared.stdout)))
     assert rows and all(len(row) == len(rows[0]) for row in rows), compared.stdout
     assert "hello" not in compared.stdout and "accuracy" in compared.stdout
+    assert "raw bytes" not in compared.stdout
 
 
 def test_an_exception_in_a_plugins_task_names_task_and_package(site: Path, tmp_path: Path) -> None:

@@ -12,11 +12,14 @@ import pytest
 
 from clineval.benchmarks import registry
 from clineval.benchmarks.declaration import Benchmark, MetricSchema, MetricSpec
+from clineval.cli import main
 from clineval.errors import InputError
 
 BUILT_IN = [
-    "ner:ncbi", "ner:bc5cdr", "ner:biored", "ner:chia", "tcm-sd", "clinconsensus", "head-to-head"
-]  # fmt: skip
+    *("ner:ncbi", "ner:bc5cdr", "ner:biored", "ner:chia", "tcm-sd", "clinconsensus"),
+    *("healthbench", "healthbench:hard", "healthbench:consensus", "healthbench:meta-eval"),
+    "head-to-head",
+]
 
 
 def _bench(family: str, tasks: tuple[str, ...]) -> Benchmark:
@@ -95,3 +98,33 @@ def test_a_broken_plugin_is_one_warning_and_a_clashing_one_is_refused(
     assert "'broken'" in text and "failed to load" in text
     assert "'wrongtype'" in text and "is not a Benchmark" in text
     assert "benchmark 'clash' of 'clashing' reuses the built-in name(s) 'tcm-sd'" in text
+
+
+def test_a_built_in_lookup_imports_no_plugin(
+    fresh: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Plugins are imported when a command needs one (a listing, a task no built-in declares),
+    never for a lookup the built-ins answer, nor for a listing the command defers."""
+
+    def refuse() -> list[object]:
+        raise AssertionError("the plugins were imported")
+
+    monkeypatch.setattr(registry, "_plugins", refuse)
+    bench = registry.benchmark_of("ner:chia")
+    assert bench is not None and registry.get_benchmark("tcm-sd") is not None
+    assert registry.metric_schema("clinconsensus") is not None
+    assert registry.get_task("tcm-sd").name == "tcm-sd"
+    registry.defer_plugins(True)
+    try:
+        assert registry.task_names() == BUILT_IN
+        assert registry.option_groups()  # the built-ins' and the model layer's
+    finally:
+        registry.defer_plugins(False)
+    with pytest.raises(AssertionError, match="imported"):
+        registry.benchmark_of("a-plugin-task")  # no built-in declares it: the plugins are asked
+    # `clineval run` of a built-in task defers them for the command only
+    assert (
+        main(["run", "tcm-sd", "-m", "predictions:/nonexistent.jsonl", "-o", "/nonexistent/x"]) == 2
+    )
+    assert "error: " in capsys.readouterr().err
+    assert registry._STATE["deferred"] is False

@@ -28,8 +28,13 @@ _HOME = {
     "SampleStatistics": "clineval.benchmarks.declaration",
     "Synthesizer": "clineval.benchmarks.declaration",
     "LongRows": "clineval.benchmarks.declaration",
-    # the files `data fetch` downloads
+    # the files `data fetch` downloads; files without a published hash (pinned by their
+    # first fetch) and files fetched at use time at a pinned hash; where a data file is
     "Source": "clineval.data.fetch",
+    "RetryPolicy": "clineval.retry",
+    "fetch_pinned": "clineval.data.recorded",
+    "fetch_recorded": "clineval.data.recorded",
+    "require_file": "clineval.datapaths",
     # the typed view of a benchmark's metrics in the Python API (RunResult.metrics_as)
     "MetricsView": "clineval.benchmarks.results_view",
     "attribute_key": "clineval.benchmarks.results_view",
@@ -54,6 +59,8 @@ _HOME = {
     "InputError": "clineval.errors",
     # JSON Lines input with file:line errors
     "iter_json_objects": "clineval.jsonl",
+    # CSV output (an exporter's): no cell a spreadsheet would run as a formula
+    "csv_text": "clineval.csv_text",
     # chat models: requests, replies, errors, opening the run's model
     "ChatError": "clineval.models.llm_base",
     "ChatModel": "clineval.models.llm_base",
@@ -147,6 +154,7 @@ _HOME = {
     "judged_metrics": "clineval.benchmarks.judged_task",
     "score_statistics": "clineval.benchmarks.judged_task",
     "JudgePrompt": "clineval.judge.prompt",
+    "load_judge_prompt": "clineval.judge.prompt",
     # verdict kinds and pairwise judging (docs/judging.md)
     "Binary": "clineval.judge.kinds",
     "Categorical": "clineval.judge.kinds",
@@ -322,8 +330,20 @@ if TYPE_CHECKING:  # what type checkers and editors see of the lazy names below
     from clineval.benchmarks.results_view import (
         exploding as exploding,
     )
+    from clineval.csv_text import (
+        csv_text as csv_text,
+    )
     from clineval.data.fetch import (
         Source as Source,
+    )
+    from clineval.data.recorded import (
+        fetch_pinned as fetch_pinned,
+    )
+    from clineval.data.recorded import (
+        fetch_recorded as fetch_recorded,
+    )
+    from clineval.datapaths import (
+        require_file as require_file,
     )
     from clineval.errors import (
         InputError as InputError,
@@ -351,6 +371,9 @@ if TYPE_CHECKING:  # what type checkers and editors see of the lazy names below
     )
     from clineval.judge.prompt import (
         JudgePrompt as JudgePrompt,
+    )
+    from clineval.judge.prompt import (
+        load_judge_prompt as load_judge_prompt,
     )
     from clineval.judge.verdict import (
         VerdictRecord as VerdictRecord,
@@ -543,6 +566,9 @@ if TYPE_CHECKING:  # what type checkers and editors see of the lazy names below
     )
     from clineval.report.statistics import (
         ratio_statistic as ratio_statistic,
+    )
+    from clineval.retry import (
+        RetryPolicy as RetryPolicy,
     )
 
 

@@ -14,11 +14,7 @@ a unit").
 from __future__ import annotations
 
 import contextlib
-import io
-import math
-import os
 import sys
-import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -36,6 +32,12 @@ from clineval.benchmarks.declaration import (
     MetricSchema,
     Synthesizer,
 )
+from clineval.benchmarks.plugin_import import (
+    IMPORT_TIMEOUT_VARIABLE,
+    import_timeout,
+    load_entry,
+    probe,
+)
 from clineval.datapaths import MissingDataFile
 from clineval.errors import InputError
 from clineval.options import OptionGroup
@@ -48,20 +50,16 @@ ENTRY_POINT_GROUP = "clineval.benchmarks"
 T = TypeVar("T")
 
 
+@cache  # one list, never changed: the lookups ask it first
 def _builtin() -> list[Benchmark]:
     from clineval.benchmarks.clinconsensus import BENCHMARK as CLINCONSENSUS
     from clineval.benchmarks.head_to_head import BENCHMARK as HEAD_TO_HEAD
+    from clineval.benchmarks.healthbench import BENCHMARK as HEALTHBENCH
+    from clineval.benchmarks.healthbench import META_BENCHMARK as HEALTHBENCH_META
     from clineval.benchmarks.ner import BENCHMARK as NER
     from clineval.benchmarks.tcm_sd import BENCHMARK as TCM_SD
 
-    return [NER, TCM_SD, CLINCONSENSUS, HEAD_TO_HEAD]
-
-
-# How long one plugin's import may take before it is skipped (seconds; the environment
-# variable overrides it). A plugin whose import hangs must not hang `tasks` or `run`; one that
-# imports a heavy stack at the top of its module may need more on a slow disk.
-IMPORT_TIMEOUT_VARIABLE = "CLINEVAL_PLUGIN_IMPORT_TIMEOUT"
-DEFAULT_IMPORT_TIMEOUT = 60.0
+    return [NER, TCM_SD, CLINCONSENSUS, HEALTHBENCH, HEALTHBENCH_META, HEAD_TO_HEAD]
 
 
 class PluginError(InputError):
@@ -84,46 +82,21 @@ def _distribution(entry: metadata.EntryPoint) -> str:
     return str(name) if name else f"the package of entry point {entry.name!r}"
 
 
-def _import_timeout() -> float:
-    raw = os.environ.get(IMPORT_TIMEOUT_VARIABLE, "")
-    try:
-        value = float(raw)
-    except ValueError:
-        return DEFAULT_IMPORT_TIMEOUT
-    return value if math.isfinite(value) and value > 0 else DEFAULT_IMPORT_TIMEOUT
-
-
-def _load_entry(entry: metadata.EntryPoint, timeout: float) -> tuple[str, Any]:
-    """("ok", value), ("raised", exception) or ("hung", None). The import runs in a daemon
-    thread, so that one which never returns is left behind (it cannot be stopped, and dies with
-    the process), and anything it raises (SystemExit and KeyboardInterrupt included) is caught
-    there, never in the command's thread. What it prints is swallowed: a command's output
-    (e.g. `compare --format csv`) stays its own."""
-    outcome: list[tuple[str, Any]] = []
-
-    def load() -> None:
-        try:
-            outcome.append(("ok", entry.load()))
-        except BaseException as exc:  # outside code: whatever it raises is a failed load
-            outcome.append(("raised", exc))
-
-    sink = io.StringIO()
-    worker = threading.Thread(target=load, name=f"clineval-plugin-{entry.name}", daemon=True)
-    with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
-        worker.start()
-        worker.join(timeout)
-    return outcome[0] if outcome else ("hung", None)
-
-
 def _plugins() -> list[_Found]:
-    """Benchmarks of installed packages. A plugin that fails to load is skipped with one
-    warning line: a broken outside package must not take the built-in benchmarks down."""
+    """Benchmarks of installed packages. A plugin that fails to load (raises, hangs, ends
+    its process: each tried in a child process first, clineval.benchmarks.plugin_import) is
+    skipped with one warning line: a broken outside package must not take the built-in
+    benchmarks down."""
     found: list[_Found] = []
-    timeout = _import_timeout()
-    for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
+    timeout = import_timeout()
+    entries = list(metadata.entry_points(group=ENTRY_POINT_GROUP))
+    for entry, failed in zip(entries, probe(entries, timeout), strict=True):
         dist = _distribution(entry)
         what = f"benchmark plugin {entry.name!r} ({entry.value}) of {dist!r}"
-        status, value = _load_entry(entry, timeout)
+        if failed is not None:
+            _warn(f"{what} {failed}")
+            continue
+        status, value = load_entry(entry, timeout)
         if status == "hung":
             _warn(f"{what} did not finish importing in {timeout:g} s ({IMPORT_TIMEOUT_VARIABLE})")
             continue
@@ -224,8 +197,38 @@ def unregister(family: str) -> None:
     _ADDED[:] = [b for b in _ADDED if b.family != family]
 
 
+# Plugins are imported when a command first needs one: a listing (`tasks`, the option keys, a
+# completion), or a task or family no built-in declares. `defer_plugins(True)` says the command
+# needs none (`clineval run` of built-in tasks and flags only: clineval.option_flags.
+# run_needs_plugins): its listings are then of the benchmarks loaded so far.
+_STATE = {"deferred": False}
+
+
+def defer_plugins(deferred: bool) -> None:
+    """Whether listings may leave the plugins unimported (see _STATE); a lookup that no built-in
+    answers imports them whatever this says."""
+    _STATE["deferred"] = deferred
+
+
 def _all() -> tuple[Benchmark, ...]:
+    if _STATE["deferred"] and not benchmarks.cache_info().currsize:  # not imported yet
+        return (*_builtin(), *_ADDED)
     return (*benchmarks(), *_ADDED)
+
+
+def _lookup(match: Callable[[Benchmark], bool]) -> Benchmark | None:
+    """The first benchmark `match` accepts: the built-ins and those registered at run time
+    first, so that a lookup they answer imports no plugin."""
+    found = next((b for b in (*_builtin(), *_ADDED) if match(b)), None)
+    return found if found is not None else next((b for b in _all_loaded() if match(b)), None)
+
+
+def _all_loaded() -> tuple[Benchmark, ...]:
+    return (*benchmarks(), *_ADDED)
+
+
+def builtin_task_names() -> list[str]:
+    return [task for bench in _builtin() for task in bench.tasks]
 
 
 def task_names() -> list[str]:
@@ -235,7 +238,7 @@ def task_names() -> list[str]:
 def benchmark_of(task: str) -> Benchmark | None:
     """The benchmark that declares `task`; None for a task no installed benchmark knows (a run
     directory written with a plugin that is not installed here)."""
-    return next((b for b in _all() if task in b.tasks), None)
+    return _lookup(lambda b: task in b.tasks)
 
 
 def metric_schema(task: str, notes: Mapping[str, Any] | None = None) -> MetricSchema | None:
@@ -256,7 +259,7 @@ def metric_schema(task: str, notes: Mapping[str, Any] | None = None) -> MetricSc
 
 
 def get_benchmark(family: str) -> Benchmark | None:
-    return next((b for b in _all() if b.family == family), None)
+    return _lookup(lambda b: b.family == family)
 
 
 def get_task(name: str) -> Task[Any]:
@@ -264,7 +267,8 @@ def get_task(name: str) -> Task[Any]:
     `make_task`, or in the task's methods) is a PluginError naming the task and the package."""
     bench = benchmark_of(name)
     if bench is None:
-        raise InputError(f"unknown task {name!r} (known: {', '.join(task_names())})")
+        known = [task for b in _all_loaded() for task in b.tasks]
+        raise InputError(f"unknown task {name!r} (known: {', '.join(known)})")
     dist = _ORIGIN.get(bench.family)
     if dist is None:
         return bench.task(name)

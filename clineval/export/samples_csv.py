@@ -2,18 +2,18 @@
 
 One row per samples.jsonl row of the task; the columns are the rows' fields in the order they
 first appear. A field that is a list or an object (ClinConsensus verdicts, NER entities) is
-written as its JSON text, so nothing is lost and a cell stays one cell.
+written as its JSON text, so nothing is lost and a cell stays one cell. A text a spreadsheet
+would run as a formula (`=HYPERLINK(...)`) gets a leading apostrophe (clineval.csv_text).
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import re
 from pathlib import Path
 from typing import Any
 
+from clineval.csv_text import csv_text
 from clineval.errors import InputError
 from clineval.export.run_files import ExportSettings, RunFiles
 from clineval.rundir import SAMPLES, atomic_write_text
@@ -28,15 +28,12 @@ def _cell(value: Any) -> Any:
 
 
 def to_csv(rows: list[dict[str, Any]]) -> str:
+    """The rows as CSV (clineval.csv_text: a cell a spreadsheet would read as a formula is
+    written as text)."""
     columns: dict[str, None] = {}
     for row in rows:
         columns.update(dict.fromkeys(row))
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=list(columns), lineterminator="\n")
-    writer.writeheader()
-    for row in rows:
-        writer.writerow({key: _cell(value) for key, value in row.items()})
-    return buffer.getvalue()
+    return csv_text(list(columns), ([_cell(row.get(key)) for key in columns] for row in rows))
 
 
 def export(run: RunFiles, out_dir: Path, settings: ExportSettings) -> list[Path]:

@@ -1,6 +1,7 @@
 """How a chat request reaches an OpenAI-compatible server: the default pooled aiohttp client
 (the least CPU per call, measured in BENCHMARKS.md), or the `openai` SDK over aiohttp / httpx
-with its own retries off (the policy in clineval.retry stays the only one)."""
+with its own retries off (the policy in clineval.retry stays the only one). The SDK is an
+optional dependency (the `openai` extra): checked where the option is parsed."""
 
 from __future__ import annotations
 
@@ -21,10 +22,24 @@ from clineval.models.http_errors import (
 
 TRANSPORTS = ("aiohttp", "openai", "openai-httpx")
 DEFAULT_TRANSPORT = "aiohttp"
+_SDK_TRANSPORTS = ("openai", "openai-httpx")
 # Fields the SDK's create() takes by name; any other field of a body goes in its extra_body.
 _SDK_FIELDS = frozenset(
     {"model", "messages", "temperature", "max_tokens", "seed", "response_format"}
 )
+
+
+def sdk_missing(transport: str) -> str | None:
+    """Why `transport` cannot be used here, or None: the transports `openai` and
+    `openai-httpx` are the `openai` SDK, an optional dependency (the `openai` extra)."""
+    import importlib.util
+
+    if transport in _SDK_TRANSPORTS and importlib.util.find_spec("openai") is None:
+        return (
+            "needs the openai package, an optional dependency: pip install 'clineval[openai]' "
+            f"(or leave llm.transport at its default, {DEFAULT_TRANSPORT})"
+        )
+    return None
 
 
 class Transport(Protocol):
@@ -92,6 +107,10 @@ class OpenAISDKTransport:
     """The `openai` package's AsyncOpenAI client (aiohttp or httpx under it), retries off."""
 
     def __init__(self, api_key: str | None, pool_size: int, use_aiohttp: bool):
+        name = "openai" if use_aiohttp else "openai-httpx"
+        missing = sdk_missing(name)
+        if missing is not None:  # the option's parser said so already; a caller of the API
+            raise InputError(f"--option llm.transport={name} {missing}")
         import openai
 
         self._openai = openai

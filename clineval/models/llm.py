@@ -258,13 +258,13 @@ async def open_openai(opening: Opening) -> AsyncIterator[ChatModel]:
         async with _batch_model(spec, runtime, opening.role, policy) as model:
             yield model
         return
-    api_key = env_credential("OPENAI_API_KEY")
+    api_key = _api_key(spec)
     urls = openai_base_urls(spec)
     if api_key and any(urlsplit(u).username is not None for u in urls):
         # HTTP has one Authorization header: Basic (from the URL) or Bearer (the key).
         raise InputError(
-            f"{spec.label}: a base URL carries user:password and $OPENAI_API_KEY is set; "
-            "use one of the two"
+            f"{spec.label}: a base URL carries user:password and ${spec.api_key_variable} is "
+            f"set; use one of the two (#key= at the end of the spec: no key)"
         )
     probed = state.resources.setdefault("capacity_probed", set())  # once a URL a run
     if not set(urls) <= probed:
@@ -272,6 +272,13 @@ async def open_openai(opening: Opening) -> AsyncIterator[ChatModel]:
         await warn_unservable_concurrency(urls, api_key, settings.concurrency, settings.timeout_s)
     async with opening.http_model(urls, api_key) as model:
         yield model
+
+
+def _api_key(spec: ModelSpec) -> str | None:
+    """The key `spec` sends: the value of its own variable (`#key=NAME`), else of
+    $OPENAI_API_KEY, none for `#key=` (clineval.models.spec); masked from now on."""
+    variable = spec.api_key_variable
+    return None if variable is None else env_credential(variable)
 
 
 @asynccontextmanager
@@ -334,7 +341,7 @@ async def _batch_model(
     if run.batch_server:
         # One server takes a model's batches: the first of its base URLs.
         url = openai_base_urls(spec)[0]
-        client = BatchClient(url, env_credential("OPENAI_API_KEY"), policy, run.timeout_s)
+        client = BatchClient(url, _api_key(spec), policy, run.timeout_s)
     send_key = LLM_OPTIONS.value(opts, "prompt_cache_key")
     try:
         yield BatchChatModel(

@@ -8,7 +8,7 @@ from typing import Any
 # imported for its registration: the selectors below name backends (clineval.options)
 import clineval.models.registry  # noqa: F401
 from clineval.models.extra_body import parse_extra_body
-from clineval.models.http_transport import DEFAULT_TRANSPORT, TRANSPORTS
+from clineval.models.http_transport import DEFAULT_TRANSPORT, TRANSPORTS, sdk_missing
 from clineval.options import (
     INT32_MAX,
     MAX_TOKENS,
@@ -28,6 +28,18 @@ HOUR_S, DAY_S = 3600.0, 86400.0
 LLAMACPP_MAX_SLOTS = 256
 LLAMACPP_MAX_THREADS = 512
 LLAMACPP_MAX_CTX = MAX_TOKENS
+
+_one_transport = choice(*TRANSPORTS)
+
+
+def _transport(text: str) -> str:
+    """One of TRANSPORTS, whose package is installed (the SDK's are an extra)."""
+    value = str(_one_transport(text))
+    missing = sdk_missing(value)
+    if missing is not None:
+        raise ValueError(missing)
+    return value
+
 
 LLM_OPTIONS = OptionGroup(
     namespace="llm",
@@ -65,8 +77,8 @@ LLM_OPTIONS = OptionGroup(
         ),
         Option(
             "transport",
-            choice(*TRANSPORTS),
-            "HTTP client of openai: models",
+            _transport,
+            "HTTP client of openai: models (openai, openai-httpx: the SDK, the openai extra)",
             DEFAULT_TRANSPORT,
             models=("openai",),
         ),

@@ -1,4 +1,12 @@
-"""Model specs as the CLI writes them: ``backend:name[@base_url]``, and a run's specs typed.
+"""Model specs as the CLI writes them: ``backend:name[@base_url][#key=VARIABLE]``, and a run's
+specs typed.
+
+`#key=VARIABLE` at the end of a spec of a model with a server (`openai:`) names the
+environment variable holding that model's API key: each model (the candidate, every judge)
+sends its own key to its own servers, e.g. a local candidate with none (`#key=`, empty: no key
+at all) beside a hosted judge with `#key=HOSTED_API_KEY`. Without it a model sends
+$OPENAI_API_KEY. The name of a variable is no secret: it stays in the spec's text (and so in
+the manifest and `clineval config`), its value never does (secrets.env_credential).
 
 A spec is parsed where its text enters (the run's config is validated, a manifest is read):
 `RunModels` is what the rest of a run reads, never the text again.
@@ -6,12 +14,24 @@ A spec is parsed where its text enters (the run's config is validated, a manifes
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from clineval.errors import InputError
 from clineval.models.registry import BACKENDS, backend_named
 
-__all__ = ["BACKENDS", "ModelSpec", "RunModels", "check_base_url"]
+__all__ = [
+    "BACKENDS",
+    "DEFAULT_KEY_VARIABLE",
+    "KEY_SUFFIX",
+    "ModelSpec",
+    "RunModels",
+    "check_base_url",
+]
+
+DEFAULT_KEY_VARIABLE = "OPENAI_API_KEY"
+KEY_SUFFIX = "#key="
+_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -23,6 +43,16 @@ class ModelSpec:
     # the run's settings refer to it. Not part of equality: the parts above are the model.
     # A spec built from its parts is written as its label. May hold a URL's credentials.
     text: str = field(default="", compare=False, repr=False)
+    # The environment variable of this model's API key (`#key=NAME`); None: the default
+    # ($OPENAI_API_KEY), "": no key. Not part of equality: a key does not change the answers.
+    key_variable: str | None = field(default=None, compare=False)
+
+    @property
+    def api_key_variable(self) -> str | None:
+        """The environment variable whose value this model sends as its key (None: none)."""
+        if self.key_variable is None:
+            return DEFAULT_KEY_VARIABLE
+        return self.key_variable or None
 
     def __post_init__(self) -> None:
         if not self.text:
@@ -35,7 +65,14 @@ class ModelSpec:
 
     @classmethod
     def parse(cls, text: str, extra_base_urls: tuple[str, ...] = ()) -> ModelSpec:
-        backend, sep, rest = text.partition(":")
+        backend = text.partition(":")[0]
+        body, variable = text, None
+        if backend in BACKENDS and backend_named(backend).takes_base_url:
+            # only a model with a server sends a key (a file path may hold "#key=")
+            before, suffix, after = text.rpartition(KEY_SUFFIX)
+            if suffix:
+                body, variable = before, after
+        backend, sep, rest = body.partition(":")
         if not sep or not rest:
             raise InputError(f"model spec {text!r} is not backend:name (backends: {BACKENDS})")
         if backend not in BACKENDS:
@@ -45,7 +82,19 @@ class ModelSpec:
             at = rest.lower().rfind("@http")  # HTTP:// too: else the URL would become the name
             if at > 0:
                 name, urls = rest[:at], (rest[at + 1 :], *extra_base_urls)
-        return cls(backend=backend, name=name, base_urls=urls, text=text)
+        if variable is not None:
+            _check_key_variable(body, variable)
+        return cls(backend=backend, name=name, base_urls=urls, text=text, key_variable=variable)
+
+
+def _check_key_variable(body: str, variable: str) -> None:
+    # The text after #key= is never shown: a user may have put the key itself there.
+    if variable and not _VARIABLE.fullmatch(variable):
+        raise InputError(
+            f"model spec {body!r}{KEY_SUFFIX}...: not the name of an environment variable "
+            "(letters, digits and _): give the name of the variable holding the key, never "
+            "the key itself"
+        )
 
 
 @dataclass(frozen=True)

@@ -283,8 +283,11 @@
   });
   // Downloads: the rows are made into a CSV file in the page (a Blob), so they travel
   // compressed and no request leaves the page.
+  // A cell a spreadsheet would run as a formula gets a leading apostrophe, a number excepted:
+  // the rule of clineval's CSV writer (clineval/csv_text.py).
   function csvField(v) {
     var s = show(v);
+    if (/^[=+\-@\t\r]/.test(s) && !/^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/.test(s)) s = "'" + s;
     return /[",\r\n]/.test(s) ? '"' + s.replace(/"/g, '""') + '"' : s;
   }
   document.querySelectorAll("a.download-link").forEach(function (link) {
