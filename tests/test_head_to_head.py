@@ -14,7 +14,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -314,4 +316,25 @@ def test_refusals_are_one_line(
     # the output directory holds a comparison of other runs: not mixed with this one
     line = refused(a, str(runs["gamma"]), *judge, "-o", str(first))
     assert "other runs" in line and str(first) in line
+    # a finished run whose store holds no answer: not a generative task's run
+    bare = tmp_path / "bare"
+    shutil.copytree(runs["gamma"], bare)
+    with sqlite3.connect(bare / STORE_FILENAME) as db:
+        db.execute("DELETE FROM records WHERE kind = 'answer'")
+    line = refused(a, str(bare), *judge, "-o", str(tmp_path / "x"))
+    assert "stored no candidate answers" in line and str(bare) in line
     assert not (tmp_path / "x").exists()
+
+
+def test_json_prints_the_results(
+    runs: dict[str, Path], stub: StubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    judge_with(stub, prefers("beta"), questions(runs["alpha"]))
+    capsys.readouterr()
+    out = tmp_path / "json"
+    assert h2h(str(runs["beta"]), str(runs["alpha"]), "--judge", f"openai:jj@{stub.base_url}",
+               "-o", str(out), "--json") == 0  # fmt: skip
+    printed = capsys.readouterr().out
+    assert printed.lstrip().startswith("{")  # JSON on stdout, nothing else
+    text = json.dumps(json.loads(printed))
+    assert '"beta vs alpha"' in text and results(out)["pairs"]["beta vs alpha"]["win_rate"] == 1.0
