@@ -179,6 +179,7 @@ def test_a_judge_preferring_a_run_wherever_it_stands(
     assert got["win_rate"] == 0.5 and got["position_consistency"] == 0.0
 
 
+@pytest.mark.slow
 def test_three_runs_bradley_terry_against_statsmodels(
     runs: dict[str, Path], stub: StubServer, tmp_path: Path
 ) -> None:
@@ -258,6 +259,7 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONUNBUFFERED": "1"}
 
 
+@pytest.mark.slow
 def test_kill_and_resume_asks_no_call_twice(
     runs: dict[str, Path], stub: StubServer, tmp_path: Path
 ) -> None:
