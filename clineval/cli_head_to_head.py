@@ -111,6 +111,7 @@ def pair_lines(runs: Sequence[RunAnswers]) -> list[str]:
                     "run_b": labels[j],
                     "model_b": b.model,
                     "answer_b": b.answers[item],
+                    "fixture": a.fixture or b.fixture,
                 }
                 lines.append(json.dumps(row, ensure_ascii=False))
     return lines

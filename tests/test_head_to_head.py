@@ -156,6 +156,9 @@ def test_a_judge_preferring_a_run_wherever_it_stands(
     assert got["win_rate"] == 1.0 and got["position_consistency"] == 1.0
     assert got["win_rate_ci"] == [1.0, 1.0] and got["tie_rate"] == 0.0
     assert list(got["pairs"]) == ["alpha vs beta"] and got["n_items"] == 4
+    # the compared runs are fixture runs: so is their comparison
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["tasks"][TASK]["fixture"] is True
     rows = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
     assert {r["item"] for r in rows} == {f"fixture-00{i}" for i in range(1, 5)}
     assert all(r["answer"] == ANSWERS["alpha"] and r["reference"] == ANSWERS["beta"] for r in rows)

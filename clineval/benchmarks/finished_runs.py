@@ -17,6 +17,7 @@ from pathlib import Path
 from clineval.errors import InputError
 from clineval.jsonl import iter_json_objects
 from clineval.judge.verdict import ANSWER_KIND, read_answers
+from clineval.report.rundata import is_fixture_task, load_run
 from clineval.run_record import read_manifest
 from clineval.rundir import SAMPLES
 from clineval.store import STORE_FILENAME, RunStore
@@ -26,13 +27,15 @@ from clineval.store import STORE_FILENAME, RunStore
 class RunAnswers:
     """One finished run's answers to one generative task: `answers` {item id: text} (items
     whose answer failed are left out), `questions` {item id: the query its judge saw}, the
-    run's `model` (its --model spec as the manifest holds it)."""
+    run's `model` (its --model spec as the manifest holds it), and whether the task ran on
+    fixture or synthetic data (a comparison of such runs is no benchmark result either)."""
 
     run_dir: Path
     task: str
     model: str
     answers: dict[str, str]
     questions: dict[str, str]
+    fixture: bool = False  # the run's task ran on fixture or synthetic data
 
 
 def answer_tasks(run_dir: Path) -> list[str]:
@@ -85,7 +88,8 @@ def finished_run_answers(run_dir: Path, task: str | None = None) -> RunAnswers:
         raise InputError(f"the run stored no answer text for task {task!r}", path=run_dir)
     questions = _questions(run_dir, task)
     model = manifest.config.get("model")
-    return RunAnswers(run_dir, task, str(model), answers, questions)
+    fixture = is_fixture_task(load_run(run_dir, with_samples=False), task)
+    return RunAnswers(run_dir, task, str(model), answers, questions, fixture)
 
 
 def common_items(runs: Sequence[RunAnswers]) -> list[str]:

@@ -1,6 +1,6 @@
 """The head-to-head task: one pairwise item per (item, pair of runs), read from the pairs file
 (`predictions:FILE`: JSON Lines {"id", "item", "question", "run_a", "model_a", "answer",
-"run_b", "model_b", "answer_b"}, written by `clineval head-to-head`), judged in both orders
+"run_b", "model_b", "answer_b", "fixture"}, written by `clineval head-to-head`), judged in both orders
 by the kit (PairwiseTask: run_a's answer in {answer_a} first, then swapped), then figures per
 pair of runs and a Bradley-Terry ranking over all of them."""
 
@@ -76,6 +76,7 @@ class Pair:
     model_b: str
     length_a: int
     length_b: int
+    fixture: bool  # either run's task ran on fixture or synthetic data
 
 
 def read_pairs(path: Path) -> tuple[list[JudgedItem], dict[str, Pair]]:
@@ -88,9 +89,11 @@ def read_pairs(path: Path) -> tuple[list[JudgedItem], dict[str, Pair]]:
         items.append(
             pairwise_item(row["id"], row["question"], row["answer_b"], answer=row["answer"])
         )
+        if not isinstance(row.get("fixture", False), bool):
+            raise InputError('"fixture" must be true or false', path=path, line=lineno)
         pairs[row["id"]] = Pair(
             row["item"], row["run_a"], row["model_a"], row["run_b"], row["model_b"],
-            len(row["answer"]), len(row["answer_b"]),
+            len(row["answer"]), len(row["answer_b"]), bool(row.get("fixture", False)),
         )  # fmt: skip
     if not items:
         raise InputError("the pairs file holds no items", path=path)
@@ -134,6 +137,8 @@ class HeadToHeadTask(PairwiseTask):
 
     def items(self, ctx: RunContext) -> list[JudgedItem]:
         items, self.pairs = read_pairs(predictions_path(ctx, TASK))
+        # a comparison of fixture runs is a plumbing check, flagged as they are
+        ctx.note(TASK, "fixture", any(p.fixture for p in self.pairs.values()))
         return items
 
     def evaluate(self, ctx: RunContext, data: JudgedData) -> TaskResult:
