@@ -1,8 +1,8 @@
 """The head-to-head task: one pairwise item per (item, pair of runs), read from the pairs file
 (`predictions:FILE`: JSON Lines {"id", "item", "question", "run_a", "model_a", "answer",
-"run_b", "model_b", "answer_b", "fixture"}, written by `clineval head-to-head`), judged in both orders
-by the kit (PairwiseTask: run_a's answer in {answer_a} first, then swapped), then figures per
-pair of runs and a Bradley-Terry ranking over all of them."""
+"run_b", "model_b", "answer_b", "fixture"}, written by `clineval head-to-head`), judged in
+both orders by the kit (PairwiseTask: run_a's answer in {answer_a} first, then swapped), then
+figures per pair of runs and a Bradley-Terry ranking over all of them."""
 
 from __future__ import annotations
 
