@@ -36,7 +36,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # 1 generic data handling and metric helpers
     ("clineval.data", "clineval.metrics"),
     # 2 models, their settings, judging
-    ("clineval.models", "clineval.config", "clineval.config_file", "clineval.judge"),
+    ("clineval.models", "clineval.config", "clineval.config_checks", "clineval.config_file",
+     "clineval.settings", "clineval.judge"),
     # 3 the kit benchmarks build on: the task protocol, the call plan, the report's and the
     #   export's building blocks
     ("clineval.benchmarks.base", "clineval.benchmarks.declaration", "clineval.benchmarks.kit",
@@ -55,10 +56,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
      "clineval.judge_labels",
      "clineval.run_summary", "clineval.option_flags"),
     # 6 running
-    ("clineval.runner", "clineval.merge"),
+    ("clineval.runner", "clineval.planner", "clineval.rescore", "clineval.merge"),
     # 7 front ends
-    ("clineval.cli", "clineval.cli_groups", "clineval.cli_output", "clineval.cli_head_to_head",
-     "clineval.api",
+    ("clineval.cli", "clineval.cli_groups", "clineval.cli_output", "clineval.api",
      "clineval.entry", "clineval.__main__", "clineval"),
 )  # fmt: skip
 
@@ -447,17 +447,15 @@ NAMES_ALLOWED: dict[tuple[str, str | None], str] = {
     ("report/agreement_section.py", '"balanced_f1"'): "the same statistic, shown",
     # `clineval head-to-head` is the front door of the head-to-head task: it writes the pairs
     # file that task reads and hands the rest to `run`, so it names the task it runs.
-    ("cli_head_to_head.py", None): "the command that runs the head-to-head task",
-    ("cli.py", '"head-to-head",'): "the same command's name",
-    ("cli.py", "head_to_head"): "the same command's function",
-    ("cli.py", "clineval head-to-head runs/a runs/b"): "an example",
+    ("cli/head_to_head.py", None): "the command that runs the head-to-head task",
+    ("cli/__init__.py", "import clineval.cli.head_to_head"): "its registration",
     # The command line's own help: the product's one-line description and the examples of
     # `run --help` / `score --help` name the built-in benchmarks a user has, as the README does.
-    ("cli.py", "Evaluate models on Clinical NER (NCER), TCM-SD and ClinConsensus."): "product",
-    ("cli.py", "clineval run tcm-sd -m baseline:tfidf"): "an example",
-    ("cli.py", "clineval run ner:ncbi -m baseline:crf"): "an example",
-    ("cli.py", "clineval run clinconsensus -m openai:qwen"): "an example",
-    ("cli.py", "clineval score runs/cc --"): "an example",
+    ("cli/app.py", "Evaluate models on Clinical NER (NCER), TCM-SD and ClinConsensus."): "product",
+    ("cli/run.py", "clineval run tcm-sd -m baseline:tfidf"): "an example",
+    ("cli/run.py", "clineval run ner:ncbi -m baseline:crf"): "an example",
+    ("cli/run.py", "clineval run clinconsensus -m openai:qwen"): "an example",
+    ("cli/reports.py", "clineval score runs/cc --"): "an example",
     # the kit's count of samples without a prediction, in every benchmark's results: the
     # name NER's results had for it before the rule was generic, kept so they do not change
     ("benchmarks/missing.py", 'MISSING_KEY = "missing_predictions"'): "one rule for all",
@@ -506,8 +504,12 @@ def naming_words(bench: Any, shared_keys: set[str]) -> set[str]:
             words.add(f"{stem}@")
             if not keyword.iskeyword(stem):  # pass@k: `pass` is Python; only `pass@` names it
                 words.add(stem)
+    import clineval.benchmarks as kit
+
     for part in (bench.make_task, bench.statistics, bench.report_section):
         name = part.rpartition(":")[2] if isinstance(part, str) else getattr(part, "__name__", "")
+        if not isinstance(part, str) and getattr(kit, name, None) is part:
+            continue  # the kit's own function (score_statistics), shared: nobody's name
         own = [w for w in _split_identifier(name.rpartition(".")[2]) if w not in _PART_WORDS]
         if own:
             words.update({"".join(own), "_".join(own)})

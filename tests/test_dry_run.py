@@ -30,7 +30,7 @@ from clineval.plan import (
     request_tokens,
     token_bounds,
 )
-from clineval.runner import plan
+from clineval.planner import plan
 from clineval.store import RunStore
 
 FIXTURE = str(fixture_path())

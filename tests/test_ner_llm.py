@@ -208,7 +208,7 @@ def test_dry_run_plans_exactly_the_calls_the_run_makes(
     tmp_path: Path, data_root: Path, stub: Any
 ) -> None:
     from clineval.config import RunConfig
-    from clineval.runner import plan
+    from clineval.planner import plan
 
     config = RunConfig(
         tasks=["ner:ncbi"],

@@ -27,7 +27,7 @@ import clineval
 from clineval.benchmarks.clinconsensus.cases import fixture_path
 from clineval.cli import main
 from clineval.config import RunConfig
-from clineval.runner import plan
+from clineval.planner import plan
 from clineval.store import STORE_FILENAME, RunStore
 
 FIXTURE = str(fixture_path())  # the SYNTHETIC fixture cases

@@ -1,8 +1,7 @@
 """HealthBench (arXiv:2505.08775): health conversations graded per physician-written rubric
 criterion by an LLM grader, scored as the authors' code does; and its meta-evaluation (the model
-as grader, against physicians). Built on `clineval.benchmarks` alone, as a plugin would be:
-data.py (the authors' files), scores.py, task.py, official.py (their grader template, fetched
-at use time), report.py.
+as grader, against physicians). Built on `clineval.benchmarks` alone, as a plugin would be
+(each module's docstring says what it holds).
 
 Internal: not part of clineval's public API (`clineval`, `clineval.benchmarks`).
 """
@@ -19,19 +18,20 @@ from clineval.benchmarks import (
     DataSource,
     MetricSchema,
     MetricSpec,
+    MetricsView,
     Option,
     OptionGroup,
     choice,
     exploding,
     judge_options,
     judged_metrics,
+    score_statistics,
     text,
 )
-from clineval.benchmarks.healthbench.data import FILES
+from clineval.benchmarks.healthbench.data import FILES, META
 
 FAMILY = "healthbench"
 TASKS = ("healthbench", "healthbench:hard", "healthbench:consensus")
-META = "healthbench:meta-eval"
 _JUDGED = judge_options(FAMILY, "the healthbench tasks")
 _OWN = (  # name, parser, help, default, changes the requests
     ("cases", text(), "a file in the authors' layout instead of the fetched one, or fixture "
@@ -63,7 +63,7 @@ BENCHMARK = Benchmark(
         MetricSpec("score:bootstrap_std", "std of 1,000 clipped bootstrap means", headline=False),
     ),
     capabilities=frozenset({"chat", "predictions"}),
-    statistics="clineval.benchmarks.healthbench.task:healthbench_statistics",
+    statistics=score_statistics,  # compare resamples the examples' unclipped scores
     report_section="clineval.benchmarks.healthbench.report:build",
     data_sources=(
         DataSource(
@@ -98,3 +98,36 @@ META_BENCHMARK = Benchmark(
     report_section="clineval.benchmarks.healthbench.report:build_meta_eval",
     **_SHARED,
 )
+
+
+class HealthBenchMetricsView(MetricsView):
+    """The metrics of `healthbench`, `:hard` and `:consensus` as a type checker sees them (by
+    the rule in clineval.benchmarks.results_view): `RunResult.metrics_as(task, view)`."""
+
+    score: float | None
+    criteria_met_rate: float | None
+    judge_error_rate: float | None
+    n_items: int | None
+    n_items_scored: int | None
+    judge_errors: int | None
+    candidate_errors: int | None
+    score_bootstrap_std: float | None
+    score_ci: tuple[float, float] | None
+    criteria_met_rate_ci: tuple[float, float] | None
+    judge_error_rate_ci: tuple[float, float] | None
+    score_bootstrap_std_ci: tuple[float, float] | None
+
+
+class HealthBenchMetaEvalMetricsView(MetricsView):
+    """The metrics of `healthbench:meta-eval`."""
+
+    balanced_f1: float | None
+    physician_mean: float | None
+    grader_percentile: float | None
+    judge_error_rate: float | None
+    n_items: int | None
+    judge_errors: int | None
+    balanced_f1_ci: tuple[float, float] | None
+    physician_mean_ci: tuple[float, float] | None
+    grader_percentile_ci: tuple[float, float] | None
+    judge_error_rate_ci: tuple[float, float] | None

@@ -73,11 +73,10 @@ class _Row:
         fields = self.row if of is None else of
         if key not in fields:
             raise self.fail(f'missing "{key}"')
-        if not isinstance(fields[key], kind) or (
-            isinstance(fields[key], bool) and kind is not bool
-        ):
+        value = fields[key]
+        if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
             raise self.fail(f'"{key}" must be {what}')
-        return fields[key]
+        return value
 
     def strings(self, key: str, of: dict[str, Any] | None = None) -> tuple[str, ...]:
         items = self.get(key, list, "a list of strings", of)

@@ -28,8 +28,7 @@ def _text(node: ast.expr) -> str | None:
         case ast.Constant(value=str() as value):
             return value
         case ast.Call(func=ast.Attribute(value=inner, attr="strip"), args=[], keywords=[]):
-            text = _text(inner)
-            return None if text is None else text.strip()
+            return None if (text := _text(inner)) is None else text.strip()
     return None
 
 

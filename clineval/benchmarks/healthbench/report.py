@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from clineval.benchmarks import RunData, base_section, finite_number, table_block
+from clineval.benchmarks.healthbench import BENCHMARK, META_BENCHMARK
 
 GROUPS = {
     "theme:": "By theme",
@@ -20,8 +21,7 @@ TAG_HEADER = ["tag", "score", "95% interval", "bootstrap std", "examples"]
 
 
 def _num(value: Any) -> str:
-    number = finite_number(value)
-    return "" if number is None else f"{number:.4f}"
+    return "" if (number := finite_number(value)) is None else f"{number:.4f}"
 
 
 def _tag_row(metrics: dict[str, Any], tag: str) -> list[str]:
@@ -30,17 +30,18 @@ def _tag_row(metrics: dict[str, Any], tag: str) -> list[str]:
     return [tag, _num(metrics[tag]), interval, _num(std), str(n)]
 
 
-def build(run: RunData, task: str) -> dict[str, Any]:
-    from clineval.benchmarks.healthbench import BENCHMARK
+def _f1_row(name: Any, figures: Any, n: str = "n") -> list[str]:
+    return [str(name), _num((figures or {}).get("balanced_f1")), _num((figures or {}).get(n))]
 
+
+def build(run: RunData, task: str) -> dict[str, Any]:
     metrics, samples = run.results.get(task, {}), run.samples.get(task, [])
     section = base_section(run, task, "healthbench", BENCHMARK.metrics)
+    blocks = section["blocks"]
     for prefix, title in GROUPS.items():
         tags = sorted(k for k in metrics if k.startswith(prefix) and ":" not in k[len(prefix) :])
-        rows = [_tag_row(metrics, tag) for tag in tags]
-        if rows:
-            block = table_block(title, TAG_HEADER, rows, collapsed=prefix == "level:")
-            section["blocks"].append(block)
+        if rows := [_tag_row(metrics, tag) for tag in tags]:
+            blocks.append(table_block(title, TAG_HEADER, rows, collapsed=prefix == "level:"))
     scored = [r for r in samples if finite_number(r.get("score")) is not None]
     scored.sort(key=lambda r: (r["score"], str(r.get("id"))))
     worst = [
@@ -52,28 +53,20 @@ def build(run: RunData, task: str) -> dict[str, Any]:
     ]  # fmt: skip
     title = f"The {min(WORST, len(scored))} lowest-scoring examples and their criteria"
     header = ["example", "score", "verdict", "criterion", "explanation"]
-    section["blocks"].append(table_block(title, header, worst, sortable=False))
+    blocks.append(table_block(title, header, worst, sortable=False))
     return section
 
 
 def build_meta_eval(run: RunData, task: str) -> dict[str, Any]:
-    from clineval.benchmarks.healthbench import META_BENCHMARK
-
     metrics = run.results.get(task, {})
     section = base_section(run, task, "healthbench-meta", META_BENCHMARK.metrics)
-    physicians = sorted((metrics.get("physicians") or {}).items())
-    rows = [
-        ["grader (--model)", _num(metrics.get("balanced_f1")), _num(metrics.get("balanced_f1_n"))]
-    ]
-    rows += [[str(who), _num(f.get("balanced_f1")), _num(f.get("n"))] for who, f in physicians]
+    rows = [_f1_row("grader (--model)", metrics, "balanced_f1_n")]
+    rows += [_f1_row(who, f) for who, f in sorted((metrics.get("physicians") or {}).items())]
     rows.append(["physicians (n-weighted mean)", _num(metrics.get("physician_mean")), ""])
     title = "Balanced F1: the grader beside each physician (leave-one-out)"
     header = ["rater", "balanced F1", "n (the authors' count)"]
     section["blocks"].append(table_block(title, header, rows))
-    categories = sorted((metrics.get("by_category") or {}).items())
-    rows = [
-        [c, _num((f or {}).get("balanced_f1")), _num((f or {}).get("n"))] for c, f in categories
-    ]
+    rows = [_f1_row(c, f) for c, f in sorted((metrics.get("by_category") or {}).items())]
     header[0] = "category"
     section["blocks"].append(table_block("The grader's balanced F1 by category", header, rows))
     return section

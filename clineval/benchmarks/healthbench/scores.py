@@ -1,11 +1,5 @@
-"""HealthBench's figures as the authors' code computes them (pure functions; docs/metrics.md).
-
-An example's score: the points of its met criteria, negative ones included, over its positive
-points, unclipped. A figure over examples: their mean clipped to [0, 1], its bootstrap std (the
-std of 1,000 clipped means of resamples) and the 95% percentile interval of those means. The
-meta-evaluation: balanced F1 of pooled (rater, other rater) label pairs (the kit's
-pooled_balanced_f1).
-"""
+"""HealthBench's figures as the authors' code computes them (pure functions; each defined in
+docs/metrics.md, "HealthBench", with where clineval departs from the authors)."""
 
 from __future__ import annotations
 
@@ -21,11 +15,9 @@ RESAMPLES = 1000  # the authors' count
 
 
 def points_score(points: Sequence[float], met: Sequence[float]) -> float | None:
-    """Points met over positive points (None: no criterion with positive points)."""
+    """Points met (negatives included) over positive points, unclipped (None: none positive)."""
     possible = sum(p for p in points if p > 0)
-    if possible == 0:
-        return None
-    return sum(p for p, m in zip(points, met, strict=True) if m) / possible
+    return sum(p for p, m in zip(points, met, strict=True) if m) / possible if possible else None
 
 
 def example_figures(
@@ -46,8 +38,7 @@ def clipped_stats(values: Sequence[float], seed: int, per_sample: bool = False) 
     """{mean, bootstrap_std, ci, n}: the clipped mean of `values` and its bootstrap (seeded
     where the authors' draws are not). `per_sample`: each value clipped first (inspect_evals)."""
     data = np.asarray(values, dtype=np.float64)
-    if per_sample:
-        data = np.clip(data, 0.0, 1.0)
+    data = np.clip(data, 0.0, 1.0) if per_sample else data
     if data.size == 0:
         return {"mean": None, "bootstrap_std": None, "ci": None, "n": 0}
     means = np.clip(data[bootstrap_indices(data.size, RESAMPLES, seed)].mean(axis=1), 0.0, 1.0)

@@ -18,13 +18,11 @@ from clineval.benchmarks import (
     JudgePrompt,
     ModelKind,
     RunContext,
-    SampleStatistic,
     TaskResult,
     load_judge_prompt,
     require_file,
-    score_statistics,
 )
-from clineval.benchmarks.healthbench import FAMILY, META, OPTIONS, data, scores
+from clineval.benchmarks.healthbench import FAMILY, OPTIONS, data, official, scores
 
 # Our own wording (resources/judge_prompt.txt; bump the version with the words) around the
 # authors' rendering: the conversation with the answer appended, one `[points] criterion`.
@@ -38,15 +36,8 @@ _ROW_KEYS = {"id", "query", "answer", "score", "verdicts", "task"}
 
 def judge_prompt(setting: str | None) -> JudgePrompt:
     if setting == "official":
-        from clineval.benchmarks.healthbench.official import official_prompt
-
-        return official_prompt()
+        return official.official_prompt()
     return load_judge_prompt(setting, JUDGE)
-
-
-def healthbench_statistics(metrics: Any, samples: Any) -> dict[str, SampleStatistic]:
-    """Compare's paired test resamples the examples' (unclipped) scores, as the kit's."""
-    return score_statistics(metrics, samples)
 
 
 def check_prompt(config: Any) -> None:
@@ -63,7 +54,7 @@ class _Base(JudgedTask):
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.meta = name == META
+        self.meta = name == data.META
         self.fixture = False
 
     def data_status(self, data_root: Path | None) -> list[DataFileStatus]:
@@ -73,8 +64,7 @@ class _Base(JudgedTask):
             return [DataFileStatus(where, "missing")]
         return [DataFileStatus(where, "not checked")]
 
-    def judge_prompt(self, setting: str | None) -> JudgePrompt:
-        return judge_prompt(setting)
+    judge_prompt = staticmethod(judge_prompt)
 
     def _read(self, ctx: RunContext) -> list[Any]:
         cases = self._option(ctx, "cases")
@@ -126,10 +116,8 @@ class HealthBenchTask(_Base):
                     columns.setdefault(key, []).append(value)
         for key, values in columns.items():  # the kit's unclipped figures give way to these
             got = scores.clipped_stats(values, ctx.config.seed, per_sample)
-            metrics.update({key: got["mean"], f"{key}_ci": got["ci"]})
-            metrics.update(
-                {f"{key}:bootstrap_std": got["bootstrap_std"], f"{key}:n_samples": got["n"]}
-            )
+            metrics |= {key: got["mean"], f"{key}_ci": got["ci"]}
+            metrics |= {f"{key}:bootstrap_std": got["bootstrap_std"], f"{key}:n_samples": got["n"]}
         metrics["clip"] = "per sample" if per_sample else "mean"
         metrics["completions"] = self._option(ctx, "completions")
         return result
@@ -151,25 +139,22 @@ class MetaEvalTask(_Base):
         labels = {row["id"]: row["score"] for row in result.samples if row["score"] is not None}
         rows = [self.rows[item.id] for item in judged.items]
         pairs: dict[str, list[tuple[bool, bool]]] = {}
-        for row in rows:
-            if row.item.id in labels:
-                own = bool(labels[row.item.id])
-                pairs.setdefault("", []).extend((own, other) for other in row.labels)
-                pairs.setdefault(row.category, []).extend((own, other) for other in row.labels)
+        for row in (r for r in rows if r.item.id in labels):
+            for key in ("", row.category):  # "": every row's pairs pooled
+                pairs.setdefault(key, []).extend((bool(labels[row.item.id]), o) for o in row.labels)
         overall = scores.agreement(pairs.pop("", []))
         physicians = scores.physician_figures([(r.physicians, r.labels, r.category) for r in rows])
         metrics = result.metrics
         for key in ("score", "score_ci", "criteria_met_rate", "n_items_scored"):
             metrics.pop(key, None)
-        grader = overall["balanced_f1"]
         others = [p["balanced_f1"] for p in physicians.values()]
         metrics.update(
-            balanced_f1=grader,
+            balanced_f1=overall["balanced_f1"],
             balanced_f1_n=overall["n"],
             by_category={c: scores.agreement(p) for c, p in sorted(pairs.items())},
             physicians=physicians,
             physician_mean=scores.weighted_mean(physicians),
-            grader_percentile=scores.percentile_among(grader, others),
+            grader_percentile=scores.percentile_among(overall["balanced_f1"], others),
             n_labelled=len(labels),
         )
         return result

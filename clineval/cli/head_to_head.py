@@ -18,8 +18,12 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
+
+import typer
 
 from clineval.benchmarks.finished_runs import RunAnswers, common_items, finished_run_answers
+from clineval.cli.app import app
 from clineval.errors import InputError
 from clineval.rundir import atomic_write_text
 
@@ -151,3 +155,23 @@ def head_to_head_argv(args: Sequence[str]) -> tuple[list[str], tempfile.Temporar
     except BaseException:
         scratch.cleanup()
         raise
+
+
+@app.command(
+    "head-to-head",
+    context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+    epilog="Example:\n  clineval head-to-head runs/a runs/b --judge openai:judge -o runs/a-vs-b",
+)
+def head_to_head(
+    args: Annotated[list[str] | None, typer.Argument(metavar="RUN_DIR... [RUN FLAGS]")] = None,
+) -> int:
+    """Judge finished runs of one task against each other, as a run of its own.
+
+    RUN_DIR RUN_DIR [RUN_DIR...] --judge SPEC -o OUT_DIR [--task TASK] [--judge-prompt FILE]
+    [--option ...] [--json], and any other `run` flag: each pair of runs judged in both
+    orders, with no candidate call (docs/judging.md)."""
+    from clineval.cli.exits import _main
+
+    argv, scratch = head_to_head_argv(args or [])
+    with scratch:
+        return _main(argv)
