@@ -308,6 +308,8 @@ def test_refusals_are_one_line(
 
     assert "two or more" in refused(a, *judge, "-o", str(tmp_path / "x"))
     assert "--output-dir" in refused(a, b, *judge)
+    assert "-o: must not be empty" in refused(a, b, *judge, "-o", " ")
+    assert "RUN_DIR: must not be empty" in refused(a, "", *judge, "-o", str(tmp_path / "x"))
     assert "--judge" in refused(a, b, "-o", str(tmp_path / "x"))
     assert "no candidate call" in refused(a, b, *judge, "-m", "openai:x", "-o", str(tmp_path / "x"))
     assert "no run store" in refused(a, str(tmp_path), *judge, "-o", str(tmp_path / "x"))

@@ -43,6 +43,14 @@ class Request:
     dry_run: bool
 
 
+def _non_empty(name: str, value: str) -> str:
+    # an empty path would be the working directory (Path("") is "."): refused, as every
+    # path flag is (docs/command-line.md, "Empty paths")
+    if not value.strip():
+        raise InputError(f"{name}: must not be empty")
+    return value
+
+
 def parse(args: Sequence[str]) -> Request:
     """RUN_DIRs first; `-o/--output-dir` and `--task` taken here; every other flag (with its
     value) is `run`'s, passed on as written."""
@@ -53,7 +61,7 @@ def parse(args: Sequence[str]) -> Request:
     words = list(args)
     i = 0
     while i < len(words) and not words[i].startswith("-"):
-        runs.append(Path(words[i]).expanduser())
+        runs.append(Path(_non_empty("RUN_DIR", words[i])).expanduser())
         i += 1
     while i < len(words):
         word = words[i]
@@ -64,9 +72,9 @@ def parse(args: Sequence[str]) -> Request:
                     raise InputError(f"{name} needs a value (usage: {USAGE})")
                 value, i = words[i + 1], i + 1
             if name == "--task":
-                task = value
+                task = _non_empty(name, value)
             else:
-                out = value
+                out = _non_empty(name, value)
         elif name in ("-m", "--model"):
             raise InputError(f"{name}: a head-to-head makes no candidate call (usage: {USAGE})")
         else:
