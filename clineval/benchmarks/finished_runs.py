@@ -87,6 +87,10 @@ def finished_run_answers(run_dir: Path, task: str | None = None) -> RunAnswers:
     if not answers:
         raise InputError(f"the run stored no answer text for task {task!r}", path=run_dir)
     questions = _questions(run_dir, task)
+    if not questions.keys() & answers.keys():
+        raise InputError(
+            f"samples.jsonl holds the query of no answered item of task {task!r}", path=run_dir
+        )
     model = manifest.config.get("model")
     fixture = is_fixture_task(load_run(run_dir, with_samples=False), task)
     return RunAnswers(run_dir, task, str(model), answers, questions, fixture)
