@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypedDict, Unpack
+from typing import Any, TypedDict, Unpack, get_origin
 
 from clineval.comparison import Comparison, LeaderboardCell, PairedTest, compare
 from clineval.errors import InputError, checked_arguments, clip
@@ -43,10 +43,12 @@ __all__ = [
 
 
 class RunSettings(TypedDict, total=False):
-    """The settings of `run` and `dry_run` beside tasks, model and output_dir: one for each
-    `clineval run` flag, named as RunConfig names its field (tests/test_api.py holds the
-    three together). They are checked as the command line's are (RunConfig), so a bad one is
-    an InputError naming its flag."""
+    """The settings of `run` and `dry_run` beside tasks, model and output_dir, as a type
+    checker and an editor see them: one for each RunConfig field (the declaration of the run
+    settings, clineval.settings), with the types a Python caller may give (a path as
+    os.PathLike, one string for a list). At run time the keywords are RunConfig's, checked as
+    the command line's are, so a bad one is an InputError naming its flag; tests/test_api.py
+    fails when a field has no key here."""
 
     data_dir: PathLike | None
     limit: int | None
@@ -124,7 +126,7 @@ def _as_list(value: Any) -> Any:
 def _config(tasks: str | Sequence[str], model: str | None, settings: dict[str, Any]) -> Any:
     """The RunConfig `clineval run` would build from the same settings (RunConfig field
     names: data_dir, limit, seed, base_urls, judges, timeout_s, options, ...)."""
-    from clineval.config import RunConfig
+    from clineval.config import RunConfig, declared_settings
     from clineval.option_flags import (
         declared_flags,
         model_from_options,
@@ -133,18 +135,18 @@ def _config(tasks: str | Sequence[str], model: str | None, settings: dict[str, A
         with_flags,
     )
 
-    for name in ("data_dir", "judge_prompt", "price_table", "batch_file_out"):
-        if isinstance(settings.get(name), os.PathLike):
-            settings[name] = os.fspath(settings[name])
-    for name in ("base_urls", "judges", "judge_base_urls", "batch_models", "batch_file_in"):
-        if name in settings:
-            settings[name] = _as_list(settings[name])
-    if "reuse" in settings:  # run directories: one or several, paths or strings
-        reuse = settings["reuse"]
-        reuse = _as_list(os.fspath(reuse) if isinstance(reuse, os.PathLike) else reuse)
-        if isinstance(reuse, list):
-            reuse = [os.fspath(r) if isinstance(r, os.PathLike) else r for r in reuse]
-        settings["reuse"] = reuse
+    for name, setting in declared_settings().items():
+        if name not in settings:
+            continue
+        value = settings[name]
+        if get_origin(RunConfig.model_fields[name].annotation) is list:  # one or several
+            single = setting.path and isinstance(value, os.PathLike)
+            value = _as_list(os.fspath(value) if single else value)
+            if setting.path and isinstance(value, list):
+                value = [os.fspath(v) if isinstance(v, os.PathLike) else v for v in value]
+        elif setting.path and isinstance(value, os.PathLike):
+            value = os.fspath(value)
+        settings[name] = value
     if "options" in settings:
         settings["options"] = _option_items(settings["options"])
     flags = declared_flags()
@@ -203,7 +205,7 @@ def dry_run(
     """What `clineval run --dry-run` prints, as data: per task, role and model the calls
     still to send, the ones stored, estimated prompt tokens, the completion-token ceiling and
     a cost range (with price_table=). Calls no model and writes nothing."""
-    from clineval.runner import plan
+    from clineval.planner import plan
 
     return plan(_config(tasks, model, dict(settings)), Path(output_dir))
 
@@ -222,8 +224,8 @@ def score(
     scoring-only settings may be changed as on the command line: `judge_errors_as_unmet`,
     `max_judge_error_rate`, and `options` of scoring-only keys (clinconsensus.k, ...); the
     manifest then records them."""
+    from clineval.rescore import score as score_run
     from clineval.runner import TaskFailures
-    from clineval.runner import score as score_run
 
     path = Path(run_dir)
     settings: dict[str, Any] = {}

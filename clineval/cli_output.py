@@ -86,6 +86,10 @@ def print_summary(summary: Summary) -> None:
         )
     for note in summary.notes:
         stdout.print(note, style="bold yellow", markup=False, soft_wrap=True)
+    for line in summary.judges:
+        stdout.print(line, markup=False, soft_wrap=True, highlight=False)
+    if summary.cost is not None:
+        stdout.print(summary.cost, markup=False, soft_wrap=True, highlight=False)
     if summary.run_dir is not None:
         stdout.print(f"run directory: {summary.run_dir}", markup=False, soft_wrap=True)
     if summary.next_commands:
@@ -123,7 +127,6 @@ def _most(cost: float | None) -> str:
 def print_plan(summary: dict[str, Any]) -> None:
     """The table of `clineval run --dry-run`."""
     from clineval import plan
-    from clineval.plan import UNBOUNDED_REPLY_TOKENS
 
     table = Table(title="model calls this run would make (dry run: none made)")
     table.add_column("task / role / model", overflow="fold")
@@ -190,11 +193,20 @@ def print_plan(summary: dict[str, Any]) -> None:
             "again estimates the rest from them"
         )
     bounded = sum(r["bounded_prompts"] for r in summary["rows"])
+    # the cap the answers were counted at, as the plan used it (a local model's own reply
+    # cap without --max-tokens), not a fixed figure
+    bound = max((r.get("bound_tokens", 0) for r in summary["rows"]), default=0)
+    assumed = any(r.get("bound_assumed") for r in summary["rows"])
     stdout.print(
         "prompt tokens are estimated (1 per CJK character, 1 per 4 other characters)"
         + (
-            f"; {bounded:,} judge prompts hold answers not made yet, counted at the candidate's"
-            f" max_tokens ({UNBOUNDED_REPLY_TOKENS:,} without --max-tokens)"
+            f"; {bounded:,} judge prompts hold answers not made yet, counted at {bound:,} "
+            + (
+                "tokens each (assumed: the candidate has no max_tokens; give --max-tokens)"
+                if assumed
+                else "tokens each (the candidate's max_tokens: --max-tokens, else a local "
+                "model's reply cap)"
+            )
             if bounded
             else ""
         )

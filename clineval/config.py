@@ -4,15 +4,20 @@ Every setting is checked here, where it enters (from the command line, the Pytho
 manifest): a value that cannot be right (a limit of 0, a nan error bound that would disable
 the bound, an infinite timeout, a port out of range, a shard 4/3) is one InputError naming
 the flag, before anything is loaded or written.
+
+Long module: RunConfig's fields are the one declaration of the run settings (each with its
+clineval.settings.Setting: help, flag, section, roles), which keeps them in one class body;
+the checks that need no RunConfig are in clineval.config_checks.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import (
     BaseModel,
@@ -25,27 +30,35 @@ from pydantic import (
     model_validator,
 )
 
+from clineval.config_checks import judge_named, names, number, reason_of, split_judge_url
 from clineval.errors import EMPTY_PATH, InputError, is_empty_path
 from clineval.models.options import model_options
 from clineval.models.registry import backend_info
 from clineval.models.settings import ModelSettings
 from clineval.models.spec import ModelSpec, RunModels, check_base_url
+from clineval.settings import BATCH, CONTROL, DATA, JUDGE, MODEL, Setting
 from clineval.shard import is_auto, parse_shard, resolve_auto
-
-# Command-line flag of each field whose name is not simply --field-name.
-_FLAGS = {
-    "timeout_s": "--timeout",
-    "base_urls": "--base-url",
-    "judges": "--judge",
-    "judge_base_urls": "--judge-base-url",
-    "batch_models": "--batch-model",
-    "options": "--option",
-    "tasks": "TASK",
-}
 
 
 def flag_of(field_name: str) -> str:
-    return _FLAGS.get(field_name, "--" + field_name.replace("_", "-"))
+    """The command-line spelling of a RunConfig field (its declared Setting's)."""
+    return setting_of(field_name).flag_of(field_name)
+
+
+def setting_of(field_name: str) -> Setting:
+    """The declared Setting of a RunConfig field."""
+    return declared_settings()[field_name]
+
+
+def declared_settings() -> dict[str, Setting]:
+    """Every RunConfig field's Setting, in the fields' order (clineval.settings)."""
+    out = {}
+    for name, info in RunConfig.model_fields.items():
+        found = [item for item in info.metadata if isinstance(item, Setting)]
+        if len(found) != 1:
+            raise TypeError(f"RunConfig.{name} declares {len(found)} Settings, not one")
+        out[name] = found[0]
+    return out
 
 
 def check_path_value(value: str | None, flag: str) -> str | None:
@@ -60,42 +73,221 @@ def check_path_value(value: str | None, flag: str) -> str | None:
 class RunConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
-    tasks: list[str] = Field(min_length=1)
-    model: str
-    data_dir: str | None = None
-    limit: int | None = Field(default=None, ge=1)
+    # One field per run setting; its Setting says how it is given and what it takes part in.
+    tasks: Annotated[
+        list[str],
+        Field(min_length=1),
+        Setting(
+            "Task names (see clineval tasks); or tasks in --config.",
+            None,
+            "TASK",
+            argument=True,
+            complete="tasks",
+        ),
+    ]
+    model: Annotated[
+        str,
+        Setting(
+            "backend:name[@base_url], backends below (not needed with a benchmark flag whose "
+            "file stands in for the model).",
+            MODEL,
+            "BACKEND:NAME",
+            short="-m",
+            identity=True,
+            secret=True,
+            complete="backends",
+        ),
+    ]
+    data_dir: Annotated[
+        str | None,
+        Setting(
+            "Data root (default: $CLINEVAL_DATA_DIR, ../shared/data, the fetch cache).",
+            DATA,
+            "DIR",
+            path=True,
+            per_shard=True,
+        ),
+    ] = None
+    limit: Annotated[int | None, Field(ge=1), Setting("First N samples only.", DATA, "N")] = None
     # sent as a request's seed: llama.cpp keeps it in 32 bits (and torch.manual_seed in 64)
-    seed: int = Field(default=0, ge=0, le=2**32 - 1)
-    base_urls: list[str] = Field(default_factory=list)
-    judges: list[str] = Field(default_factory=list)
+    seed: Annotated[
+        int,
+        Field(ge=0, le=2**32 - 1),
+        Setting(
+            "Seed of sampling, bootstrap intervals and baselines.", CONTROL, "N", identity=True
+        ),
+    ] = 0
+    base_urls: Annotated[
+        list[str],
+        Setting(
+            "A replica of the openai: model (repeat for a fleet).",
+            MODEL,
+            "URL",
+            flag="--base-url",
+            per_shard=True,
+            secret=True,
+        ),
+    ] = Field(default_factory=list)
+    judges: Annotated[
+        list[str],
+        Setting(
+            "Judge model of LLM-judged tasks (repeat for a panel; default: the candidate).",
+            JUDGE,
+            "BACKEND:NAME",
+            flag="--judge",
+            identity=True,
+            secret=True,
+            complete="backends",
+        ),
+    ] = Field(default_factory=list)
     # A judge's own replicas: "URL" (the one judge) or "JUDGE=URL" (see `models`).
-    judge_base_urls: list[str] = Field(default_factory=list)
-    concurrency: int = Field(default=16, ge=1)
-    judge_prompt: str | None = None
-    judge_errors_as_unmet: bool = False
+    judge_base_urls: Annotated[
+        list[str],
+        Setting(
+            "A judge's own replica: URL (one judge) or JUDGE=URL; repeat for a fleet.",
+            JUDGE,
+            "[JUDGE=]URL",
+            flag="--judge-base-url",
+            per_shard=True,
+            secret=True,
+        ),
+    ] = Field(default_factory=list)
+    concurrency: Annotated[
+        int,
+        Field(ge=1),
+        Setting(
+            "Most model calls in flight at once (candidate and judges together).",
+            MODEL,
+            "N",
+            per_shard=True,
+        ),
+    ] = 16
+    judge_prompt: Annotated[
+        str | None,
+        Setting(
+            "Judge prompt template file, or official (the authors' prompt).",
+            JUDGE,
+            "FILE",
+            path=True,
+            identity=True,
+        ),
+    ] = None
+    judge_errors_as_unmet: Annotated[
+        bool,
+        Setting(
+            "Count criteria without a verdict as not met (default: left out).",
+            JUDGE,
+            scoring=True,
+        ),
+    ] = False
     # allow_inf_nan=False: `nan` compares false with everything and would switch the bound off
-    max_judge_error_rate: float = Field(default=0.02, ge=0.0, le=1.0, allow_inf_nan=False)
-    shard: str | None = None  # "I/N" ("auto" / "auto/N" is resolved from the environment)
-    temperature: float = Field(default=0.0, ge=0.0, allow_inf_nan=False)
-    max_tokens: int | None = Field(default=None, ge=1, le=2**31 - 1)  # a server's C int
-    timeout_s: float = Field(default=120.0, gt=0.0, allow_inf_nan=False)
+    max_judge_error_rate: Annotated[
+        float,
+        Field(ge=0.0, le=1.0, allow_inf_nan=False),
+        Setting(
+            "Above this share of judge errors the run exits 1 (results are written).",
+            JUDGE,
+            "RATE",
+            scoring=True,
+        ),
+    ] = 0.02
+    shard: Annotated[
+        str | None,
+        Setting(
+            "I/N, or auto (auto/N) from a Slurm array or Kubernetes Indexed Job.",
+            DATA,
+            "I/N",
+            per_shard=True,
+        ),
+    ] = None  # "I/N" ("auto" / "auto/N" is resolved from the environment)
+    temperature: Annotated[
+        float,
+        Field(ge=0.0, allow_inf_nan=False),
+        Setting("Sampling temperature of chat models (0: greedy).", MODEL, "T", identity=True),
+    ] = 0.0
+    max_tokens: Annotated[
+        int | None,
+        Field(ge=1, le=2**31 - 1),  # a server's C int
+        Setting(
+            "Most tokens of a chat model's reply (default: the server's).",
+            MODEL,
+            "N",
+            identity=True,
+        ),
+    ] = None
+    timeout_s: Annotated[
+        float,
+        Field(gt=0.0, allow_inf_nan=False),
+        Setting("Seconds per call.", MODEL, "SECONDS", flag="--timeout", per_shard=True),
+    ] = 120.0
     # the backoff doubles per retry: 2.0 ** 1,100 overflows a float (an internal error)
-    max_retries: int = Field(default=5, ge=0, le=100)
-    price_table: str | None = None
+    max_retries: Annotated[
+        int,
+        Field(ge=0, le=100),
+        Setting("Retries of a failed model call, with backoff.", MODEL, "N", per_shard=True),
+    ] = 5
+    price_table: Annotated[
+        str | None,
+        Setting(
+            "JSON of per-model prices: the run and --dry-run say what it costs.",
+            CONTROL,
+            "FILE",
+            path=True,
+            per_shard=True,
+        ),
+    ] = None
     # Batch mode (clineval.models.batch): every openai: model of the run, or only those named
     # in batch_models; the two file flags work without a server (vllm run-batch files).
-    batch: bool = False
-    batch_models: list[str] = Field(default_factory=list)
-    batch_file_out: str | None = None
-    batch_file_in: list[str] = Field(default_factory=list)
+    batch: Annotated[bool, Setting("Send openai: models' calls through the Batch API.", BATCH)] = (
+        False
+    )
+    batch_models: Annotated[
+        list[str],
+        Setting(
+            "Only this model's calls in batches (repeatable).",
+            BATCH,
+            "NAME",
+            flag="--batch-model",
+        ),
+    ] = Field(default_factory=list)
+    batch_file_out: Annotated[
+        str | None,
+        Setting("Write batch request files here and stop.", BATCH, "DIR", path=True),
+    ] = None
+    batch_file_in: Annotated[
+        list[str],
+        Setting(
+            "Batch output file (vllm run-batch) to import (repeatable).",
+            BATCH,
+            "FILE",
+            path=True,
+        ),
+    ] = Field(default_factory=list)
     # Earlier run directories whose stored model calls answer identical requests (read only;
     # clineval.store_reuse). Not part of the resume identity: a call's key is its identity.
-    reuse: list[str] = Field(default_factory=list)
+    reuse: Annotated[
+        list[str],
+        Setting(
+            "Answer identical model calls from this earlier run directory's store "
+            "(read only; repeatable): a new judge pays only for the judge calls.",
+            MODEL,
+            "DIR",
+            path=True,
+        ),
+    ] = Field(default_factory=list)
     # Task and model-layer knobs by full key ({"ner.tokenizer": "model"}); every key is declared
     # by its layer (clineval.options) and checked against those declarations before a run. A
     # setting of one benchmark alone lives here, not as a field, even when it keeps a flag of
     # its own (--cases is clinconsensus.cases: clineval.options.Flag).
-    options: dict[str, str] = Field(default_factory=dict)
+    options: Annotated[
+        dict[str, str],
+        Setting(
+            "A task or model option (repeatable); keys: clineval tasks --options.",
+            DATA,
+            "KEY=VALUE",
+            flag="--option",
+        ),
+    ] = Field(default_factory=dict)
 
     @field_validator("data_dir", "judge_prompt", "price_table", "batch_file_out")
     @classmethod
@@ -157,7 +349,7 @@ class RunConfig(BaseModel):
     def _valid_batch_models(self) -> RunConfig:
         for name in self.batch_models:
             models = self.models.all
-            named = [spec for spec in models if name in _names(spec)]
+            named = [spec for spec in models if name in names(spec)]
             if not named:
                 labels = ", ".join(spec.label for spec in models)
                 raise InputError(
@@ -179,7 +371,7 @@ class RunConfig(BaseModel):
         model, in batch mode, named by --batch-model when any is."""
         if not self.batch_mode or not backend_info(spec).has_batch:
             return False
-        return not self.batch_models or any(n in _names(spec) for n in self.batch_models)
+        return not self.batch_models or any(n in names(spec) for n in self.batch_models)
 
     def model_settings(self) -> ModelSettings:
         """What the model layer reads of this run, and nothing else (clineval.models.runtime)."""
@@ -234,9 +426,9 @@ def _run_models(config: RunConfig) -> RunModels:
     judges = [_parse(judge, "--judge") for judge in config.judges]
     own: dict[str, list[str]] = {}  # a judge as written -> its --judge-base-url replicas
     for item in config.judge_base_urls:
-        name, url = _split_judge_url(item)
+        name, url = split_judge_url(item)
         check_base_url(url, "--judge-base-url")
-        own.setdefault(_judge_named(name, item, judges or [candidate]).text, []).append(url)
+        own.setdefault(judge_named(name, item, judges or [candidate]).text, []).append(url)
 
     def as_judge(spec: ModelSpec) -> ModelSpec:
         # --base-url belongs to --model: a judge without replicas of its own takes it only
@@ -259,47 +451,6 @@ def _parse(text: str, flag: str) -> ModelSpec:
     return spec
 
 
-def _judge_named(name: str | None, item: str, judges: list[ModelSpec]) -> ModelSpec:
-    """The judge (a --judge, or the candidate that judges) that JUDGE in `item` names."""
-    if name is None:
-        if len(judges) != 1:
-            raise InputError(
-                f"--judge-base-url {_shown(item)}: there are {len(judges)} judges; write JUDGE=URL"
-            )
-        found = judges[0]
-    else:
-        matches = [j for j in judges if name in _names(j)]
-        if not matches:
-            labels = ", ".join(j.label for j in judges)
-            raise InputError(
-                f"--judge-base-url {_shown(item)}: {name!r} is not a judge of this run "
-                f"(judges: {labels})"
-            )
-        found = matches[0]
-    if not backend_info(found).takes_base_url:
-        raise InputError(
-            f"--judge-base-url {_shown(item)}: {found.label} is not an "
-            "openai: model (base URLs are for OpenAI-compatible servers)"
-        )
-    return found
-
-
-def _split_judge_url(item: str) -> tuple[str | None, str]:
-    """ "URL" -> (None, URL); "JUDGE=URL" -> (JUDGE, URL)."""
-    if item.strip().lower().startswith(("http://", "https://")):
-        return None, item.strip()
-    name, sep, url = item.partition("=")
-    if not sep or not name.strip():
-        raise InputError(f"--judge-base-url {_shown(item)} is not URL or JUDGE=URL")
-    return name.strip(), url.strip()
-
-
-def _names(spec: ModelSpec) -> tuple[str, str, str]:
-    """What a user may call a model in JUDGE=URL and --batch-model: as written, its label,
-    its model name."""
-    return spec.text, spec.label, spec.name
-
-
 def with_spec_labels(recorded: Mapping[str, Any]) -> dict[str, Any]:
     """A config as a manifest records it (JSON), its model and judge specs as their labels:
     what the run asked, without the URLs that say where (a moved server, other replicas, a
@@ -310,12 +461,6 @@ def with_spec_labels(recorded: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(out.get("judges"), list):
         out["judges"] = [ModelSpec.parse(j).label for j in out["judges"]]
     return out
-
-
-def _shown(item: str) -> str:
-    from clineval.secrets import redact
-
-    return repr(redact(item)[:120])
 
 
 def input_error(exc: ValidationError) -> InputError:
@@ -330,34 +475,11 @@ def input_error(exc: ValidationError) -> InputError:
         return InputError(f"{flag_of(str(location[0]))}: {message}")
     field = str(location[0]) if location else "?"
     value = first.get("input")
-    shown = "" if isinstance(value, dict) or value is None else f" {_number(value)[:80]}"
+    shown = "" if isinstance(value, dict) or value is None else f" {number(value)[:80]}"
     reason = reason_of(first)
     if first.get("type") == "extra_forbidden":
-        return InputError(f"unknown setting {field!r}")
+        near = difflib.get_close_matches(field, RunConfig.model_fields, n=1)
+        return InputError(
+            f"unknown setting {field!r}" + (f" (did you mean {near[0]!r}?)" if near else "")
+        )
     return InputError(f"{flag_of(field)}{shown}: {reason}")
-
-
-def reason_of(error: Mapping[str, Any]) -> str:
-    """What is wrong, in a user's words, of one error of a ValidationError."""
-    limits = error.get("ctx") or {}
-    return {
-        "greater_than_equal": f"must be >= {_number(limits.get('ge'))}",
-        "greater_than": f"must be > {_number(limits.get('gt'))}",
-        "less_than_equal": f"must be <= {_number(limits.get('le'))}",
-        "finite_number": "must be a finite number",
-        "int_parsing": "is not an integer",
-        "float_parsing": "is not a number",
-        "too_short": "must not be empty",
-        # strict validation (the Python API, a config file): a value of another type
-        "int_type": "is not an integer",
-        "float_type": "is not a number",
-        "bool_type": "is not True or False",
-        "string_type": "is not a string",
-        "list_type": "is not a list",
-        "dict_type": "is not a mapping",
-    }.get(str(error.get("type")), str(error.get("msg", "invalid value")))
-
-
-def _number(value: Any) -> str:
-    """0.0 -> "0", 1.5 -> "1.5": floats as a user writes them."""
-    return f"{value:g}" if isinstance(value, float) else str(value)

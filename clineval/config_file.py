@@ -2,7 +2,8 @@
 
 The file's keys are the run's flags, written with underscores (`max_tokens`, `judge`,
 `base_url`, `option`) plus `tasks` and `output_dir`; they are derived from RunConfig's fields
-through `config.flag_of`, so a new run setting is a key without another edit here; the flags
+and their declared Setting (clineval.settings), so a new run setting is a key without another
+edit here; the flags
 benchmarks keep for their options (`cases`, `dedupe`: clineval.options.Flag) are keys too,
 given by the caller, which knows the declarations. A flag that
 may be repeated takes a string or a list of strings; `option` also takes a table
@@ -23,7 +24,8 @@ from typing import Annotated, Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from clineval.config import RunConfig, flag_of, reason_of
+from clineval.config import RunConfig, declared_settings
+from clineval.config_checks import reason_of
 from clineval.errors import InputError, clip
 from clineval.jsonio import deepest_nesting, read_text_file
 from clineval.run_record import Manifest
@@ -35,12 +37,13 @@ _OPTIONS = "options"
 
 
 def file_keys() -> dict[str, str]:
-    """{key in the file: RunConfig field}, in the order a written file lists them; output_dir
-    maps to itself."""
-    keys = {"tasks": "tasks", "model": "model", OUTPUT_DIR: OUTPUT_DIR}
-    for field in RunConfig.model_fields:
-        if field not in ("tasks", "model"):
-            keys[flag_of(field).removeprefix("--").replace("-", "_")] = field
+    """{key in the file: RunConfig field}, in the order a written file lists them (tasks,
+    model, output_dir, then as the fields are declared); output_dir maps to itself."""
+    keys = {}
+    for field, setting in declared_settings().items():
+        keys[setting.file_key(field)] = field
+        if field == "model":
+            keys[OUTPUT_DIR] = OUTPUT_DIR
     return keys
 
 

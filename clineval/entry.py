@@ -3,6 +3,7 @@ imported ends with the same one-line message as one during a run, not a tracebac
 
 from __future__ import annotations
 
+import json
 import signal
 import sys
 
@@ -28,11 +29,20 @@ def main() -> int:
     try:
         from clineval.cli import main as cli_main
     except _TerminatedAtStartup:
-        print(_STARTUP_MESSAGE.format(why="terminated by SIGTERM"), file=sys.stderr)
-        return 143
+        return _stopped_at_startup("terminated by SIGTERM", 143)
     except KeyboardInterrupt:
-        print(_STARTUP_MESSAGE.format(why="interrupted"), file=sys.stderr)
-        return 130
+        return _stopped_at_startup("interrupted", 130)
     finally:
         signal.signal(signal.SIGTERM, previous)
     return cli_main()
+
+
+def _stopped_at_startup(why: str, code: int) -> int:
+    """The one line, and under --json the document clineval.cli.exits.main would write."""
+    message = _STARTUP_MESSAGE.format(why=why)
+    print(message, file=sys.stderr)
+    args = sys.argv[1:]
+    if "--json" in (args[: args.index("--")] if "--" in args else args):
+        document = {"status": "error", "error": message, "exit_code": code}
+        print(json.dumps(document, indent=2, ensure_ascii=False))
+    return code

@@ -20,7 +20,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from clineval.config import with_spec_labels
+from clineval.config import declared_settings, with_spec_labels
 from clineval.errors import InputError
 from clineval.option_flags import manifest_config
 from clineval.run_record import (
@@ -37,19 +37,6 @@ from clineval.store import STORE_FILENAME, RunStore, check_intact, store_error, 
 
 log = logging.getLogger("clineval")
 
-# Config fields that may differ between the shards of one run (they do not change answers).
-_HOW_FIELDS = frozenset(
-    {
-        "shard",
-        "base_urls",
-        "judge_base_urls",
-        "concurrency",
-        "timeout_s",
-        "max_retries",
-        "data_dir",
-        "price_table",
-    }
-)
 _TABLES = ("calls", "records", "artifacts")
 # A shard in any other state (running: killed or still going; stopped: ...) lacks outputs it
 # was meant to have; merging it would score the missing ones as judge errors or absent
@@ -111,7 +98,9 @@ def _what_was_asked(config: dict[str, Any]) -> dict[str, Any]:
     reach the same model at another address, as with --base-url)."""
     # a shard recorded by an older clineval (a benchmark's setting still a field) too
     asked = manifest_config(config)
-    return with_spec_labels({k: v for k, v in asked.items() if k not in _HOW_FIELDS})
+    # the settings that say how, not what (Setting.per_shard): shards may differ in them
+    how = {name for name, setting in declared_settings().items() if setting.per_shard}
+    return with_spec_labels({k: v for k, v in asked.items() if k not in how})
 
 
 def _check_same_run(configs: list[dict[str, Any]], run_dirs: list[Path]) -> None:
@@ -173,7 +162,7 @@ def _copy_rows(sources: list[Path], target_store: Path) -> dict[str, int]:
 
 def merge_runs(run_dirs: list[Path], output_dir: Path) -> dict[str, Any]:
     """Merge shard run directories into output_dir and return the re-scored results."""
-    from clineval.runner import score  # late: runner imports every task module
+    from clineval.rescore import score  # late: runner imports every task module
 
     if not run_dirs:
         raise InputError("merge needs at least one shard run directory")

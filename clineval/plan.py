@@ -123,6 +123,10 @@ class PlannedCalls:
     prompt_tokens: int = 0  # estimated, of the calls to send
     max_completion_tokens: int = 0  # ceiling: max_tokens of each call to send
     bounded_prompts: int = 0  # of the calls to send: prompt estimated with an upper bound
+    # the tokens each of those counts for the text not known yet (the candidate's reply cap),
+    # and whether that cap is only assumed (UNBOUNDED_REPLY_TOKENS: the candidate has none)
+    bound_tokens: int = 0
+    bound_assumed: bool = False
     unbounded_replies: int = 0  # of the calls to send: no max_tokens, no completion ceiling
     shared_prefix_tokens: int = 0  # of prompt_tokens: prefixes repeated under one prefix key
     # Estimated wall seconds of the calls to send (None: no stored call to time them by)
@@ -229,10 +233,20 @@ class CallPlan:
         return None
 
     def add_bounded(
-        self, task: str, role: str, model: str, request: ChatRequest, unknown_tokens: int
+        self,
+        task: str,
+        role: str,
+        model: str,
+        request: ChatRequest,
+        unknown_tokens: int,
+        assumed: bool = False,
     ) -> None:
-        """A request whose prompt will also hold `unknown_tokens` tokens not known yet."""
-        self._row(task, role, model).bounded_prompts += 1
+        """A request whose prompt will also hold `unknown_tokens` tokens not known yet
+        (`assumed`: a figure taken for text that has no bound of its own)."""
+        row = self._row(task, role, model)
+        row.bounded_prompts += 1
+        row.bound_tokens = max(row.bound_tokens, unknown_tokens)
+        row.bound_assumed = row.bound_assumed or assumed
         self._count(task, role, model, request, unknown_tokens)
 
     def add_stored(self, task: str, role: str, model: str, n: int) -> None:

@@ -16,9 +16,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from clineval.benchmarks.missing import MISSING_KEY
 from clineval.benchmarks.registry import benchmark_of, metric_schema
 from clineval.report.rundata import RunData
-from clineval.report.sections_common import NOTE_KEYS, Metric, fill_intervals, headline
+from clineval.report.sections_common import (
+    NOTE_KEYS,
+    Metric,
+    fill_intervals,
+    format_value,
+    headline,
+)
 from clineval.run_record import read_run_files
 from clineval.rundir import MANIFEST, SAMPLES
 
@@ -53,6 +60,9 @@ class Summary:
     notes: list[str]
     run_dir: Path | None = None
     next_commands: list[str] = field(default_factory=list)
+    # "TASK: judge LABEL: figures" per judge of a panel, then its agreement line
+    judges: list[str] = field(default_factory=list)
+    cost: str | None = None  # the run's calls, tokens and estimated cost (manifest llm_usage)
 
 
 def _cell(metric: Metric) -> Cell:
@@ -81,7 +91,19 @@ def _notes(task: str, metrics: dict[str, Any], record: dict[str, Any]) -> list[s
             + ", so these scores grade its own answers; give --judge for an independent judge"
         )
     notes += [str(metrics[k]) for k in NOTE_KEYS if k != "data_note" and metrics.get(k)]
+    missing = _missing(metrics)
+    if missing:
+        notes.append(
+            f"{missing:,} sample(s) without a prediction, scored as no answer "
+            f"({MISSING_KEY}): these figures are not the benchmark's over its samples"
+        )
     return [f"{task}: {note}" for note in notes]
+
+
+def _missing(metrics: dict[str, Any]) -> int | None:
+    """The samples without a prediction (clineval.benchmarks.missing), if the task counted."""
+    value = metrics.get(MISSING_KEY)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def summarize(
@@ -95,10 +117,14 @@ def summarize(
     its samples give the intervals the tasks did not store, and the next commands name it."""
     run: RunData | None = None
     record: dict[str, Any] = {}  # manifest.json["tasks"]: a task's metrics as its run recorded
+    cost: str | None = None
     if run_dir is not None and (run_dir / MANIFEST).exists():
-        record = read_run_files(run_dir, with_samples=False).manifest.get("tasks") or {}
+        manifest = read_run_files(run_dir, with_samples=False).manifest
+        record = manifest.get("tasks") or {}
+        cost = cost_line(manifest.get("llm_usage"))
     tables: dict[str, Table] = {}
     notes: list[str] = []
+    judges: list[str] = []
     for task, metrics in results.items():
         bench = benchmark_of(task)
         entry = record.get(task)
@@ -125,10 +151,77 @@ def summarize(
             if card.key not in table.columns:
                 table.columns.append(card.key)
         fixture = _is_fixture(metrics, task_record)
-        table.rows.append(Row(task, {c.key: _cell(c) for c in cards}, fixture))
+        cells = {c.key: _cell(c) for c in cards}
+        if (missing := _missing(metrics)) is not None:
+            cells[MISSING_KEY] = Cell(f"{missing:,}", None)
+        table.rows.append(Row(task, cells, fixture))
         notes += _notes(task, metrics, task_record)
+        judges += judge_lines(task, metrics, keys, digits)
+    for table in tables.values():
+        # a column only where a sample went without a prediction: never a silent gap
+        gaps = any(_nonzero(row.cells.get(MISSING_KEY)) for row in table.rows)
+        if gaps and MISSING_KEY not in table.columns:
+            table.columns.append(MISSING_KEY)
     commands = next_commands(run_dir, command) if run_dir is not None else []
-    return Summary(list(tables.values()), notes, run_dir, commands)
+    return Summary(list(tables.values()), notes, run_dir, commands, judges, cost)
+
+
+def cost_line(usage: Any) -> str | None:
+    """What the run's model calls took: calls, tokens, reused calls, estimated cost (the
+    manifest's `llm_usage`, read from the stored calls); None for a run without any."""
+    if not isinstance(usage, dict) or not usage.get("models"):
+        return None
+    made, reused = int(usage.get("calls") or 0), int(usage.get("reused_calls") or 0)
+    tokens = (
+        f"{int(usage.get('prompt_tokens') or 0):,} prompt + "
+        f"{int(usage.get('completion_tokens') or 0):,} completion tokens"
+    )
+    cost = usage.get("estimated_cost")
+    money = (
+        "cost unknown (give --price-table)"
+        if not isinstance(cost, int | float)
+        else f"estimated cost {cost:,.4f} (the price table's currency)"
+    )
+    unpriced = usage.get("unpriced_models") or []
+    if isinstance(cost, int | float) and unpriced:
+        money += f", without {', '.join(map(str, unpriced))} (no price)"
+    again = f", {reused:,} reused from earlier runs (paid there)" if reused else ""
+    return f"model calls: {made:,} ({tokens}){again}; {money}"
+
+
+def judge_lines(
+    task: str, metrics: dict[str, Any], keys: tuple[str, ...], digits: dict[str, int] | None
+) -> list[str]:
+    """A judged task with a panel: each judge's headline figures (`per_judge`, the judging
+    kit's key), then the judges' agreement (`agreement`)."""
+    per_judge = metrics.get("per_judge")
+    if not isinstance(per_judge, dict):
+        return []
+    lines = []
+    for label, figures in per_judge.items():
+        if not isinstance(figures, dict):
+            continue
+        shown = [
+            f"{key} {format_value(key, value, (digits or {}).get(key))}"
+            for key in keys
+            if isinstance(value := figures.get(key), int | float) and not isinstance(value, bool)
+        ]
+        lines.append(f"{task}: judge {label}: " + (", ".join(shown) or "no figure"))
+    agreement = metrics.get("agreement")
+    if isinstance(agreement, dict):
+        pct, kappa = agreement.get("mean_percent_agreement"), agreement.get("mean_cohen_kappa")
+        lines.append(
+            f"{task}: judges agree on "
+            + ("-" if not isinstance(pct, int | float) else f"{pct:.1%}")
+            + " of verdicts, Cohen's kappa "
+            + ("-" if not isinstance(kappa, int | float) else f"{kappa:.3f}")
+            + " (mean over judge pairs)"
+        )
+    return lines
+
+
+def _nonzero(cell: Cell | None) -> bool:
+    return cell is not None and cell.value not in ("0", "")
 
 
 def next_commands(run_dir: Path, command: str = "run") -> list[str]:

@@ -1,7 +1,7 @@
-"""Run and re-score: dataset -> model outputs (stored) -> metrics -> run directory files.
+"""Run: dataset -> model outputs (stored) -> metrics -> run directory files.
 
-Long module: run, score and plan (--dry-run) share the checks, the context and the resume
-identity made here, and each reads best beside the others; split it at the next addition.
+`execute` is the one pass that `run` and `score` (clineval.rescore) share; the checks, the
+context and the resume identity made here are read by `plan` (clineval.dry_run) too.
 """
 
 from __future__ import annotations
@@ -15,22 +15,21 @@ from pathlib import Path
 from typing import Any
 
 from clineval.benchmarks.base import RunContext, Task, TaskResult
+from clineval.benchmarks.missing import apply_missing_rule
 from clineval.benchmarks.registry import (
     benchmark_of,
     get_task,
     naming_fetch_commands,
     option_groups,
 )
-from clineval.config import RunConfig, with_spec_labels
+from clineval.config import RunConfig, declared_settings, with_spec_labels
 from clineval.datapaths import resolve_data_root
 from clineval.errors import InputError
-from clineval.option_flags import config_from_manifest, manifest_config
+from clineval.option_flags import manifest_config
 from clineval.run_checks import (
     check_output_dir,
     check_reuse_dirs,
     check_run_config,
-    check_scoring_settings,
-    run_facts,
 )
 from clineval.run_record import (
     Manifest,
@@ -48,15 +47,12 @@ from clineval.store import STORE_FILENAME, RunStore, check_intact
 
 log = logging.getLogger("clineval")
 
-# Settings that change what the model is asked; a resume with other values would mix runs.
-_IDENTITY_FIELDS = ("model", "judges", "seed", "temperature", "max_tokens", "judge_prompt")
-
 
 class TaskFailures(Exception):
     """Results were written, but a task asked for a non-zero exit (e.g. judge-error bound)."""
 
 
-def _check_resume_compatible(output_dir: Path, config: RunConfig) -> Manifest | None:
+def check_resume_compatible(output_dir: Path, config: RunConfig) -> Manifest | None:
     """The manifest of the run this one resumes, or None for a new run. A run directory whose
     store holds no output (its run was refused or stopped before storing anything) has
     nothing to mix with, so any settings may start afresh there."""
@@ -70,7 +66,9 @@ def _check_resume_compatible(output_dir: Path, config: RunConfig) -> Manifest | 
     # Model and judge specs compare without their server URL: the same model reached at
     # another address answers the same cached calls, whose keys never contain a URL either.
     old_asked, new_asked = with_spec_labels(old), with_spec_labels(new)
-    for name in _IDENTITY_FIELDS:
+    # the settings that change what the model is asked (Setting.identity): other values would
+    # mix runs
+    for name in (n for n, setting in declared_settings().items() if setting.identity):
         if name in old and old_asked[name] != new_asked[name]:
             raise InputError(
                 f"this run directory holds a run with {name}={old[name]!r}; "
@@ -103,14 +101,13 @@ def public_config(config: RunConfig) -> dict[str, Any]:
     """The config as manifest.json keeps it: credentials in model / judge / server URLs
     (http://user:KEY@host, ?api-key=...) masked, as the file is meant to be shared."""
     data = config.model_dump()
-    data["model"] = redact(data["model"])
-    data["judges"] = [redact(j) for j in data["judges"]]
-    data["base_urls"] = [redact(u) for u in data["base_urls"]]
-    data["judge_base_urls"] = [redact(u) for u in data["judge_base_urls"]]
+    for name in (n for n, setting in declared_settings().items() if setting.secret):
+        value = data[name]
+        data[name] = [redact(v) for v in value] if isinstance(value, list) else redact(value)
     return data
 
 
-def _make_context(config: RunConfig, output_dir: Path, store: RunStore) -> RunContext:
+def make_context(config: RunConfig, output_dir: Path, store: RunStore) -> RunContext:
     return RunContext(
         config=config,
         store=store,
@@ -165,7 +162,7 @@ def _note_llm_calls(manifest: Manifest, ctx: RunContext) -> None:
 
 
 @contextmanager
-def _existing_store(output_dir: Path) -> Iterator[RunStore]:
+def existing_store(output_dir: Path) -> Iterator[RunStore]:
     """The run directory's store if it has one, else an empty one in a temporary directory:
     enough to load tasks and plan calls without creating a store in the run directory."""
     existing = output_dir / STORE_FILENAME
@@ -181,7 +178,7 @@ def _existing_store(output_dir: Path) -> Iterator[RunStore]:
 
 
 @contextmanager
-def _reused(directories: list[str], output_dir: Path, store: RunStore) -> Iterator[None]:
+def reused_stores(directories: list[str], output_dir: Path, store: RunStore) -> Iterator[None]:
     """The --reuse directories' stores, read-only, answering `store`'s misses while open."""
     if not directories:
         yield
@@ -207,7 +204,7 @@ def _load_tasks(ctx: RunContext) -> list[tuple[str, Task[Any], Any, float]]:
     return loaded
 
 
-def _execute(
+def execute(
     config: RunConfig,
     output_dir: Path,
     manifest: Manifest,
@@ -218,8 +215,8 @@ def _execute(
     """Load every task, then (run) predict, evaluate and write each in turn. The caller holds
     the run directory's lock. `keep_primaries` (a re-score without --force): a task whose
     results have a primary figure is not replaced by results without one."""
-    with _existing_store(output_dir) as existing:
-        ctx = _make_context(config, output_dir, existing)
+    with existing_store(output_dir) as existing:
+        ctx = make_context(config, output_dir, existing)
         loaded = _load_tasks(ctx)
     written = _written_results(output_dir, manifest) if keep_primaries else {}
     # Everything is validated: from here on the run directory is written.
@@ -230,7 +227,7 @@ def _execute(
     # the --reuse directories answer model calls: a re-score makes none, and must work
     # after they are gone (the calls it reused are in this store)
     reuse = config.reuse if predict else []
-    with RunStore.in_dir(output_dir) as store, _reused(reuse, output_dir, store):
+    with RunStore.in_dir(output_dir) as store, reused_stores(reuse, output_dir, store):
         ctx.use_store(store)
         _adopt_result_files(store, output_dir, manifest)
         # A run records at once that it is running; a re-score leaves the manifest alone
@@ -247,6 +244,7 @@ def _execute(
                     task.predict(ctx, data)
                     phases["predict"] = time.time()
                 result: TaskResult = task.evaluate(ctx, data)
+                missing = apply_missing_rule(store, name, result)  # every benchmark alike
                 phases["evaluate"] = time.time()
                 _refuse_losing_primary(name, written.get(name), result, output_dir)
                 store.put_task_result(name, result.metrics, result.samples)
@@ -264,6 +262,9 @@ def _execute(
                     declared=_declared(name),
                 )
                 failures.extend(f"{name}: {msg}" for msg in result.errors)
+                if missing is not None:
+                    failures.append(f"{name}: {missing[0]}")
+                    warnings.append(f"{name}: {missing[1]}")
                 _write_outputs(store, output_dir, manifest)
                 _note_llm_calls(manifest, ctx)
                 write_manifest(output_dir, manifest)
@@ -322,11 +323,11 @@ def run(config: RunConfig, output_dir: Path, *, wait: bool = False) -> dict[str,
     check_output_dir(output_dir)
     check_run_config(config)  # before the lock: a refused command creates nothing
     check_reuse_dirs(config, output_dir)
-    for line in _batch_price_warnings(config):
+    for line in batch_price_warnings(config):
         log.warning("%s", line)
     made = missing_dirs(output_dir)  # removed again if the run is refused with nothing kept
     with run_dir_lock(output_dir, create=True, wait=wait, wait_hint=_WAIT_HINT):
-        previous = _check_resume_compatible(output_dir, config)
+        previous = check_resume_compatible(output_dir, config)
         manifest = new_manifest(public_config(config))
         if previous is not None:
             manifest.resume(previous)
@@ -335,7 +336,7 @@ def run(config: RunConfig, output_dir: Path, *, wait: bool = False) -> dict[str,
         # counted into the manifest (clineval.jsonio).
         with manifest.counting_replacements():
             try:
-                return _execute(config, output_dir, manifest, predict=True)
+                return execute(config, output_dir, manifest, predict=True)
             except InputError:
                 if fresh and _forget_if_nothing_stored(output_dir):
                     remove_made(made)
@@ -365,45 +366,7 @@ def _forget_if_nothing_stored(output_dir: Path) -> bool:
     return True
 
 
-@naming_fetch_commands()  # a missing corpus: say which fetch gets it
-def plan(config: RunConfig, output_dir: Path) -> dict[str, Any]:
-    """The model calls `run` would make (clineval run --dry-run): counted, estimated, priced.
-
-    Reads an existing run store to leave out what is stored, and changes nothing in it (a run
-    directory without a store gets none: an empty one in a temporary directory stands in).
-    Takes no lock: it writes nothing, and may run beside the run it plans for.
-    """
-    from clineval.models.usage import load_price_table
-    from clineval.plan import CallPlan, plan_summary
-
-    check_output_dir(output_dir)
-    check_run_config(config)
-    check_reuse_dirs(config, output_dir)
-    prices = load_price_table(config.price_table)
-    _check_resume_compatible(output_dir, config)
-    with _existing_store(output_dir) as store, _reused(config.reuse, output_dir, store):
-        ctx = _make_context(config, output_dir, store)
-        calls = CallPlan(store, config.options)
-        for name in config.tasks:
-            task = get_task(name)
-            task.plan(ctx, task.load(ctx), calls)
-        calls.estimate_time(_parallel_calls(config))
-    by_label = _batched_by_label(config)
-    batched = {label: by_label.get(label, False) for label in {row.model for row in calls.rows()}}
-    summary = plan_summary(calls.rows(), prices, batched)
-    summary["warnings"] = _batch_price_warnings(config)
-    for line in summary["warnings"]:
-        log.warning("%s", line)
-    if config.batch_mode:
-        from clineval.models.options import LLM_OPTIONS
-        from clineval.plan import batch_rounds
-
-        max_lines = LLM_OPTIONS.value(config.options, "batch_max_lines")
-        summary["batch_rounds"] = batch_rounds(calls.rows(), batched, max_lines)
-    return summary
-
-
-def _batch_price_warnings(config: RunConfig) -> list[str]:
+def batch_price_warnings(config: RunConfig) -> list[str]:
     """The price table's batched models without a batch rate (usage.batch_price_warnings)."""
     from clineval.models.usage import batch_price_warnings, load_price_table
 
@@ -411,147 +374,6 @@ def _batch_price_warnings(config: RunConfig) -> list[str]:
         return []
     labels = [spec.label for spec in config.models.all if config.batched(spec)]
     return batch_price_warnings(load_price_table(config.price_table), labels, config.price_table)
-
-
-def _batched_by_label(config: RunConfig) -> dict[str, bool]:
-    """Model label -> whether its calls go through batches (the plan's rows name labels; of
-    two specs with one label, the first given decides)."""
-    out: dict[str, bool] = {}
-    for spec in config.models.all:
-        out.setdefault(spec.label, config.batched(spec))
-    return out
-
-
-def _parallel_calls(config: RunConfig) -> dict[str, int]:
-    """Model label -> calls served at once: --concurrency, and for the in-process llama.cpp
-    server no more than its slots (clineval waits for a free one)."""
-    from clineval.models.llamacpp_server import LlamaCppSettings
-    from clineval.models.registry import backend_info
-
-    slots = LlamaCppSettings.from_options(config.options).n_parallel
-    out = {}
-    for spec in config.models.all:
-        local = backend_info(spec).local_slots
-        out[spec.label] = min(config.concurrency, slots) if local else config.concurrency
-    return out
-
-
-# RunConfig fields that only scoring reads: `score` may change them without a model.
-SCORING_SETTINGS = ("judge_errors_as_unmet", "max_judge_error_rate")
-
-
-def scoring_config(
-    config: RunConfig, settings: dict[str, Any], options: dict[str, str]
-) -> RunConfig:
-    """`config` with scoring-only `settings` (fields of SCORING_SETTINGS) and `--option`
-    items of keys declared `scoring_only`; InputError naming the flag for anything else (a
-    setting that changes what a model is asked needs `clineval run`)."""
-    from clineval.benchmarks.registry import active_namespaces
-    from clineval.options import check_options
-
-    unknown = [name for name in settings if name not in SCORING_SETTINGS]
-    if unknown:
-        raise ValueError(f"not scoring-only settings: {unknown}")  # a caller's bug
-    groups = option_groups()
-    scoring = {key for group in groups for key in group.scoring_keys()}
-    for key in options:
-        if key not in scoring:
-            raise InputError(
-                f"--option {key}: score only changes scoring settings "
-                f"({', '.join(sorted(scoring))}); rerun with clineval run to change the rest"
-            )
-    check_options(options, groups, active_namespaces(config.tasks), run_facts(config))
-    check_scoring_settings(config.tasks, list(settings))
-    data = config.model_dump()
-    data.update(settings)
-    data["options"] = {**config.options, **options}
-    return RunConfig.checked(**data)
-
-
-@naming_fetch_commands()  # a missing corpus: say which fetch gets it
-def score(
-    output_dir: Path,
-    data_dir: str | None = None,
-    *,
-    force: bool = False,
-    settings: dict[str, Any] | None = None,
-    options: dict[str, str] | None = None,
-) -> dict[str, Any]:
-    """Recompute results from the run store of a finished (or interrupted) run; no model calls.
-
-    `settings` / `options` change scoring-only settings (`scoring_config`), e.g. counting judge
-    errors as unmet; the manifest's config then records them, so results and config agree.
-    Refused when the run directory has no store or an empty one, and when a task's results
-    would be computed from fewer stored outputs than the results already written (a store
-    replaced by an older copy, say) unless `force`.
-    """
-    with run_dir_lock(output_dir):
-        manifest = read_manifest(output_dir)
-        config = config_from_manifest(manifest.config, str(output_dir / MANIFEST))
-        if settings or options:
-            config = scoring_config(config, settings or {}, options or {})
-            manifest.config = {
-                **manifest.config,
-                **{k: getattr(config, k) for k in settings or {}},
-                "options": dict(config.options),
-            }
-        if data_dir is not None:
-            config.data_dir = data_dir
-        counts = _stored_record_counts(output_dir)
-        if not force:
-            _refuse_poorer_results(output_dir, manifest, config.tasks, counts)
-        # Re-scoring keeps the run's own record and notes when it was re-scored.
-        manifest.mark_rescored()
-        with manifest.counting_replacements():
-            return _execute(config, output_dir, manifest, predict=False, keep_primaries=not force)
-
-
-def _stored_record_counts(output_dir: Path) -> dict[str, int]:
-    """Records per task in the run store; InputError when there is no store or nothing in it
-    (scoring would write empty results over the real ones)."""
-    path = output_dir / STORE_FILENAME
-    if not path.is_file():
-        raise InputError(
-            f"no run store ({STORE_FILENAME}): nothing to score; the results already here "
-            "are left as they are",
-            path=output_dir,
-        )
-    check_intact(path)
-    with RunStore(path) as store:
-        counts = store.record_counts()
-    if not counts:
-        raise InputError(
-            "the run store holds no stored outputs: nothing to score; the results already "
-            "here are left as they are",
-            path=path,
-        )
-    return counts
-
-
-def _refuse_poorer_results(
-    output_dir: Path, manifest: Manifest, tasks: list[str], counts: dict[str, int]
-) -> None:
-    """InputError when a task's new results would rest on fewer stored outputs than the ones
-    in results.json (as the manifest noted when they were written)."""
-    written: set[str] | None = None  # tasks in results.json, read only when a note lacks a count
-    for name in tasks:
-        note = manifest.tasks.get(name)
-        noted = note.stored_records if note is not None else None
-        now = counts.get(name, 0)
-        if noted is not None:
-            poorer, shown = now < noted, str(noted)
-        else:  # results written before the manifest noted it
-            if written is None:
-                exists = (output_dir / RESULTS).is_file()
-                written = set(read_results(output_dir, manifest)) if exists else set()
-            poorer, shown = now == 0 and name in written, "some"
-        if poorer:
-            raise InputError(
-                f"the run store holds {now} stored output(s) of {name}, but its results in "
-                f"{RESULTS} were computed from {shown}: re-scoring would replace them with "
-                "poorer ones (pass --force to do it anyway)",
-                path=output_dir / STORE_FILENAME,
-            )
 
 
 def _written_results(output_dir: Path, manifest: Manifest) -> dict[str, Any]:

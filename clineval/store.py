@@ -13,7 +13,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 from typing import Any
 from urllib import parse as urllib_parse
@@ -297,6 +297,16 @@ class RunStore:
         with self._lock:
             rows = self._conn.execute("SELECT model, usage FROM calls ORDER BY created").fetchall()
         return [(m, json.loads(u) if u else None) for m, u in rows]
+
+    @guarded_read
+    def call_usage_of(self, keys: Collection[str]) -> list[tuple[str, Any | None]]:
+        """(model, usage) of the stored calls among `keys`, each once (a task's usage)."""
+        wanted = keys if isinstance(keys, set | frozenset) else set(keys)
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT key, model, usage FROM calls ORDER BY created"
+            ).fetchall()
+        return [(m, json.loads(u) if u else None) for k, m, u in rows if k in wanted]
 
     @guarded_read
     def iter_calls(self) -> list[dict[str, Any]]:

@@ -92,7 +92,7 @@ def _added_mb(start_kb: int) -> float:
 
 
 def child_file(path: str, lines: int) -> None:
-    from clineval.models.batch import read_outputs
+    from clineval.models.batch_lines import read_outputs
 
     known = {f"{n:064x}" for n in range(lines)}
     start = _start_measure()
@@ -106,7 +106,8 @@ def child_file(path: str, lines: int) -> None:
 
 def child_server(base_url: str, file_id: str, lines: int, store_dir: str) -> None:
     from clineval.concurrency import RunCallState
-    from clineval.models.batch import BatchChatModel, BatchClient, BatchSettings
+    from clineval.models.batch import BatchChatModel, BatchSettings
+    from clineval.models.batch_client import BatchClient
     from clineval.retry import RetryPolicy
     from clineval.store import RunStore
 

@@ -37,6 +37,7 @@ text. `"content_by_key": {KEY: text}` in a behaviour overrides the reply per req
 `"rules": [{"prompt": REGEX, "model": NAME, "content": text}, ...]` by what the request says:
 the first rule whose regex is found in the prompt (its messages' contents joined) and whose
 model is the request's (each optional) gives the reply (a judge that prefers one answer).
+`"finish_reason": "length"` in an "ok" behaviour replaces "stop" (a reply cut at its cap).
 `"jitter": j` in an "ok" behaviour scales each latency by a uniform draw in 1 +- j.
 `"prefix_cache": true` in an "ok" behaviour plays a server's prompt cache: the prompt's
 longest common prefix with the last 256 prompts this stub saw counts as cached
@@ -511,6 +512,8 @@ class StubProtocol(asyncio.Protocol):
         if do == "ok":
             cached = cached_prefix_tokens(state, body) if behaviour.get("prefix_cache") else None
             reply = completion(body, key, _content(behaviour, key, body), cached)
+            if "finish_reason" in behaviour:  # e.g. "length": a reply cut at its cap
+                reply["choices"][0]["finish_reason"] = behaviour["finish_reason"]
             usage = reply["usage"]
             reused = usage.get("prompt_tokens_details", {}).get("cached_tokens", 0)
             state.prefill_tokens += usage["prompt_tokens"] - reused

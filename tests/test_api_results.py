@@ -5,12 +5,15 @@ case x criterion / per sample, and a development install is seen by mypy."""
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import json
 import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -18,6 +21,8 @@ import pytest
 import clineval
 from clineval.benchmarks.clinconsensus import ClinConsensusMetricsView
 from clineval.benchmarks.clinconsensus.cases import fixture_path
+from clineval.benchmarks.declaration import Benchmark, MetricSchema
+from clineval.benchmarks.healthbench import HealthBenchMetaEvalMetricsView, HealthBenchMetricsView
 from clineval.benchmarks.ner import NerMetricsView
 from clineval.benchmarks.registry import benchmark_of
 from clineval.benchmarks.results_view import MetricsView, attribute_key, view_attributes
@@ -25,47 +30,91 @@ from clineval.benchmarks.tcm_sd import TcmSdMetricsView
 from clineval.errors import InputError
 
 REPO = Path(__file__).resolve().parents[1]
-VIEWS = {"ner:ncbi": NerMetricsView, "tcm-sd": TcmSdMetricsView}
-VIEWS["clinconsensus"] = ClinConsensusMetricsView
+VIEWS = {  # each family's view, by the family's first task
+    "ner:ncbi": NerMetricsView,
+    "tcm-sd": TcmSdMetricsView,
+    "clinconsensus": ClinConsensusMetricsView,
+    "healthbench": HealthBenchMetricsView,
+    "healthbench:meta-eval": HealthBenchMetaEvalMetricsView,
+}
 
 
-def test_every_built_in_benchmark_exports_one_view() -> None:
-    import importlib
-    import inspect
+def _by_the_rule(schema: MetricSchema) -> dict[str, str]:
+    """The annotations clineval.benchmarks.results_view's rule gives a view of `schema`."""
+    expected: dict[str, str] = {}
+    for spec in schema.metrics:
+        expected[attribute_key(spec.key)] = "int | None" if spec.count else "float | None"
+    for spec in schema.metrics:
+        if not spec.count:
+            expected[attribute_key(spec.key) + "_ci"] = "tuple[float, float] | None"
+    for table in schema.tables:
+        expected[table] = "dict[str, Any]"
+    return expected
 
+
+def _views_by_family(package: ModuleType, families: list[Benchmark]) -> dict[str, type]:
+    """The views `package` exports, one per family it declares, each matched to its family by
+    the rule (keyed by the family's first task); a view missing, one too many or one that
+    fits no family's schema is an AssertionError."""
+    views = [
+        value
+        for value in vars(package).values()
+        if inspect.isclass(value) and issubclass(value, MetricsView) and value is not MetricsView
+    ]
+    assert len(views) == len(families), (package.__name__, views)
+    found = {}
+    for bench in families:
+        fits = [view for view in views if view_attributes(view) == _by_the_rule(bench.metrics)]
+        assert len(fits) == 1, (bench.family, fits)
+        found[bench.tasks[0]] = fits[0]
+    return found
+
+
+def test_every_built_in_benchmark_exports_one_view_per_family() -> None:
+    """A built-in package exports one view per family it declares (HealthBench's package
+    declares two)."""
     from clineval.benchmarks.registry import benchmarks
 
-    found = {}
+    packages: dict[str, list[Benchmark]] = {}
     for bench in benchmarks():
         module = type(bench.task(bench.tasks[0])).__module__
-        if not module.startswith("clineval.benchmarks."):
-            continue  # a plugin may offer none
-        package = importlib.import_module(module.rsplit(".", 1)[0])
-        views = [
-            value
-            for value in vars(package).values()
-            if inspect.isclass(value)
-            and issubclass(value, MetricsView)
-            and value is not MetricsView
-        ]
-        assert len(views) == 1, (bench.family, views)
-        found[bench.tasks[0]] = views[0]
+        if module.startswith("clineval.benchmarks."):  # a plugin may offer none
+            packages.setdefault(module.rsplit(".", 1)[0], []).append(bench)
+    found = {}
+    for name, families in packages.items():
+        found.update(_views_by_family(importlib.import_module(name), families))
     assert found == VIEWS
+
+
+def test_a_package_with_a_view_missing_or_extra_fails() -> None:
+    """The check above can fail: HealthBench's package with one of its two views, or with a
+    third, is refused; with its two, each is matched to its own family."""
+    families = [b for b in map(benchmark_of, ("healthbench", "healthbench:meta-eval")) if b]
+    assert len(families) == 2
+    both = {"A": HealthBenchMetricsView, "B": HealthBenchMetaEvalMetricsView}
+
+    def package(**views: type) -> ModuleType:
+        module = ModuleType("fake_healthbench")
+        vars(module).update(views, MetricsView=MetricsView)  # the base is no view
+        return module
+
+    assert _views_by_family(package(**both), families) == {
+        "healthbench": HealthBenchMetricsView,
+        "healthbench:meta-eval": HealthBenchMetaEvalMetricsView,
+    }
+    for views in ({"A": HealthBenchMetricsView}, {**both, "C": TcmSdMetricsView}):
+        with pytest.raises(AssertionError):
+            _views_by_family(package(**views), families)
+    # two views, but one fits neither family
+    with pytest.raises(AssertionError):
+        _views_by_family(package(A=HealthBenchMetricsView, C=TcmSdMetricsView), families)
 
 
 @pytest.mark.parametrize("task", sorted(VIEWS))
 def test_each_view_is_its_benchmarks_schema_by_the_rule(task: str) -> None:
     bench = benchmark_of(task)
     assert bench is not None
-    expected: dict[str, str] = {}
-    for spec in bench.metrics.metrics:
-        expected[attribute_key(spec.key)] = "int | None" if spec.count else "float | None"
-    for spec in bench.metrics.metrics:
-        if not spec.count:
-            expected[attribute_key(spec.key) + "_ci"] = "tuple[float, float] | None"
-    for table in bench.metrics.tables:
-        expected[table] = "dict[str, Any]"
-    assert view_attributes(VIEWS[task]) == expected
+    assert view_attributes(VIEWS[task]) == _by_the_rule(bench.metrics)
 
 
 def test_the_plugin_template_view_follows_its_schema(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -73,13 +122,7 @@ def test_the_plugin_template_view_follows_its_schema(monkeypatch: pytest.MonkeyP
     monkeypatch.syspath_prepend(str(REPO / "examples" / "plugin-benchmark"))
     import clineval_example_mcq as mcq
 
-    expected = {
-        **{attribute_key(s.key): "int | None" if s.count else "float | None" for s in
-           mcq.METRICS.metrics},
-        **{attribute_key(s.key) + "_ci": "tuple[float, float] | None" for s in
-           mcq.METRICS.metrics if not s.count},
-    }  # fmt: skip
-    assert view_attributes(mcq.McqMetricsView) == expected
+    assert view_attributes(mcq.McqMetricsView) == _by_the_rule(mcq.METRICS)
 
 
 def _verdicts(path: Path) -> tuple[Path, dict[tuple[str, str], bool | None]]:

@@ -690,7 +690,7 @@ def test_line_splitter_gives_the_lines_whatever_the_chunks() -> None:
     longer than a chunk, a line end split from its \\r, no final line end)."""
     import random
 
-    from clineval.models.batch import LineSplitter
+    from clineval.models.batch_lines import LineSplitter
 
     rng = random.Random(7)
     data = (
@@ -716,9 +716,9 @@ def test_output_files_are_streamed_in_small_chunks_with_the_same_results(
 ) -> None:
     """The batch output files downloaded in chunks far smaller than a line: the same answers
     as the synchronous run."""
-    from clineval.models import batch
+    from clineval.models import batch_client
 
-    monkeypatch.setattr(batch, "_CHUNK", 97)
+    monkeypatch.setattr(batch_client, "_CHUNK", 97)
     out = tmp_path / "run"
     assert _run(stub, out, "--batch", *FAST_POLL) == 0
     _same_as_sync(out, sync_run)
@@ -748,14 +748,14 @@ def test_output_files_are_streamed_in_small_chunks_with_the_same_results(
     ],
 )
 def test_both_forms_of_a_vllm_output_line_are_read(line: dict[str, Any]) -> None:
-    from clineval.models.batch import parse_output_line
+    from clineval.models.batch_lines import parse_output_line
 
     outcome = parse_output_line(json.dumps(line).encode(), "f:1")
     assert outcome.key == "k" and outcome.completion is not None and outcome.failure is None
 
 
 def test_error_forms_of_an_output_line_are_failed_attempts() -> None:
-    from clineval.models.batch import parse_output_line
+    from clineval.models.batch_lines import parse_output_line
 
     vllm_error = {
         "custom_id": "k",
@@ -982,7 +982,7 @@ def test_offline_retries_are_bounded_over_the_runs_of_a_round_trip(
 def test_polls_back_off_from_a_few_seconds_to_the_cap() -> None:
     from itertools import islice
 
-    from clineval.models.batch import poll_delays
+    from clineval.models.batch_client import poll_delays
     from clineval.models.options import LLM_OPTIONS
 
     first = LLM_OPTIONS.value({}, "batch_poll_s")

@@ -18,8 +18,8 @@ from clineval.errors import InputError
 from clineval.models.llm_base import ChatRequest
 from clineval.models.usage import Price, load_price_table, summarize_usage
 from clineval.plan import CallPlan, common_prefix_length, estimate_tokens, plan_summary
+from clineval.planner import plan
 from clineval.report.html import write_report
-from clineval.runner import plan
 from clineval.store import RunStore
 
 FIXTURE = str(fixture_path())

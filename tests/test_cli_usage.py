@@ -354,3 +354,15 @@ def test_a_global_option_after_the_command_says_where_it_goes(
     assert main(argv) == 2
     assert _one_error_line(capsys.readouterr().err) == expected
     assert not (tmp_path / "R").exists()
+
+
+def test_install_completion_with_home_a_file_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    home.write_text("not a directory", encoding="utf-8")
+    monkeypatch.setenv("HOME", str(home))
+    assert main(["--install-completion", "bash"]) == 2
+    line = _one_error_line(capsys.readouterr().err)
+    assert line.startswith(f"error: --install-completion bash: cannot write {home}")
+    assert home.read_text(encoding="utf-8") == "not a directory"

@@ -30,7 +30,7 @@ from clineval.plan import (
     request_tokens,
     token_bounds,
 )
-from clineval.runner import plan
+from clineval.planner import plan
 from clineval.store import RunStore
 
 FIXTURE = str(fixture_path())
@@ -309,3 +309,32 @@ def test_the_cost_range_holds_the_cost_of_a_real_run(tmp_path: Path, gguf: Path)
     high = sum(r["prompt_tokens_high"] for r in summary["rows"])
     assert low <= usage["prompt_tokens"] <= high
     assert summary["cost_low"] <= usage["estimated_cost"] <= summary["cost_high"]
+
+
+def test_a_local_models_answers_are_counted_at_its_real_cap(
+    tmp_path: Path, gguf: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without --max-tokens a llamacpp: candidate's replies are capped at a quarter of a slot
+    (1,024 tokens of the default 4,096): the plan counts the answers not made yet, inside the
+    judge prompts, at that cap, and says that figure (it said 2,048, the figure assumed for
+    a server with no cap)."""
+    argv = ["run", "clinconsensus", "--option", "clinconsensus.cases=fixture"]
+    argv += ["--model", f"llamacpp:{gguf}", "--limit", "2", "-o", str(tmp_path / "run")]
+    argv += ["--option", "clinconsensus.max_criteria=3", "--dry-run"]
+    assert main(argv) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "6 judge prompts hold answers not made yet, counted at 1,024 tokens each" in printed
+    assert "2,048" not in printed.split("judge prompts hold")[1]
+    config = RunConfig.checked(
+        tasks=["clinconsensus"],
+        model=f"llamacpp:{gguf}",
+        limit=2,
+        options={"clinconsensus.cases": "fixture", "clinconsensus.max_criteria": "3"},
+    )
+    rows = _rows(plan(config, tmp_path / "run"))
+    assert rows["candidate"]["max_completion_tokens"] == 2 * 1024
+    assert rows["judge"]["bound_tokens"] == 1024
+    # --max-tokens is the cap then, for the count and the sentence alike
+    assert main([*argv, "--max-tokens", "300"]) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "counted at 300 tokens each" in printed

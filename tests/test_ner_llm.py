@@ -165,7 +165,7 @@ def test_failed_calls_leave_documents_missing_then_resume(
     out = tmp_path / "run"
     argv = ["run", "ner:ncbi", "--model", f"openai:stub@{stub.base_url}", "--output-dir"]
     argv += [str(out), "--data-dir", str(data_root), "--limit", "2", "--max-retries", "0"]
-    assert main(argv) == 0
+    assert main(argv) == 1  # results written; documents without a prediction fail the run
     assert _results(out)["missing_predictions"] == 2
     notes = json.loads((out / "manifest.json").read_text())["tasks"]["ner:ncbi"]["llm"]
     assert notes["call_errors"] == {"server": 2}
@@ -208,7 +208,7 @@ def test_dry_run_plans_exactly_the_calls_the_run_makes(
     tmp_path: Path, data_root: Path, stub: Any
 ) -> None:
     from clineval.config import RunConfig
-    from clineval.runner import plan
+    from clineval.planner import plan
 
     config = RunConfig(
         tasks=["ner:ncbi"],

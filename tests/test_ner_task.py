@@ -159,7 +159,8 @@ def test_missing_documents_are_counted(tmp_path: Path, data_root: Path) -> None:
     path = _gold_file(tmp_path, data_root, "ncbi", keep=30)
     run_dir = tmp_path / "run"
     argv = ["run", "ner:ncbi", "--model", f"predictions:{path}", "--output-dir", str(run_dir)]
-    assert main([*argv, "--data-dir", str(data_root)]) == 0
+    # results written, and the run fails for the documents without a prediction
+    assert main([*argv, "--data-dir", str(data_root)]) == 1
     results = _results(run_dir)["ner:ncbi"]
     assert results["missing_predictions"] == 70
     assert results["span_partial_precision"] == 1.0
@@ -188,7 +189,7 @@ def test_bad_predictions_file_exit_2_keeps_earlier_results(
     path = _gold_file(tmp_path, data_root, "ncbi", keep=5)
     run_dir = tmp_path / "run"
     argv = ["run", "ner:ncbi", "--model", f"predictions:{path}", "--output-dir", str(run_dir)]
-    argv += ["--data-dir", str(data_root)]
+    argv += ["--data-dir", str(data_root), "--limit", "5"]  # the 5 documents the file has
     assert main(argv) == 0
     before = _results(run_dir)
     good_line = json.loads(path.read_text().splitlines()[0])
@@ -283,13 +284,13 @@ def test_ner_shards_partition_the_documents_and_merge_to_the_unsharded_result(
     """NER runs used to ignore --shard and score every document in every shard. Now each shard
     scores its part (disjoint, together everything) and `clineval merge` of the three shards
     gives exactly the unsharded results (predictions for 60 of the 100 documents, so the
-    missing ones count in both)."""
+    missing ones count in both, and every run, each shard's and the merge, exits 1)."""
     path = _gold_file(tmp_path, data_root, "ncbi", keep=60)
     common = ["run", "ner:ncbi", "--model", f"predictions:{path}", "--data-dir", str(data_root)]
-    assert main([*common, "--output-dir", str(tmp_path / "whole")]) == 0
+    assert main([*common, "--output-dir", str(tmp_path / "whole")]) == 1
     shard_dirs = [tmp_path / f"shard{i}" for i in (1, 2, 3)]
     for i, shard_dir in enumerate(shard_dirs, start=1):
-        assert main([*common, "--shard", f"{i}/3", "--output-dir", str(shard_dir)]) == 0
+        assert main([*common, "--shard", f"{i}/3", "--output-dir", str(shard_dir)]) == 1
     scored = [_manifest(d)["tasks"]["ner:ncbi"]["documents_scored"] for d in shard_dirs]
     ids = [
         {json.loads(line)["id"] for line in (d / "samples.jsonl").read_text().splitlines()}
@@ -302,8 +303,9 @@ def test_ner_shards_partition_the_documents_and_merge_to_the_unsharded_result(
     assert all(0 < n < 100 for n in scored) and sum(scored) == 100
     assert ids[0] | ids[1] | ids[2] == whole_ids and sum(len(s) for s in ids) == len(whole_ids)
     merged = tmp_path / "merged"
-    assert main(["merge", *map(str, shard_dirs), "--output-dir", str(merged)]) == 0
+    assert main(["merge", *map(str, shard_dirs), "--output-dir", str(merged)]) == 1
     assert _results(merged) == _results(tmp_path / "whole")
+    assert _results(merged)["ner:ncbi"]["missing_predictions"] == 40
 
 
 def test_chia_runs_without_the_split_ids_file_and_scores_the_same(
@@ -320,7 +322,7 @@ def test_chia_runs_without_the_split_ids_file_and_scores_the_same(
     zip_name = "ner/chia/chia_without_scope.zip"
     shutil.copy(data_root / zip_name, root / zip_name)
     gold = _gold_file(tmp_path, data_root, "chia", keep=40)
-    argv = ["run", "ner:chia", "--model", f"predictions:{gold}"]
+    argv = ["run", "ner:chia", "--model", f"predictions:{gold}", "--limit", "40"]
     assert main([*argv, "--data-dir", str(data_root), "-o", str(tmp_path / "with")]) == 0
     assert main([*argv, "--data-dir", str(root), "-o", str(tmp_path / "without")]) == 0
     assert _results(tmp_path / "without") == _results(tmp_path / "with")

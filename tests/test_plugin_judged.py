@@ -165,7 +165,9 @@ def test_run_score_report_compare_export_agreement(
     argv += ["--option", f"{TASK}.judge_explanation_chars=40"]
     failed = cli(site, *run_args(errs, *argv))
     assert failed.returncode == 1  # fixture-04 has no answer, and 4 of 11 verdicts are missing
-    assert "1 item(s) got no candidate answer" in failed.stderr
+    # the kit's one rule for samples without a prediction: a warning naming them, exit 1
+    assert "1 of 4 samples have no prediction" in failed.stderr
+    assert "fixture-04" in failed.stderr.split("samples have no prediction, scored")[1]
     assert "judge error rate 36.36% (4 criteria without a verdict)" in failed.stderr
     assert stub.stats()["requests"] == 11
     with sqlite3.connect(errs / STORE_FILENAME) as db:
@@ -268,7 +270,7 @@ def test_batch_shards_and_a_two_judge_panel(site: Path, stub: StubServer, tmp_pa
     panel = tmp_path / "panel"
     judges = ["--judge", f"openai:j1@{stub.base_url}", "--judge", f"openai:j2@{stub.base_url}"]
     two = cli(site, *run_args(panel, "--model", "predictions:answers-a.jsonl", *judges))
-    assert two.returncode == 1 and "1 item(s) got no candidate answer" in two.stderr
+    assert two.returncode == 1 and "1 of 4 samples have no prediction" in two.stderr
     figures = results(panel)
     assert figures["score"] == pytest.approx((6 / 12 + 5 / 10 + 3 / 11) / 3)
     assert figures["agreement"]["mean_percent_agreement"] == 1.0
@@ -323,7 +325,7 @@ def test_the_python_api(site: Path, stub: StubServer, tmp_path: Path) -> None:
             TASK, model=f"predictions:{answers}", output_dir=tmp_path / "api",
             judges=[f"openai:j1@{stub.base_url}"],
         )  # fmt: skip
-    assert "1 item(s) got no candidate answer" in failed.value.reasons
+    assert "1 of 4 samples have no prediction" in failed.value.reasons
     metrics = failed.value.result[TASK]
     assert metrics.family == TASK and metrics.primary_metric == "score"
     assert metrics.primary == pytest.approx((6 / 12 + 5 / 10 + 3 / 11) / 3)

@@ -60,3 +60,13 @@ def test_the_quickstart_dry_run_prints_what_the_readme_shows(tmp_path: Path) -> 
     assert _figures(done.stdout) == _figures(expected)
     assert _figures(expected)[0] and _figures(expected)[1]  # the README shows both
     assert not (tmp_path / "runs").exists()  # a dry run writes nothing
+
+
+def test_the_quickstart_run_is_pinned_and_says_its_figures_vary_by_machine() -> None:
+    """The figures a local model prints depend on its decoding slots and threads (fixed in
+    the command) and on the CPU (which the README must say): never shown as universal."""
+    section = _section()
+    command = _blocks(section)[0][1]
+    assert "--option llamacpp.n_parallel=1" in command
+    assert "--option llamacpp.threads=1" in command
+    assert "The figures vary by machine." in section

@@ -15,7 +15,11 @@ from clineval.benchmarks.declaration import Benchmark, MetricSchema, MetricSpec
 from clineval.cli import main
 from clineval.errors import InputError
 
-BUILT_IN = ["ner:ncbi", "ner:bc5cdr", "ner:biored", "ner:chia", "tcm-sd", "clinconsensus"]
+BUILT_IN = [
+    *("ner:ncbi", "ner:bc5cdr", "ner:biored", "ner:chia", "tcm-sd", "clinconsensus"),
+    *("healthbench", "healthbench:hard", "healthbench:consensus", "healthbench:meta-eval"),
+    "head-to-head",
+]
 
 
 def _bench(family: str, tasks: tuple[str, ...]) -> Benchmark:

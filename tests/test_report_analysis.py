@@ -81,6 +81,26 @@ def test_short_model_labels() -> None:
     )
     assert short_model_label("predictions:/tmp/a/preds.jsonl") == "predictions:preds"
     assert short_model_label("baseline:crf") == "baseline:crf"
+    # one file per task: each task's file, not the last item's
+    per_task = "predictions:ner:ncbi=/p/ncbi_out.jsonl, ner:chia = /q/chia_predictions.jsonl"
+    assert short_model_label(per_task) == (
+        "predictions:ner:ncbi=ncbi_out, ner:chia=chia_predictions"
+    )
+    # a path holding "=" or a URL with a query is one file / one server, as before
+    assert short_model_label("predictions:/data/a=b,c.jsonl") == "predictions:a=b,c"
+    assert short_model_label("openai:m@http://127.0.0.1:8000/v1?api-version=2") == (
+        "openai:m@http://127.0.0.1:8000/v1?api-version=2"
+    )
+
+
+def test_the_report_header_names_each_tasks_file(tmp_path: Path) -> None:
+    run = _run(tmp_path / "run", "x:a", {"accuracy": 0.5}, [{"id": "1", "correct": True}])
+    manifest = json.loads((run / MANIFEST).read_text())
+    manifest["config"]["model"] = "predictions:x:a=/in/a_preds.jsonl,x:b=/in/b_preds.jsonl"
+    write_json(run / MANIFEST, manifest)
+    page = write_report(run, tmp_path / "report.html").read_text(encoding="utf-8")
+    header = page.split("</header>", 1)[0]
+    assert "predictions:x:a=a_preds, x:b=b_preds" in header
 
 
 @pytest.fixture(scope="module")

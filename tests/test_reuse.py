@@ -27,7 +27,7 @@ import clineval
 from clineval.benchmarks.clinconsensus.cases import fixture_path
 from clineval.cli import main
 from clineval.config import RunConfig
-from clineval.runner import plan
+from clineval.planner import plan
 from clineval.store import STORE_FILENAME, RunStore
 
 FIXTURE = str(fixture_path())  # the SYNTHETIC fixture cases
@@ -131,6 +131,34 @@ def test_a_judge_study_asks_only_the_new_judge(
         assert main(["--quiet", "score", str(out)]) == 0
     finally:
         away.rename(run_a)
+
+
+def test_a_rerun_with_reuse_reports_none_of_the_reused_calls_as_its_own(
+    stub: StubServer, run_a: Path, tmp_path: Path
+) -> None:
+    """The same command as A into B, reusing A, with prices: nothing reaches the server, and
+    results.json's usage is the manifest's (the same stored calls: every one reused, cost 0),
+    not the judge's verdict records priced again."""
+    prices = tmp_path / "prices.json"
+    entry = {"input_per_1m": 2.5, "output_per_1m": 10.0}
+    prices.write_text(json.dumps({"stub-candidate": entry, "stub-judge-1": entry}))
+    out = tmp_path / "run-b-same"
+    stub.reset()
+    argv = _argv(stub, out, "stub-judge-1", "--reuse", str(run_a), "--price-table", str(prices))
+    assert main(["--quiet", *argv]) == 0
+    assert stub.stats()["requests"] == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    usage = json.loads((out / "results.json").read_text())["clinconsensus"]["usage"]
+    assert usage == manifest["llm_usage"]
+    assert usage["reused_calls"] == CASES + CASES * CRITERIA and usage["calls"] == 0
+    assert usage["estimated_cost"] == 0.0 and usage["prompt_tokens"] == 0
+    for model in ("openai:stub-candidate", "openai:stub-judge-1"):
+        assert usage["models"][model]["calls"] == 0
+        assert usage["models"][model]["estimated_cost"] == 0.0
+    # a re-score reads the same calls: the same figures
+    assert main(["--quiet", "score", str(out)]) == 0
+    again = json.loads((out / "results.json").read_text())["clinconsensus"]["usage"]
+    assert again == usage
 
 
 def test_a_batch_judge_study_submits_only_the_judge_lines(

@@ -112,7 +112,7 @@ def test_llamacpp_zero_shot_end_to_end(tmp_path: Path, fixture_root: Path, gguf:
 def test_dry_run_plans_exactly_the_calls_the_run_makes(
     tmp_path: Path, fixture_root: Path, stub: Any
 ) -> None:
-    from clineval.runner import plan
+    from clineval.planner import plan
 
     def planned(out: Path) -> dict[str, Any]:
         config = RunConfig(

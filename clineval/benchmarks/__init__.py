@@ -28,8 +28,13 @@ _HOME = {
     "SampleStatistics": "clineval.benchmarks.declaration",
     "Synthesizer": "clineval.benchmarks.declaration",
     "LongRows": "clineval.benchmarks.declaration",
-    # the files `data fetch` downloads
+    # the files `data fetch` downloads; files without a published hash (pinned by their
+    # first fetch) and files fetched at use time at a pinned hash; where a data file is
     "Source": "clineval.data.fetch",
+    "RetryPolicy": "clineval.retry",
+    "fetch_pinned": "clineval.data.recorded",
+    "fetch_recorded": "clineval.data.recorded",
+    "require_file": "clineval.datapaths",
     # the typed view of a benchmark's metrics in the Python API (RunResult.metrics_as)
     "MetricsView": "clineval.benchmarks.results_view",
     "attribute_key": "clineval.benchmarks.results_view",
@@ -99,6 +104,9 @@ _HOME = {
     "tie_rate": "clineval.metrics.pairwise",
     "win_rate": "clineval.metrics.pairwise",
     "win_rate_interval": "clineval.metrics.pairwise",
+    "PairwiseGames": "clineval.metrics.pairwise",
+    "NoEstimate": "clineval.metrics.pairwise",
+    "bradley_terry_intervals": "clineval.metrics.pairwise",
     # report sections: the run's data and the blocks a section is built of
     "RunData": "clineval.report.rundata",
     "finite_number": "clineval.report.rundata",
@@ -146,6 +154,7 @@ _HOME = {
     "judged_metrics": "clineval.benchmarks.judged_task",
     "score_statistics": "clineval.benchmarks.judged_task",
     "JudgePrompt": "clineval.judge.prompt",
+    "load_judge_prompt": "clineval.judge.prompt",
     # verdict kinds and pairwise judging (docs/judging.md)
     "Binary": "clineval.judge.kinds",
     "Categorical": "clineval.judge.kinds",
@@ -327,6 +336,15 @@ if TYPE_CHECKING:  # what type checkers and editors see of the lazy names below
     from clineval.data.fetch import (
         Source as Source,
     )
+    from clineval.data.recorded import (
+        fetch_pinned as fetch_pinned,
+    )
+    from clineval.data.recorded import (
+        fetch_recorded as fetch_recorded,
+    )
+    from clineval.datapaths import (
+        require_file as require_file,
+    )
     from clineval.errors import (
         InputError as InputError,
     )
@@ -354,6 +372,9 @@ if TYPE_CHECKING:  # what type checkers and editors see of the lazy names below
     from clineval.judge.prompt import (
         JudgePrompt as JudgePrompt,
     )
+    from clineval.judge.prompt import (
+        load_judge_prompt as load_judge_prompt,
+    )
     from clineval.judge.verdict import (
         VerdictRecord as VerdictRecord,
     )
@@ -374,6 +395,15 @@ if TYPE_CHECKING:  # what type checkers and editors see of the lazy names below
     )
     from clineval.metrics.bootstrap import (
         stratified_bootstrap_indices as stratified_bootstrap_indices,
+    )
+    from clineval.metrics.pairwise import (
+        NoEstimate as NoEstimate,
+    )
+    from clineval.metrics.pairwise import (
+        PairwiseGames as PairwiseGames,
+    )
+    from clineval.metrics.pairwise import (
+        bradley_terry_intervals as bradley_terry_intervals,
     )
     from clineval.metrics.pairwise import (
         item_scores as item_scores,
@@ -536,6 +566,9 @@ if TYPE_CHECKING:  # what type checkers and editors see of the lazy names below
     )
     from clineval.report.statistics import (
         ratio_statistic as ratio_statistic,
+    )
+    from clineval.retry import (
+        RetryPolicy as RetryPolicy,
     )
 
 

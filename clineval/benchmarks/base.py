@@ -73,6 +73,12 @@ class TaskResult:
     # What a user should read although the run succeeded (e.g. cases left out of a figure):
     # shown once the results are written, so that a write that fails ends with its error alone.
     warnings: list[str] = field(default_factory=list)
+    # The ids of the evaluated samples that have no model output (a predictions file without
+    # them, a call that failed after its retries). None: the task does not say, and the
+    # runner finds them from the kit's `prediction` records (clineval.benchmarks.missing).
+    # Any of them makes the run exit 1 once its results are written: one rule for every
+    # benchmark, built-in or plugin.
+    missing: list[str] | None = None
 
 
 @dataclass(frozen=True)

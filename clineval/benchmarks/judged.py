@@ -32,7 +32,7 @@ from numpy.typing import NDArray
 from clineval.config import RunConfig
 from clineval.errors import InputError
 from clineval.judge.ensemble import AGGREGATES
-from clineval.judge.prompt import JudgePrompt, load_judge_prompt, verdict_token_bound
+from clineval.judge.prompt import JudgePrompt, verdict_token_bound
 from clineval.judge.run import (
     DEFAULT_JUDGE_MAX_TOKENS,
     DEFAULT_PARSE_RETRIES,
@@ -126,11 +126,11 @@ LOCAL_EXPLANATION_CHARS = 200
 LOCAL_JUDGE_MAX_TOKENS = 256
 # The scoring settings every judged benchmark reads (`Benchmark.scoring_settings`): how judge
 # errors are scored and the bound on their rate.
-JUDGED_SCORING_SETTINGS = ("judge_errors_as_unmet", "max_judge_error_rate")
+JUDGED_SCORING_SETTINGS: tuple[str, ...] = ("judge_errors_as_unmet", "max_judge_error_rate")
 # The run settings every judged benchmark reads (`Benchmark.run_settings`): the judge panel
 # (--judge, --judge-base-url) and the judge wording (--judge-prompt). A run with no judged
 # task refuses them rather than ignore them.
-JUDGED_RUN_SETTINGS = ("judges", "judge_base_urls", "judge_prompt")
+JUDGED_RUN_SETTINGS: tuple[str, ...] = ("judges", "judge_base_urls", "judge_prompt")
 # The longest explanation bound: its token cap (verdict_token_bound) stays within MAX_TOKENS.
 MAX_EXPLANATION_CHARS = 100_000
 
@@ -253,11 +253,6 @@ def error_rate_failures(limit: float, figures: Mapping[str, Mapping[str, Any]]) 
                 f" a verdict) exceeds --max-judge-error-rate {limit:.2%}"
             )
     return out
-
-
-def judge_prompt_setting(config: RunConfig, default: JudgePrompt) -> JudgePrompt:
-    """The benchmark's own wording, or the template file `--judge-prompt` names."""
-    return load_judge_prompt(config.judge_prompt, default)
 
 
 def judge_options(namespace: str, applies_to: str) -> OptionGroup:

@@ -199,7 +199,9 @@ class _Flow:
             self.progress.count("candidate_errors")
             self.progress.advance()
             return None
-        record = AnswerRecord(label, reply.text, None, True, reply.usage, reply.finish_reason)
+        record = AnswerRecord(
+            label, reply.text, None, True, reply.usage, reply.finish_reason, reply.key
+        )
         self.store.put_record(self.task, ANSWER_KIND, item.id, record.to_stored())
         self.progress.advance(cached=reply.cached)
         return reply.text
@@ -331,11 +333,8 @@ def plan_judged(
         label: stored_ladder_level(ctx.store, task, label, prompt) for label in judging.panel.labels
     }
     seed = ctx.config.seed
-    answer_bound = (
-        ctx.config.max_tokens
-        or default_max_tokens(ctx.model, ctx.config.options)
-        or UNBOUNDED_REPLY_TOKENS
-    )
+    cap = ctx.config.max_tokens or default_max_tokens(ctx.model, ctx.config.options)
+    answer_bound = cap or UNBOUNDED_REPLY_TOKENS
     for item in items:
         answer = answer_text(answers.get(item.id))
         if answer is None and item.answer is not None:
@@ -373,6 +372,8 @@ def plan_judged(
                     schema=prompt.verdict_schema,
                 )
                 if answer is None:
-                    calls.add_bounded(task, "judge", label, request, answer_bound)
+                    calls.add_bounded(
+                        task, "judge", label, request, answer_bound, assumed=cap is None
+                    )
                 else:
                     calls.add(task, "judge", label, request)

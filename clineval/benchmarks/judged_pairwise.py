@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from clineval.benchmarks.answer_checks import add_answer_checks
 from clineval.benchmarks.base import RunContext, TaskResult
 from clineval.benchmarks.declaration import MetricSchema, MetricSpec
 from clineval.benchmarks.judged import (
@@ -55,7 +56,7 @@ PAIRWISE_SLOTS = ("question", "answer_a", "answer_b")
 # The scoring settings a pairwise task reads (`Benchmark.scoring_settings`): the bound on
 # judge errors. Not --judge-errors-as-unmet: a game has no "not met" (a game without a
 # verdict leaves its item out, counted), so a run of pairwise tasks refuses that flag.
-PAIRWISE_SCORING_SETTINGS = ("max_judge_error_rate",)
+PAIRWISE_SCORING_SETTINGS: tuple[str, ...] = ("max_judge_error_rate",)
 
 
 def pairwise_item(
@@ -231,14 +232,15 @@ class PairwiseTask(JudgedTask):
             }
             metrics.update(per_judge=per_judge, aggregate="majority", aggregate_ties=splits)
             bounded.update({f" of {j}": v for j, v in per_judge.items()})
+        add_answer_checks(metrics, (answers.get(item.id) for item in items))
         samples = [
             self._pair_row(item, stored, answers, panel[n], games[n], rows[n])
             for n, item in enumerate(items)
         ]
         errors = error_rate_failures(ctx.config.max_judge_error_rate, bounded)
-        if metrics["candidate_errors"]:
-            errors.append(f"{metrics['candidate_errors']} item(s) got no candidate answer")
-        return TaskResult(metrics, samples, errors, _unmatched(items, stored))
+        # an item without its answers fails the run, as every benchmark's (benchmarks.missing)
+        absent = [item.id for item, ok in zip(items, answered, strict=True) if not ok]
+        return TaskResult(metrics, samples, errors, _unmatched(items, stored), absent)
 
     def _pair_row(
         self,

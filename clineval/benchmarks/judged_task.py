@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
+from clineval.benchmarks.answer_checks import add_answer_checks
 from clineval.benchmarks.base import RunContext, Task, TaskResult
 from clineval.benchmarks.declaration import MetricSchema, MetricSpec
 from clineval.benchmarks.judged import (
@@ -24,7 +25,6 @@ from clineval.benchmarks.judged import (
     answer_text,
     check_slots,
     error_rate_failures,
-    judge_prompt_setting,
     stored_answers,
     stored_verdicts,
     verdict_matrix,
@@ -33,7 +33,7 @@ from clineval.benchmarks.judged_flow import plan_judged, predict_judged
 from clineval.benchmarks.kit import predictions_path, read_predictions, select_samples
 from clineval.errors import InputError
 from clineval.judge.ensemble import aggregate, agreement_table, count_ties, mean_grades
-from clineval.judge.prompt import JudgePrompt
+from clineval.judge.prompt import JudgePrompt, load_judge_prompt
 from clineval.judge.verdict import VerdictRow
 from clineval.models.registry import ModelKind
 from clineval.plan import CallPlan
@@ -197,6 +197,12 @@ class JudgedTask(Task[JudgedData]):
         one of the kit's own metrics or row fields. None by default."""
         return {}
 
+    def judge_prompt(self, setting: str | None) -> JudgePrompt:
+        """The wording `--judge-prompt` names (`setting`; None: the benchmark's own). A
+        benchmark with named prompts of its own (an official one fetched at use time)
+        resolves those here and leaves the rest to this default (a template file)."""
+        return load_judge_prompt(setting, self.prompt)
+
     def _option(self, ctx: RunContext, name: str) -> Any:
         assert self.option_group is not None, "a JudgedTask declares judge_options(...)"
         return self.option_group.value(ctx.config.options, name)
@@ -238,7 +244,7 @@ class JudgedTask(Task[JudgedData]):
         check_slots(self.name, self.prompt, items)
         judging = Judging(
             task=self.name,
-            prompt=judge_prompt_setting(ctx.config, self.prompt),
+            prompt=self.judge_prompt(ctx.config.judge_prompt),
             candidate_template=self.candidate_template,
             panel=panel,
             bounds=bounds,
@@ -338,11 +344,12 @@ class JudgedTask(Task[JudgedData]):
                 metrics["agreement"] = agreement_table({k: m.ravel() for k, m in matrices.items()})
                 metrics["aggregate_ties"] = count_ties(stacked)
             bounded.update({f" of {k}": v for k, v in per_judge.items()})
+        add_answer_checks(metrics, (answers.get(item.id) for item in items))
         samples = [self._row(item, stored, answers, scores[n]) for n, item in enumerate(items)]
         errors = error_rate_failures(ctx.config.max_judge_error_rate, bounded)
-        if metrics["candidate_errors"]:
-            errors.append(f"{metrics['candidate_errors']} item(s) got no candidate answer")
-        return TaskResult(metrics, samples, errors, _unmatched(items, stored))
+        # an item without an answer fails the run, as every benchmark's (benchmarks.missing)
+        absent = [item.id for item, ok in zip(items, answered, strict=True) if not ok]
+        return TaskResult(metrics, samples, errors, _unmatched(items, stored), absent)
 
     def _row(
         self,

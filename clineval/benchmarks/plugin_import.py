@@ -31,6 +31,8 @@ from collections.abc import Iterator, Sequence
 from importlib import metadata
 from typing import Any
 
+from clineval.jsonio import parse_json
+
 IMPORT_TIMEOUT_VARIABLE = "CLINEVAL_PLUGIN_IMPORT_TIMEOUT"
 # A plugin should import in well under a second (a heavy stack is imported in `make_task`, not
 # at the top of its module); the bound only keeps a broken one from holding every command.
@@ -141,8 +143,8 @@ def _read_lines(child: subprocess.Popen[bytes], lines: queue.Queue[bytes | None]
 
 def _verdict(line: bytes) -> str | None:
     try:
-        status, text = json.loads(line.decode("utf-8", "replace"))
-    except (ValueError, TypeError):
+        status, text = parse_json(line)
+    except (ValueError, TypeError):  # JsonProblem is a ValueError
         return "wrote an unreadable answer while importing"
     return None if status == "ok" else f"failed to load: {text}"
 

@@ -20,6 +20,7 @@ metric is an error of the type checker, not a None at run time.
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -29,8 +30,10 @@ LongRows = Callable[[dict[str, Any]], list[dict[str, Any]]]
 
 
 def attribute_key(name: str) -> str:
-    """A Python attribute name for a results.json key: `cacs@7` is `cacs_at_7`."""
-    return name.replace("@", "_at_")
+    """A Python attribute name for a results.json key: `cacs@7` is `cacs_at_7`, and any other
+    character an identifier cannot hold is `_` (`score:bootstrap_std` is
+    `score_bootstrap_std`)."""
+    return re.sub(r"\W", "_", name.replace("@", "_at_"))
 
 
 class MetricsView:

@@ -114,6 +114,7 @@ class JudgeOutcome:
     cached: bool = True  # every call came from the run store
     format: str | None = None  # response_format level of the last call
     usage: dict[str, int] = field(default_factory=dict)
+    calls: list[str] = field(default_factory=list)  # the run store's keys of its calls
     grade: str | float | None = None  # a categorical label or a graded number
 
     @property
@@ -133,6 +134,7 @@ class JudgeOutcome:
             usage=self.usage,
             judge=judge,
             prompt=prompt_version,
+            calls=tuple(self.calls),
         )
 
 
@@ -239,6 +241,8 @@ async def judge_call(
             break
         outcome.cached = outcome.cached and reply.cached
         _add_usage(outcome.usage, reply.usage)
+        if reply.key is not None:
+            outcome.calls.append(reply.key)
         reading = prompt.kind.read(reply.text, answers, prompt.delimiters)
         if reading is not None:
             if isinstance(reading.value, bool):

@@ -40,6 +40,10 @@ def verdict_key(sample_id: str, criterion_id: str) -> str:
     return json.dumps([sample_id, criterion_id], ensure_ascii=False)
 
 
+def _keys(value: Any) -> tuple[str, ...]:
+    return tuple(k for k in value if isinstance(k, str)) if isinstance(value, list) else ()
+
+
 def _int_usage(value: Any) -> dict[str, int] | None:
     if not isinstance(value, dict):
         return None
@@ -63,6 +67,9 @@ class VerdictRecord:
     prompt: str | None = None  # the judge prompt's version it was made under
     source: str | None = None  # an imported record: the verdicts file it came from
     grade: str | float | None = None  # a categorical label or a graded number
+    # the run store's keys of the calls it took (a task's usage is read from those calls);
+    # empty in records stored before records named their calls
+    calls: tuple[str, ...] = ()
 
     @classmethod
     def judged(
@@ -78,6 +85,7 @@ class VerdictRecord:
         usage: dict[str, int],
         judge: str,
         prompt: str,
+        calls: tuple[str, ...] = (),
     ) -> VerdictRecord:
         return cls(
             met,
@@ -91,6 +99,7 @@ class VerdictRecord:
             prompt,
             None,
             grade,
+            calls,
         )
 
     @classmethod
@@ -118,6 +127,7 @@ class VerdictRecord:
             "usage": self.usage if self.usage is not None else {},
             "judge": self.judge,
             "prompt": self.prompt,
+            **({"calls": list(self.calls)} if self.calls else {}),
         }
 
     @classmethod
@@ -146,6 +156,7 @@ class VerdictRecord:
             prompt=text("prompt"),
             source=text("source"),
             grade=_grade(grade),
+            calls=_keys(value.get("calls")),
         )
 
     @property
@@ -281,19 +292,21 @@ class AnswerRecord:
     called: bool = False  # made by a chat call: its usage and finish reason are kept
     usage: dict[str, Any] | None = None  # as the reply reported it (nested details included)
     finish_reason: str | None = None
+    call: str | None = None  # the run store's key of its call (None in older records)
 
     def to_stored(self) -> dict[str, Any]:
         base: dict[str, Any] = {"model": self.model, "text": self.text, "error": self.error}
         if not self.called:
             return base
-        return {**base, "usage": self.usage, "finish_reason": self.finish_reason}
+        called = {**base, "usage": self.usage, "finish_reason": self.finish_reason}
+        return called if self.call is None else {**called, "call": self.call}
 
     @classmethod
     def from_stored(cls, value: Any) -> AnswerRecord | None:
         if not isinstance(value, dict):
             return None
         text, error, usage = value.get("text"), value.get("error"), value.get("usage")
-        finish = value.get("finish_reason")
+        finish, call = value.get("finish_reason"), value.get("call")
         return cls(
             model=str(value.get("model")),
             text=text if isinstance(text, str) else None,
@@ -301,6 +314,7 @@ class AnswerRecord:
             called="usage" in value,
             usage=usage if isinstance(usage, dict) else None,
             finish_reason=finish if isinstance(finish, str) else None,
+            call=call if isinstance(call, str) else None,
         )
 
 

@@ -40,36 +40,35 @@ output line that is not JSON) is an InputError naming the server and what was wr
 stops with every finished call stored and every batch id kept, so the same command resumes.
 Secrets: the API key goes in a header only; no URL, key or header is stored or logged.
 
-Long module: the line format, the server client and the model that uses them change together
-(a field of the output format is read in one place, whichever way the lines arrive).
+The line format is clineval.models.batch_lines, the server's Batch API clineval.models.batch_client.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import random
 import re
-import secrets
-from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, ClassVar, TypeVar
-
-import orjson
+from typing import Any, ClassVar
 
 from clineval.concurrency import RunCallState
 from clineval.errors import BatchFilesWritten, InputError
-from clineval.jsonio import JsonProblem, parse_json
-from clineval.models.chat_store import StoredChatModel, empty_reply_reason
+from clineval.models.batch_client import LOST, TERMINAL, BatchClient, BatchUnknown, poll_delays
+from clineval.models.batch_lines import (
+    FILES_META,
+    MAX_BYTES,
+    MAX_LINES,
+    LineOutcome,
+    OutputLines,
+    request_line,
+    split_lines,
+)
+from clineval.models.chat_store import StoredChatModel
 from clineval.models.http_errors import (
     AttemptFailed,
-    check_completion,
-    classify_http,
-    safe_host,
-    snippet,
 )
 from clineval.models.llm_base import ChatError, ChatRequest, request_key
 from clineval.retry import RetryPolicy
@@ -78,19 +77,10 @@ from clineval.secrets import redact
 from clineval.store import RunStore
 
 log = logging.getLogger("clineval")
-T = TypeVar("T")
 
-ENDPOINT = "/v1/chat/completions"
-MAX_LINES = 50_000  # OpenAI's limits per batch input file
-MAX_BYTES = 200 * 1024 * 1024
-TERMINAL = frozenset({"completed", "failed", "expired", "cancelled"})
-# The end of a stored batch that the server does not know (HTTP 404): treated as failed.
-LOST = "unknown to the server"
-STATUSES = TERMINAL | {"validating", "in_progress", "finalizing", "cancelling"}
+
 SETTLE_S = 0.2  # a round closes when no call came for this long
-_CHUNK = 1 << 20  # bytes of an output file read at a time
 META_PREFIX = "batch:"  # run-store meta: one record per batch (or request file) of a model
-FILES_META = "batch_files"  # keys written to request files (--batch-file-out), by file name
 
 
 @dataclass
@@ -104,362 +94,6 @@ class BatchSettings:
     settle_s: float = SETTLE_S
 
 
-def poll_delays(first: float, cap: float) -> Iterator[float]:
-    """Waits between two looks at a running batch: `first`, doubled each time, at most
-    `cap` (a batch takes minutes to hours: polling fast for ever would be rude)."""
-    delay = first
-    while True:
-        yield min(delay, cap)
-        delay = min(cap, delay * 2)
-
-
-# ---- lines -------------------------------------------------------------------------------------
-def request_line(key: str, body: dict[str, Any]) -> bytes:
-    line = {"custom_id": key, "method": "POST", "url": ENDPOINT, "body": body}
-    return orjson.dumps(line) + b"\n"
-
-
-def split_lines(lines: list[bytes], max_lines: int, max_bytes: int) -> list[list[bytes]]:
-    """Consecutive groups of at most `max_lines` lines and `max_bytes` bytes each."""
-    groups: list[list[bytes]] = []
-    current: list[bytes] = []
-    size = 0
-    for line in lines:
-        if len(line) > max_bytes:
-            raise InputError(f"a batch request line of {len(line)} bytes exceeds {max_bytes}")
-        if current and (len(current) >= max_lines or size + len(line) > max_bytes):
-            groups.append(current)
-            current, size = [], 0
-        current.append(line)
-        size += len(line)
-    if current:
-        groups.append(current)
-    return groups
-
-
-@dataclass
-class LineOutcome:
-    """One output line: the chat.completion, or the failed attempt it stands for."""
-
-    key: str
-    completion: dict[str, Any] | None = None
-    failure: AttemptFailed | None = None
-
-
-def parse_output_line(raw: bytes, where: str) -> LineOutcome:
-    """An output / error file line of the Batch API or of `vllm run-batch` (both
-    `{"custom_id", "response": {"status_code", "body"}, "error"}`; an older vLLM wrote the
-    completion itself as `response`). InputError(`where: ...`) when the line is malformed."""
-    try:
-        obj = parse_json(raw)
-    except JsonProblem:
-        raise InputError(f"{where}: not JSON: {snippet(raw, 80)}") from None
-    if not isinstance(obj, dict):
-        raise InputError(f"{where}: not a JSON object")
-    key = obj.get("custom_id")
-    if not isinstance(key, str) or not key:
-        raise InputError(f"{where}: no custom_id")
-    response, error = obj.get("response"), obj.get("error")
-    if isinstance(response, dict):
-        wrapped = "status_code" in response or "body" in response
-        status = response.get("status_code", 200) if wrapped else 200
-        body = response.get("body") if wrapped else response
-        if not isinstance(status, int) or isinstance(status, bool):
-            raise InputError(f"{where}: response.status_code is not an integer")
-        if status == 200 and error is None:
-            try:
-                completion = check_completion(body)
-            except AttemptFailed as exc:
-                raise InputError(f"{where}: {exc.message}") from None
-            empty = empty_reply_reason(completion)
-            if empty is not None:  # a failed attempt, as on the synchronous path
-                return LineOutcome(key, failure=AttemptFailed("bad_response", empty, True))
-            return LineOutcome(key, completion=completion)
-        raw_body = orjson.dumps(body if body is not None else error)
-        try:
-            classify_http(status if status != 200 else 500, None, raw_body)
-        except AttemptFailed as failure:
-            return LineOutcome(key, failure=failure)
-        raise InputError(f"{where}: status {status} and an error at once")  # pragma: no cover
-    if response is None and error is not None:
-        message = f"batch line error: {snippet(orjson.dumps(error))}"
-        return LineOutcome(key, failure=AttemptFailed("server", message, True))
-    raise InputError(f"{where}: neither a response object nor an error")
-
-
-class OutputLines:
-    """The lines of ONE output, checked by the one rule of both ways answers arrive (a
-    `--batch-file-in` file; the output and error files of one server batch): every line is a
-    well-formed output line (parse_output_line), its custom_id is a request of that output
-    (`known`: what this run directory wrote to request files, or the batch's own requests),
-    and no custom_id has two lines. InputError naming the line (`where`) otherwise."""
-
-    def __init__(self, known: Collection[str], not_known: str) -> None:
-        self._known = known
-        self._not_known = not_known  # what an unknown custom_id is not, for its message
-        self.outcomes: dict[str, LineOutcome] = {}
-        self._where: dict[str, str] = {}
-
-    def add(self, raw: bytes, where: str) -> None:
-        if not raw.strip():
-            return
-        outcome = parse_output_line(raw, where)
-        if outcome.key not in self._known:
-            raise InputError(f"{where}: custom_id {outcome.key[:80]!r} is not {self._not_known}")
-        first = self._where.get(outcome.key)
-        if first is not None:
-            raise InputError(
-                f"{where}: custom_id {outcome.key[:16]}... again (first at {first}): "
-                "one line per request"
-            )
-        self._where[outcome.key] = where
-        self.outcomes[outcome.key] = outcome
-
-    def join(self, other: OutputLines) -> None:
-        """`other`'s lines as part of this output (a batch's error file after its output
-        file): a custom_id in both is a second line for one request."""
-        for key, outcome in other.outcomes.items():
-            if key in self._where:
-                raise InputError(
-                    f"{other._where[key]}: custom_id {key[:16]}... again (first at "
-                    f"{self._where[key]}): one line per request"
-                )
-            self._where[key] = other._where[key]
-            self.outcomes[key] = outcome
-
-
-class LineSplitter:
-    """Lines (split at \\n, a trailing \\r dropped) of bytes that arrive in chunks of any
-    size: a file read or an HTTP body streamed, never held whole."""
-
-    def __init__(self) -> None:
-        self._buffer = bytearray()
-
-    def feed(self, chunk: bytes) -> Iterator[bytes]:
-        scanned = len(self._buffer)  # the part already searched holds no line end
-        self._buffer += chunk
-        start = 0
-        while (end := self._buffer.find(b"\n", max(start, scanned))) >= 0:
-            yield bytes(self._buffer[start:end]).removesuffix(b"\r")
-            start = end + 1
-        del self._buffer[:start]
-
-    def end(self) -> Iterator[bytes]:
-        if self._buffer:
-            yield bytes(self._buffer).removesuffix(b"\r")
-            self._buffer.clear()
-
-
-def read_output_file(path: str | Path, known: Collection[str]) -> OutputLines:
-    """One `--batch-file-in` file, line by line (never read whole: a file of a large round
-    is hundreds of MB), by OutputLines' rule."""
-    lines = OutputLines(known, "a request this run directory wrote (--batch-file-out)")
-    try:
-        with open(path, "rb") as fh:
-            for number, raw in enumerate(fh, start=1):
-                lines.add(raw.rstrip(b"\r\n"), f"{path}:{number}")
-    except OSError as exc:
-        raise InputError(f"--batch-file-in {path}: {exc.strerror or exc}") from None
-    return lines
-
-
-def read_outputs(paths: Iterable[str | Path], known: set[str]) -> dict[str, LineOutcome]:
-    """Every line of the output files `paths` (--batch-file-in), validated before any is
-    used (OutputLines: a known custom_id, a well-formed response, one line per request in
-    a file). InputError `FILE:LINE: ...` at the first bad line. A request written again
-    after an error line (a retry) has a line in two files: an answer wins over an error."""
-    outcomes: dict[str, LineOutcome] = {}
-    for path in paths:
-        for key, outcome in read_output_file(path, known).outcomes.items():
-            earlier = outcomes.get(key)
-            if earlier is None or earlier.completion is None:
-                outcomes[key] = outcome
-    return outcomes
-
-
-def written_keys(store: RunStore) -> set[str]:
-    """Keys this run directory wrote to request files (--batch-file-out), every round."""
-    files = store.get_meta(FILES_META) or {}
-    return {key for keys in files.values() for key in keys}
-
-
-# ---- the server --------------------------------------------------------------------------------
-class BatchUnknown(InputError):
-    """The server does not know a batch or file the run stored (HTTP 404: restarted, purged,
-    or another server at --base-url). The model treats the batch as failed (_lost)."""
-
-
-class BatchClient:
-    """/v1/files and /v1/batches of one OpenAI-compatible server, over aiohttp, each request
-    with the run's bounded retry policy."""
-
-    def __init__(
-        self, base_url: str, api_key: str | None, policy: RetryPolicy, timeout_s: float
-    ) -> None:
-        import aiohttp
-
-        self._aiohttp = aiohttp
-        self._base = base_url.rstrip("/")
-        self._host = safe_host(base_url)
-        self._policy = policy
-        self._timeout_s = timeout_s
-        self._rng = random.Random()
-        headers = {"Accept": "application/json"}
-        if api_key:
-            headers["Authorization"] = f"Bearer {api_key}"
-        self._session = aiohttp.ClientSession(
-            headers=headers,
-            cookie_jar=aiohttp.DummyCookieJar(),
-            timeout=aiohttp.ClientTimeout(total=None),
-        )
-        self.requests = 0  # HTTP requests made (the benchmark counts them)
-        self.bytes_sent = 0
-
-    async def aclose(self) -> None:
-        await self._session.close()
-
-    async def _call(
-        self, method: str, path: str, *, unknown_if_404: bool = False, **kwargs: Any
-    ) -> bytes:
-        """The reply body of one request, retried by the policy; InputError when it fails.
-        `unknown_if_404`: a 404 is BatchUnknown (a batch or file the server does not know),
-        not an error of the run."""
-
-        async def whole(response: Any) -> bytes:
-            async with asyncio.timeout(self._timeout_s):
-                return bytes(await response.read())
-
-        return await self._request(method, path, whole, unknown_if_404, **kwargs)
-
-    async def _request(
-        self,
-        method: str,
-        path: str,
-        consume: Callable[[Any], Awaitable[T]],
-        unknown_if_404: bool,
-        **kwargs: Any,
-    ) -> T:
-        """What `consume` makes of a successful reply (it reads the body within its own
-        deadline), each attempt from the start, retried by the policy."""
-        aiohttp = self._aiohttp
-        retries = 0
-        while True:
-            self.requests += 1
-            try:
-                async with contextlib.AsyncExitStack() as stack:
-                    async with asyncio.timeout(self._timeout_s):  # until the reply's head
-                        r = await stack.enter_async_context(
-                            self._session.request(method, self._base + path, **kwargs)
-                        )
-                    status, retry_after = r.status, r.headers.get("Retry-After")
-                    if status < 300:
-                        return await consume(r)
-                    async with asyncio.timeout(self._timeout_s):
-                        raw = await r.read()
-                if status == 404 and unknown_if_404:
-                    raise BatchUnknown(
-                        redact(f"batch API {self._host} {method} {path}: HTTP 404: {snippet(raw)}")
-                    )
-                classify_http(status, retry_after, raw)  # raises for every status >= 300
-            except TimeoutError:
-                failure = AttemptFailed("timeout", f"no answer within {self._timeout_s:g} s", True)
-            except (aiohttp.ClientError, OSError) as exc:
-                failure = AttemptFailed("connection", f"{type(exc).__name__}", True)
-            except AttemptFailed as exc:
-                failure = exc
-            if not failure.retryable or retries >= self._policy.max_retries:
-                raise InputError(
-                    redact(f"batch API {self._host} {method} {path}: {failure.message}")
-                )
-            await asyncio.sleep(self._policy.delay(retries, failure.retry_after, self._rng))
-            retries += 1
-
-    async def _json(
-        self, method: str, path: str, *, unknown_if_404: bool = False, **kwargs: Any
-    ) -> dict[str, Any]:
-        raw = await self._call(method, path, unknown_if_404=unknown_if_404, **kwargs)
-        try:
-            obj = parse_json(raw)
-        except JsonProblem:
-            obj = None
-        if not isinstance(obj, dict):
-            raise InputError(f"batch API {self._host} {path}: reply is not a JSON object")
-        return obj
-
-    def _checked(self, obj: dict[str, Any], path: str) -> dict[str, Any]:
-        if not isinstance(obj.get("id"), str) or obj.get("status") not in STATUSES:
-            raise InputError(
-                f"batch API {self._host} {path}: not a batch object "
-                f"(id {obj.get('id')!r:.40}, status {obj.get('status')!r:.40})"
-            )
-        return obj
-
-    async def upload(self, name: str, content: bytes) -> str:
-        # The multipart body built here, whole: a known length (no chunked upload, which some
-        # servers refuse), its boundary random.
-        boundary = f"clineval-{secrets.token_hex(12)}"
-        head = (
-            f'--{boundary}\r\nContent-Disposition: form-data; name="purpose"\r\n\r\n'
-            f'batch\r\n--{boundary}\r\nContent-Disposition: form-data; name="file"; '
-            f'filename="{name}"\r\nContent-Type: application/jsonl\r\n\r\n'
-        )
-        body = head.encode() + content + f"\r\n--{boundary}--\r\n".encode()
-        headers = {"Content-Type": f"multipart/form-data; boundary={boundary}"}
-        self.bytes_sent += len(body)
-        obj = await self._json("POST", "/files", data=body, headers=headers)
-        if not isinstance(obj.get("id"), str):
-            raise InputError(f"batch API {self._host} /files: no file id in the reply")
-        return str(obj["id"])
-
-    async def create(self, file_id: str, *, stored: bool = False) -> dict[str, Any]:
-        """A batch of the uploaded file `file_id`. `stored`: the id comes from the run store
-        (an earlier process uploaded it), so a 404 is BatchUnknown: the server lost it."""
-        body = {"input_file_id": file_id, "endpoint": ENDPOINT, "completion_window": "24h"}
-        payload = orjson.dumps(body)
-        self.bytes_sent += len(payload)
-        headers = {"Content-Type": "application/json"}
-        obj = await self._json(
-            "POST", "/batches", unknown_if_404=stored, data=payload, headers=headers
-        )
-        return self._checked(obj, "/batches")
-
-    async def get(self, batch_id: str) -> dict[str, Any]:
-        """The batch `batch_id`; BatchUnknown when the server does not know it (HTTP 404)."""
-        path = f"/batches/{batch_id}"
-        return self._checked(await self._json("GET", path, unknown_if_404=True), path)
-
-    async def find_by_input(self, file_id: str) -> dict[str, Any] | None:
-        """The batch created from `file_id`, if the server lists one (recent batches)."""
-        obj = await self._json("GET", "/batches", params={"limit": "100"})
-        for item in obj.get("data") or []:
-            if isinstance(item, dict) and item.get("input_file_id") == file_id:
-                return self._checked(item, "/batches")
-        return None
-
-    async def content_lines(
-        self, file_id: str, start: Callable[[], OutputLines], where: str
-    ) -> OutputLines:
-        """A file's lines, streamed into a fresh `start()` at each attempt (a retried
-        download starts over), `where` + " line N" naming each; never the file whole (an
-        output file may be hundreds of MB). BatchUnknown when the server does not know it."""
-
-        async def stream(response: Any) -> OutputLines:
-            lines, splitter = start(), LineSplitter()
-            number = 0
-            chunks = response.content.iter_chunked(_CHUNK)
-            while True:
-                async with asyncio.timeout(self._timeout_s):  # a deadline for each chunk
-                    chunk = await anext(chunks, None)
-                for raw in splitter.feed(chunk) if chunk is not None else splitter.end():
-                    number += 1
-                    lines.add(raw, f"{where} line {number}")
-                if chunk is None:
-                    return lines
-
-        return await self._request("GET", f"/files/{file_id}/content", stream, True)
-
-
-# ---- the model ---------------------------------------------------------------------------------
 @dataclass
 class _Pending:
     request: ChatRequest

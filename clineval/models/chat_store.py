@@ -130,7 +130,7 @@ class StoredChatModel(ABC):
         or ChatError."""
 
     @staticmethod
-    def _from_stored(stored: Mapping[str, Any], cached: bool) -> ChatResponse:
+    def _from_stored(stored: Mapping[str, Any], cached: bool, key: str) -> ChatResponse:
         resp = stored["response"]
         return ChatResponse(
             text=resp["text"],
@@ -139,6 +139,7 @@ class StoredChatModel(ABC):
             cached=cached,
             finish_reason=resp.get("finish_reason"),
             system_fingerprint=resp.get("system_fingerprint"),
+            key=key,
         )
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
@@ -147,7 +148,7 @@ class StoredChatModel(ABC):
         stored = self._store.get_call(key)
         if is_usable_stored_call(stored):
             self.stats.cache_hits += 1
-            return self._from_stored(stored, cached=True)
+            return self._from_stored(stored, cached=True, key=key)
         reused = self._store.reused_call(key)
         if reused is not None and is_usable_stored_call(reused[1]):
             return await self._reuse(key, request_json, *reused)
@@ -197,7 +198,9 @@ class StoredChatModel(ABC):
         self.stats.reused += 1
         usage = {**(stored.get("usage") or {}), REUSED_FROM: source}
         await self._writer.put((key, self.label, request_json, stored["response"], usage))
-        return self._from_stored({"response": stored["response"], "usage": usage}, cached=True)
+        return self._from_stored(
+            {"response": stored["response"], "usage": usage}, cached=True, key=key
+        )
 
     async def _record(
         self, key: str, request_json: str, request: ChatRequest, data: dict[str, Any]
@@ -217,4 +220,4 @@ class StoredChatModel(ABC):
         # The stored request is the cache payload: model label, settings, messages. No URL
         # (it may carry credentials), no headers, no key.
         await self._writer.put((key, self.label, request_json, response, usage))
-        return self._from_stored({"response": response, "usage": usage}, cached=False)
+        return self._from_stored({"response": response, "usage": usage}, cached=False, key=key)

@@ -324,7 +324,8 @@ async def _batch_model(
 ) -> AsyncIterator[ChatModel]:
     """The BatchChatModel of `spec` (clineval.models.batch): its server's Batch API with
     --batch, else only files (--batch-file-out / --batch-file-in, no server needed)."""
-    from clineval.models.batch import BatchChatModel, BatchClient, BatchSettings
+    from clineval.models.batch import BatchChatModel, BatchSettings
+    from clineval.models.batch_client import BatchClient
     from clineval.models.http_chat import chat_body
 
     run = runtime.settings

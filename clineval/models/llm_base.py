@@ -76,6 +76,9 @@ class ChatResponse:
     cached: bool = False
     finish_reason: str | None = None
     system_fingerprint: str | None = None
+    # the call's key in the run store: a record names the calls it came from, so that its
+    # task's usage is read from the stored calls, as the run's is (models.usage.task_usage)
+    key: str | None = None
 
 
 class ChatError(Exception):

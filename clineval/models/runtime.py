@@ -43,7 +43,7 @@ class ModelRuntime:
         """--batch-file-in: custom_id -> LineOutcome of every output line, each line checked
         against the request files this run directory wrote (InputError FILE:LINE)."""
         if self._imports is None:
-            from clineval.models.batch import read_outputs, written_keys
+            from clineval.models.batch_lines import read_outputs, written_keys
 
             files = list(self.settings.batch_file_in)
             self._imports = read_outputs(files, written_keys(self.store)) if files else {}

@@ -336,3 +336,18 @@ def run_usage(store: Any, price_table: str | Path | None = None) -> dict[str, An
     """Usage + estimated cost of every call in a run store (`RunStore`)."""
     prices = load_price_table(price_table)
     return summarize_usage(store.call_usage(), prices)
+
+
+def task_usage(
+    store: Any,
+    keys: Iterable[str],
+    unkeyed: Iterable[tuple[str, Mapping[str, Any] | None]] = (),
+    price_table: str | Path | None = None,
+) -> dict[str, Any]:
+    """Usage + estimated cost of one task's calls: the stored calls its records name by key
+    (`keys`), each once, read from the run store exactly as `run_usage` reads them for the
+    manifest, so a call reused from another run (`--reuse`) is `reused_calls` and costs
+    nothing in both. `unkeyed`: (model, usage) of records stored before records named
+    their calls, counted from their own usage as those runs did."""
+    calls = store.call_usage_of(set(keys))
+    return summarize_usage([*calls, *unkeyed], load_price_table(price_table))

@@ -7,9 +7,10 @@ read (or belongs to another task) adds nothing, as any missing piece of a run do
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from clineval.errors import InputError
+from clineval.jsonio import read_json_file
 from clineval.report.rundata import RunData
 from clineval.report.sections_common import table_block
 
@@ -46,8 +47,8 @@ def _rows(figures: dict[str, Any], columns: list[str]) -> list[list[str]]:
 def agreement_blocks(run: RunData, task: str) -> list[dict[str, Any]]:
     """Table blocks for `task` when judge-agreement was run on it; [] otherwise."""
     try:
-        data = json.loads((run.path / FILE).read_text("utf-8"))
-    except (OSError, ValueError):
+        data = read_json_file(run.path / FILE, "judge agreement file")
+    except InputError:
         return []
     if not isinstance(data, dict) or data.get("task") != task:
         return []

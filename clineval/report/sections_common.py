@@ -9,11 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from clineval.benchmarks.answer_checks import NOTE_KEY as ANSWERS_NOTE
 from clineval.benchmarks.declaration import MetricSchema
 from clineval.report.rundata import RunData, finite_number, interval_of, is_fixture_task
 from clineval.secrets import redact
 
-NOTE_KEYS = ("data_note", "note", "warning")
+# result keys holding a sentence a reader must see: in the report and at the end of a run
+NOTE_KEYS = ("data_note", "note", "warning", ANSWERS_NOTE)
 
 
 def format_value(key: str, value: float | int, digits: int | None = None) -> str:
@@ -312,20 +314,42 @@ def settings(run: RunData) -> dict[str, Any]:
     }
 
 
+def _file_stem(path: str) -> str:
+    stem = path.rstrip("/").rsplit("/", 1)[-1]
+    for suffix in (".gguf", ".jsonl", ".json"):
+        stem = stem.removesuffix(suffix)
+    return stem
+
+
+def _per_task_files(name: str) -> list[tuple[str, str]] | None:
+    """`TASK=FILE,TASK=FILE` (one file per task) as (task, file) pairs; None for anything
+    else. A task name holds no "/" (a path or a URL's query before its "=" does)."""
+    if "=" not in name:
+        return None
+    pairs = [
+        (task.strip(), file.strip())
+        for task, _, file in (i.partition("=") for i in name.split(","))
+    ]
+    if all(task and file and "/" not in task for task, file in pairs):
+        return pairs
+    return None
+
+
 def short_model_label(spec: str) -> str:
     """A model spec as a reader names it: a file path becomes its file name without the
-    extension (`llamacpp:/models/x/SmolLM2.gguf` -> `llamacpp:SmolLM2`); the full spec stays
-    in the settings table."""
+    extension (`llamacpp:/models/x/SmolLM2.gguf` -> `llamacpp:SmolLM2`), each task's file
+    when each task has its own (`predictions:ner:ncbi=/p/a.jsonl,ner:chia=/p/b.jsonl` ->
+    `predictions:ner:ncbi=a, ner:chia=b`); the full spec stays in the settings table."""
     backend, sep, name = spec.partition(":")
     if not sep or "/" not in name:
         return redact(spec)
+    per_task = _per_task_files(name)
+    if per_task is not None:
+        return redact(f"{backend}:" + ", ".join(f"{t}={_file_stem(f)}" for t, f in per_task))
     address = ""
     if "@" in name and "://" in name.split("@", 1)[1]:
         name, address = name.split("@", 1)
-    stem = name.rstrip("/").rsplit("/", 1)[-1]
-    for suffix in (".gguf", ".jsonl", ".json"):
-        stem = stem.removesuffix(suffix)
-    return redact(f"{backend}:{stem}" + (f"@{address}" if address else ""))
+    return redact(f"{backend}:{_file_stem(name)}" + (f"@{address}" if address else ""))
 
 
 def base_section(

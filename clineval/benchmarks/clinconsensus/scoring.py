@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from clineval.benchmarks.answer_checks import add_answer_checks
 from clineval.benchmarks.base import RunContext, TaskResult
 from clineval.benchmarks.clinconsensus.cases import RUBRICS_PER_CASE, Case
 from clineval.benchmarks.clinconsensus.common import TASK, Data
@@ -44,7 +45,7 @@ from clineval.benchmarks.judged import (
 )
 from clineval.judge.ensemble import aggregate, agreement_table, count_ties
 from clineval.judge.verdict import AnswerRecord, VerdictRecord, VerdictRow, verdict_key
-from clineval.models.usage import load_price_table, summarize_usage
+from clineval.models.usage import task_usage
 
 SLICE_FIELDS = ("difficulty", "subject", "task", "user_role")
 # The official slices (the authors' script groups by each subject label): a case counts in
@@ -119,11 +120,16 @@ def _slices(cases: list[Case], s: NDArray[np.int64], n: int, ks: tuple[int, ...]
 def _usage(
     ctx: RunContext, answers: list[AnswerRecord], verdicts: list[VerdictRecord]
 ) -> dict[str, Any]:
-    """Tokens of this task's stored answers and verdicts ("calls" counts those records; a
-    verdict's tokens include its retries)."""
-    calls = [(r.model, r.usage) for r in answers if r.usage is not None]
-    calls += [(str(v.judge), v.usage) for v in verdicts if v.usage is not None]
-    return summarize_usage(calls, load_price_table(ctx.config.price_table))
+    """Tokens and cost of the calls this task's answers and verdicts were made by, read from
+    the run store's calls as the manifest's usage is (a reused call is counted as reused);
+    records stored before they named their calls count by their own usage."""
+    keys = [r.call for r in answers if r.call is not None]
+    keys += [key for v in verdicts for key in v.calls]
+    unkeyed: list[tuple[str, dict[str, Any] | None]] = [
+        (r.model, r.usage) for r in answers if r.call is None and r.usage is not None
+    ]
+    unkeyed += [(str(v.judge), v.usage) for v in verdicts if not v.calls and v.usage is not None]
+    return task_usage(ctx.store, keys, unkeyed, ctx.config.price_table)
 
 
 def evaluate(ctx: RunContext, data: Data) -> TaskResult:
@@ -190,6 +196,7 @@ def evaluate(ctx: RunContext, data: Data) -> TaskResult:
     if not from_file:
         judged = [r for recs in stored.values() for r in recs.values()]
         metrics["usage"] = _usage(ctx, list(answers.values()), judged)
+        add_answer_checks(metrics, (answers.get(c.case_id) for c in cases))
 
     # Sample rows cover every case, those without a candidate answer included (a browser of
     # the run must show them), with their primary verdict rows left empty.
@@ -200,8 +207,8 @@ def evaluate(ctx: RunContext, data: Data) -> TaskResult:
     samples = _samples(data, list(cases), stored, answers, full, primary_label, full_complete)
     errors: list[str] = []
     warnings: list[str] = []
-    if metrics["candidate_errors"]:
-        errors.append(f"{metrics['candidate_errors']} case(s) got no candidate answer")
+    # a case without an answer fails the run, as every benchmark's (benchmarks.missing)
+    absent = [c.case_id for c, ok in zip(cases, answered, strict=True) if not ok]
     # The bound holds for the primary figures AND for each judge of a panel.
     bounded = {"": headline, **{f" of {k}": v for k, v in metrics.get("per_judge", {}).items()}}
     errors += error_rate_failures(config.max_judge_error_rate, bounded)
@@ -216,7 +223,9 @@ def evaluate(ctx: RunContext, data: Data) -> TaskResult:
             errors.append(hint)
         else:  # under the bound the run succeeds, but the empty figures still need a reason
             warnings.append(hint)
-    return TaskResult(metrics=metrics, samples=samples, errors=errors, warnings=warnings)
+    return TaskResult(
+        metrics=metrics, samples=samples, errors=errors, warnings=warnings, missing=absent
+    )
 
 
 def judge_errors_hint(

@@ -294,11 +294,11 @@ class NerTask(Task[NerData]):
         stored = ctx.store.records(self.name, PREDICTION)
         preds: list[list[Span]] = []
         model_tokens: list[list[tuple[int, int]]] | None = []
-        missing = 0
+        absent: list[str] = []  # no prediction: scored as empty, and the run fails
         for doc in data.documents:
             record = stored.get(doc.id)
             if record is None or record.get("missing"):
-                missing += 1
+                absent.append(doc.id)
             preds.append(spans_from_json(record["entities"]) if record else [])
             tokens = (record or {}).get("model_tokens")
             if tokens is None or model_tokens is None:
@@ -307,9 +307,9 @@ class NerTask(Task[NerData]):
                 model_tokens.append([(int(s), int(e)) for s, e in tokens])
         use_model_tokens = _model_tokenizer(ctx)
         if use_model_tokens and model_tokens is None:
-            if ctx.backend.kind is ModelKind.CHECKPOINT and missing:
+            if ctx.backend.kind is ModelKind.CHECKPOINT and absent:
                 raise InputError(
-                    f"--option {TOKENIZER_OPTION}=model: {missing} document(s) have no stored "
+                    f"--option {TOKENIZER_OPTION}=model: {len(absent)} document(s) have no stored "
                     f"prediction of {ctx.model.label}, so their model tokens are unknown; run "
                     "the same `clineval run` again to predict them"
                 )
@@ -323,7 +323,7 @@ class NerTask(Task[NerData]):
             self.types,
             model_tokens=model_tokens if use_model_tokens else None,
         )
-        metrics["missing_predictions"] = missing
+        metrics["missing_predictions"] = len(absent)
         metrics["model"] = ctx.model.label
         if ctx.backend.is_chat:
             # Replies without usable JSON score as empty predictions; say how many there were.
@@ -338,7 +338,7 @@ class NerTask(Task[NerData]):
                         for key in ("raw_output", "parse", "not_found")
                         if key in record
                     }
-        return TaskResult(metrics=metrics, samples=samples)
+        return TaskResult(metrics=metrics, samples=samples, missing=absent)
 
 
 # Largest training sets first, so that two workers finish close together.

@@ -23,7 +23,6 @@ METRICS = MetricSchema(
                    per_sample="correct"),
         MetricSpec("invalid_rate", "share of questions without a readable answer", False),
         MetricSpec("n", "questions scored", count=True),
-        MetricSpec("n_missing", "questions the model gave no answer to", False, False, True),
     )
 )  # fmt: skip
 
@@ -34,7 +33,6 @@ class McqMetricsView(MetricsView):
     accuracy: float | None
     invalid_rate: float | None
     n: int | None
-    n_missing: int | None
     accuracy_ci: tuple[float, float] | None
     invalid_rate_ci: tuple[float, float] | None
 

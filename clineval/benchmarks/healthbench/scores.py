@@ -1,0 +1,96 @@
+"""HealthBench's figures as the authors' code computes them (pure functions; each defined in
+docs/metrics.md, "HealthBench", with where clineval departs from the authors)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from clineval.benchmarks import bootstrap_indices, percentile_interval, pooled_balanced_f1
+
+RESAMPLES = 1000  # the authors' count
+
+
+def points_score(points: Sequence[float], met: Sequence[float]) -> float | None:
+    """Points met (negatives included) over positive points, unclipped (None: none positive)."""
+    possible = sum(p for p in points if p > 0)
+    return sum(p for p, m in zip(points, met, strict=True) if m) / possible if possible else None
+
+
+def example_figures(
+    tags: Sequence[str], criteria: Sequence[Any], met: Sequence[float]
+) -> dict[str, float]:
+    """One example's tag figures: each example tag its score; each rubric tag the score over
+    its own criteria (`.points`, `.tags`), left out where they have no positive points."""
+    out = dict.fromkeys(tags, points_score([c.points for c in criteria], met))
+    for tag in dict.fromkeys(t for c in criteria for t in c.tags):
+        chosen = [(c.points, m) for c, m in zip(criteria, met, strict=True) if tag in c.tags]
+        score = points_score([p for p, _ in chosen], [m for _, m in chosen])
+        if score is not None:
+            out[tag] = score
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def clipped_stats(values: Sequence[float], seed: int, per_sample: bool = False) -> dict[str, Any]:
+    """{mean, bootstrap_std, ci, n}: the clipped mean of `values` and its bootstrap (seeded
+    where the authors' draws are not). `per_sample`: each value clipped first (inspect_evals)."""
+    data = np.asarray(values, dtype=np.float64)
+    data = np.clip(data, 0.0, 1.0) if per_sample else data
+    if data.size == 0:
+        return {"mean": None, "bootstrap_std": None, "ci": None, "n": 0}
+    means = np.clip(data[bootstrap_indices(data.size, RESAMPLES, seed)].mean(axis=1), 0.0, 1.0)
+    return {
+        "mean": float(np.clip(data.mean(), 0.0, 1.0)),
+        "bootstrap_std": float(np.std(means)),
+        "ci": list(percentile_interval(means)),
+        "n": int(data.size),
+    }
+
+
+def agreement(pairs: Sequence[tuple[bool, bool]]) -> dict[str, Any]:
+    """The pooled balanced F1 of (rater, other) pairs (None: a class's F1 is undefined) and
+    the authors' count: per class the pairs where either side said it, summed over both
+    classes (the pairs plus their disagreements)."""
+    value = pooled_balanced_f1(pairs)
+    n = len(pairs) + sum(own != other for own, other in pairs)
+    return {"balanced_f1": None if math.isnan(value) else value, "n": n}
+
+
+def physician_figures(
+    rows: Sequence[tuple[Sequence[str], Sequence[bool], str]],
+) -> dict[str, dict[str, Any]]:
+    """Each physician's leave-one-out balanced F1 against the other physicians' labels on the
+    same rows ((physician ids, labels, category) per row), overall and per category."""
+    pooled: dict[str, list[tuple[bool, bool]]] = {}
+    by_category: dict[str, dict[str, list[tuple[bool, bool]]]] = {}
+    for ids, labels, category in rows:
+        for i, (who, own) in enumerate(zip(ids, labels, strict=True)):
+            pairs = [(own, other) for j, other in enumerate(labels) if j != i]
+            pooled.setdefault(who, []).extend(pairs)
+            by_category.setdefault(who, {}).setdefault(category, []).extend(pairs)
+    return {
+        who: {
+            **agreement(pairs),
+            "by_category": {c: agreement(p) for c, p in sorted(by_category[who].items())},
+        }
+        for who, pairs in sorted(pooled.items())
+    }
+
+
+def weighted_mean(figures: Mapping[str, Mapping[str, Any]]) -> float | None:
+    """The n-weighted mean of the physicians' balanced F1 (the authors' analysis notebook)."""
+    known = [(f["balanced_f1"], f["n"]) for f in figures.values() if f["balanced_f1"] is not None]
+    total = sum(n for _, n in known)
+    return sum(v * n for v, n in known) / total if total else None
+
+
+def percentile_among(value: float | None, others: Iterable[float | None]) -> float | None:
+    """The percentage of `others` below `value`, ties half (percentileofscore, kind="mean")."""
+    known = [o for o in others if o is not None]
+    if value is None or not known:
+        return None
+    below = sum(o < value for o in known) + sum(o == value for o in known) / 2
+    return 100.0 * below / len(known)

@@ -1,0 +1,137 @@
+"""A HealthBench-shaped run at full size: 5,000 SYNTHETIC examples with 48,562 rubric criteria
+(the published counts), graded by the local stub judge, then the same run from stored calls.
+
+    .venv/bin/python -m perf.bench_healthbench [--examples 5000] [--criteria 48562]
+        [--concurrency 256] [--latency 0.0]
+
+The examples are SYNTHETIC, in the authors' layout: the fixture's four examples repeated under
+new ids with a distinct first turn each, their rubrics cycled to reach the criteria count,
+tags of the real shape (7 themes, 5 axes, 2 levels, cluster tags on some). Only their shape
+matters to the flow. Each phase is its own process (`clineval.cli.main` in-process there),
+so its wall time, CPU time and peak memory are its own:
+
+  run      the first run: 5,000 candidate calls, then one judge call per criterion against
+           tests/llm_stub_server.py (in its own process), evaluate, run files
+  rerun    the same command on the same run directory: every call stored, 0 HTTP requests
+  score    `clineval score` (evaluate only: the authors' figures and 1,000-resample bootstraps
+           for every tag)
+  report   `clineval report` (its size is printed)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from llm_stub_server import StubServer
+
+THEMES = ("emergency_referrals", "hedging", "global_health", "context_seeking",
+          "communication", "health_data_tasks", "complex_responses")  # fmt: skip
+AXES = ("accuracy", "completeness", "context_awareness", "communication_quality",
+        "instruction_following")  # fmt: skip
+
+
+def write_examples(path: Path, n_examples: int, n_criteria: int) -> Path:
+    from clineval.benchmarks.healthbench.data import FIXTURES
+
+    base = [json.loads(line) for line in FIXTURES[False].read_text("utf-8").splitlines()]
+    pool = [r for e in base for r in e["rubrics"]]
+    per, extra = divmod(n_criteria, n_examples)
+    with open(path, "w", encoding="utf-8") as fh:
+        for i in range(n_examples):
+            row = json.loads(json.dumps(base[i % len(base)]))
+            row["prompt_id"] = f"synthetic-{i:05d}"
+            row["prompt"][-1]["content"] = f"SYNTHETIC {i}: " + row["prompt"][-1]["content"]
+            rubrics = []
+            for j in range(per + (i < extra)):
+                rubric = dict(pool[(i + j) % len(pool)])
+                cluster = [f"cluster:synthetic_{j % 34}"] if j == 0 and i % 3 == 0 else []
+                level = "level:cluster" if cluster else "level:example"
+                rubric["tags"] = [level, f"axis:{AXES[(i + j) % len(AXES)]}", *cluster]
+                rubric["criterion"] = f"{rubric['criterion']} (synthetic {j})"
+                rubrics.append(rubric)
+            rubrics[0]["points"] = abs(rubrics[0]["points"]) or 1  # a positive one always
+            row["rubrics"] = rubrics
+            row["example_tags"] = [f"theme:{THEMES[i % len(THEMES)]}",
+                                   f"physician_agreed_category:synthetic_{i % 11}"]  # fmt: skip
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+    return path
+
+
+def phase(argv: list[str]) -> None:
+    """One phase, in this (child) process: prints {wall, cpu, peak_mb, code}."""
+    from clineval.cli import main
+
+    start = time.perf_counter()
+    code = main(["--quiet", *argv])
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    wall = time.perf_counter() - start
+    cpu = usage.ru_utime + usage.ru_stime
+    print(json.dumps({"wall": wall, "cpu": cpu, "peak_mb": usage.ru_maxrss / 1024, "code": code}))
+
+
+def child(argv: list[str]) -> dict[str, Any]:
+    cmd = [sys.executable, "-m", "perf.bench_healthbench", "--phase", json.dumps(argv)]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    lines = [line for line in out.stdout.splitlines() if line.startswith('{"wall"')]
+    if not lines:
+        raise SystemExit(out.stderr[-2000:])
+    return dict(json.loads(lines[-1]))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--examples", type=int, default=5000)
+    ap.add_argument("--criteria", type=int, default=48562)
+    ap.add_argument("--concurrency", type=int, default=256)
+    ap.add_argument("--latency", type=float, default=0.0)
+    ap.add_argument("--phase", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.phase:
+        phase(json.loads(args.phase))
+        return
+    with tempfile.TemporaryDirectory() as tmp, StubServer(latency=args.latency) as stub:
+        cases = write_examples(Path(tmp) / "synthetic.jsonl", args.examples, args.criteria)
+        out = Path(tmp) / "run"
+        run = ["run", "healthbench", "--model", f"openai:cand@{stub.base_url}", "--judge",
+               f"openai:judge@{stub.base_url}", "--option", f"healthbench.cases={cases}",
+               "--concurrency", str(args.concurrency), "-o", str(out)]  # fmt: skip
+        calls = args.examples + args.criteria
+        rows = []
+        for name, argv in (
+            ("run", run),
+            ("rerun", run),
+            ("score", ["score", str(out)]),
+            ("report", ["report", str(out), "-o", str(out / "report.html")]),
+        ):
+            before = stub.stats()["requests"]
+            got = child(argv)
+            got["http"] = stub.stats()["requests"] - before
+            rows.append((name, got))
+        results = json.loads((out / "results.json").read_text())["healthbench"]
+        size = (out / "report.html").stat().st_size
+        samples = (out / "samples.jsonl").stat().st_size
+    size_text = f"{args.examples:,} examples, {args.criteria:,} criteria, {calls:,} calls"
+    print(f"{size_text} (SYNTHETIC), concurrency {args.concurrency}, latency {args.latency} s")
+    print("| phase | wall | CPU | CPU per call | peak RSS | HTTP requests | exit |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for name, got in rows:
+        per = f"{1000 * got['cpu'] / calls:.3f} ms"
+        print(f"| {name} | {got['wall']:.1f} s | {got['cpu']:.1f} s | {per} | "
+              f"{got['peak_mb']:.0f} MB | {got['http']:,} | {got['code']} |")  # fmt: skip
+    n_tags = sum(1 for k in results if k.endswith(":n_samples")) - 1
+    print(f"report {size / 1e6:.1f} MB, samples.jsonl {samples / 1e6:.1f} MB, "
+          f"{n_tags} tag figures, judge errors {results['judge_errors']}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
