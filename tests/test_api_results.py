@@ -21,13 +21,14 @@ import pytest
 import clineval
 from clineval.benchmarks.clinconsensus import ClinConsensusMetricsView
 from clineval.benchmarks.clinconsensus.cases import fixture_path
-from clineval.benchmarks.declaration import Benchmark, MetricSchema
+from clineval.benchmarks.declaration import Benchmark
 from clineval.benchmarks.healthbench import HealthBenchMetaEvalMetricsView, HealthBenchMetricsView
 from clineval.benchmarks.ner import NerMetricsView
 from clineval.benchmarks.registry import benchmark_of
 from clineval.benchmarks.results_view import MetricsView, attribute_key, view_attributes
 from clineval.benchmarks.tcm_sd import TcmSdMetricsView
 from clineval.errors import InputError
+from clineval.metrics.schema import MetricSchema
 
 REPO = Path(__file__).resolve().parents[1]
 VIEWS = {  # each family's view, by the family's first task

@@ -44,7 +44,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
      "clineval.benchmarks.missing", "clineval.benchmarks.answer_checks",
      "clineval.benchmarks.results_view", "clineval.benchmarks.judged",
      "clineval.benchmarks.judged_flow", "clineval.benchmarks.judged_task",
-     "clineval.benchmarks.judged_pairwise", "clineval.plan", "clineval.reportkit"),
+     "clineval.benchmarks.judged_pairwise", "clineval.benchmarks.finished_runs",
+     "clineval.plan", "clineval.reportkit"),
     # 4 the benchmark packages
     ("clineval.benchmarks",),
     # 5 the rooms that use every benchmark through the registry: the report and compare
@@ -73,6 +74,7 @@ BENCHMARK_KIT = (
     "clineval.benchmarks.judged_flow",
     "clineval.benchmarks.judged_task",
     "clineval.benchmarks.judged_pairwise",
+    "clineval.benchmarks.finished_runs",
 )
 REGISTRY = "clineval.benchmarks.registry"
 # Known exceptions, each with its reason; any other import across the lines fails.
@@ -513,7 +515,11 @@ def test_the_model_layer_rules_can_fail() -> None:
 # generic Agent Skill) are documentation, like docstrings, and are not scanned.
 
 FAMILY_PACKAGES = PACKAGE / "benchmarks"
-EXAMPLE_FOLDERS = (EXAMPLES / "plugin-benchmark", EXAMPLES / "plugin-judged")
+EXAMPLE_FOLDERS = (
+    EXAMPLES / "plugin-benchmark",
+    EXAMPLES / "plugin-judged",
+    EXAMPLES / "plugin-pairwise",
+)
 UNSCANNED_SUFFIXES = {".md", ".pyc", ".typed"}
 
 # Generic text that may name a benchmark, each with why: {(file under clineval/, fragment of the
@@ -524,6 +530,10 @@ NAMES_ALLOWED: dict[tuple[str, str | None], str] = {
     # the agreement statistic judge-agreement reports is the one HealthBench's meta-eval names
     ("judge_agreement.py", '"balanced_f1"'): "a generic agreement statistic",
     ("report/agreement_section.py", '"balanced_f1"'): "the same statistic, shown",
+    # `clineval head-to-head` is the front door of the head-to-head task: it writes the pairs
+    # file that task reads and hands the rest to `run`, so it names the task it runs.
+    ("cli/head_to_head.py", None): "the command that runs the head-to-head task",
+    ("cli/__init__.py", "import clineval.cli.head_to_head"): "its registration",
     # The command line's own help: the product's one-line description and the examples of
     # `run --help` / `score --help` name the built-in benchmarks a user has, as the README does.
     ("cli/app.py", "Evaluate models on Clinical NER (NCER), TCM-SD and ClinConsensus."): "product",

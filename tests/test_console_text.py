@@ -1,7 +1,7 @@
 """User text printed through rich is shown as it is: `[...]` is no markup, `:name:` no emoji.
 
-The commands are real (`python -m clineval` subprocesses, their stdout and stderr as a user sees
-them): a run into `out[/i]run` finished, then ended in `internal error: MarkupError`; a model
+The commands are the real ones (`clineval.cli.main` in process, their stdout and stderr as
+printed): a run into `out[/i]run` finished, then ended in `internal error: MarkupError`; a model
 `openai:x[bold]y` was shown as `openai:xy` and `openai:smile:` as a smiling face. The root is
 clineval.console.make_console, the one way to make a Console; the last test holds every module
 to it.
@@ -10,10 +10,9 @@ to it.
 from __future__ import annotations
 
 import ast
-import subprocess
 from pathlib import Path
 
-from cli_process import clineval_process
+from cli_inprocess import Done, clineval_inprocess
 from test_run_directory import FIXTURE, _run_args, _verdicts
 
 PACKAGE = Path(__file__).resolve().parents[1] / "clineval"
@@ -23,8 +22,8 @@ ROOT = PACKAGE.parent
 HOSTILE = "out[/i]run[bold]x:smile:"
 
 
-def _clineval(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return clineval_process(*argv, cwd=cwd, env={"COLUMNS": "200"})
+def _clineval(*argv: str, cwd: Path) -> Done:
+    return clineval_inprocess(*argv, cwd=cwd, env={"COLUMNS": "200"})
 
 
 def test_a_run_report_and_dry_run_print_a_hostile_directory_as_it_is(tmp_path: Path) -> None:

@@ -211,7 +211,8 @@ def test_every_shipped_reference_resolves_and_fits(with_examples: list[Benchmark
 
 def test_each_package_pins_only_its_own_data_files() -> None:
     """A benchmark package's data manifest lists files of its own tasks, under its data folder
-    (the generic loader reads them all by the package layout)."""
+    (the generic loader reads them all by the package layout). A benchmark without data of its
+    own (head-to-head reads finished runs) ships none."""
     from clineval.data.checksums import MANIFEST_NAME, load_manifest
 
     pinned = 0
@@ -219,8 +220,9 @@ def test_each_package_pins_only_its_own_data_files() -> None:
         package = REPO / "clineval" / "benchmarks" / bench.family.replace("-", "_")
         if not (package / MANIFEST_NAME).is_file():
             # pins nothing in a package manifest: HealthBench's data has no published hash
-            # (pinned by its first fetch), its grader template's pin is in its official.py
-            assert bench.family.startswith("healthbench"), bench.family
+            # (pinned by its first fetch), its grader template's pin is in its official.py;
+            # head-to-head has no data of its own (it reads finished runs)
+            assert bench.family.startswith("healthbench") or not bench.data_sources, bench.family
             continue
         manifest = json.loads((package / MANIFEST_NAME).read_text(encoding="utf-8"))["files"]
         assert {row["group"] for row in manifest} <= {bench.family, *bench.tasks}, bench.family

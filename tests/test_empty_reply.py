@@ -7,9 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -17,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_inprocess import Done, clineval_inprocess
 from llm_stub_server import StubServer, completion
 from run_probe import stored_stub_keys
 
@@ -161,18 +159,16 @@ def stub() -> Iterator[StubServer]:
         yield server
 
 
-def _run(stub: StubServer, out: Path) -> subprocess.CompletedProcess[str]:
-    command = [
-        *(sys.executable, "-m", "clineval", "--quiet", "run", "clinconsensus"),
-        *("--model", f"openai:cand@{stub.base_url}"),
+def _run(stub: StubServer, out: Path) -> Done:
+    """The run in process: what is checked is what is sent and stored, not the process."""
+    return clineval_inprocess(
+        *("run", "clinconsensus", "--model", f"openai:cand@{stub.base_url}"),
         *("--option", "clinconsensus.cases=fixture", "--limit", "1"),
         *("--option", "clinconsensus.max_criteria=1"),  # one answer and one verdict
         *("--max-retries", "2", "--max-judge-error-rate", "1"),
         *("--option", "llm.backoff_base_s=0.01", "--option", "llm.backoff_max_s=0.02"),
         *("--output-dir", str(out)),
-    ]
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    )
 
 
 @pytest.mark.parametrize("who", ["judge", "candidate"])

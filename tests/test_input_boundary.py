@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_inprocess import Done, clineval_inprocess
 from llm_stub_server import StubServer
 
 from clineval.benchmarks.base import RunContext
@@ -279,12 +280,13 @@ def test_a_run_whose_replies_cannot_be_parsed_fails_those_calls_only(
 
 
 # ---- input files through the command line ---------------------------------------------------
-def _clineval(*args: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "clineval", "--quiet", *args]
-    return subprocess.run(command, capture_output=True, text=True, timeout=120)
+# In process: what is checked is the command's answer to a file, not how a process starts
+# (the runs above are the subprocess ones).
+def _clineval(*args: str) -> Done:
+    return clineval_inprocess(*args)
 
 
-def _one_error_line(done: subprocess.CompletedProcess[str]) -> str:
+def _one_error_line(done: Done) -> str:
     assert done.returncode == 2, done.stderr[-3000:]
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("error: "), done.stderr[-3000:]
     return done.stderr.rstrip("\n")

@@ -1,17 +1,16 @@
 """A judge flag (or another setting one benchmark owns: `Benchmark.run_settings`) given to a
 run whose tasks never read it is refused as an unknown option is: one `error:` line naming
 the flag and the tasks, exit 2, nothing created, with `--dry-run` too. A run with a judged
-task still takes it. Real `python -m clineval` subprocesses, a real stub server."""
+task still takes it. The commands run in process (`clineval.cli.main`), with a real stub server."""
 
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cli_process import clineval_process
+from cli_inprocess import Done, clineval_inprocess
 from llm_stub_server import StubServer
 
 from clineval.benchmarks.registry import benchmarks
@@ -22,8 +21,8 @@ OPENAI_NER = ["ner:ncbi", "-m", "openai:m@http://127.0.0.1:1/v1"]
 JUDGE_URL = ["--judge-base-url", "http://127.0.0.1:2/v1"]
 
 
-def _clineval(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return clineval_process(*args, cwd=cwd)
+def _clineval(*args: str, cwd: Path) -> Done:
+    return clineval_inprocess(*args, cwd=cwd)
 
 
 @pytest.mark.parametrize("dry_run", [False, True])

@@ -129,6 +129,20 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return site
 
 
+@pytest.fixture(scope="module")
+def calm_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The plugins that print or whose task or section breaks, without the ones that hang or
+    end the import child: the runs a test reads are made here, where each costs one probing
+    child and no bounded wait. The commands under test still meet every plugin (`site`)."""
+    calm = tmp_path_factory.mktemp("calm")
+    _plugin(calm, "good-toy", "good_toy", _toy("good-toy", before="print('hello from good-toy')\n"
+            "import sys; print('noise on stderr', file=sys.stderr)"))  # fmt: skip
+    raw = "import os\nos.write(1, b'raw bytes on fd 1\\n'); os.write(2, b'raw bytes on fd 2\\n')"
+    _plugin(calm, "writes-fd", "writes_fd", _toy("fd-toy", before=raw))
+    _plugin(calm, "bad-section", "bad_section", _toy("bad-section") + BROKEN_SECTION)
+    return calm
+
+
 def test_tasks_lists_every_benchmark_that_works(site: Path, tmp_path: Path) -> None:
     started = time.monotonic()
     done = _cli(site, "tasks", cwd=tmp_path)
@@ -192,11 +206,11 @@ def _predictions(path: Path, answers: dict[str, str]) -> Path:
     return path
 
 
-def test_runs_and_compare_csv_stay_clean(site: Path, tmp_path: Path) -> None:
+def test_runs_and_compare_csv_stay_clean(site: Path, calm_site: Path, tmp_path: Path) -> None:
     a = _predictions(tmp_path / "a.jsonl", {"s1": "A", "s2": "B", "s3": "A", "s4": "A"})
     b = _predictions(tmp_path / "b.jsonl", {"s1": "B", "s2": "B", "s3": "A", "s4": "A"})
     for name, file in (("a", a), ("b", b)):
-        done = _cli(site, "run", "good-toy", "--model", f"predictions:{file}",
+        done = _cli(calm_site, "run", "good-toy", "--model", f"predictions:{file}",
                     "--output-dir", str(tmp_path / name), cwd=tmp_path)  # fmt: skip
         assert done.returncode == 0, done.stderr
         assert "noise from evaluate" not in done.stdout and "noise from evaluate" in done.stderr
@@ -229,10 +243,12 @@ def test_an_exception_in_a_plugins_task_names_task_and_package(site: Path, tmp_p
     )
 
 
-def test_a_plugins_report_section_that_raises_is_one_line(site: Path, tmp_path: Path) -> None:
+def test_a_plugins_report_section_that_raises_is_one_line(
+    site: Path, calm_site: Path, tmp_path: Path
+) -> None:
     file = _predictions(tmp_path / "p.jsonl", {"s1": "A", "s2": "B", "s3": "A", "s4": "B"})
     out = tmp_path / "run"
-    done = _cli(site, "run", "bad-section", "--model", f"predictions:{file}", "--output-dir",
+    done = _cli(calm_site, "run", "bad-section", "--model", f"predictions:{file}", "--output-dir",
                 str(out), cwd=tmp_path)  # fmt: skip
     assert done.returncode == 0, done.stderr
     made = _cli(site, "report", str(out), "-o", str(tmp_path / "r.html"), cwd=tmp_path)

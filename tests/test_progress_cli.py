@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli_inprocess import clineval_inprocess
 from llm_stub_server import StubServer
 
 from clineval.cli import main
@@ -175,14 +176,9 @@ def test_a_terminal_gets_bars_and_the_wide_table(tcm_data: Path, tmp_path: Path)
     assert re.search(r"^tcm-sd \(fixture\)\s+0\.\d{4} \[", screen, re.M)  # the results
 
 
-def test_a_bad_interval_is_one_error_line(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "clineval", "tasks"],
-        capture_output=True,
-        text=True,
-        env=_env(**{INTERVAL_ENV: "often"}),
-        timeout=120,
-    )
+def test_a_bad_interval_is_one_error_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(INTERVAL_ENV, raising=False)
+    done = clineval_inprocess("tasks", env={INTERVAL_ENV: "often"}, quiet=False)
     assert done.returncode == 2
     assert done.stderr.splitlines() == [
         f"error: ${INTERVAL_ENV}='often': expected a number of seconds above 0"
@@ -255,25 +251,22 @@ def test_the_crf_suite_names_its_parts_in_a_log(data_root: Path, tmp_path: Path)
     assert len(table) == 4 and max(len(line) for line in table) <= 100  # header, rule, 2 rows
 
 
-def test_a_self_judged_run_says_so_at_its_end(stub: StubServer, tmp_path: Path) -> None:
+def test_a_self_judged_run_says_so_at_its_end(
+    stub: StubServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The candidate judging its own answers is said beside the numbers; with another judge
     it is not. The ClinConsensus fixture (flagged fixture) and the stub stand in."""
     stub.reset()
+    monkeypatch.setattr(stdout, "width", 100)  # in process: the results console as at COLUMNS=100
     base = [
-        sys.executable, "-m", "clineval", "--quiet", "run", "clinconsensus",
+        "run", "clinconsensus",
         "--model", f"openai:cand@{stub.base_url}", "--option", "clinconsensus.cases=fixture",
         "--option", "clinconsensus.max_criteria=2", "--limit", "2",
     ]  # fmt: skip
     outputs = {}
     for name, extra in (("self", []), ("other", ["--judge", f"openai:judge@{stub.base_url}"])):
         out = tmp_path / name
-        done = subprocess.run(
-            [*base, *extra, "--output-dir", str(out)],
-            capture_output=True,
-            text=True,
-            env=_env(COLUMNS="100"),
-            timeout=300,
-        )
+        done = clineval_inprocess(*base, *extra, "--output-dir", str(out))
         assert done.returncode == 0, done.stderr[-2000:]
         outputs[name] = done.stdout
     assert re.search(r"^clinconsensus \(fixture\)\s+0\.\d{4} \[", outputs["self"], re.M)

@@ -7,14 +7,12 @@ Before, the line counted retries a task reported itself (none did for HTTP retri
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli_inprocess import clineval_inprocess
 from llm_stub_server import StubServer
 
 from clineval import progress
@@ -47,9 +45,6 @@ def test_the_log_and_manifest_show_the_same_retries(tmp_path: Path, stub: StubSe
     stub.script([{"do": "status", "status": 503}] * FAILURES)
     out = tmp_path / "run"
     command = [
-        sys.executable,
-        "-m",
-        "clineval",
         "run",
         "clinconsensus",
         "--model",
@@ -71,8 +66,9 @@ def test_the_log_and_manifest_show_the_same_retries(tmp_path: Path, stub: StubSe
         "--output-dir",
         str(out),
     ]
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    # in process: the line and the manifest are what is compared (stderr is not a terminal
+    # here either, so progress is time-stamped lines)
+    done = clineval_inprocess(*command, quiet=False)
     assert done.returncode == 0, done.stderr[-2000:]
     assert stub.stats()["by_behaviour"] == {"status": FAILURES, "ok": 3}  # 1 answer, 2 verdicts
     manifest = json.loads((out / "manifest.json").read_text("utf-8"))

@@ -19,6 +19,7 @@ from clineval.metrics.schema import MetricSchema, MetricSpec
 BUILT_IN = [
     *("ner:ncbi", "ner:bc5cdr", "ner:biored", "ner:chia", "tcm-sd", "clinconsensus"),
     *("healthbench", "healthbench:hard", "healthbench:consensus", "healthbench:meta-eval"),
+    "head-to-head",
 ]
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from cli_inprocess import clineval_inprocess
 from llm_stub_server import StubServer
 
 from clineval.benchmarks.clinconsensus.cases import fixture_path
@@ -110,10 +111,19 @@ def _clineval(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Com
     )
 
 
-def test_auto_outside_a_job_array_is_one_line_exit_2(tmp_path: Path) -> None:
-    args = ["clineval", "run", "clinconsensus", "--model", "openai:m@http://127.0.0.1:9/v1"]
+def _outside_any_job(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in list(os.environ):
+        if name.startswith(("SLURM_", "JOB_COMP")):
+            monkeypatch.delenv(name)
+
+
+def test_auto_outside_a_job_array_is_one_line_exit_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _outside_any_job(monkeypatch)
+    args = ["run", "clinconsensus", "--model", "openai:m@http://127.0.0.1:9/v1"]
     args += ["--option", "clinconsensus.cases=fixture", "--shard", "auto", "-o", "out"]
-    done = _clineval(args, tmp_path, {})
+    done = clineval_inprocess(*args, cwd=tmp_path, quiet=False)
     assert done.returncode == 2
     assert done.stderr.splitlines() == [
         "error: --shard auto: no job array in the environment (SLURM_ARRAY_TASK_ID of a Slurm "
@@ -183,8 +193,9 @@ def test_readme_slurm_array_runs_its_shards_then_merges(
 
 
 def test_readme_kubernetes_indexed_job_runs_its_shards_then_merges(
-    tmp_path: Path, fleet: dict[str, str]
+    tmp_path: Path, fleet: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    _outside_any_job(monkeypatch)
     documents = [yaml.safe_load(b) for b in _blocks("yaml")]
     shards, merge = (
         next(d for d in documents if d["metadata"]["name"] == name)
@@ -203,7 +214,11 @@ def test_readme_kubernetes_indexed_job_runs_its_shards_then_merges(
             _pointed(a, fleet, runs).replace("$(JOB_COMPLETION_INDEX)", str(index))
             for a in container["command"] + args
         ]
-        done = _clineval(argv, tmp_path, {"JOB_COMPLETION_INDEX": str(index)})
+        # in process (the pods' command is clineval itself; the Slurm test above and the
+        # merge below run the README's shell lines as a shell does)
+        assert argv[0] == "clineval"
+        env = {"JOB_COMPLETION_INDEX": str(index)}
+        done = clineval_inprocess(*argv[1:], cwd=tmp_path, env=env, quiet=False)
         assert done.returncode == 0, done.stderr
         manifest = read_json(runs / f"cc/shard-{index}" / MANIFEST)
         assert manifest["config"]["shard"] == f"{index + 1}/{spec['completions']}"
@@ -212,8 +227,8 @@ def test_readme_kubernetes_indexed_job_runs_its_shards_then_merges(
     assert mounts == {m["mountPath"] for m in merger["volumeMounts"]} == {"/runs"}
     command = [_pointed(a, fleet, runs) for a in merger["command"]]
     assert command[:2] == ["sh", "-c"] and "clineval merge" in command[2]
-    done = _clineval(command, tmp_path, {})
-    assert done.returncode == 0, done.stderr
+    merged = _clineval(command, tmp_path, {})
+    assert merged.returncode == 0, merged.stderr
     assert read_json(runs / "cc/all" / RESULTS) == _unsharded(tmp_path, fleet)
     parsed = shlex.split(command[2])
     assert parsed[:2] == ["clineval", "merge"]

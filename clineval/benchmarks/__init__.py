@@ -104,6 +104,9 @@ _HOME = {
     "tie_rate": "clineval.metrics.pairwise",
     "win_rate": "clineval.metrics.pairwise",
     "win_rate_interval": "clineval.metrics.pairwise",
+    "PairwiseGames": "clineval.metrics.pairwise",
+    "NoEstimate": "clineval.metrics.pairwise",
+    "bradley_terry_intervals": "clineval.metrics.pairwise",
     # report sections: the run's data and the blocks a section is built of
     "RunData": "clineval.reportkit.rundata",
     "finite_number": "clineval.reportkit.rundata",
@@ -386,6 +389,15 @@ if TYPE_CHECKING:  # what type checkers and editors see of the lazy names below
     )
     from clineval.metrics.bootstrap import (
         stratified_bootstrap_indices as stratified_bootstrap_indices,
+    )
+    from clineval.metrics.pairwise import (
+        NoEstimate as NoEstimate,
+    )
+    from clineval.metrics.pairwise import (
+        PairwiseGames as PairwiseGames,
+    )
+    from clineval.metrics.pairwise import (
+        bradley_terry_intervals as bradley_terry_intervals,
     )
     from clineval.metrics.pairwise import (
         item_scores as item_scores,

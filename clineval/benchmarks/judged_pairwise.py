@@ -56,7 +56,7 @@ PAIRWISE_SLOTS = ("question", "answer_a", "answer_b")
 # The scoring settings a pairwise task reads (`Benchmark.scoring_settings`): the bound on
 # judge errors. Not --judge-errors-as-unmet: a game has no "not met" (a game without a
 # verdict leaves its item out, counted), so a run of pairwise tasks refuses that flag.
-PAIRWISE_SCORING_SETTINGS = ("max_judge_error_rate",)
+PAIRWISE_SCORING_SETTINGS: tuple[str, ...] = ("max_judge_error_rate",)
 
 
 def pairwise_item(

@@ -54,12 +54,13 @@ T = TypeVar("T")
 @cache  # one list, never changed: the lookups ask it first
 def _builtin() -> list[Benchmark]:
     from clineval.benchmarks.clinconsensus import BENCHMARK as CLINCONSENSUS
+    from clineval.benchmarks.head_to_head import BENCHMARK as HEAD_TO_HEAD
     from clineval.benchmarks.healthbench import BENCHMARK as HEALTHBENCH
     from clineval.benchmarks.healthbench import META_BENCHMARK as HEALTHBENCH_META
     from clineval.benchmarks.ner import BENCHMARK as NER
     from clineval.benchmarks.tcm_sd import BENCHMARK as TCM_SD
 
-    return [NER, TCM_SD, CLINCONSENSUS, HEALTHBENCH, HEALTHBENCH_META]
+    return [NER, TCM_SD, CLINCONSENSUS, HEALTHBENCH, HEALTHBENCH_META, HEAD_TO_HEAD]
 
 
 class PluginError(InputError):
@@ -370,8 +371,7 @@ class _PluginTask(Task[Any]):
 
 
 def option_groups() -> list[OptionGroup]:
-    """Every declared `--option` group, the benchmarks' and the model layer's, each handed the
-    backends' names (for "llamacpp: models"; clineval.options, below the models, has none)."""
+    """Every `--option` group (benchmarks', model layer's), given the backends' names."""
     from clineval.models.options import MODEL_OPTION_GROUPS
     from clineval.models.registry import BACKENDS
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 # isort: off
 import clineval.cli.run
 import clineval.cli.reports
+import clineval.cli.head_to_head
 import clineval.cli.tasks  # noqa: F401
 
 # isort: on

@@ -154,6 +154,10 @@ class Games:
         return ~np.isnan(np.asarray(self.outcome, dtype=np.float64))
 
 
+# the name the public authoring surface (clineval.benchmarks) gives the games
+PairwiseGames = Games
+
+
 @dataclass(frozen=True)
 class Ranking:
     """Bradley-Terry strengths (natural-log odds scale: P(i beats j) = 1 / (1 + e^(s_j - s_i)),

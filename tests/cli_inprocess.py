@@ -1,0 +1,58 @@
+"""`clineval ARGS` called in this process, for the tests of settings, checks and rendering
+where a fresh interpreter adds nothing but its start-up (about a second of CPU a call).
+
+`clineval_inprocess` has the shape of `cli_process.clineval_process`'s answer (returncode,
+stdout, stderr), so a test reads the same either way. What a process would drop at exit and
+this one keeps is put back after each call: the environment, the working directory, the
+progress mode, the credentials the call registered. Tests of what only a process shows (the
+exact streams of the console script, import-time behaviour, signals, plugins on the path)
+keep using `cli_process`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from clineval import progress, secrets
+from clineval.cli import main
+
+
+@dataclass(frozen=True)
+class Done:
+    """What the call left: its exit code and what it printed on each stream."""
+
+    args: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def clineval_inprocess(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, quiet: bool = True
+) -> Done:
+    """`clineval [--quiet] ARGS` run by `clineval.cli.main` in this process, in `cwd` if given,
+    with `env` added to the environment for the call only."""
+    argv = ["--quiet", *args] if quiet else list(args)
+    out, err = io.StringIO(), io.StringIO()
+    saved_env = dict(os.environ)
+    saved_secrets = set(secrets._registered)
+    try:
+        os.environ.update(env or {})
+        with contextlib.ExitStack() as stack:
+            if cwd is not None:
+                stack.enter_context(contextlib.chdir(cwd))
+            stack.enter_context(contextlib.redirect_stdout(out))
+            stack.enter_context(contextlib.redirect_stderr(err))
+            code = main(argv)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved_env)
+        with secrets._lock:
+            secrets._registered.clear()
+            secrets._registered.update(saved_secrets)
+        progress.set_quiet(False)
+    return Done(argv, code, out.getvalue(), err.getvalue())
