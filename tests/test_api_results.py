@@ -22,6 +22,7 @@ import clineval
 from clineval.benchmarks.clinconsensus import ClinConsensusMetricsView
 from clineval.benchmarks.clinconsensus.cases import fixture_path
 from clineval.benchmarks.declaration import Benchmark
+from clineval.benchmarks.head_to_head import HeadToHeadMetricsView
 from clineval.benchmarks.healthbench import HealthBenchMetaEvalMetricsView, HealthBenchMetricsView
 from clineval.benchmarks.ner import NerMetricsView
 from clineval.benchmarks.registry import benchmark_of
@@ -37,6 +38,7 @@ VIEWS = {  # each family's view, by the family's first task
     "clinconsensus": ClinConsensusMetricsView,
     "healthbench": HealthBenchMetricsView,
     "healthbench:meta-eval": HealthBenchMetaEvalMetricsView,
+    "head-to-head": HeadToHeadMetricsView,
 }
 
 

@@ -25,6 +25,9 @@ from clineval.benchmarks import (
     pairwise_metrics,
     pairwise_options,
 )
+from clineval.benchmarks.head_to_head.results_view import (
+    HeadToHeadMetricsView as HeadToHeadMetricsView,
+)
 
 TASK = "head-to-head"
 OPTIONS = pairwise_options(TASK, "the head-to-head task")
