@@ -177,8 +177,7 @@ def run(
     Raises InputError for bad input, and RunFailed when results were written but a task
     failed a bound (exit code 1 on the command line).
     """
-    from clineval.runner import TaskFailures
-    from clineval.runner import run as run_tasks
+    from clineval.runner import TaskFailures, run as run_tasks
 
     config = _config(tasks, model, dict(settings))
     path = Path(output_dir)

@@ -12,8 +12,7 @@ from rich.table import Table
 from clineval.console import make_console
 
 if TYPE_CHECKING:
-    from clineval.run_summary import Summary
-    from clineval.run_summary import Table as SummaryTable
+    from clineval.run_summary import Summary, Table as SummaryTable
 
 stdout = make_console()
 

@@ -8,7 +8,7 @@ package included, is internal and may change between releases. The names load on
 so that importing a benchmark's declaration does not import the model stack.
 
 Long module: one table of names and, for type checkers, one import per name (the form that
-keeps each re-export explicit); it holds no code of its own.
+keeps each re-export explicit, `Name as Name`); it holds no code of its own.
 """
 
 from __future__ import annotations
@@ -176,152 +176,68 @@ __all__ = sorted(_HOME)
 if TYPE_CHECKING:  # what type checkers and editors see of the lazy names below
     from clineval.benchmarks.base import (
         DataFileStatus as DataFileStatus,
-    )
-    from clineval.benchmarks.base import (
         RunContext as RunContext,
-    )
-    from clineval.benchmarks.base import (
         Task as Task,
-    )
-    from clineval.benchmarks.base import (
         TaskResult as TaskResult,
     )
     from clineval.benchmarks.declaration import (
         Benchmark as Benchmark,
-    )
-    from clineval.benchmarks.declaration import (
         DataSource as DataSource,
-    )
-    from clineval.benchmarks.declaration import (
         Exporter as Exporter,
-    )
-    from clineval.benchmarks.declaration import (
         LongRows as LongRows,
-    )
-    from clineval.benchmarks.declaration import (
         ReportSection as ReportSection,
-    )
-    from clineval.benchmarks.declaration import (
         SampleStatistics as SampleStatistics,
-    )
-    from clineval.benchmarks.declaration import (
         Synthesizer as Synthesizer,
     )
     from clineval.benchmarks.judged import (
         JUDGED_RUN_SETTINGS as JUDGED_RUN_SETTINGS,
-    )
-    from clineval.benchmarks.judged import (
         JUDGED_SCORING_SETTINGS as JUDGED_SCORING_SETTINGS,
-    )
-    from clineval.benchmarks.judged import (
         Criterion as Criterion,
-    )
-    from clineval.benchmarks.judged import (
         JudgedItem as JudgedItem,
-    )
-    from clineval.benchmarks.judged import (
         JudgePanel as JudgePanel,
-    )
-    from clineval.benchmarks.judged import (
         Judging as Judging,
-    )
-    from clineval.benchmarks.judged import (
         ReplyBounds as ReplyBounds,
-    )
-    from clineval.benchmarks.judged import (
         answer_text as answer_text,
-    )
-    from clineval.benchmarks.judged import (
         error_rate_failures as error_rate_failures,
-    )
-    from clineval.benchmarks.judged import (
         judge_options as judge_options,
-    )
-    from clineval.benchmarks.judged import (
         stored_answers as stored_answers,
-    )
-    from clineval.benchmarks.judged import (
         stored_verdicts as stored_verdicts,
-    )
-    from clineval.benchmarks.judged import (
         verdict_matrix as verdict_matrix,
     )
     from clineval.benchmarks.judged_flow import (
         plan_judged as plan_judged,
-    )
-    from clineval.benchmarks.judged_flow import (
         predict_judged as predict_judged,
     )
     from clineval.benchmarks.judged_pairwise import (
         PAIRWISE_SCORING_SETTINGS as PAIRWISE_SCORING_SETTINGS,
-    )
-    from clineval.benchmarks.judged_pairwise import (
         PairwiseTask as PairwiseTask,
-    )
-    from clineval.benchmarks.judged_pairwise import (
         pairwise_item as pairwise_item,
-    )
-    from clineval.benchmarks.judged_pairwise import (
         pairwise_metrics as pairwise_metrics,
-    )
-    from clineval.benchmarks.judged_pairwise import (
         pairwise_options as pairwise_options,
-    )
-    from clineval.benchmarks.judged_pairwise import (
         pairwise_statistics as pairwise_statistics,
     )
     from clineval.benchmarks.judged_task import (
         GRADED_SCORING_SETTINGS as GRADED_SCORING_SETTINGS,
-    )
-    from clineval.benchmarks.judged_task import (
         JudgedData as JudgedData,
-    )
-    from clineval.benchmarks.judged_task import (
         JudgedTask as JudgedTask,
-    )
-    from clineval.benchmarks.judged_task import (
         judged_metrics as judged_metrics,
-    )
-    from clineval.benchmarks.judged_task import (
         score_statistics as score_statistics,
     )
     from clineval.benchmarks.kit import (
         PREDICTION as PREDICTION,
-    )
-    from clineval.benchmarks.kit import (
         accuracy_with_interval as accuracy_with_interval,
-    )
-    from clineval.benchmarks.kit import (
         parse_choice as parse_choice,
-    )
-    from clineval.benchmarks.kit import (
         pending as pending,
-    )
-    from clineval.benchmarks.kit import (
         plan_by_chat as plan_by_chat,
-    )
-    from clineval.benchmarks.kit import (
         predict_by_chat as predict_by_chat,
-    )
-    from clineval.benchmarks.kit import (
         predictions_path as predictions_path,
-    )
-    from clineval.benchmarks.kit import (
         read_predictions as read_predictions,
-    )
-    from clineval.benchmarks.kit import (
         select_samples as select_samples,
-    )
-    from clineval.benchmarks.kit import (
         unstored as unstored,
     )
     from clineval.benchmarks.results_view import (
         MetricsView as MetricsView,
-    )
-    from clineval.benchmarks.results_view import (
         attribute_key as attribute_key,
-    )
-    from clineval.benchmarks.results_view import (
         exploding as exploding,
     )
     from clineval.csv_text import (
@@ -332,8 +248,6 @@ if TYPE_CHECKING:  # what type checkers and editors see of the lazy names below
     )
     from clineval.data.recorded import (
         fetch_pinned as fetch_pinned,
-    )
-    from clineval.data.recorded import (
         fetch_recorded as fetch_recorded,
     )
     from clineval.datapaths import (
@@ -347,32 +261,20 @@ if TYPE_CHECKING:  # what type checkers and editors see of the lazy names below
     )
     from clineval.judge.kinds import (
         Binary as Binary,
-    )
-    from clineval.judge.kinds import (
         Categorical as Categorical,
-    )
-    from clineval.judge.kinds import (
         Graded as Graded,
     )
     from clineval.judge.pairwise import (
         ARENA_HARD as ARENA_HARD,
-    )
-    from clineval.judge.pairwise import (
         MT_BENCH as MT_BENCH,
-    )
-    from clineval.judge.pairwise import (
         PairwiseScale as PairwiseScale,
     )
     from clineval.judge.prompt import (
         JudgePrompt as JudgePrompt,
-    )
-    from clineval.judge.prompt import (
         load_judge_prompt as load_judge_prompt,
     )
     from clineval.judge.verdict import (
         VerdictRecord as VerdictRecord,
-    )
-    from clineval.judge.verdict import (
         verdict_key as verdict_key,
     )
     from clineval.metrics.agreement import (
@@ -380,44 +282,22 @@ if TYPE_CHECKING:  # what type checkers and editors see of the lazy names below
     )
     from clineval.metrics.bootstrap import (
         DEFAULT_RESAMPLES as DEFAULT_RESAMPLES,
-    )
-    from clineval.metrics.bootstrap import (
         bootstrap_indices as bootstrap_indices,
-    )
-    from clineval.metrics.bootstrap import (
         percentile_interval as percentile_interval,
-    )
-    from clineval.metrics.bootstrap import (
         stratified_bootstrap_indices as stratified_bootstrap_indices,
     )
     from clineval.metrics.pairwise import (
         NoEstimate as NoEstimate,
-    )
-    from clineval.metrics.pairwise import (
         PairwiseGames as PairwiseGames,
-    )
-    from clineval.metrics.pairwise import (
         bradley_terry_intervals as bradley_terry_intervals,
-    )
-    from clineval.metrics.pairwise import (
         item_scores as item_scores,
-    )
-    from clineval.metrics.pairwise import (
         position_consistency as position_consistency,
-    )
-    from clineval.metrics.pairwise import (
         tie_rate as tie_rate,
-    )
-    from clineval.metrics.pairwise import (
         win_rate as win_rate,
-    )
-    from clineval.metrics.pairwise import (
         win_rate_interval as win_rate_interval,
     )
     from clineval.metrics.schema import (
         MetricSchema as MetricSchema,
-    )
-    from clineval.metrics.schema import (
         MetricSpec as MetricSpec,
     )
     from clineval.models.backends import (
@@ -428,143 +308,63 @@ if TYPE_CHECKING:  # what type checkers and editors see of the lazy names below
     )
     from clineval.models.llm_base import (
         ChatError as ChatError,
-    )
-    from clineval.models.llm_base import (
         ChatModel as ChatModel,
-    )
-    from clineval.models.llm_base import (
         ChatRequest as ChatRequest,
-    )
-    from clineval.models.llm_base import (
         ChatResponse as ChatResponse,
     )
     from clineval.options import (
         Flag as Flag,
-    )
-    from clineval.options import (
         Option as Option,
-    )
-    from clineval.options import (
         OptionGroup as OptionGroup,
-    )
-    from clineval.options import (
         RunFacts as RunFacts,
-    )
-    from clineval.options import (
         boolean as boolean,
-    )
-    from clineval.options import (
         choice as choice,
-    )
-    from clineval.options import (
         integer as integer,
-    )
-    from clineval.options import (
         integer_list as integer_list,
-    )
-    from clineval.options import (
         number as number,
-    )
-    from clineval.options import (
         text as text,
     )
     from clineval.plan import (
         UNBOUNDED_REPLY_TOKENS as UNBOUNDED_REPLY_TOKENS,
-    )
-    from clineval.plan import (
         CallPlan as CallPlan,
     )
     from clineval.reportkit.plots import (
         grouped_bars as grouped_bars,
-    )
-    from clineval.reportkit.plots import (
         heatmap as heatmap,
-    )
-    from clineval.reportkit.plots import (
         horizontal_bars as horizontal_bars,
-    )
-    from clineval.reportkit.plots import (
         interval_dots as interval_dots,
-    )
-    from clineval.reportkit.plots import (
         scatter as scatter,
     )
     from clineval.reportkit.rundata import (
         RunData as RunData,
-    )
-    from clineval.reportkit.rundata import (
         finite_number as finite_number,
-    )
-    from clineval.reportkit.rundata import (
         interval_of as interval_of,
     )
     from clineval.reportkit.sections_common import (
         SampleTable as SampleTable,
-    )
-    from clineval.reportkit.sections_common import (
         base_section as base_section,
-    )
-    from clineval.reportkit.sections_common import (
         download_block as download_block,
-    )
-    from clineval.reportkit.sections_common import (
         examples_block as examples_block,
-    )
-    from clineval.reportkit.sections_common import (
         fields_part as fields_part,
-    )
-    from clineval.reportkit.sections_common import (
         filter_values as filter_values,
-    )
-    from clineval.reportkit.sections_common import (
         flatten as flatten,
-    )
-    from clineval.reportkit.sections_common import (
         format_value as format_value,
-    )
-    from clineval.reportkit.sections_common import (
         heading_part as heading_part,
-    )
-    from clineval.reportkit.sections_common import (
         rows_part as rows_part,
-    )
-    from clineval.reportkit.sections_common import (
         short_model_label as short_model_label,
-    )
-    from clineval.reportkit.sections_common import (
         spans_part as spans_part,
-    )
-    from clineval.reportkit.sections_common import (
         table_block as table_block,
-    )
-    from clineval.reportkit.sections_common import (
         text_part as text_part,
-    )
-    from clineval.reportkit.sections_common import (
         yes_no as yes_no,
     )
     from clineval.reportkit.statistics import (
         Reducer as Reducer,
-    )
-    from clineval.reportkit.statistics import (
         SampleStatistic as SampleStatistic,
-    )
-    from clineval.reportkit.statistics import (
         bootstrap_interval as bootstrap_interval,
-    )
-    from clineval.reportkit.statistics import (
         counts_statistic as counts_statistic,
-    )
-    from clineval.reportkit.statistics import (
         macro_f1_statistic as macro_f1_statistic,
-    )
-    from clineval.reportkit.statistics import (
         mean_statistic as mean_statistic,
-    )
-    from clineval.reportkit.statistics import (
         micro_f1_statistic as micro_f1_statistic,
-    )
-    from clineval.reportkit.statistics import (
         ratio_statistic as ratio_statistic,
     )
     from clineval.retry import (

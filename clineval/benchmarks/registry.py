@@ -4,11 +4,13 @@ the entry-point group `clineval.benchmarks` (an entry point names a `Benchmark` 
 Generic code asks this module, never a family package: which tasks exist, which benchmark a
 task belongs to (for its metric schema, report section, statistics), the declared options.
 
-A plugin is outside code and cannot take a command down: its import runs in a thread with a
-bounded wait and its output swallowed; what it raises there is a warning; a name two plugins
-share is refused for both; an exception of its task, report section or statistics is one
-PluginError line naming the task and the distribution (docs/architecture.md, "A benchmark is
-a unit").
+A plugin is outside code and cannot take a command down: it is imported only when needed,
+tried first in a child process with a time bound (plugin_import.py); what it raises is a
+warning; a name two plugins share is refused for both; its task's exception is one PluginError
+line naming the task and the distribution (docs/architecture.md, "A benchmark is a unit").
+
+Long module: the lookups every command makes and the guards around plugin code share one
+cached list of benchmarks; split, each half would reach into the other's cache.
 """
 
 from __future__ import annotations
@@ -55,8 +57,10 @@ T = TypeVar("T")
 def _builtin() -> list[Benchmark]:
     from clineval.benchmarks.clinconsensus import BENCHMARK as CLINCONSENSUS
     from clineval.benchmarks.head_to_head import BENCHMARK as HEAD_TO_HEAD
-    from clineval.benchmarks.healthbench import BENCHMARK as HEALTHBENCH
-    from clineval.benchmarks.healthbench import META_BENCHMARK as HEALTHBENCH_META
+    from clineval.benchmarks.healthbench import (
+        BENCHMARK as HEALTHBENCH,
+        META_BENCHMARK as HEALTHBENCH_META,
+    )
     from clineval.benchmarks.ner import BENCHMARK as NER
     from clineval.benchmarks.tcm_sd import BENCHMARK as TCM_SD
 

@@ -294,8 +294,11 @@ def judge_agreement(
     the judge as one more rater, HealthBench's pooled balanced F1 (true/false labels), ICC(2,1)
     (scores); per rater the same figures against the other raters. Labels: JSON Lines
     {"id", "criterion", "rater", "label": true/false or a number}."""
-    from clineval.judge_agreement import OUTPUT, judge_agreement_report
-    from clineval.judge_agreement import judge_agreement as agreement
+    from clineval.judge_agreement import (
+        OUTPUT,
+        judge_agreement as agreement,
+        judge_agreement_report,
+    )
 
     if not as_json:
         judge_agreement_report(run_dir, labels, console=stdout, task=task)

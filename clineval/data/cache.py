@@ -20,8 +20,10 @@ import fcntl
 import os
 from pathlib import Path
 
-from clineval.datapaths import CACHE_ENV as CACHE_ENV  # re-exported: where the cache is
-from clineval.datapaths import default_cache_dir as default_cache_dir
+from clineval.datapaths import (
+    CACHE_ENV as CACHE_ENV,  # re-exported: where the cache is
+    default_cache_dir as default_cache_dir,
+)
 from clineval.errors import InputError
 from clineval.rundir import new_file
 

@@ -42,8 +42,7 @@ from rich.text import Text
 
 from clineval.console import make_console
 from clineval.data.cache import default_cache_dir
-from clineval.datapaths import ENV_VAR as DATA_ENV_VAR
-from clineval.datapaths import data_base, require_file, resolve_data_root
+from clineval.datapaths import ENV_VAR as DATA_ENV_VAR, data_base, require_file, resolve_data_root
 from clineval.errors import InputError
 from clineval.jsonio import loads_input
 

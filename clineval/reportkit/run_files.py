@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from clineval.errors import InputError
-from clineval.run_record import RunFiles as RunFiles
-from clineval.run_record import read_manifest, read_run_files
+from clineval.run_record import RunFiles as RunFiles, read_manifest, read_run_files
 from clineval.rundir import RESULTS
 
 

@@ -20,8 +20,8 @@ from clineval.benchmarks.clinconsensus.common import CLINCONSENSUS_OPTIONS, TASK
 from clineval.benchmarks.clinconsensus.fetch import PROMPT_RELATIVE, PROMPT_URL
 from clineval.benchmarks.clinconsensus.results_view import (
     ClinConsensusMetricsView as ClinConsensusMetricsView,
+    long_rows,
 )
-from clineval.benchmarks.clinconsensus.results_view import long_rows
 from clineval.benchmarks.declaration import Benchmark, DataSource
 from clineval.benchmarks.judged import JUDGED_RUN_SETTINGS, JUDGED_SCORING_SETTINGS
 from clineval.data.fetch import Source

@@ -18,8 +18,7 @@ from pathlib import Path
 from clineval.benchmarks.declaration import Benchmark
 from clineval.benchmarks.ner.options import NER_OPTIONS
 from clineval.benchmarks.ner.records import DATASET_TYPES
-from clineval.benchmarks.ner.results_view import NerMetricsView as NerMetricsView
-from clineval.benchmarks.ner.results_view import long_rows
+from clineval.benchmarks.ner.results_view import NerMetricsView as NerMetricsView, long_rows
 from clineval.benchmarks.ner.sources import DATA_SOURCES
 from clineval.metrics.schema import MetricSchema, MetricSpec
 
