@@ -12,7 +12,6 @@ the checks that need no RunConfig are in clineval.config_checks.
 
 from __future__ import annotations
 
-import difflib
 import os
 from collections.abc import Mapping
 from dataclasses import replace
@@ -31,7 +30,7 @@ from pydantic import (
 )
 
 from clineval.config_checks import judge_named, names, number, reason_of, split_judge_url
-from clineval.errors import EMPTY_PATH, InputError, is_empty_path
+from clineval.errors import EMPTY_PATH, InputError, did_you_mean, is_empty_path
 from clineval.models.options import model_options
 from clineval.models.registry import backend_info
 from clineval.models.settings import ModelSettings
@@ -478,8 +477,5 @@ def input_error(exc: ValidationError) -> InputError:
     shown = "" if isinstance(value, dict) or value is None else f" {number(value)[:80]}"
     reason = reason_of(first)
     if first.get("type") == "extra_forbidden":
-        near = difflib.get_close_matches(field, RunConfig.model_fields, n=1)
-        return InputError(
-            f"unknown setting {field!r}" + (f" (did you mean {near[0]!r}?)" if near else "")
-        )
+        return InputError(f"unknown setting {field!r}{did_you_mean(field, RunConfig.model_fields)}")
     return InputError(f"{flag_of(field)}{shown}: {reason}")

@@ -7,13 +7,14 @@ quoted whole (a 5 MB id, a reply pasted into a message) must not become a 5 MB e
 
 from __future__ import annotations
 
+import difflib
 import functools
 import inspect
 import os
 import re
 import reprlib
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -38,6 +39,14 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 # Every path a user gives is refused when empty: "" (and Path("")) is the working directory, and
 # `run -o ""` once wrote a whole run into it. One rule for every flag and API parameter.
 EMPTY_PATH = "must not be empty (an empty path is the working directory; write . to mean it)"
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """The hint every lookup of a name (a task, an option key, a setting, a format) adds to
+    its error: " (did you mean 'x'?)" for the closest choice, or "" when none is close. One
+    helper, so every misspelt name is answered alike."""
+    near = difflib.get_close_matches(word, list(choices), n=1)
+    return f" (did you mean {near[0]!r}?)" if near else ""
 
 
 def is_empty_path(value: object) -> bool:

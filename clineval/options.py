@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from clineval.errors import InputError
+from clineval.errors import InputError, did_you_mean
 
 Parser = Callable[[str], Any]
 _FLAG_NAME = re.compile(r"--[a-z][a-z0-9]*(-[a-z0-9]+)*")
@@ -291,7 +291,10 @@ def check_options(
     parsed: dict[str, Any] = {}
     for key, raw in options.items():
         if key not in by_key:
-            raise InputError(f"--option {_clip(key)!r} is not a known option; {_valid(all_groups)}")
+            raise InputError(
+                f"--option {_clip(key)!r} is not a known option{did_you_mean(key, by_key)}; "
+                f"{_valid(all_groups)}"
+            )
         group, option = by_key[key]
         named = _named(key, option)
         if group.namespace not in active_set:

@@ -39,7 +39,7 @@ from clineval.benchmarks.plugin_import import (
     probe,
 )
 from clineval.datapaths import MissingDataFile
-from clineval.errors import InputError
+from clineval.errors import InputError, did_you_mean
 from clineval.options import OptionGroup
 
 if TYPE_CHECKING:
@@ -267,7 +267,9 @@ def get_task(name: str) -> Task[Any]:
     bench = benchmark_of(name)
     if bench is None:
         known = [task for b in _all_loaded() for task in b.tasks]
-        raise InputError(f"unknown task {name!r} (known: {', '.join(known)})")
+        raise InputError(
+            f"unknown task {name!r}{did_you_mean(name, known)} (known: {', '.join(known)})"
+        )
     dist = _ORIGIN.get(bench.family)
     if dist is None:
         return bench.task(name)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, cast
 
-from clineval.errors import InputError
+from clineval.errors import InputError, did_you_mean
 from clineval.options import register_backends
 from clineval.references import resolve_reference
 
@@ -141,7 +141,9 @@ def backend_named(name: str) -> BackendInfo:
     try:
         return _BY_NAME[name]
     except KeyError:
-        raise InputError(f"unknown model backend {name!r} (known: {BACKENDS})") from None
+        raise InputError(
+            f"unknown model backend {name!r}{did_you_mean(name, BACKENDS)} (known: {BACKENDS})"
+        ) from None
 
 
 def backend_info(spec: ModelSpec) -> BackendInfo:
