@@ -44,8 +44,9 @@ EMPTY_PATH = "must not be empty (an empty path is the working directory; write .
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """The hint every lookup of a name (a task, an option key, a setting, a format) adds to
     its error: " (did you mean 'x'?)" for the closest choice, or "" when none is close. One
-    helper, so every misspelt name is answered alike."""
-    near = difflib.get_close_matches(word, list(choices), n=1)
+    helper, so every misspelt name is answered alike. The cutoff is above difflib's 0.6: keys
+    share their namespace ("ner."), which alone would make any key of it "close"."""
+    near = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.75)
     return f" (did you mean {near[0]!r}?)" if near else ""
 
 

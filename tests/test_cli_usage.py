@@ -366,3 +366,33 @@ def test_install_completion_with_home_a_file_is_one_line(
     line = _one_error_line(capsys.readouterr().err)
     assert line.startswith(f"error: --install-completion bash: cannot write {home}")
     assert home.read_text(encoding="utf-8") == "not a directory"
+
+
+def test_tasks_options_of_one_task_lists_only_what_its_run_reads(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from clineval.benchmarks.registry import active_namespaces, option_groups
+
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["tasks", "ner:ncbi", "--options"]) == 0
+    out = capsys.readouterr().out
+    active = active_namespaces(["ner:ncbi"])
+    for group in option_groups():
+        for option in group.options:
+            key = group.key(option)
+            # each key starts its own line (a definition list), the others are not there
+            listed = any(line.startswith(f"  {key}  (") for line in out.splitlines())
+            assert listed == (group.namespace in active), key
+    assert "ner.tokenizer  (default regex)" in out
+    assert not any(line.startswith("tcm.") for line in out.split())
+    assert max(len(line) for line in out.splitlines()) <= 80
+    assert main(["tasks", "ner:ncb", "--options"]) == 2
+    assert "did you mean 'ner:ncbi'?" in _one_error_line(capsys.readouterr().err)
+
+
+def test_tasks_options_json_of_one_task(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    assert main(["tasks", "tcm-sd", "--options", "--json"]) == 0
+    keys = [row["key"] for row in json.loads(capsys.readouterr().out)["options"]]
+    assert "tcm.split" in keys and not [key for key in keys if key.startswith("ner.")]

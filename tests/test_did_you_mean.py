@@ -18,6 +18,8 @@ def test_the_helper_names_the_closest_choice_or_nothing() -> None:
     )
     assert did_you_mean("zzzz", ["ner:ncbi", "tcm-sd"]) == ""
     assert did_you_mean("x", []) == ""
+    # a shared namespace alone is no likeness
+    assert did_you_mean("demo.bogus", ["demo.size", "demo.scale"]) == ""
 
 
 def _error_of(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
