@@ -38,6 +38,9 @@ from clineval.models.spec import ModelSpec, RunModels, check_base_url
 from clineval.settings import BATCH, CONTROL, DATA, JUDGE, MODEL, Setting
 from clineval.shard import is_auto, parse_shard, resolve_auto
 
+# The most model calls a run keeps in flight (--concurrency).
+MAX_CONCURRENCY = 4096
+
 
 def flag_of(field_name: str) -> str:
     """The command-line spelling of a RunConfig field (its declared Setting's)."""
@@ -151,11 +154,14 @@ class RunConfig(BaseModel):
             secret=True,
         ),
     ] = Field(default_factory=list)
+    # at most MAX_CONCURRENCY: each call in flight holds a connection and a task, and no
+    # server serves more at once; a number past it is a typo, not a plan
     concurrency: Annotated[
         int,
-        Field(ge=1),
+        Field(ge=1, le=MAX_CONCURRENCY),
         Setting(
-            "Most model calls in flight at once (candidate and judges together).",
+            f"Most model calls in flight at once (candidate and judges together; at most "
+            f"{MAX_CONCURRENCY}).",
             MODEL,
             "N",
             per_shard=True,
@@ -199,10 +205,13 @@ class RunConfig(BaseModel):
             per_shard=True,
         ),
     ] = None  # "I/N" ("auto" / "auto/N" is resolved from the environment)
+    # the range OpenAI-compatible servers take (OpenAI's API refuses above 2)
     temperature: Annotated[
         float,
-        Field(ge=0.0, allow_inf_nan=False),
-        Setting("Sampling temperature of chat models (0: greedy).", MODEL, "T", identity=True),
+        Field(ge=0.0, le=2.0, allow_inf_nan=False),
+        Setting(
+            "Sampling temperature of chat models, 0 to 2 (0: greedy).", MODEL, "T", identity=True
+        ),
     ] = 0.0
     max_tokens: Annotated[
         int | None,

@@ -95,6 +95,14 @@ REFUSED = [
     (["--timeout", "inf"], "--timeout inf: must be a finite number"),
     (["--timeout", "0"], "--timeout 0: must be > 0"),
     (["--concurrency", "0"], "--concurrency 0: must be >= 1"),
+    # bounded as servers bound them: OpenAI's temperature range, a sane most calls at once
+    (["--temperature", "1e3"], "--temperature 1000: must be <= 2"),
+    (["--temperature", "2.01"], "--temperature 2.01: must be <= 2"),
+    (["--concurrency", "1" + "0" * 26], "--concurrency 1" + "0" * 26 + ": must be <= 4096"),
+    (["--concurrency", "4097"], "--concurrency 4097: must be <= 4096"),
+    # a number past a float's range is refused as written, never echoed as inf
+    (["--max-judge-error-rate", "1e400"], "'1e400' is too large (not a finite number)"),
+    (["--timeout", "-1e400"], "'-1e400' is too large (not a finite number)"),
     (["--option", "llm.backoff_base_s=nan"], "llm.backoff_base_s='nan': must be a finite number"),
     (["--option", "llm.backoff_max_s=-1"], "llm.backoff_max_s='-1': must be >= 0"),
     (["--option", "llm.transport=curl"], "llm.transport='curl': must be one of"),
