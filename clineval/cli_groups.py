@@ -3,6 +3,7 @@ clineval.cli)."""
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import Annotated
@@ -48,7 +49,10 @@ def decimal_number(text: str | float) -> float:
         return float(text)
     if not _DECIMAL.fullmatch(text.strip()):
         raise typer.BadParameter(f"{text[:40]!r} is not a number (ASCII digits only)")
-    return float(text)
+    value = float(text)
+    if math.isinf(value):  # 1e400: written as a number, read as inf; say what was written
+        raise typer.BadParameter(f"{text.strip()[:40]!r} is too large (not a finite number)")
+    return value
 
 
 def path_value(text: str) -> Path:

@@ -12,7 +12,6 @@ the checks that need no RunConfig are in clineval.config_checks.
 
 from __future__ import annotations
 
-import difflib
 import os
 from collections.abc import Mapping
 from dataclasses import replace
@@ -31,13 +30,16 @@ from pydantic import (
 )
 
 from clineval.config_checks import judge_named, names, number, reason_of, split_judge_url
-from clineval.errors import EMPTY_PATH, InputError, is_empty_path
+from clineval.errors import EMPTY_PATH, InputError, did_you_mean, is_empty_path
 from clineval.models.options import model_options
 from clineval.models.registry import backend_info
 from clineval.models.settings import ModelSettings
 from clineval.models.spec import ModelSpec, RunModels, check_base_url
 from clineval.settings import BATCH, CONTROL, DATA, JUDGE, MODEL, Setting
 from clineval.shard import is_auto, parse_shard, resolve_auto
+
+# The most model calls a run keeps in flight (--concurrency).
+MAX_CONCURRENCY = 4096
 
 
 def flag_of(field_name: str) -> str:
@@ -152,11 +154,14 @@ class RunConfig(BaseModel):
             secret=True,
         ),
     ] = Field(default_factory=list)
+    # at most MAX_CONCURRENCY: each call in flight holds a connection and a task, and no
+    # server serves more at once; a number past it is a typo, not a plan
     concurrency: Annotated[
         int,
-        Field(ge=1),
+        Field(ge=1, le=MAX_CONCURRENCY),
         Setting(
-            "Most model calls in flight at once (candidate and judges together).",
+            f"Most model calls in flight at once (candidate and judges together; at most "
+            f"{MAX_CONCURRENCY}).",
             MODEL,
             "N",
             per_shard=True,
@@ -200,10 +205,13 @@ class RunConfig(BaseModel):
             per_shard=True,
         ),
     ] = None  # "I/N" ("auto" / "auto/N" is resolved from the environment)
+    # the range OpenAI-compatible servers take (OpenAI's API refuses above 2)
     temperature: Annotated[
         float,
-        Field(ge=0.0, allow_inf_nan=False),
-        Setting("Sampling temperature of chat models (0: greedy).", MODEL, "T", identity=True),
+        Field(ge=0.0, le=2.0, allow_inf_nan=False),
+        Setting(
+            "Sampling temperature of chat models, 0 to 2 (0: greedy).", MODEL, "T", identity=True
+        ),
     ] = 0.0
     max_tokens: Annotated[
         int | None,
@@ -478,8 +486,5 @@ def input_error(exc: ValidationError) -> InputError:
     shown = "" if isinstance(value, dict) or value is None else f" {number(value)[:80]}"
     reason = reason_of(first)
     if first.get("type") == "extra_forbidden":
-        near = difflib.get_close_matches(field, RunConfig.model_fields, n=1)
-        return InputError(
-            f"unknown setting {field!r}" + (f" (did you mean {near[0]!r}?)" if near else "")
-        )
+        return InputError(f"unknown setting {field!r}{did_you_mean(field, RunConfig.model_fields)}")
     return InputError(f"{flag_of(field)}{shown}: {reason}")

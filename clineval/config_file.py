@@ -14,7 +14,6 @@ command line gives overrides the file (the command line's own values, checked as
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 import tomllib
@@ -26,7 +25,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from clineval.config import RunConfig, declared_settings
 from clineval.config_checks import reason_of
-from clineval.errors import InputError, clip
+from clineval.errors import InputError, clip, did_you_mean
 from clineval.jsonio import deepest_nesting, read_text_file
 from clineval.run_record import Manifest
 from clineval.secrets import mask_settings_text
@@ -78,10 +77,9 @@ def read_run_file(path: Path, flags: Mapping[str, bool] | None = None) -> dict[s
     for written, value in data.items():
         key = written.replace("-", "_")
         if key not in keys:
-            near = difflib.get_close_matches(key, keys, n=1)
-            hint = f"did you mean {near[0]!r}? " if near else ""
             raise InputError(
-                f"unknown key {clip(written)} ({hint}keys: {', '.join(keys)})", path=path
+                f"unknown key {clip(written)}{did_you_mean(key, keys)} (keys: {', '.join(keys)})",
+                path=path,
             )
         if key in out:
             raise InputError(f"key {key!r} is given twice (- and _ spellings)", path=path)

@@ -7,8 +7,10 @@ quoted whole (a 5 MB id, a reply pasted into a message) must not become a 5 MB e
 
 from __future__ import annotations
 
+import difflib
 import re
 import reprlib
+from collections.abc import Iterable
 from pathlib import Path
 
 # How much of one quoted value an error message shows.
@@ -32,6 +34,15 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 # Every path a user gives is refused when empty: "" (and Path("")) is the working directory, and
 # `run -o ""` once wrote a whole run into it. One rule for every flag and API parameter.
 EMPTY_PATH = "must not be empty (an empty path is the working directory; write . to mean it)"
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """The hint every lookup of a name (a task, an option key, a setting, a format) adds to
+    its error: " (did you mean 'x'?)" for the closest choice, or "" when none is close. One
+    helper, so every misspelt name is answered alike. The cutoff is above difflib's 0.6: keys
+    share their namespace ("ner."), which alone would make any key of it "close"."""
+    near = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.75)
+    return f" (did you mean {near[0]!r}?)" if near else ""
 
 
 def is_empty_path(value: object) -> bool:

@@ -41,24 +41,24 @@ def declared_flags() -> dict[str, tuple[OptionGroup, Option, Flag]]:
     out: dict[str, tuple[OptionGroup, Option, Flag]] = {}
     for setting, (group, option, flag) in flagged(groups).items():
         if setting in own:
-            log.warning(
-                "the flag %s of --option %s is left out: clineval has a setting of that name",
-                flag.name,
-                group.key(option),
-            )
+            flag_left_out(flag.name, group.key(option), "clineval has a setting of that name")
         else:
             out[setting] = (group, option, flag)
-    claimed = [
-        group.key(option)
-        for group in groups
-        for option in group.options
-        if option.flag is not None
-        and option.flag.setting in out
-        and out[option.flag.setting][1] is not option
-    ]
-    for key in claimed:
-        log.warning("the flag of --option %s is left out: another option declares it", key)
+    for group in groups:
+        for option in group.options:
+            first = out.get(option.flag.setting) if option.flag is not None else None
+            if option.flag is not None and first is not None and first[1] is not option:
+                other = first[0].key(first[1])
+                flag_left_out(option.flag.name, group.key(option), f"--option {other} has it")
     return out
+
+
+def flag_left_out(flag: str, key: str, why: str) -> None:
+    """The one warning of a benchmark's flag (a plugin's, mostly) that is not made a flag of
+    `clineval run`, whichever name it clashes with: its option stays, as --option KEY."""
+    log.warning(
+        "the flag %s of --option %s is left out (%s); give --option %s=VALUE", flag, key, why, key
+    )
 
 
 def with_flags(options: Mapping[str, str], given: Mapping[str, Any]) -> dict[str, str]:

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from clineval.errors import InputError
+from clineval.errors import InputError, did_you_mean
 
 Parser = Callable[[str], Any]
 _FLAG_NAME = re.compile(r"--[a-z][a-z0-9]*(-[a-z0-9]+)*")
@@ -287,24 +289,15 @@ def check_options(
     is refused too: it would be ignored silently, and a user who set it expected it to matter.
     """
     models = facts.models if facts is not None else None
-    by_key: dict[str, tuple[OptionGroup, Option]] = {}
     all_groups = list(groups)
-    for group in all_groups:
-        for option in group.options:
-            by_key[group.key(option)] = (group, option)
+    by_key = _by_key(all_groups)
     active_set = set(active)
-    parsed: dict[str, Any] = {}
+    parsed = parse_items(options, all_groups)
     for key, raw in options.items():
-        if key not in by_key:
-            raise InputError(f"--option {_clip(key)!r} is not a known option; {_valid(all_groups)}")
         group, option = by_key[key]
         named = _named(key, option)
         if group.namespace not in active_set:
             raise InputError(f"{named} applies to {group.applies_to}, which this run does not use")
-        try:
-            parsed[key] = option.parse(raw)
-        except ValueError as exc:
-            raise InputError(f"--option {key}={_clip(raw)!r}: {exc}") from None
         wanted = group.models_of(option)
         if wanted and models is not None and not any(set(wanted) & m for m in models.values()):
             raise InputError(
@@ -321,10 +314,57 @@ def check_options(
     return parsed
 
 
+def _by_key(groups: list[OptionGroup]) -> dict[str, tuple[OptionGroup, Option]]:
+    return {group.key(option): (group, option) for group in groups for option in group.options}
+
+
+def parse_items(
+    options: Mapping[str, str], groups: Iterable[OptionGroup], given_as: str = "--option"
+) -> dict[str, Any]:
+    """The parsed values of `options` by key, or InputError for the first unknown key or bad
+    value: the checks that need no run (`check_options` makes the rest). `given_as` is how
+    the message names where a key was given (a --config file's `option` table: "option")."""
+    all_groups = list(groups)
+    by_key = _by_key(all_groups)
+    parsed: dict[str, Any] = {}
+    for key, raw in options.items():
+        if key not in by_key:
+            raise InputError(
+                f"{given_as} {_clip(key)!r} is not a known option{did_you_mean(key, by_key)}; "
+                f"{_valid(all_groups)}"
+            )
+        try:
+            parsed[key] = by_key[key][1].parse(raw)
+        except ValueError as exc:
+            raise InputError(f"{given_as} {key}={_clip(raw)!r}: {exc}") from None
+    return parsed
+
+
+# Where each option key of the run being checked was given, when not on the command line:
+# {KEY: a --config file's path}. The CLI sets it (`given_in`) around its check of the run.
+_GIVEN_IN: ContextVar[Mapping[str, str] | None] = ContextVar("option_keys_given_in", default=None)
+
+
+@contextmanager
+def given_in(files: Mapping[str, str]) -> Iterator[None]:
+    """Within it, a message about an option key of `files` names that file and its `option`
+    key, not a --option the user never typed."""
+    token = _GIVEN_IN.set(files)
+    try:
+        yield
+    finally:
+        _GIVEN_IN.reset(token)
+
+
 def _named(key: str, option: Option, raw: str | None = None) -> str:
     """How a message names an option a run gives: `--option KEY` (`=VALUE`), and its flag
-    when it has one, since the user may have given it by either spelling."""
-    text = f"--option {key}" + ("" if raw is None else f"={_clip(raw)}")
+    when it has one, since the user may have given it by either spelling; or the --config
+    file and its `option` key, where it came from there."""
+    value = "" if raw is None else f"={_clip(raw)}"
+    file = (_GIVEN_IN.get() or {}).get(key)
+    if file is not None:
+        return f"{file}: option {key}{value}"
+    text = f"--option {key}{value}"
     return text if option.flag is None else f"{option.flag.name} ({text})"
 
 
@@ -344,15 +384,16 @@ def _clip(value: str, limit: int = 80) -> str:
     return value if len(value) <= limit else value[:limit] + "..."
 
 
-def split_option_items(items: Iterable[str]) -> dict[str, str]:
-    """`KEY=VALUE` items of the command line -> {KEY: VALUE}; InputError for anything else."""
+def split_option_items(items: Iterable[str], given_as: str = "--option") -> dict[str, str]:
+    """`KEY=VALUE` items of the command line -> {KEY: VALUE}; InputError for anything else
+    (naming them as `given_as`: see `parse_items`)."""
     out: dict[str, str] = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise InputError(f"--option {_clip(item)!r} is not KEY=VALUE")
+            raise InputError(f"{given_as} {_clip(item)!r} is not KEY=VALUE")
         if key.strip() in out:  # last-wins would drop one of two values the user gave
-            raise InputError(f"--option {_clip(key.strip())} is given twice; give it once")
+            raise InputError(f"{given_as} {_clip(key.strip())} is given twice; give it once")
         out[key.strip()] = value
     return out
 

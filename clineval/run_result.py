@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from clineval.api_arguments import PathLike, checked_arguments, pandas_module
 from clineval.benchmarks.results_view import MetricsView, attribute_key, view_attributes
-from clineval.errors import InputError
+from clineval.errors import InputError, did_you_mean
 
 if TYPE_CHECKING:
     from clineval.metrics.schema import MetricSpec
@@ -142,7 +142,10 @@ class TaskMetrics:
             if name in self.declared.get("tables", ()):
                 table = self.values.get(name)
                 return dict(table) if isinstance(table, Mapping) else {}
-            raise AttributeError(f"the metrics of {self.task!r} have no {name!r}")
+            raise AttributeError(
+                f"the metrics of {self.task!r} have no {name!r}"
+                + did_you_mean(name, self.metric_attributes())
+            )
 
     def metric_attributes(self) -> list[str]:
         """The attribute names of the task's declared metrics, their intervals and tables."""
@@ -308,7 +311,10 @@ class RunResult:
 
     def _task(self, task: str) -> TaskMetrics:
         if task not in self.metrics:
-            raise InputError(f"no task {task!r} in this run (tasks: {', '.join(self.metrics)})")
+            raise InputError(
+                f"no task {task!r} in this run{did_you_mean(task, self.metrics)} "
+                f"(tasks: {', '.join(self.metrics)})"
+            )
         return self.metrics[task]
 
     def __repr__(self) -> str:

@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import TypeVar
 
-from clineval.errors import InputError
+from clineval.errors import InputError, clip
 
 T = TypeVar("T")
 
@@ -44,9 +44,21 @@ def _number(text: str) -> int | None:
     return int(text) if _DIGITS.fullmatch(text) and not _too_long(text) else None
 
 
+def _refuse_too_long(spec: str, texts: Iterable[str]) -> None:
+    """A number of digits only that is too long is refused as too large, not as malformed."""
+    for text in texts:
+        if _DIGITS.fullmatch(text.strip()) and _too_long(text):
+            digits = len(text.strip().lstrip("0"))
+            raise InputError(
+                f"--shard {clip(spec)}: a number of {digits:,} digits is too large "
+                f"(at most {MAX_DIGITS} digits: fewer than 10^{MAX_DIGITS} shards)"
+            )
+
+
 def parse_shard(spec: str) -> tuple[int, int]:
     """ "I/N" -> (I, N) with 1 <= I <= N; InputError on anything else."""
     index_text, sep, count_text = spec.strip().partition("/")
+    _refuse_too_long(spec, (index_text, count_text) if sep else ())
     index, count = _number(index_text) or 0, _number(count_text) or 0
     if not sep or count < 1 or not 1 <= index <= count:
         raise InputError(f"--shard {spec!r} is not I/N with 1 <= I <= N (e.g. 1/4 ... 4/4)")
@@ -85,6 +97,7 @@ def resolve_auto(spec: str, environ: Mapping[str, str]) -> str:
     _, sep, count_text = spec.strip().partition("/")
     given: int | None = None
     if sep:
+        _refuse_too_long(spec, (count_text,))
         given = _number(count_text) or 0
         if given < 1:
             raise InputError(f"--shard {spec!r}: write auto or auto/N with N >= 1")

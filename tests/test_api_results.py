@@ -164,6 +164,11 @@ def test_dir_offers_the_declared_metric_names(judged: tuple[clineval.RunResult, 
         assert attribute in names
     assert "n_cases_ci" not in names  # a count has no interval
     assert all(hasattr(metrics, name) for name in metrics.metric_attributes())
+    # a misspelt metric is answered with the declared name meant
+    with pytest.raises(AttributeError, match=r"no 'cacs_at7' \(did you mean 'cacs_at_7'\?\)"):
+        _ = metrics.cacs_at7
+    with pytest.raises(InputError, match=r"no task 'clinconsensu' in this run \(did you mean"):
+        judged[0].metrics_as("clinconsensu", ClinConsensusMetricsView)
 
 
 def test_a_view_types_the_metrics_and_a_wrong_view_is_refused(

@@ -542,6 +542,7 @@ NAMES_ALLOWED: dict[tuple[str, str | None], str] = {
     ("cli/run.py", "clineval run ner:ncbi -m baseline:crf"): "an example",
     ("cli/run.py", "clineval run clinconsensus -m openai:qwen"): "an example",
     ("cli/reports.py", "clineval score runs/cc --"): "an example",
+    ("cli/tasks.py", "clineval tasks ner:ncbi --options"): "an example",
     # the kit's count of samples without a prediction, in every benchmark's results: the
     # name NER's results had for it before the rule was generic, kept so they do not change
     ("benchmarks/missing.py", 'MISSING_KEY = "missing_predictions"'): "one rule for all",

@@ -95,6 +95,14 @@ REFUSED = [
     (["--timeout", "inf"], "--timeout inf: must be a finite number"),
     (["--timeout", "0"], "--timeout 0: must be > 0"),
     (["--concurrency", "0"], "--concurrency 0: must be >= 1"),
+    # bounded as servers bound them: OpenAI's temperature range, a sane most calls at once
+    (["--temperature", "1e3"], "--temperature 1000: must be <= 2"),
+    (["--temperature", "2.01"], "--temperature 2.01: must be <= 2"),
+    (["--concurrency", "1" + "0" * 26], "--concurrency 1" + "0" * 26 + ": must be <= 4096"),
+    (["--concurrency", "4097"], "--concurrency 4097: must be <= 4096"),
+    # a number past a float's range is refused as written, never echoed as inf
+    (["--max-judge-error-rate", "1e400"], "'1e400' is too large (not a finite number)"),
+    (["--timeout", "-1e400"], "'-1e400' is too large (not a finite number)"),
     (["--option", "llm.backoff_base_s=nan"], "llm.backoff_base_s='nan': must be a finite number"),
     (["--option", "llm.backoff_max_s=-1"], "llm.backoff_max_s='-1': must be >= 0"),
     (["--option", "llm.transport=curl"], "llm.transport='curl': must be one of"),
@@ -366,3 +374,33 @@ def test_install_completion_with_home_a_file_is_one_line(
     line = _one_error_line(capsys.readouterr().err)
     assert line.startswith(f"error: --install-completion bash: cannot write {home}")
     assert home.read_text(encoding="utf-8") == "not a directory"
+
+
+def test_tasks_options_of_one_task_lists_only_what_its_run_reads(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from clineval.benchmarks.registry import active_namespaces, option_groups
+
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["tasks", "ner:ncbi", "--options"]) == 0
+    out = capsys.readouterr().out
+    active = active_namespaces(["ner:ncbi"])
+    for group in option_groups():
+        for option in group.options:
+            key = group.key(option)
+            # each key starts its own line (a definition list), the others are not there
+            listed = any(line.startswith(f"  {key}  (") for line in out.splitlines())
+            assert listed == (group.namespace in active), key
+    assert "ner.tokenizer  (default regex)" in out
+    assert not any(line.startswith("tcm.") for line in out.split())
+    assert max(len(line) for line in out.splitlines()) <= 80
+    assert main(["tasks", "ner:ncb", "--options"]) == 2
+    assert "did you mean 'ner:ncbi'?" in _one_error_line(capsys.readouterr().err)
+
+
+def test_tasks_options_json_of_one_task(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    assert main(["tasks", "tcm-sd", "--options", "--json"]) == 0
+    keys = [row["key"] for row in json.loads(capsys.readouterr().out)["options"]]
+    assert "tcm.split" in keys and not [key for key in keys if key.startswith("ner.")]

@@ -367,6 +367,18 @@ def test_config_file_round_trip_and_flags_override(tcm_fixture: Path, tmp_path: 
         ('option = {"tcm.split" = true}\n', "key 'option': tcm.split: the value must be"),
         ('option = ["tcm.split"]\n', "key 'option': 'tcm.split' is not KEY=VALUE"),
         ("dry_run = true\n", "unknown key 'dry_run'"),
+        ('tasks = ["tcm-sd"]\ntemperature = 9\n', "key 'temperature': 9 must be <= 2"),
+        # an `option` key is named as the file's, never as a --option not typed
+        (
+            'tasks = ["tcm-sd"]\noption = {"tcm.splt" = "dev"}\n',
+            "run.toml: option 'tcm.splt' is not a known option (did you mean 'tcm.split'?)",
+        ),
+        ('tasks = ["tcm-sd"]\noption = ["tcm.split=nope"]\n', "run.toml: option tcm.split='nope'"),
+        # what only the run decides (its tasks read no ner.* key) too
+        (
+            'tasks = ["tcm-sd"]\noption = {"ner.tokenizer" = "regex"}\n',
+            "run.toml: option ner.tokenizer applies to the ner:* tasks, which this run does not",
+        ),
         ("max-tokens = 5\nmax_tokens = 6\n", "key 'max_tokens' is given twice"),
         ('tasks = ["tcm-sd"]\nmodel =\n', "run.toml:2: not TOML: Invalid value"),
         ('tasks = ["tcm-sd"\n', "run.toml: not TOML: Unclosed array"),

@@ -413,6 +413,7 @@ def test_a_flag_named_as_a_clineval_setting_or_taken_is_left_out(
     a warning naming the option, and the settings keep their meaning."""
     from clineval.benchmarks import Benchmark
     from clineval.benchmarks.registry import benchmarks, register, unregister
+    from clineval.cli.run_flags import benchmark_flag_params
     from clineval.option_flags import declared_flags
     from clineval.options import Flag, Option, OptionGroup, text
 
@@ -424,6 +425,7 @@ def test_a_flag_named_as_a_clineval_setting_or_taken_is_left_out(
             Option("limit", text(), "a fixture option", None, flag=Flag("--limit")),
             Option("cases", text(), "a fixture option", None, flag=Flag("--cases")),
             Option("own", text(), "a fixture option", None, flag=Flag("--fixture-own")),
+            Option("json", text(), "a fixture option", None, flag=Flag("--json")),
         ),
     )
     register(
@@ -438,14 +440,30 @@ def test_a_flag_named_as_a_clineval_setting_or_taken_is_left_out(
     )
     try:
         flags = declared_flags()
+        # --json: no setting's name, but a flag of `clineval run` itself
+        made = benchmark_flag_params({"--json"})
     finally:
         unregister("fixture-flags")
     assert flags["cases"][0].namespace == "clinconsensus"
     # the group as declared, handed out with the backends' names (registry.option_groups)
     assert "limit" not in flags and replace(flags["fixture_own"][0], backends=()) == group
-    warned = " ".join(r.getMessage() for r in caplog.records)
-    assert "--limit of --option fixture_flags.limit is left out" in warned
-    assert "--option fixture_flags.cases is left out" in warned
+    assert "--json" not in {opt for param in made for opt in param.opts}
+    warned = [r.getMessage() for r in caplog.records]
+    # whatever the clash, one wording: the flag, its key, why, and how to give the key
+    limit = (
+        "the flag --limit of --option fixture_flags.limit is left out (clineval has a setting"
+        " of that name); give --option fixture_flags.limit=VALUE"
+    )
+    cases = (
+        "the flag --cases of --option fixture_flags.cases is left out (--option"
+        " clinconsensus.cases has it); give --option fixture_flags.cases=VALUE"
+    )
+    json = (
+        "the flag --json of --option fixture_flags.json is left out (clineval run has a flag"
+        " of that name); give --option fixture_flags.json=VALUE"
+    )
+    # benchmark_flag_params reads the declarations again, so their two warnings come twice
+    assert warned == [limit, cases, limit, cases, json]
 
 
 def test_a_flag_is_declared_as_a_long_flag() -> None:

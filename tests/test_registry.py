@@ -129,3 +129,52 @@ def test_a_built_in_lookup_imports_no_plugin(
     )
     assert "error: " in capsys.readouterr().err
     assert registry._STATE["deferred"] is False
+
+
+def test_a_refused_plugins_task_says_why_it_is_not_there(
+    tmp_path: Path, fresh: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A task of a plugin refused for a clash is not "unknown": the error says why."""
+    site = tmp_path / "site"
+    (site / "twin_plugins.py").parent.mkdir(parents=True)
+    (site / "twin_plugins.py").write_text(
+        "from clineval.benchmarks import Benchmark, MetricSchema, MetricSpec\n"
+        "def _make(family, tasks):\n"
+        "    return Benchmark(family, family, tasks, lambda n: None,\n"
+        "                     MetricSchema((MetricSpec('x'),)))\n"
+        # reuses the built-in family name tcm-sd, with a task of its own
+        "OWN = _make('tcm-sd', ('tcm-sd:mine',))\n"
+        # two plugins that share a task: neither is used
+        "A = _make('twin-a', ('twin:x', 'twin-a:y'))\n"
+        "B = _make('twin-b', ('twin:x',))\n"
+    )
+    _dist(site, "owner", "twin_plugins:OWN")
+    _dist(site, "twina", "twin_plugins:A")
+    _dist(site, "twinb", "twin_plugins:B")
+    sys.path.insert(0, str(site))
+    try:
+        assert registry.task_names() == BUILT_IN
+        reasons = {}
+        for task in ("tcm-sd:mine", "twin:x", "twin-a:y"):
+            with pytest.raises(InputError) as caught:
+                registry.get_task(task)
+            reasons[task] = str(caught.value)
+        with pytest.raises(InputError, match="unknown task 'twin:z'"):
+            registry.get_task("twin:z")
+    finally:
+        sys.path.remove(str(site))
+        sys.modules.pop("twin_plugins", None)
+    assert reasons["tcm-sd:mine"] == (
+        "task 'tcm-sd:mine' is not available: benchmark 'tcm-sd' of 'owner' reuses the "
+        "built-in name(s) 'tcm-sd'"
+    )
+    pair = ("'twin-a' of 'twina'", "'twin-b' of 'twinb'")  # found in either order
+    for task in ("twin:x", "twin-a:y"):
+        assert reasons[task] in {
+            f"task {task!r} is not available: benchmarks {one} and {two} both declare "
+            "'twin:x' (neither is used)"
+            for one, two in (pair, pair[::-1])
+        }
+    assert registry.get_task("tcm-sd").name == "tcm-sd"  # the built-in keeps its name
+    warnings = capsys.readouterr().err.strip().splitlines()
+    assert len(warnings) == 2 and all(line.startswith("warning: ") for line in warnings)

@@ -371,6 +371,11 @@ def test_compare_page_plots_differences_and_cost(driver: Any, tmp_path: Path) ->
         ('{"references": [{"label": "x", "results": {"t": {"m": "0.5"}}}]}', "finite number"),
         ('{"references": [{"label": "x", "results": {"t": {"m": NaN}}}]}', "references"),
         ("{", "reference"),
+        # a misspelt metric of a known task would never be shown: the key meant is named
+        (
+            '{"references": [{"label": "x", "results": {"ner:ncbi": {"span_partial_f": 0.5}}}]}',
+            "ner:ncbi has no metric 'span_partial_f' (did you mean 'span_partial_f1'?)",
+        ),
     ],
 )
 def test_a_bad_reference_file_is_one_line(tmp_path: Path, content: str, expected: str) -> None:

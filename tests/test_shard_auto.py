@@ -83,6 +83,9 @@ def test_auto_reads_the_job_array(spec: str, environ: dict[str, str], shard: str
         ("auto", {**slurm(0, 4), "SLURM_ARRAY_TASK_ID": "\u0661"}, "is not a whole number"),
         ("auto/4", {"JOB_COMPLETION_INDEX": "+1"}, "'+1' is not a whole number"),
         ("auto/1_0", {"JOB_COMPLETION_INDEX": "1"}, "auto/N with N >= 1"),
+        # too many digits: too large, not malformed (leading zeros do not count)
+        ("auto/" + "9" * 20, {"JOB_COMPLETION_INDEX": "1"}, "20 digits is too large"),
+        ("auto/" + "0" * 30 + "4", {"JOB_COMPLETION_INDEX": "4"}, "is not below 4"),
     ],
 )
 def test_auto_without_a_usable_array_is_refused(
@@ -233,3 +236,13 @@ def test_readme_kubernetes_indexed_job_runs_its_shards_then_merges(
     parsed = shlex.split(command[2])
     assert parsed[:2] == ["clineval", "merge"]
     assert json.loads(json.dumps(merge))["kind"] == "Job"
+
+
+def test_a_shard_number_of_too_many_digits_is_too_large() -> None:
+    from clineval.shard import parse_shard
+
+    with pytest.raises(InputError, match="a number of 20 digits is too large"):
+        parse_shard("1/" + "9" * 20)
+    with pytest.raises(InputError, match="a number of 12 digits is too large"):
+        parse_shard("1" * 12 + "/4")
+    assert parse_shard("1/0004") == (1, 4)

@@ -41,7 +41,7 @@ from clineval.benchmarks.plugin_import import (
     probe,
 )
 from clineval.datapaths import MissingDataFile
-from clineval.errors import InputError
+from clineval.errors import InputError, did_you_mean
 from clineval.metrics.schema import MetricSchema
 from clineval.options import OptionGroup
 
@@ -151,12 +151,14 @@ def benchmarks() -> tuple[Benchmark, ...]:
     taken: set[str] = set().union(*(_names(b) for b in builtin))
     plugins = _plugins()
     chosen: list[_Found] = []
+    _REFUSED.clear()
     for item in plugins:
         clash = _names(item.bench) & taken
         if clash:
-            _warn(
+            _refuse(
+                item,
                 f"benchmark {item.bench.family!r} of {item.distribution!r} reuses the built-in "
-                f"name(s) {_shown(clash)}"
+                f"name(s) {_shown(clash)}",
             )
             continue
         chosen.append(item)
@@ -166,16 +168,30 @@ def benchmarks() -> tuple[Benchmark, ...]:
             b = chosen[j]
             clash = _names(a.bench) & _names(b.bench)
             if clash:
-                _warn(
+                why = (
                     f"benchmarks {a.bench.family!r} of {a.distribution!r} and "
                     f"{b.bench.family!r} of {b.distribution!r} both declare "
                     f"{_shown(clash)} (neither is used)"
                 )
+                _refuse(a, why)
+                _refuse(b, why, warn=False)
                 refused.update((i, j))
     kept = [item for i, item in enumerate(chosen) if i not in refused]
     _ORIGIN.clear()
     _ORIGIN.update({item.bench.family: item.distribution for item in kept})
     return (*builtin, *(item.bench for item in kept))
+
+
+# Why each task of a refused plugin is not one: `get_task` says so rather than "unknown".
+_REFUSED: dict[str, str] = {}
+
+
+def _refuse(item: _Found, why: str, warn: bool = True) -> None:
+    if warn:
+        _warn(why)
+    for task in (*item.bench.tasks, item.bench.family):
+        if task not in _REFUSED:  # a built-in's own name stays the built-in's
+            _REFUSED[task] = why
 
 
 def distribution_of(task: str) -> str | None:
@@ -273,7 +289,11 @@ def get_task(name: str) -> Task[Any]:
     bench = benchmark_of(name)
     if bench is None:
         known = [task for b in _all_loaded() for task in b.tasks]
-        raise InputError(f"unknown task {name!r} (known: {', '.join(known)})")
+        if name in _REFUSED:  # a plugin declares it, and was refused
+            raise InputError(f"task {name!r} is not available: {_REFUSED[name]}")
+        raise InputError(
+            f"unknown task {name!r}{did_you_mean(name, known)} (known: {', '.join(known)})"
+        )
     dist = _ORIGIN.get(bench.family)
     if dist is None:
         return bench.task(name)

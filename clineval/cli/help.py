@@ -22,7 +22,10 @@ def _enable_completion() -> None:
     if any(name.startswith("_CLINEVAL_COMPLETE") for name in os.environ):
         from typer._completion_classes import completion_init
 
+        from clineval.cli.completion import register_bash_completion
+
         completion_init()
+        register_bash_completion()  # names with a colon (clineval.cli.completion)
 
 
 # Metavars of options that declare none, by the value's type (typer would print `<int>`).

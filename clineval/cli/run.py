@@ -40,6 +40,7 @@ def _run_epilog() -> str:
 def run(ctx: typer.Context) -> None:
     """Run TASK... with a model; rerun with the same --output-dir to resume."""
     from clineval.config import RunConfig
+    from clineval.options import given_in
     from clineval.planner import plan as plan_tasks
     from clineval.runner import run as run_tasks
 
@@ -58,20 +59,22 @@ def run(ctx: typer.Context) -> None:
     settings = _config_settings(ctx, values)
     if settings["model"] is None:  # a file given in its place is the model (`""` is refused)
         settings["model"] = _model_from_options(settings["options"])
-    run_config = RunConfig.checked(**settings)
-    with _json_stdout(values["as_json"]) as emit:
-        if values["dry_run"]:
-            summary = plan_tasks(run_config, out_dir)
+    # the run's checks of its options (here and as it starts) name a --config file's keys
+    with given_in(values.get(_FILE_OPTIONS, {})):
+        run_config = RunConfig.checked(**settings)
+        with _json_stdout(values["as_json"]) as emit:
+            if values["dry_run"]:
+                summary = plan_tasks(run_config, out_dir)
+                if emit is not None:
+                    emit({"run_dir": str(out_dir), "dry_run": True, **summary})
+                else:
+                    print_plan(summary)
+                return
+            with _on_failure(emit, out_dir, "run"):
+                results = run_tasks(run_config, out_dir, wait=values["wait"])
             if emit is not None:
-                emit({"run_dir": str(out_dir), "dry_run": True, **summary})
-            else:
-                print_plan(summary)
-            return
-        with _on_failure(emit, out_dir, "run"):
-            results = run_tasks(run_config, out_dir, wait=values["wait"])
-        if emit is not None:
-            emit(_results_payload(out_dir, results, None))
-            return
+                emit(_results_payload(out_dir, results, None))
+                return
     print_results(results, out_dir)
 
 
@@ -109,10 +112,28 @@ def _with_config_file(ctx: typer.Context, values: dict[str, Any]) -> dict[str, A
             out[name] = value
             if key in flags:
                 out.setdefault(_FILE_FLAGS, set()).add(name)
+            if name == "options":
+                _check_file_options(values["config"], value)
+                keys = [item.partition("=")[0].strip() for item in value]
+                out[_FILE_OPTIONS] = dict.fromkeys(keys, str(values["config"]))
     return out
 
 
+def _check_file_options(path: Path, items: list[str]) -> None:
+    """The --config file's `option` keys and values, checked where they enter: an error names
+    the file and its key, not a --option the user never typed. (What depends on the run, such
+    as a key of a benchmark the run does not use, is checked with the run's other settings.)"""
+    from clineval.benchmarks.registry import option_groups
+    from clineval.options import parse_items, split_option_items
+
+    try:
+        parse_items(split_option_items(items, "option"), option_groups(), "option")
+    except InputError as exc:
+        raise InputError(exc.message, path=path) from None
+
+
 _FILE_FLAGS = "benchmark flags of the --config file"
+_FILE_OPTIONS = "option keys of the --config file"
 
 
 def _on_command_line(ctx: typer.Context, name: str) -> bool:

@@ -11,7 +11,6 @@ shown, not before: finding them imports every benchmark, which no other command 
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, get_args, get_origin
@@ -173,16 +172,13 @@ def benchmark_flag_params(taken: set[str]) -> list[Any]:
     """The benchmarks' declared option flags (clineval.options.Flag) as options of `run`,
     named by their setting (`cases`). Known only from the declarations, so a plugin's flag is
     one too; one that would shadow a flag in `taken` is left out, with a warning."""
-    from clineval.option_flags import declared_flags
+    from clineval.option_flags import declared_flags, flag_left_out
 
     params = []
     for setting, (group, option, flag) in declared_flags().items():
         if flag.name in taken or not flag.name.startswith("--"):
-            logging.getLogger(__name__).warning(
-                "the flag %s of option %s is left out: clineval run has a flag of that name",
-                flag.name,
-                group.key(option),
-            )
+            why = "clineval run has a flag of that name" if flag.name in taken else "not --NAME"
+            flag_left_out(flag.name, group.key(option), why)
             continue
         taken.add(flag.name)
         switch = flag.value is not None

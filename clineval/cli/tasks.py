@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from clineval.cli.app import app
+from clineval.cli.run_flags import complete
 from clineval.cli_groups import (
     path_text,
 )
@@ -18,28 +19,40 @@ from clineval.secrets import redact
 
 if TYPE_CHECKING:
     from clineval.benchmarks.base import DataFileStatus
+    from clineval.options import OptionGroup
 
 
 @app.command(
     "tasks",
     epilog="Examples:\n  clineval tasks --data-dir data\n  clineval tasks --options\n"
-    "  clineval tasks --json | jq '.tasks[].task'",
+    "  clineval tasks ner:ncbi --options\n  clineval tasks --json | jq '.tasks[].task'",
 )
 def list_tasks(
     data_dir: Annotated[
         str | None,
         typer.Option("--data-dir", metavar="DIR", help="Data root to check.", parser=path_text),
     ] = None,
+    task: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[TASK]",
+            help="Only this task (with --options: the option keys a run of it reads).",
+            show_default=False,
+            autocompletion=complete("tasks"),
+        ),
+    ] = None,
     show_options: Annotated[
-        bool, typer.Option("--options", help="List every --option KEY with its default.")
+        bool,
+        typer.Option("--options", help="List every --option KEY (of TASK's run) with its default."),
     ] = False,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the list as JSON on stdout, nothing else.")
     ] = False,
 ) -> None:
-    """List tasks, their data status and metrics (or, with --options, every option key)."""
+    """List tasks, their data status and metrics (or, with --options, their option keys)."""
     from clineval.benchmarks.registry import (
         PluginError,
+        active_namespaces,
         benchmark_of,
         fetch_command,
         get_task,
@@ -48,50 +61,26 @@ def list_tasks(
     )
     from clineval.datapaths import default_cache_dir, resolve_data_root
 
+    if task is not None:
+        get_task(task)  # an unknown name: one error line, with the name meant
     if show_options:
         groups = option_groups()
+        if task is not None:  # the groups a run of the task reads
+            active = active_namespaces([task])
+            groups = [group for group in groups if group.namespace in active]
         if as_json:
-            sys.stdout.write(
-                json_text(
-                    {
-                        "options": [
-                            {
-                                "key": group.key(option),
-                                "applies_to": group.applies_to,
-                                "default": option.default,
-                                "models": group.models_text(option),
-                                "help": option.help,
-                                "flag": option.flag.name if option.flag else None,
-                            }
-                            for group in groups
-                            for option in group.options
-                        ]
-                    }
-                )
-            )
+            sys.stdout.write(json_text({"options": _options_json(groups)}))
             return
-        for group in groups:
-            options = Table(show_header=True, title=f"--option KEY=VALUE of {group.applies_to}")
-            # a key is copied as a whole into --option: never folded over two lines
-            options.add_column("key", no_wrap=True)
-            for col in ("default", "models", "what it sets"):
-                options.add_column(col, overflow="fold")
-            for option in group.options:
-                default = "-" if option.default is None else option.default
-                models = group.models_text(option)
-                # a flag the benchmark keeps for the key: the same setting (one of the two)
-                flag = f"(also {option.flag.name}) " if option.flag else ""
-                options.add_row(group.key(option), default, models, flag + option.help)
-            stdout.print(options)
+        _print_options(groups)
         return
 
     root = resolve_data_root(data_dir)
     rows: list[dict[str, Any]] = []
     cells: list[str] = []  # the table's data column
-    for name in task_names():
+    for name in [task] if task is not None else task_names():
         try:  # a plugin whose task cannot be made costs its row, not the listing
-            task = get_task(name)
-            statuses = task.data_status(root)
+            made = get_task(name)
+            statuses = made.data_status(root)
         except PluginError as exc:
             print(f"warning: {redact(exc.one_line())}; skipped", file=sys.stderr)
             continue
@@ -99,7 +88,7 @@ def list_tasks(
         rows.append(
             {
                 "task": name,
-                "description": task.description,
+                "description": made.description,
                 "data": [
                     {
                         "path": str(s.relative_path),
@@ -149,3 +138,46 @@ def _data_cell(statuses: list[DataFileStatus]) -> str:
         files = "1 file" if count == 1 else f"{count} files"
         parts.append(f"{files} missing: run '{command}'")
     return "; ".join(parts)
+
+
+def _options_json(groups: list[OptionGroup]) -> list[dict[str, Any]]:
+    return [
+        {
+            "key": group.key(option),
+            "applies_to": group.applies_to,
+            "default": option.default,
+            "models": group.models_text(option),
+            "help": option.help,
+            "flag": option.flag.name if option.flag else None,
+        }
+        for group in groups
+        for option in group.options
+    ]
+
+
+def _print_options(groups: list[OptionGroup]) -> None:
+    """The option keys as a definition list: each key with its default (and flag, and the
+    models it applies to) on one line, its help indented below, wrapped to the terminal. A
+    table of four columns folds every cell at 80 columns, many times longer than this."""
+    import textwrap
+
+    width = max(stdout.width, 40)
+    lines: list[str] = []
+    for group in groups:
+        lines.append(f"--option KEY=VALUE of {group.applies_to}:")
+        for option in group.options:
+            default = "-" if option.default is None else option.default
+            extras = [f"default {default}"]
+            if option.flag:  # a flag the benchmark keeps for the key: the same setting
+                extras.append(f"also {option.flag.name}")
+            if group.models_of(option):  # said only where not every model reads it
+                extras.append(f"models: {group.models_text(option)}")
+            # the key is copied whole into --option: it starts its line, never folded
+            lines.append(f"  {group.key(option)}  ({'; '.join(extras)})")
+            lines.extend(
+                textwrap.wrap(
+                    option.help, width - 1, initial_indent=" " * 6, subsequent_indent=" " * 6
+                )
+            )
+        lines.append("")
+    stdout.print("\n".join(lines).rstrip("\n"), markup=False, highlight=False, soft_wrap=True)

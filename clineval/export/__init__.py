@@ -19,7 +19,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from clineval.errors import InputError
+from clineval.errors import InputError, did_you_mean
 from clineval.reportkit.run_files import ExportSettings, RunFiles, read_run
 
 Exporter = Callable[[RunFiles, Path, ExportSettings], list[Path]]
@@ -53,7 +53,10 @@ def export_run(
     known = formats()
     exporter = known.get(fmt)
     if exporter is None:
-        raise InputError(f"--format {fmt!r} is not a known format (known: {', '.join(known)})")
+        raise InputError(
+            f"--format {fmt!r} is not a known format{did_you_mean(fmt, known)} "
+            f"(known: {', '.join(known)})"
+        )
     out = Path(out_dir).expanduser()
     # os.path: never raises (Path.exists does, on a name too long). Any other place that
     # cannot be written is found where the file is written (rundir.atomic_write_text).

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol, cast
 
-from clineval.errors import InputError
+from clineval.errors import InputError, did_you_mean
 from clineval.references import resolve_reference
 
 
@@ -144,7 +144,9 @@ def backend_named(name: str) -> BackendInfo:
     try:
         return _BY_NAME[name]
     except KeyError:
-        raise InputError(f"unknown model backend {name!r} (known: {BACKENDS})") from None
+        raise InputError(
+            f"unknown model backend {name!r}{did_you_mean(name, BACKENDS)} (known: {BACKENDS})"
+        ) from None
 
 
 def backend_info(spec: SpecOfBackend) -> BackendInfo:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from clineval.errors import InputError
+from clineval.errors import InputError, did_you_mean
 from clineval.models.registry import BACKENDS, backend_named
 
 __all__ = [
@@ -76,7 +76,10 @@ class ModelSpec:
         if not sep or not rest:
             raise InputError(f"model spec {text!r} is not backend:name (backends: {BACKENDS})")
         if backend not in BACKENDS:
-            raise InputError(f"unknown model backend {backend!r} in {text!r} (known: {BACKENDS})")
+            raise InputError(
+                f"unknown model backend {backend!r} in {text!r}"
+                f"{did_you_mean(backend, BACKENDS)} (known: {BACKENDS})"
+            )
         name, urls = rest, tuple(extra_base_urls)
         if backend_named(backend).takes_base_url:
             at = rest.lower().rfind("@http")  # HTTP:// too: else the URL would become the name

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from clineval.errors import InputError
+from clineval.errors import InputError, did_you_mean
 from clineval.jsonio import read_json_file
 
 
@@ -52,7 +52,20 @@ def read_references(path: Path) -> list[Reference]:
         for task, figures in results.items():
             if not isinstance(figures, dict):
                 raise InputError(f"{where}.results[{task!r}] must map metric -> number", path=path)
+            declared = _declared_metrics(str(task))
             for metric, value in figures.items():
+                # a misspelt declared key would never be shown: refused, with the key meant.
+                # A key close to none may be a figure beyond the declared ones (a report
+                # shows every scalar of the results), so it is kept.
+                hint = (
+                    "" if declared is None or metric in declared else did_you_mean(metric, declared)
+                )
+                if hint:
+                    raise InputError(
+                        f"{where}.results[{task!r}][{metric!r}]: {task} has no metric "
+                        f"{metric!r}{hint}",
+                        path=path,
+                    )
                 number = value if isinstance(value, int | float) else None
                 if isinstance(value, bool) or number is None or not math.isfinite(number):
                     raise InputError(
@@ -61,6 +74,15 @@ def read_references(path: Path) -> list[Reference]:
                 checked.setdefault(str(task), {})[str(metric)] = float(number)
         out.append(Reference(label.strip(), source.strip(), checked))
     return out
+
+
+def _declared_metrics(task: str) -> list[str] | None:
+    """The metric keys `task`'s installed benchmark declares; None for a task none declares
+    (a plugin not installed here: its figures are kept, as its runs may show them)."""
+    from clineval.benchmarks.registry import benchmark_of
+
+    bench = benchmark_of(task)
+    return None if bench is None else [spec.key for spec in bench.metrics.metrics]
 
 
 def reference_lines(references: list[Reference], task: str, metric: str, fmt: Any) -> list[str]:
