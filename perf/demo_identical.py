@@ -25,7 +25,9 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data"
+# $CLINEVAL_DATA_DIR first, as clineval itself reads it: a checkout elsewhere (a worktree)
+# has no data beside it
+DATA = Path(os.environ.get("CLINEVAL_DATA_DIR") or ROOT.parent / "shared" / "data")
 
 
 def demo_steps(
