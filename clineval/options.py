@@ -331,7 +331,7 @@ def parse_items(
         if key not in by_key:
             raise InputError(
                 f"{given_as} {_clip(key)!r} is not a known option{did_you_mean(key, by_key)}; "
-                f"{_valid(all_groups)}"
+                f"{_valid(all_groups, key)}"
             )
         try:
             parsed[key] = by_key[key][1].parse(raw)
@@ -376,8 +376,15 @@ def _shown_model(selector: str, backends: tuple[str, ...]) -> str:
     return f"{selector}: models" if selector in backends else f"{selector.replace('_', ' ')} models"
 
 
-def _valid(groups: list[OptionGroup]) -> str:
-    return "valid keys: " + ", ".join(k for g in groups for k in g.full_keys())
+def _valid(groups: list[OptionGroup], key: str) -> str:
+    """The keys of the namespace `key` names, or the namespaces when it names none: every key
+    of every benchmark and backend is more than an error line can carry."""
+    namespace = key.partition(".")[0]
+    keys = [k for g in groups if g.namespace == namespace for k in g.full_keys()]
+    if keys:
+        return f"valid keys of {namespace}.*: " + ", ".join(keys)
+    spaces = ", ".join(dict.fromkeys(f"{g.namespace}.*" for g in groups))
+    return f"valid keys: {spaces} (clineval tasks --options lists each)"
 
 
 def _clip(value: str, limit: int = 80) -> str:

@@ -249,4 +249,4 @@ def check_writable(path: Path, flag: str) -> None:
     try:
         os.rmdir(tempfile.mkdtemp(prefix=".clineval-write-check-", dir=where))
     except OSError as exc:
-        raise InputError(f"{flag} cannot be written: {exc.strerror}", path=path) from None
+        raise InputError(f"{flag}: cannot write: {exc.strerror}", path=path) from None

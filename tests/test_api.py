@@ -62,7 +62,7 @@ def test_public_names_resolve_and_others_do_not() -> None:
 # The primary metric of each family as the benchmarks define them (the DESIGN's table).
 PRIMARY_METRIC = {
     **{"ner": "token_macro_f1", "tcm-sd": "macro_f1", "clinconsensus": "cacs@7"},
-    **{"healthbench": "score", "healthbench-meta": "balanced_f1"},
+    **{"healthbench": "score", "healthbench-meta": "balanced_f1", "head-to-head": "win_rate"},
 }
 
 

@@ -23,7 +23,15 @@ HOSTILE = "out[/i]run[bold]x:smile:"
 
 
 def _clineval(*argv: str, cwd: Path) -> Done:
-    return clineval_inprocess(*argv, cwd=cwd, env={"COLUMNS": "200"})
+    # The results console is made once, at import, so COLUMNS cannot widen it in process; a
+    # wide one keeps the long hostile paths on one line, as the assertions read them.
+    from clineval.cli_output import stdout
+
+    saved, stdout.width = stdout.width, 200
+    try:
+        return clineval_inprocess(*argv, cwd=cwd, env={"COLUMNS": "200"})
+    finally:
+        stdout.width = saved
 
 
 def test_a_run_report_and_dry_run_print_a_hostile_directory_as_it_is(tmp_path: Path) -> None:

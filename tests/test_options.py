@@ -100,7 +100,9 @@ def test_typed_values_and_defaults() -> None:
 def test_check_options() -> None:
     groups = [GROUP, OTHER]
     assert check_options({"demo.size": "2"}, groups, {"demo"}) == {"demo.size": 2}
-    with pytest.raises(InputError, match=r"'demo\.bogus' is not a known option; valid keys: "):
+    with pytest.raises(
+        InputError, match=r"'demo\.bogus' is not a known option; valid keys of demo\.\*: "
+    ):
         check_options({"demo.bogus": "1"}, groups, {"demo"})
     with pytest.raises(InputError, match="applies to the other task, which this run does not"):
         check_options({"other.x": "1"}, groups, {"demo"})
