@@ -377,8 +377,7 @@ def _shown_model(selector: str, backends: tuple[str, ...]) -> str:
 
 
 def _valid(groups: list[OptionGroup], key: str) -> str:
-    """The keys of the namespace `key` names, or the namespaces when it names none: every key
-    of every benchmark and backend is more than an error line can carry."""
+    """The keys of `key`'s namespace, else the namespaces (all keys outgrow an error line)."""
     namespace = key.partition(".")[0]
     keys = [k for g in groups if g.namespace == namespace for k in g.full_keys()]
     if keys:

@@ -54,7 +54,7 @@ def test_an_unwritable_batch_directory_is_refused_before_the_run_directory(
     out = tmp_path / "run"
     line = _refused(["run", "tcm-sd", *SYNTHETIC, "-m", LOCAL, "--batch-file-out",
                      "/proc/clineval-batch", "-o", str(out)], capsys)  # fmt: skip
-    assert line.startswith("error: /proc/clineval-batch: --batch-file-out cannot be written")
+    assert line.startswith("error: /proc/clineval-batch: --batch-file-out: cannot write")
     assert os.listdir(tmp_path) == []
 
 
