@@ -20,15 +20,18 @@ from clineval.cli_groups import (
 from clineval.cli_output import print_results, stdout
 from clineval.errors import InputError
 
+# The one positional argument of score, report, export, judge-agreement and config.
+RunDir = Annotated[
+    Path, typer.Argument(metavar="RUN_DIR", help="A run directory.", parser=path_value)
+]
+
 
 @app.command(
     epilog="Examples:\n  clineval score runs/cc --judge-errors-as-unmet\n"
     "  clineval score runs/cc --option clinconsensus.k=10 --json"
 )
 def score(
-    run_dir: Annotated[
-        Path, typer.Argument(metavar="RUN_DIR", help="A run directory.", parser=path_value)
-    ],
+    run_dir: RunDir,
     data_dir: Annotated[
         str | None,
         typer.Option(
@@ -100,9 +103,7 @@ def score(
 
 @app.command(epilog="Example:\n  clineval report runs/tfidf -o tfidf.html")
 def report(
-    run_dir: Annotated[
-        Path, typer.Argument(metavar="RUN_DIR", help="A run directory.", parser=path_value)
-    ],
+    run_dir: RunDir,
     output: Annotated[
         Path | None,
         typer.Option(
@@ -223,9 +224,7 @@ def _complete_export_formats(incomplete: str) -> list[str]:
 
 @app.command("export")
 def export(
-    run_dir: Annotated[
-        Path, typer.Argument(metavar="RUN_DIR", help="A run directory.", parser=path_value)
-    ],
+    run_dir: RunDir,
     fmt: Annotated[
         str,
         typer.Option(
@@ -271,9 +270,7 @@ def export(
 
 @app.command("judge-agreement")
 def judge_agreement(
-    run_dir: Annotated[
-        Path, typer.Argument(metavar="RUN_DIR", help="A run directory.", parser=path_value)
-    ],
+    run_dir: RunDir,
     labels: Annotated[
         Path,
         typer.Option(
@@ -317,9 +314,7 @@ def judge_agreement(
     "  clineval run --config run.toml -o runs/tfidf-again",
 )
 def config_command(
-    run_dir: Annotated[
-        Path, typer.Argument(metavar="RUN_DIR", help="A run directory.", parser=path_value)
-    ],
+    run_dir: RunDir,
     output: Annotated[
         Path | None,
         typer.Option(
