@@ -54,7 +54,10 @@ def clineval_inprocess(
                 stack.enter_context(contextlib.chdir(cwd))
             stack.enter_context(contextlib.redirect_stdout(out))
             stack.enter_context(contextlib.redirect_stderr(err))
-            code = main(argv)
+            try:
+                code = main(argv)
+            except SystemExit as exc:  # ends a process the same way (click's completion)
+                code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
     finally:
         os.environ.clear()
         os.environ.update(saved_env)
