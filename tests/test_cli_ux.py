@@ -1,6 +1,6 @@
-"""The command line as a user meets it: --version, every command's --help rendered in a real
-process (in a pipe and on a terminal), shell completion, validated choices, the output-path
-spellings, --json on stdout, and run --config FILE.toml with its round trip."""
+"""The command line as a user meets it: --version, every command's --help rendered in a pipe
+(in process) and on a terminal (a real process on a pty), shell completion, validated choices,
+the output-path spellings, --json on stdout, and run --config FILE.toml with its round trip."""
 
 from __future__ import annotations
 
@@ -73,19 +73,16 @@ def _pty_output(argv: list[str]) -> str:
     return ANSI.sub("", b"".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n"))
 
 
-def on_terminal(*args: str) -> str:
-    """What `clineval ARGS` shows on a 100-column terminal (a real pty), colours removed."""
-    return _pty_output([sys.executable, "-m", "clineval", *args])
-
-
 # Prints each help of argv[1] (a JSON list of command words) on the terminal it is given, each
-# after a line of its own: one interpreter for every help, not one each.
+# after a line of its own, through the entry `python -m clineval` runs: one interpreter for
+# every help, not one each.
 _HELPS_ON_A_TERMINAL = """
 import json, sys
-from clineval.cli import main
+from clineval.entry import main
 for words in json.loads(sys.argv[1]):
     print("@@help " + " ".join(words), flush=True)
-    code = main([*words, "--help"])
+    sys.argv = ["clineval", *words, "--help"]
+    code = main()
     sys.stdout.flush()
     print("@@exit %d" % code, flush=True)
 """
@@ -200,8 +197,7 @@ def test_every_help_describes_every_option_as_written(terminal: bool) -> None:
             for name, sub in command.commands.items():
                 line = next(ln for ln in wide.splitlines() if re.match(rf"│ {name}\s", ln))
                 assert " ".join(sub.short_help.replace("\\", "").split()) in " ".join(line.split())
-    # the command as a shell starts it (the entry module, then the CLI)
-    run_help = on_terminal("run", "--help") if terminal else cli("run", "--help").stdout
+    run_help = shown[("run",)] if terminal else inproc("run", "--help").stdout
     assert "[@base_url]" in run_help
     for panel in ("Model", "Judge", "Data", "Output", "Run control", "Batch"):
         assert f"─ {panel} ─" in run_help
