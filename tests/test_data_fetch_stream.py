@@ -24,10 +24,12 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
+from cli_inprocess import clineval_inprocess
 from route_mirror import Route, Serve
 
 from clineval.benchmarks.registry import data_sources
 from clineval.cli import main
+from clineval.cli_output import stdout as results_console
 from clineval.data import download as download_module
 from clineval.data.cache import STAGING
 from clineval.data.checksums import MISMATCH, OK, file_status, load_manifest
@@ -559,29 +561,21 @@ def test_cli_endless_body_exits_2_and_memory_stays_flat(tmp_path: Path, serve: S
     assert peak_kib < 512 * 1024
 
 
-def test_cli_fetch_into_cache_then_verify(data_root: Path, tmp_path: Path, serve: Serve) -> None:
-    """The real command in its own process: fetch from a mirror, verify the cache."""
+def test_cli_fetch_into_cache_then_verify(
+    data_root: Path, tmp_path: Path, serve: Serve, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The commands (in process; the process itself is the endless body's test): fetch from
+    a mirror, verify the cache."""
     url, _ = serve({"*": _mirror(data_root)})
     cache = tmp_path / "cache"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CLINEVAL_")}
-    env["CLINEVAL_CACHE_DIR"] = str(cache)
-    env["COLUMNS"] = "200"
-    fetched = subprocess.run(
-        [*CLINEVAL, "--quiet", "data", "fetch", "ncbi", "--base-url", url],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
+    for name in [k for k in os.environ if k.startswith("CLINEVAL_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("CLINEVAL_CACHE_DIR", str(cache))
+    monkeypatch.setattr(results_console, "width", 200)
+    fetched = clineval_inprocess("data", "fetch", "ncbi", "--base-url", url)
     assert fetched.returncode == 0, fetched.stderr
     assert len(fetched.stdout.splitlines()) == len(NCBI_FILES)
-    verified = subprocess.run(
-        [*CLINEVAL, "data", "verify", "--cache-dir", str(cache)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
+    verified = clineval_inprocess("data", "verify", "--cache-dir", str(cache), quiet=False)
     assert verified.returncode == 0, verified.stdout + verified.stderr
     shutil.rmtree(cache)
 
