@@ -20,7 +20,8 @@ from typing import Any, TypedDict, Unpack, get_origin
 
 from clineval.api_arguments import PathLike, checked_arguments
 from clineval.errors import InputError, clip
-from clineval.report.compare.api import Comparison, LeaderboardCell, PairedTest, compare
+from clineval.report.compare.api import compare
+from clineval.report.compare.model import Comparison, LeaderboardCell, PairedTest
 from clineval.run_result import RunResult, TaskMetrics
 
 __all__ = [
