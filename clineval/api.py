@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any, TypedDict, Unpack, get_origin
 
 from clineval.api_arguments import PathLike, checked_arguments
-from clineval.errors import InputError, clip
+from clineval.errors import InputError
+from clineval.messages import clip
 from clineval.report.compare.api import compare
 from clineval.report.compare.model import Comparison, LeaderboardCell, PairedTest
 from clineval.run_result import RunResult, TaskMetrics

@@ -27,8 +27,9 @@ LONG_REASON = "Long module:"
 # belongs to the layer of the longest prefix that names it.
 LAYERS: tuple[tuple[str, ...], ...] = (
     # 0 foundations: usable from anywhere
-    ("clineval.errors", "clineval.version", "clineval.jsonio", "clineval.jsonl",
-     "clineval.secrets", "clineval.retry", "clineval.concurrency", "clineval.progress",
+    ("clineval.messages", "clineval.errors", "clineval.version", "clineval.jsonio",
+     "clineval.jsonl", "clineval.secrets", "clineval.retry", "clineval.concurrency",
+     "clineval.progress",
      "clineval.shard", "clineval.datapaths", "clineval.store", "clineval.store_json",
      "clineval.store_damage", "clineval.store_reuse", "clineval.rundir",
      "clineval.rundir_lock", "clineval.run_record", "clineval.options", "clineval.console",
