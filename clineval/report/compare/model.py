@@ -10,6 +10,7 @@ load numpy, rich or pydantic (docs/skills-and-api.md).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from clineval.api_arguments import pandas_module
@@ -110,27 +111,28 @@ class Comparison:
         """The leaderboard, one row per run, task and metric (pandas needed)."""
         return pandas_module().DataFrame([vars(cell) for cell in self.leaderboard])
 
-    def _flagged(self, task: str, key: str, flag: str) -> int | None:
-        found = [
-            i for (i, t, k), c in self.cells.items() if (t, k) == (task, key) and getattr(c, flag)
-        ]
-        return found[0] if found else None
+    @cached_property
+    def _by_column(self) -> dict[tuple[str, str], list[tuple[int, LeaderboardCell]]]:
+        """(task, metric) -> its cells with their run's index: what the renderings look up
+        once a cell, kept so that a wide leaderboard costs no pass over every cell each time."""
+        out: dict[tuple[str, str], list[tuple[int, LeaderboardCell]]] = {}
+        for (i, task, key), cell in self.cells.items():
+            out.setdefault((task, key), []).append((i, cell))
+        return out
 
     def leader(self, task: str, key: str) -> int | None:
         """The index of the run with the single top `key` of `task` (None: no single one)."""
-        return self._flagged(task, key, "leader")
+        return next((i for i, c in self._by_column.get((task, key), []) if c.leader), None)
 
     def best(self, task: str, key: str) -> int | None:
         """The index of the leader of `key` that the paired tests separate from every other
         run (None: none is)."""
-        return self._flagged(task, key, "best")
+        return next((i for i, c in self._by_column.get((task, key), []) if c.best), None)
 
     def higher_is_better(self, task: str, key: str) -> bool:
         """The direction of a column (every cell of a column has its column's)."""
-        return next(
-            (c.higher_is_better for (_, t, k), c in self.cells.items() if (t, k) == (task, key)),
-            True,
-        )
+        cells = self._by_column.get((task, key))
+        return cells[0][1].higher_is_better if cells else True
 
     def digits(self, task: str, key: str) -> int | None:
         """The decimals `key` is shown with, as its metric declares (None: the default)."""
