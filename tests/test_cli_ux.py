@@ -501,8 +501,8 @@ def test_written_config_keeps_a_key_shaped_path_and_masks_a_known_key(
     runs = tmp_path / "runs"
     shaped = runs / "sk-proj-abcdefghijklmnopqrstuvwx"
     holding = runs / f"copy-of-{known}"
-    base = ["run", "tcm-sd", "--option", "tcm.data=synthetic", "--limit", "2", "-m",
-            "baseline:tfidf"]  # fmt: skip
+    base = ["run", "tcm-sd", "--option", "tcm.data=synthetic", "--option", "tcm.synth_scale=0.05",
+            "--limit", "2", "-m", "baseline:tfidf"]  # fmt: skip
     for out in (shaped, holding):
         assert main([*base, "-o", str(out)]) == 0, capsys.readouterr().err
     capsys.readouterr()
