@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from clineval.benchmarks.base import DataFileStatus, RunContext, Task, TaskResult
-from clineval.benchmarks.kit import select_samples, unstored
+from clineval.benchmarks.kit import pending, predictions_path, read_predictions, select_samples
 from clineval.benchmarks.ner.llm import PREDICTION_KIND
 from clineval.benchmarks.ner.options import NER_OPTIONS, TOKENIZER_OPTION
 from clineval.benchmarks.ner.records import DATASET_TYPES, NerDocument, PreparedSplit, Span
@@ -141,7 +141,7 @@ class NerTask(Task[NerData]):
             self._predict_from_file(ctx, data)
             return
         stored = ctx.store.records(self.name, PREDICTION)
-        todo = unstored(ctx, self.name, data.documents, lambda d: d.id, PREDICTION)
+        todo = pending(ctx, self.name, data.documents, lambda d: d.id, PREDICTION)
         if kind is ModelKind.BASELINE:
             todo = self._crf_todo(ctx, data, stored)
         elif kind is ModelKind.SPAN_TAGGER:
@@ -179,12 +179,12 @@ class NerTask(Task[NerData]):
 
     def _predict_from_file(self, ctx: RunContext, data: NerData) -> None:
         """The file is the source of truth: it is re-read and re-validated on every run."""
-        from clineval.benchmarks.ner.predictions import TypeNames, read_predictions
-        from clineval.models.predictions_files import predictions_file
+        from clineval.benchmarks.ner.predictions import TypeNames, row_parser
 
         by_id = {doc.id: doc for doc in data.split.documents}
         names = TypeNames(self.types)
-        predictions = read_predictions(predictions_file(ctx.model, self.name), by_id, names)
+        path = predictions_path(ctx, self.name)
+        predictions = read_predictions(path, by_id, parse=row_parser(by_id, names), noun="document")
         if names.notes():  # corpus type names the file used, mapped or dropped
             ctx.note(self.name, "predictions_types", names.notes())
         rows: list[tuple[str, dict[str, Any]]] = []

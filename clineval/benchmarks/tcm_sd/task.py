@@ -19,6 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from clineval.benchmarks.base import DataFileStatus, RunContext, Task, TaskResult
+from clineval.benchmarks.kit import pending
 from clineval.benchmarks.tcm_sd.dataset import SPLITS, VOCAB_NAME, find_file, find_split
 from clineval.benchmarks.tcm_sd.options import TCM_OPTIONS
 from clineval.benchmarks.tcm_sd.predict import predict_data
@@ -27,7 +28,6 @@ from clineval.benchmarks.tcm_sd.samples import (
     TcmData,
     fetched_split,
     load_data,
-    pending,
     record_fields,
 )
 from clineval.benchmarks.tcm_sd.scoring import evaluate_data
@@ -70,7 +70,7 @@ class TcmSdTask(Task[TcmData]):
         from clineval.benchmarks.tcm_sd.llm import make_request
 
         fields, label = record_fields(ctx), ctx.model.label
-        todo = pending(ctx, data)
+        todo = pending(ctx, TASK, data.samples(), lambda kr: kr[0])
         calls.add_stored(TASK, "candidate", label, len(data.records) - len(todo))
         for _, record in todo:
             calls.add(TASK, "candidate", label, make_request(ctx, record, data.labels, fields))
