@@ -1,13 +1,15 @@
 """Helpers for the shapes most benchmarks share, so that a benchmark package holds only what is
 its own: the samples a run evaluates (`--limit`, then `--shard`), the samples still without a
-stored output, a predictions file keyed by sample id (one for the run or one per task), one
-chat call per sample (stored as it arrives, planned for `--dry-run`), a multiple-choice letter
-parser, and accuracy with its bootstrap interval.
+stored output, a predictions file keyed by sample id (one for the run or one per task; a
+field per line, or a row parser of the benchmark's), one chat call per sample (stored as it
+arrives, planned for `--dry-run`), a multiple-choice letter parser, and accuracy with its
+bootstrap interval.
 
-The built-ins select their samples and their pending ones here; for the rest they keep richer
-versions of their own (TCM-SD's label parser knows the normalization table). A new benchmark
-starts here: the plugin template in examples/plugin-benchmark/ uses these helpers, reached
-through `clineval.benchmarks`.
+The built-ins select their samples, find their pending ones and read their predictions files
+here; what stays theirs is what is theirs (NER's row parser checks spans against the
+document, TCM-SD's label parser knows the normalization table). A new benchmark starts here:
+the plugin template in examples/plugin-benchmark/ uses these helpers, reached through
+`clineval.benchmarks`.
 """
 
 from __future__ import annotations

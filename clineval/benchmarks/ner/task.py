@@ -30,7 +30,13 @@ from pathlib import Path
 from typing import Any
 
 from clineval.benchmarks.base import DataFileStatus, RunContext, Task, TaskResult
-from clineval.benchmarks.kit import pending, predictions_path, read_predictions, select_samples
+from clineval.benchmarks.kit import (
+    pending,
+    plan_by_chat,
+    predictions_path,
+    read_predictions,
+    select_samples,
+)
 from clineval.benchmarks.ner.llm import PREDICTION_KIND
 from clineval.benchmarks.ner.options import NER_OPTIONS, TOKENIZER_OPTION
 from clineval.benchmarks.ner.records import DATASET_TYPES, NerDocument, PreparedSplit, Span
@@ -159,19 +165,14 @@ class NerTask(Task[NerData]):
             self._predict_hf(ctx, todo)
 
     def plan(self, ctx: RunContext, data: NerData, calls: CallPlan) -> None:
-        if not ctx.backend.is_chat:
+        if not ctx.backend.is_chat or not data.documents:
             return
         from clineval.benchmarks.ner.llm import format_option, make_request
 
         fmt = format_option(ctx)
-        stored = ctx.store.records(self.name, PREDICTION)
-        label = ctx.model.label
-        for doc in data.documents:
-            if doc.id in stored:
-                calls.add_stored(self.name, "candidate", label, 1)
-            else:
-                request = make_request(ctx, doc.text, self.types, fmt)
-                calls.add(self.name, "candidate", label, request)
+        todo = pending(ctx, self.name, data.documents, lambda d: d.id, PREDICTION)
+        requests = [(d.id, make_request(ctx, d.text, self.types, fmt)) for d in todo]
+        plan_by_chat(ctx, self.name, calls, requests, len(data.documents) - len(todo))
 
     def _put(self, ctx: RunContext, rows: list[tuple[str, dict[str, Any]]]) -> None:
         if rows:
