@@ -22,6 +22,7 @@ from typing import Any, TypeVar, overload
 import numpy as np
 
 from clineval.benchmarks.base import RunContext
+from clineval.benchmarks.missing import PREDICTION as PREDICTION  # a stored output's kind
 from clineval.concurrency import gather_bounded, run_model_calls
 from clineval.errors import InputError
 from clineval.jsonl import iter_json_objects
@@ -32,7 +33,6 @@ from clineval.progress import TaskProgress, counters_of, task_progress
 from clineval.shard import select_shard
 
 T = TypeVar("T")
-PREDICTION = "prediction"  # the store's record kind for a sample's output
 
 
 def select_samples(ctx: RunContext, samples: Sequence[T], sample_id: Callable[[T], str]) -> list[T]:

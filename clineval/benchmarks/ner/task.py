@@ -31,13 +31,13 @@ from typing import Any
 
 from clineval.benchmarks.base import DataFileStatus, RunContext, Task, TaskResult
 from clineval.benchmarks.kit import (
+    PREDICTION,
     pending,
     plan_by_chat,
     predictions_path,
     read_predictions,
     select_samples,
 )
-from clineval.benchmarks.ner.llm import PREDICTION_KIND
 from clineval.benchmarks.ner.options import NER_OPTIONS, TOKENIZER_OPTION
 from clineval.benchmarks.ner.records import DATASET_TYPES, NerDocument, PreparedSplit, Span
 from clineval.errors import InputError
@@ -45,7 +45,6 @@ from clineval.models.backends import ModelKind
 from clineval.plan import CallPlan
 from clineval.progress import Step, step
 
-PREDICTION = PREDICTION_KIND  # store record kind
 TEST_SPLIT = "test"
 # What the CRF baseline trains on. Dev is left out: it chose the hyperparameters, and training
 # on train alone keeps the 4-corpus demo well inside its time budget on a 2-core machine.
@@ -147,7 +146,7 @@ class NerTask(Task[NerData]):
             self._predict_from_file(ctx, data)
             return
         stored = ctx.store.records(self.name, PREDICTION)
-        todo = pending(ctx, self.name, data.documents, lambda d: d.id, PREDICTION)
+        todo = pending(ctx, self.name, data.documents, lambda d: d.id)
         if kind is ModelKind.BASELINE:
             todo = self._crf_todo(ctx, data, stored)
         elif kind is ModelKind.SPAN_TAGGER:
@@ -170,7 +169,7 @@ class NerTask(Task[NerData]):
         from clineval.benchmarks.ner.llm import format_option, make_request
 
         fmt = format_option(ctx)
-        todo = pending(ctx, self.name, data.documents, lambda d: d.id, PREDICTION)
+        todo = pending(ctx, self.name, data.documents, lambda d: d.id)
         requests = [(d.id, make_request(ctx, d.text, self.types, fmt)) for d in todo]
         plan_by_chat(ctx, self.name, calls, requests, len(data.documents) - len(todo))
 

@@ -14,10 +14,9 @@ from pathlib import Path
 from typing import TypeVar
 
 from clineval.benchmarks.base import RunContext
-from clineval.benchmarks.kit import pending, predictions_path, read_predictions
+from clineval.benchmarks.kit import PREDICTION, pending, predictions_path, read_predictions
 from clineval.benchmarks.tcm_sd.dataset import KNOWLEDGE_NAMES, TcmRecord, find_file, read_knowledge
 from clineval.benchmarks.tcm_sd.samples import (
-    KIND,
     TASK,
     TcmData,
     label_roots,
@@ -52,7 +51,7 @@ def predict_in_batches(
     for chunk in track(chunks, len(chunks), f"{description} predict", unit="batches"):
         preds = predict([r for _, r in chunk])
         ctx.store.put_records(
-            TASK, KIND, ((k, {"pred": p}) for (k, _), p in zip(chunk, preds, strict=True))
+            TASK, PREDICTION, ((k, {"pred": p}) for (k, _), p in zip(chunk, preds, strict=True))
         )
 
 
@@ -126,7 +125,7 @@ def _predict_file(ctx: RunContext, data: TcmData, todo: Todo) -> None:
     path = predictions_path(ctx, TASK)  # the runner notes its path and sha256
     by_id = read_predictions(path, data.split_ids, "label", _label_check)
     ctx.store.put_records(
-        TASK, KIND, ((k, {"pred": by_id[r.user_id]}) for k, r in todo if r.user_id in by_id)
+        TASK, PREDICTION, ((k, {"pred": by_id[r.user_id]}) for k, r in todo if r.user_id in by_id)
     )
 
 
@@ -163,7 +162,7 @@ def check_prediction_settings(ctx: RunContext) -> None:
     stored = ctx.store.get_meta("tcm-sd.prediction_settings")
     # Settings bind only once a prediction is stored: a run refused before that (a bad
     # predictions file) must not refuse the corrected command.
-    if stored is None or not ctx.store.count_records(TASK, KIND):
+    if stored is None or not ctx.store.count_records(TASK, PREDICTION):
         ctx.store.set_meta("tcm-sd.prediction_settings", settings)
         return
     differing = sorted(

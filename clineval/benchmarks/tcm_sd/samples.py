@@ -41,7 +41,6 @@ from clineval.datapaths import resolve_data_root
 from clineval.errors import InputError
 
 TASK = "tcm-sd"
-KIND = "prediction"  # the run-store record kind of one model output
 FIXTURE_DIR = "tcm-sd-synthetic-fixture"
 MISSING_HELP = (
     "the official TCM-SD splits are missing: run `clineval data fetch tcm-sd` (downloads and "
