@@ -46,7 +46,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
      "clineval.benchmarks.results_view", "clineval.benchmarks.judged",
      "clineval.benchmarks.judged_flow", "clineval.benchmarks.judged_task",
      "clineval.benchmarks.judged_pairwise", "clineval.benchmarks.finished_runs",
-     "clineval.plan", "clineval.reportkit"),
+     "clineval.benchmarks.windows", "clineval.plan", "clineval.reportkit"),
     # 4 the benchmark packages
     ("clineval.benchmarks",),
     # 5 the rooms that use every benchmark through the registry: the report and compare
@@ -76,6 +76,7 @@ BENCHMARK_KIT = (
     "clineval.benchmarks.judged_task",
     "clineval.benchmarks.judged_pairwise",
     "clineval.benchmarks.finished_runs",
+    "clineval.benchmarks.windows",
 )
 REGISTRY = "clineval.benchmarks.registry"
 # Known exceptions, each with its reason; any other import across the lines fails.
