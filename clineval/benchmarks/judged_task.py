@@ -122,11 +122,10 @@ def _text_answer(value: Any) -> str | None:
     return None if isinstance(value, str) else '"answer" must be a string'
 
 
-def _intervals(
-    items: Sequence[JudgedItem], scored: list[tuple[float, dict[str, float]]], seed: int
-) -> dict[str, list[float] | None]:
-    """`KEY_ci`: the 95% bootstrap interval over the scored items of `score` and of each
-    item figure, the run's seed deciding the draws (as the report's, which then shows it)."""
+def _columns(
+    items: Sequence[JudgedItem], scored: list[tuple[float, dict[str, float]]]
+) -> dict[str, tuple[list[str], list[float]]]:
+    """`score` and each item figure over the scored items: (item ids, values) per key."""
     columns: dict[str, tuple[list[str], list[float]]] = {}
     for item, (score, figures) in zip(items, scored, strict=True):
         if math.isnan(score):
@@ -135,12 +134,7 @@ def _intervals(
             ids, values = columns.setdefault(key, ([], []))
             ids.append(item.id)
             values.append(value)
-    return {
-        f"{key}_ci": list(bootstrap_interval(mean_statistic(ids, values), seed=seed))
-        if len(ids) > 1
-        else None
-        for key, (ids, values) in columns.items()
-    }
+    return columns
 
 
 @dataclass(frozen=True)
@@ -196,6 +190,23 @@ class JudgedTask(Task[JudgedData]):
         and compare's paired test and the report's interval come with it. A key must not be
         one of the kit's own metrics or row fields. None by default."""
         return {}
+
+    def summarize(
+        self, ctx: RunContext, key: str, ids: list[str], values: list[float]
+    ) -> dict[str, Any]:
+        """The metrics of one column, `score` or an item figure, over the scored items (`ids`,
+        `values`, at least one): by default `KEY`, their mean, and `KEY_ci`, its 95% bootstrap
+        interval drawn with the run's seed (as the report's, which then shows it). A benchmark
+        whose figure is not the plain mean (HealthBench's clipped mean and bootstrap std)
+        returns its own here: the kit then computes no interval of its own for the column.
+        Called once per column of the primary figures (a panel's per-judge figures stay
+        plain means)."""
+        interval = (
+            list(bootstrap_interval(mean_statistic(ids, values), seed=ctx.config.seed))
+            if len(ids) > 1
+            else None
+        )
+        return {key: float(np.mean(values)), f"{key}_ci": interval}
 
     def judge_prompt(self, setting: str | None) -> JudgePrompt:
         """The wording `--judge-prompt` names (`setting`; None: the benchmark's own). A
@@ -325,9 +336,10 @@ class JudgedTask(Task[JudgedData]):
             primary = matrices[labels[0]]
         unmet = ctx.config.judge_errors_as_unmet
         headline, scores = self._figures(items, primary, answered, unmet)
+        for key, (ids, values) in _columns(items, scores).items():
+            headline |= self.summarize(ctx, key, ids, values)
         metrics: dict[str, Any] = {
             **headline,
-            **_intervals(items, scores, ctx.config.seed),
             "n_items": len(items),
             "candidate_errors": int((~answered).sum()),
             "judge_errors_as_unmet": unmet,
