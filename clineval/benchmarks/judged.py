@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -87,7 +88,12 @@ class JudgedItem:
     slots: tuple[tuple[str, str], ...] = ()
 
     def verdict_keys(self) -> list[str]:
-        return [verdict_key(self.id, c.id) for c in self.criteria]
+        return list(self._verdict_keys)
+
+    @cached_property
+    def _verdict_keys(self) -> tuple[str, ...]:
+        # computed once: plan, predict and evaluate each look every criterion's key up
+        return tuple(verdict_key(self.id, c.id) for c in self.criteria)
 
     def candidate_messages(self) -> tuple[tuple[str, str], ...]:
         return self.messages or (("user", self.query),)

@@ -372,13 +372,9 @@ class JudgedTask(Task[JudgedData]):
     ) -> dict[str, Any]:
         score, figures = scored
         verdicts = [
-            replace(
-                VerdictRow.of(criterion.id, criterion.text, label, records.get(key)),
-                points=criterion.points,
-                tags=criterion.tags,
-            ).to_row()
+            VerdictRow.of(c.id, c.text, label, records.get(key), c.points, c.tags).to_row()
             for label, records in stored.items()
-            for criterion, key in zip(item.criteria, item.verdict_keys(), strict=True)
+            for c, key in zip(item.criteria, item.verdict_keys(), strict=True)
         ]
         return {
             "id": item.id,

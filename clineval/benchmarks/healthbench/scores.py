@@ -26,11 +26,12 @@ def example_figures(
     """One example's tag figures: each example tag its score; each rubric tag the score over
     its own criteria (`.points`, `.tags`), left out where they have no positive points."""
     out = dict.fromkeys(tags, points_score([c.points for c in criteria], met))
-    for tag in dict.fromkeys(t for c in criteria for t in c.tags):
-        chosen = [(c.points, m) for c, m in zip(criteria, met, strict=True) if tag in c.tags]
-        score = points_score([p for p, _ in chosen], [m for _, m in chosen])
-        if score is not None:
-            out[tag] = score
+    sums: dict[str, list[float]] = {}  # per rubric tag: points met, positive points
+    for c, m in zip(criteria, met, strict=True):  # one pass: this runs per example
+        for tag in c.tags:
+            got = sums.setdefault(tag, [0.0, 0.0])
+            got[0], got[1] = got[0] + (c.points if m else 0.0), got[1] + max(c.points, 0.0)
+    out |= {tag: won / possible for tag, (won, possible) in sums.items() if possible}
     return {k: v for k, v in out.items() if v is not None}
 
 
