@@ -237,11 +237,15 @@ def verdict_matrix(
     width: the most criteria of any item unless given."""
     n = width if width is not None else max((len(i.criteria) for i in items), default=0)
     out = np.full((len(items), n), np.nan)
-    for i, item in enumerate(items):
-        for j, key in enumerate(item.verdict_keys()[:n]):
-            record = records.get(key)
-            if record is not None:
-                out[i, j] = record.value
+    cells = [
+        (i, j, record.value)
+        for i, item in enumerate(items)
+        for j, key in enumerate(item._verdict_keys[:n])
+        if (record := records.get(key)) is not None
+    ]
+    if cells:  # one assignment: a numpy item assignment per cell costs more than the lookup
+        rows, columns, values = zip(*cells, strict=True)
+        out[list(rows), list(columns)] = values
     return out
 
 

@@ -37,7 +37,12 @@ from clineval.judge.verdict import VerdictRow
 from clineval.metrics.schema import MetricSchema, MetricSpec
 from clineval.models.registry import ModelKind
 from clineval.plan import CallPlan
-from clineval.reportkit.statistics import SampleStatistic, bootstrap_interval, mean_statistic
+from clineval.reportkit.statistics import (
+    SampleStatistic,
+    bootstrap_interval,
+    mean_statistic,
+    ratio_statistic,
+)
 
 # The scoring settings a graded task reads (`Benchmark.scoring_settings`): the bound on judge
 # errors. Not --judge-errors-as-unmet: a grade has no "not met", so the flag is refused.
@@ -135,6 +140,36 @@ def _columns(
             ids.append(item.id)
             values.append(value)
     return columns
+
+
+def _rate_intervals(
+    items: Sequence[JudgedItem],
+    matrix: NDArray[np.float64],
+    answered: NDArray[np.bool_],
+    unmet: bool,
+    rate: str,
+    seed: int,
+) -> dict[str, list[float]]:
+    """`KEY_ci` of the met rate (or mean grade, `rate`) and of `judge_error_rate`: seeded
+    bootstrap intervals over the answered items, each figure a pooled ratio as computed. Stored
+    with the figures, so that the run summary and the report need not read every verdict row
+    of the samples back for them."""
+    rows = np.flatnonzero(answered)
+    if rows.size < 2:
+        return {}
+    kept = [items[i] for i in rows.tolist()]
+    ids = [item.id for item in kept]
+    size = np.array([len(item.criteria) for item in kept], dtype=np.float64)
+    judged = (~np.isnan(matrix[rows])).sum(axis=1).astype(np.float64)
+    met = np.nansum(matrix[rows], axis=1)
+    out: dict[str, list[float]] = {"judge_error_rate_ci": [0.0, 0.0]}  # no errors: every draw 0
+    if (errors := size - judged).any():
+        stat = ratio_statistic(ids, errors.tolist(), size.tolist())
+        out["judge_error_rate_ci"] = list(bootstrap_interval(stat, seed=seed))
+    if (denominator := size if unmet else judged).sum():
+        stat = ratio_statistic(ids, met.tolist(), denominator.tolist())
+        out[f"{rate}_ci"] = list(bootstrap_interval(stat, seed=seed))
+    return out
 
 
 @dataclass(frozen=True)
@@ -338,6 +373,9 @@ class JudgedTask(Task[JudgedData]):
         headline, scores = self._figures(items, primary, answered, unmet)
         for key, (ids, values) in _columns(items, scores).items():
             headline |= self.summarize(ctx, key, ids, values)
+        rate = "mean_grade" if graded else "criteria_met_rate"
+        seed = ctx.config.seed
+        headline |= _rate_intervals(items, primary, answered, unmet and not graded, rate, seed)
         metrics: dict[str, Any] = {
             **headline,
             "n_items": len(items),
