@@ -154,8 +154,9 @@ def _note_llm_calls(manifest: Manifest, ctx: RunContext) -> None:
     from clineval.store_reuse import reused_summary
 
     if ctx.store.count_calls():
-        manifest.llm_usage = run_usage(ctx.store, ctx.config.price_table)
-        reused = reused_summary(ctx.store.call_usage())
+        calls = ctx.store.call_usage()  # read once for both
+        manifest.llm_usage = run_usage(ctx.store, ctx.config.price_table, calls)
+        reused = reused_summary(calls)
         if reused:
             manifest.reused = reused
     if ctx.runtime.calls.stats:

@@ -141,9 +141,9 @@ class MetaEvalTask(_Base):
                 votes.setdefault(key, []).append((own, sum(row.labels) > len(row.labels) / 2))
         overall = scores.agreement(pairs.pop("", []))
         physicians = scores.physician_figures([(r.physicians, r.labels, r.category) for r in rows])
-        metrics = result.metrics
-        for key in ("score", "score_ci", "criteria_met_rate", "n_items_scored"):
-            metrics.pop(key, None)
+        kit = ("score", "criteria_met_rate", "n_items_scored")  # the kit's figures, not ours
+        metrics = {k: v for k, v in result.metrics.items() if k.removesuffix("_ci") not in kit}
+        result.metrics = metrics
         others = [p["balanced_f1"] for p in physicians.values()]
         metrics.update(
             balanced_f1=overall["balanced_f1"],
