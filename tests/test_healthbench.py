@@ -317,6 +317,11 @@ def test_meta_eval_majority_variant_equals_sklearn(
             assert figure["macro_f1"] is None, category
     for key in ("balanced_f1", "balanced_f1_n", "by_category", "physicians", "physician_mean"):
         assert metrics[key] == default[key], key  # the authors' figures are unchanged
+    # the report names it beside the grader's row of the authors' figure
+    assert main(["report", str(out), "-o", str(out / "report.html")]) == 0
+    html = (out / "report.html").read_text("utf-8")
+    assert "physician majority (macro F1; n rows)" in html
+    assert f"{metrics['majority_f1']:.4f}" in html
 
 
 # ---- strict reading ------------------------------------------------------------------------
