@@ -19,8 +19,10 @@ from pathlib import Path
 from typing import Any, TypedDict, Unpack, get_origin
 
 from clineval.api_arguments import PathLike, checked_arguments
-from clineval.errors import InputError, clip
-from clineval.report.compare.api import Comparison, LeaderboardCell, PairedTest, compare
+from clineval.errors import InputError
+from clineval.messages import clip
+from clineval.report.compare.api import compare
+from clineval.report.compare.model import Comparison, LeaderboardCell, PairedTest
 from clineval.run_result import RunResult, TaskMetrics
 
 __all__ = [
@@ -42,10 +44,13 @@ __all__ = [
 class RunSettings(TypedDict, total=False):
     """The settings of `run` and `dry_run` beside tasks, model and output_dir, as a type
     checker and an editor see them: one for each RunConfig field (the declaration of the run
-    settings, clineval.settings), with the types a Python caller may give (a path as
-    os.PathLike, one string for a list). At run time the keywords are RunConfig's, checked as
-    the command line's are, so a bad one is an InputError naming its flag; tests/test_api.py
-    fails when a field has no key here."""
+    settings, clineval.settings), with the types a Python caller may give, by one rule: a
+    path setting also takes an os.PathLike, a list setting also one value. At run time the
+    keywords are RunConfig's, checked as the command line's are, so a bad one is an
+    InputError naming its flag. This list is the one the declaration cannot give (a type
+    checker reads no TypedDict off a model's fields; docs/architecture.md, "Run settings and
+    the API's keywords"): tests/test_api.py fails when a key or its type strays from the
+    field's by the rule."""
 
     data_dir: PathLike | None
     limit: int | None
@@ -66,7 +71,7 @@ class RunSettings(TypedDict, total=False):
     batch: bool
     batch_models: str | Sequence[str]
     batch_file_out: PathLike | None
-    batch_file_in: str | Sequence[str]
+    batch_file_in: PathLike | Sequence[PathLike]
     reuse: PathLike | Sequence[PathLike]
     # {"KEY": "VALUE"} (numbers as the command line would take them) or ["KEY=VALUE"]; a
     # benchmark's option with a flag of its own may be given by the flag's name as well, as a

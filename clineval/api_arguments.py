@@ -14,7 +14,8 @@ import typing
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from clineval.errors import EMPTY_PATH, InputError, clip, is_empty_path
+from clineval.errors import InputError
+from clineval.messages import EMPTY_PATH, clip, is_empty_path
 
 # A path argument: checked_arguments refuses an empty one (it would be the working directory).
 PathLike = str | os.PathLike[str]

@@ -12,7 +12,8 @@ import typer
 from rich.table import Table
 
 from clineval.cli_output import stdout
-from clineval.errors import EMPTY_PATH, InputError
+from clineval.errors import InputError
+from clineval.messages import EMPTY_PATH
 
 
 def path_text(text: str) -> str:

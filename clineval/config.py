@@ -30,7 +30,8 @@ from pydantic import (
 )
 
 from clineval.config_checks import judge_named, names, number, reason_of, split_judge_url
-from clineval.errors import EMPTY_PATH, InputError, did_you_mean, is_empty_path
+from clineval.errors import InputError
+from clineval.messages import EMPTY_PATH, did_you_mean, is_empty_path
 from clineval.models.options import model_options
 from clineval.models.registry import backend_info
 from clineval.models.settings import ModelSettings

@@ -25,8 +25,9 @@ from pydantic import TypeAdapter, ValidationError
 
 from clineval.config import RunConfig, declared_settings
 from clineval.config_checks import reason_of
-from clineval.errors import InputError, clip, did_you_mean
+from clineval.errors import InputError
 from clineval.jsonio import deepest_nesting, read_text_file
+from clineval.messages import clip, did_you_mean
 from clineval.run_record import Manifest
 from clineval.secrets import mask_settings_text
 from clineval.version import __version__

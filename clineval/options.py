@@ -19,7 +19,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from clineval.errors import InputError, did_you_mean
+from clineval.errors import InputError
+from clineval.messages import did_you_mean
 
 Parser = Callable[[str], Any]
 _FLAG_NAME = re.compile(r"--[a-z][a-z0-9]*(-[a-z0-9]+)*")
@@ -127,10 +128,8 @@ class OptionGroup:
         try:
             self.joint({o.name: self.value(options, o.name) for o in self.options})
         except ValueError as exc:
-            given = [k for k in self.full_keys() if k in options]
-            raise InputError(
-                f"--option {', '.join(given) or self.namespace + '.*'}: {exc}"
-            ) from None
+            given = ", ".join(k for k in self.full_keys() if k in options)
+            raise InputError(f"--option {given or self.namespace + '.*'}: {exc}") from None
 
     def models_of(self, option: Option) -> tuple[str, ...]:
         """The models that read `option` (() = every model)."""

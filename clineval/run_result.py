@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from clineval.api_arguments import PathLike, checked_arguments, pandas_module
 from clineval.benchmarks.results_view import MetricsView, attribute_key, view_attributes
-from clineval.errors import InputError, did_you_mean
+from clineval.errors import InputError
+from clineval.messages import did_you_mean
 
 if TYPE_CHECKING:
     from clineval.metrics.schema import MetricSpec

@@ -21,7 +21,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import TypeVar
 
-from clineval.errors import InputError, clip
+from clineval.errors import InputError
+from clineval.messages import clip
 
 T = TypeVar("T")
 

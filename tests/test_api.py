@@ -409,3 +409,36 @@ def test_run_settings_are_declared_once() -> None:
     for function in (clineval.run, clineval.dry_run):
         hints = typing.get_type_hints(inspect.unwrap(function), include_extras=True)
         assert typing.get_args(hints["settings"]) == (RunSettings,), function
+
+
+def test_run_settings_keys_take_their_fields_types_by_one_rule() -> None:
+    """RunSettings is a second list beside RunConfig (a type checker derives no TypedDict from
+    a model's fields), so each key's type is held to its field's by the one rule the API
+    converts by: a path setting also takes an os.PathLike, a list setting also one value;
+    every other type is the field's own. `options` has its own shapes (a mapping or
+    KEY=VALUE strings). Caught when written: `batch_file_in` was typed as strings only,
+    while the API takes paths there."""
+    import typing
+    from collections.abc import Mapping, Sequence
+
+    from clineval.api import RunSettings
+    from clineval.api_arguments import PathLike
+    from clineval.config import RunConfig, declared_settings
+
+    hints = typing.get_type_hints(RunSettings)
+    expected: dict[str, Any] = {}
+    for name, setting in declared_settings().items():
+        if name in ("tasks", "model"):  # run's own parameters
+            continue
+        field = RunConfig.model_fields[name].annotation
+        one = PathLike if setting.path else str
+        if typing.get_origin(field) is list:
+            assert typing.get_args(field) == (str,), name
+            expected[name] = one | Sequence[one]
+        elif setting.path:
+            assert field == str | None, name
+            expected[name] = PathLike | None
+        else:
+            expected[name] = field
+    expected["options"] = Mapping[str, str | int | float] | Sequence[str] | str
+    assert hints == expected

@@ -27,8 +27,9 @@ LONG_REASON = "Long module:"
 # belongs to the layer of the longest prefix that names it.
 LAYERS: tuple[tuple[str, ...], ...] = (
     # 0 foundations: usable from anywhere
-    ("clineval.errors", "clineval.version", "clineval.jsonio", "clineval.jsonl",
-     "clineval.secrets", "clineval.retry", "clineval.concurrency", "clineval.progress",
+    ("clineval.messages", "clineval.errors", "clineval.version", "clineval.jsonio",
+     "clineval.jsonl", "clineval.secrets", "clineval.retry", "clineval.concurrency",
+     "clineval.progress",
      "clineval.shard", "clineval.datapaths", "clineval.store", "clineval.store_json",
      "clineval.store_damage", "clineval.store_reuse", "clineval.rundir",
      "clineval.rundir_lock", "clineval.run_record", "clineval.options", "clineval.console",
@@ -45,7 +46,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
      "clineval.benchmarks.results_view", "clineval.benchmarks.judged",
      "clineval.benchmarks.judged_flow", "clineval.benchmarks.judged_task",
      "clineval.benchmarks.judged_pairwise", "clineval.benchmarks.finished_runs",
-     "clineval.plan", "clineval.reportkit"),
+     "clineval.benchmarks.windows", "clineval.plan", "clineval.reportkit"),
     # 4 the benchmark packages
     ("clineval.benchmarks",),
     # 5 the rooms that use every benchmark through the registry: the report and compare
@@ -75,6 +76,7 @@ BENCHMARK_KIT = (
     "clineval.benchmarks.judged_task",
     "clineval.benchmarks.judged_pairwise",
     "clineval.benchmarks.finished_runs",
+    "clineval.benchmarks.windows",
 )
 REGISTRY = "clineval.benchmarks.registry"
 # Known exceptions, each with its reason; any other import across the lines fails.
@@ -189,6 +191,67 @@ def violations(module: str, imported: set[str]) -> list[str]:
 
 def test_every_module_has_a_layer() -> None:
     assert [m for m in MODULES if layer_of(m) == len(LAYERS)] == []
+
+
+ARCHITECTURE_DOC = PACKAGE.parent / "docs" / "architecture.md"
+_LAYER_ROW = re.compile(r"^\| (\d) [^|]*\| (.*) \|$", re.M)
+
+
+def _named_modules(name: str) -> set[str]:
+    """The modules a name of the doc's layer table stands for: `folder/` a package and all
+    under it, `prefix*` every module so named, `path.py` or `module` one module."""
+    if name.endswith("*"):
+        prefix = "clineval." + name[:-1].replace("/", ".")
+        return {m for m in MODULES if m.startswith(prefix)}
+    dotted = name.removesuffix(".py").removesuffix("__init__").rstrip("/").replace("/", ".")
+    module = "clineval" + ("." + dotted if dotted else "")
+    if name.endswith("/"):
+        return {m for m in MODULES if m == module or m.startswith(module + ".")}
+    return {module} & set(MODULES)
+
+
+def _doc_layers(text: str) -> list[tuple[str, int]]:
+    """Each name in backticks of the doc's layer table, with its row's layer."""
+    return [
+        (name, int(layer))
+        for layer, cell in _LAYER_ROW.findall(text)
+        for name in re.findall(r"`([^`]+)`", cell)
+    ]
+
+
+def _layer_table_problems(text: str) -> list[str]:
+    named = _doc_layers(text)
+    rows = {layer for _, layer in named}
+    problems = [f"no row for layer {i}" for i in range(len(LAYERS)) if i not in rows]
+    covered: set[str] = set()
+    for name, layer in named:
+        modules = _named_modules(name)
+        if not modules:
+            problems.append(f"`{name}` (layer {layer}) names no module")
+        problems += [
+            f"`{name}`: {m} is in layer {layer_of(m)}, not {layer}"
+            for m in sorted(modules)
+            if layer_of(m) != layer
+        ]
+        covered |= modules
+    problems += [f"{m} is in no row" for m in sorted(set(MODULES) - covered)]
+    return problems
+
+
+def test_the_docs_layer_table_is_the_tests() -> None:
+    """docs/architecture.md's layer table names every module, each in the layer LAYERS puts
+    it in: the drawing cannot go stale while this test passes."""
+    assert _layer_table_problems(ARCHITECTURE_DOC.read_text(encoding="utf-8")) == []
+
+
+def test_the_layer_table_check_can_fail() -> None:
+    text = ARCHITECTURE_DOC.read_text(encoding="utf-8")
+    moved = text.replace("| 6 running | `runner`, ", "| 6 running | `errors`, `runner`, ")
+    assert "`errors`: clineval.errors is in layer 0, not 6" in _layer_table_problems(moved)
+    dropped = text.replace("`planner`, ", "")
+    assert _layer_table_problems(dropped) == ["clineval.planner is in no row"]
+    stale = text.replace("`merge` |", "`merge`, `gone` |")
+    assert _layer_table_problems(stale) == ["`gone` (layer 6) names no module"]
 
 
 @pytest.mark.parametrize(("module", "path"), _modules(), ids=lambda v: str(v))

@@ -22,8 +22,8 @@ from clineval.benchmarks.clinconsensus.statistics import cc_statistics
 from clineval.benchmarks.ner.statistics import ner_statistics
 from clineval.cli import main
 from clineval.metrics.bootstrap import bootstrap_indices
+from clineval.report.compare.build import build_comparison, holm
 from clineval.report.compare.command import compare_runs
-from clineval.report.compare.model import build_comparison, holm
 from clineval.report.compare.render import render_csv, render_markdown
 from clineval.reportkit import statistics as st
 from clineval.rundir import write_json, write_jsonl
@@ -258,7 +258,7 @@ def test_compare_refuses_runs_with_different_gold(tmp_path: Path) -> None:
     a = _tcm_run(tmp_path / "a", ["a", "b", "c"], ["a", "b", "c"])
     b = _tcm_run(tmp_path / "b", ["a", "b", "b"], ["a", "b", "c"])
     comp = build_comparison([a, b], n_resamples=50)
-    assert comp.pairs and all(p.result is None and "gold" in p.note for p in comp.pairs)
+    assert comp.pairs and all(p.difference is None and "gold" in p.note for p in comp.pairs)
 
 
 def test_holm_adjusted_p_values_by_hand() -> None:

@@ -16,8 +16,8 @@ from rich.console import Console
 from clineval.benchmarks.ner.records import NerDocument, Span
 from clineval.benchmarks.ner.scoring import score_documents
 from clineval.report.compare.command import compare_runs
-from clineval.report.compare.model import ComparedRuns
-from clineval.report.compare.render import render_markdown
+from clineval.report.compare.model import Comparison
+from clineval.report.compare.render import pair_figures, render_markdown
 from clineval.reportkit.sections_common import format_value
 from clineval.rundir import write_json, write_jsonl
 
@@ -43,13 +43,13 @@ def _ner_run(path: Path, seed: int) -> Path:
     return path
 
 
-def _render(runs: list[Path], width: int) -> tuple[ComparedRuns, str]:
+def _render(runs: list[Path], width: int) -> tuple[Comparison, str]:
     console = Console(width=width, record=True, file=io.StringIO())
     comp = compare_runs(runs, fmt="table", console=console)
     return comp, console.export_text()
 
 
-def _figures(comp: ComparedRuns) -> list[str]:
+def _figures(comp: Comparison) -> list[str]:
     """Every value and interval the leaderboard and the paired tests must show, as text."""
     out = []
     for (_, _, key), cell in comp.cells.items():
@@ -57,9 +57,9 @@ def _figures(comp: ComparedRuns) -> list[str]:
         if cell.ci is not None:
             out.append(f"[{format_value(key, cell.ci[0])}, {format_value(key, cell.ci[1])}]")
     for pair in comp.pairs:
-        assert pair.result is not None
-        r, key = pair.result, pair.metric
-        out += [format_value(key, r.delta), f"{r.p_value:.4f}"]
+        r, key = pair_figures(pair), pair.metric
+        assert r is not None
+        out += [format_value(key, r.difference), f"{r.p_value:.4f}"]
         out.append(f"[{format_value(key, r.ci[0])}, {format_value(key, r.ci[1])}]")
     return out
 

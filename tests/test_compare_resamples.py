@@ -23,9 +23,9 @@ from clineval.benchmarks.ner.corpora import load_ner_split
 from clineval.benchmarks.ner.records import Span
 from clineval.benchmarks.ner.scoring import score_documents
 from clineval.cli import main
+from clineval.report.compare.build import build_comparison
 from clineval.report.compare.command import render_json
 from clineval.report.compare.html import render_html
-from clineval.report.compare.model import build_comparison
 from clineval.report.compare.paired_tests import (
     ALPHA,
     MAX_RESAMPLES,

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from clineval.cli import main
+from clineval.report.compare.build import build_comparison
 from clineval.report.compare.command import render_json
 from clineval.report.compare.html import render_html
-from clineval.report.compare.model import build_comparison
 from clineval.report.compare.render import render_csv, render_markdown, render_table
 from clineval.rundir import write_json, write_jsonl
 
@@ -144,4 +144,4 @@ def test_only_the_runs_missing_samples_are_flagged(tmp_path: Path) -> None:
     pair = next(
         p for p in comp.pairs if {p.run_a, p.run_b} == {"fixture-shard-0", "fixture-shard-1"}
     )
-    assert pair.result is None and pair.note == "no shared samples"
+    assert pair.difference is None and pair.note == "no shared samples"

@@ -15,7 +15,7 @@ import pytest
 
 from clineval.cli import main
 from clineval.csv_text import csv_text, safe_cell
-from clineval.report.compare.model import build_comparison
+from clineval.report.compare.build import build_comparison
 from clineval.report.compare.render import render_csv
 from clineval.rundir import write_json, write_jsonl
 

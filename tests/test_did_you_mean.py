@@ -1,6 +1,6 @@
 """Every lookup of a name a user types (a task, an --option key, a backend, a --config key,
 an API keyword, an export format, a metric of a RunResult) answers a misspelling with the
-closest name, through the one helper (clineval.errors.did_you_mean)."""
+closest name, through the one helper (clineval.messages.did_you_mean)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from clineval.cli import main
-from clineval.errors import did_you_mean
+from clineval.messages import did_you_mean
 
 
 def test_the_helper_names_the_closest_choice_or_nothing() -> None:

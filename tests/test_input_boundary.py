@@ -33,7 +33,7 @@ from llm_stub_server import StubServer
 from clineval.benchmarks.base import RunContext
 from clineval.benchmarks.tcm_sd.dataset import EXPECTED_LABELS, VOCAB_NAME
 from clineval.config import RunConfig
-from clineval.errors import InputError, clip
+from clineval.errors import InputError
 from clineval.jsonio import (
     REPLIES,
     TALLY_KEY,
@@ -43,6 +43,7 @@ from clineval.jsonio import (
     loads_input,
     parse_json,
 )
+from clineval.messages import clip
 from clineval.models.llm import RetryPolicy, open_chat_model
 from clineval.models.llm_base import ChatError, ChatRequest
 from clineval.models.spec import ModelSpec

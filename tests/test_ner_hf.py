@@ -16,7 +16,7 @@ from sklearn.metrics import classification_report  # noqa: E402
 from test_ner_metrics import naive_token_labels  # noqa: E402
 
 from clineval.benchmarks.ner.bio import word_offsets  # noqa: E402
-from clineval.benchmarks.ner.hf_tagger import HfTagger, LabelMapping, plan_windows  # noqa: E402
+from clineval.benchmarks.ner.hf_tagger import HfTagger, LabelMapping  # noqa: E402
 from clineval.benchmarks.ner.records import Span  # noqa: E402
 from clineval.cli import main  # noqa: E402
 from clineval.errors import InputError  # noqa: E402
@@ -66,18 +66,6 @@ TEXT = (
     "The patients' breast cancers and colonic diseases (BRCA1-related) were studied; "
     "42% of 3,000 patients had hereditary non-polyposis colorectal cancer."
 )
-
-
-def test_plan_windows_cuts_at_word_boundaries() -> None:
-    assert plan_windows([2, 3, 1, 4, 1], budget=5) == [(0, 2), (2, 4), (4, 5)]
-    # a word longer than the budget is a window of its own
-    assert plan_windows([1, 9, 1], budget=4) == [(0, 1), (1, 2), (2, 3)]
-    assert plan_windows([], budget=4) == []
-    # every word lands in exactly one window, in order
-    counts = [1, 2, 3, 1, 1, 2, 5, 1]
-    windows = plan_windows(counts, budget=4)
-    assert [i for a, b in windows for i in range(a, b)] == list(range(len(counts)))
-    assert all(sum(counts[a:b]) <= 4 or b - a == 1 for a, b in windows)
 
 
 def test_label_mapping_prefixes_aliases_and_unmapped() -> None:

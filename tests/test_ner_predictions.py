@@ -1,4 +1,5 @@
-"""predictions:FILE reading/validation and the BIO <-> span helpers (hand cases + seqeval)."""
+"""predictions:FILE reading/validation (the kit's reader with NER's row parser) and the BIO <->
+span helpers (hand cases + seqeval)."""
 
 from __future__ import annotations
 
@@ -9,16 +10,24 @@ from pathlib import Path
 import pytest
 from seqeval.metrics.sequence_labeling import get_entities
 
+from clineval.benchmarks import InputError, read_predictions as read_keyed
 from clineval.benchmarks.ner.bio import bio_to_spans, is_bio_tag, spans_to_bio, word_offsets
-from clineval.benchmarks.ner.predictions import TypeNames, read_predictions, write_predictions
+from clineval.benchmarks.ner.predictions import TypeNames, row_parser, write_predictions
 from clineval.benchmarks.ner.records import NerDocument, Span
-from clineval.errors import InputError
 
 TYPES = ("drug", "condition")
 DOCS = {
     "101": NerDocument("101", "Aspirin-induced asthma in adults.", [Span(0, 22, "condition")]),
     "102": NerDocument("102", "No cancer (HNPCC) seen.", [Span(3, 9, "condition")]),
 }
+
+
+def read_predictions(
+    path: Path, docs: dict[str, NerDocument], types: tuple[str, ...] | TypeNames
+) -> dict[str, list[Span]]:
+    """The kit's reader with NER's row parser, as the task reads a file."""
+    names = types if isinstance(types, TypeNames) else TypeNames(types)
+    return read_keyed(path, docs, parse=row_parser(docs, names), noun="document")
 
 
 def _write(tmp_path: Path, lines: list[str]) -> Path:
@@ -82,8 +91,8 @@ BAD_CASES = [
     ([GOOD, _row(id="102", entities=[]), "{not json"], 3, "invalid JSON"),
     (["[1, 2]"], 1, "expected a JSON object"),
     ([_row(entities=[])], 1, '"id"'),
-    ([_row(id="999", entities=[])], 1, "unknown document id '999'"),
-    ([GOOD, GOOD], 2, "duplicate document id '101'"),
+    ([_row(id="999", entities=[])], 1, "unknown id '999' (not a document)"),
+    ([GOOD, GOOD], 2, "id '101' given twice (first on line 1)"),
     ([_row(id="101", entities=[{"start": 5, "end": 5, "type": "drug"}])], 1, "offsets"),
     ([_row(id="101", entities=[{"start": 9, "end": 3, "type": "drug"}])], 1, "offsets"),
     ([_row(id="101", entities=[{"start": -1, "end": 3, "type": "drug"}])], 1, "offsets"),

@@ -211,7 +211,7 @@ def test_failing_second_task_keeps_first_tasks_results(
     run_dir = tmp_path / "run"
     argv = ["run", "ner:ncbi", "ner:bc5cdr", "--model", f"predictions:{path}"]
     assert main([*argv, "--output-dir", str(run_dir), "--data-dir", str(data_root)]) == 2
-    assert f"{path}:1: unknown document id" in capsys.readouterr().err
+    assert f"{path}:1: unknown id " in capsys.readouterr().err
     assert _results(run_dir)["ner:ncbi"]["span_exact_f1"] == 1.0
     manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["status"].startswith("stopped: InputError:")

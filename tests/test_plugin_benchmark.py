@@ -122,7 +122,7 @@ def test_the_plugin_through_every_surface(site: Path, tmp_path: Path) -> None:
 
 
 def test_compare_ranks_by_the_declared_direction(site: Path, tmp_path: Path) -> None:
-    from clineval.report.compare.model import build_comparison
+    from clineval.report.compare.build import build_comparison
 
     for name in ("a", "b"):
         cli(site, "run", "example-mcq", "--model", f"predictions:predictions-{name}.jsonl",
@@ -131,9 +131,9 @@ def test_compare_ranks_by_the_declared_direction(site: Path, tmp_path: Path) -> 
     assert comparison.leader("example-mcq", "accuracy") == 0  # higher is better: run a
     assert comparison.leader("example-mcq", "invalid_rate") == 1  # lower is better: run b
     pair = [p for p in comparison.pairs if p.metric == "accuracy"]
-    assert len(pair) == 1 and pair[0].result is not None
-    assert pair[0].result.delta == pytest.approx(9 / 12 - 7 / 12)
-    assert pair[0].result.n_shared == 12
+    assert len(pair) == 1 and pair[0].difference is not None
+    assert pair[0].difference == pytest.approx(9 / 12 - 7 / 12)
+    assert pair[0].n_shared == 12
 
 
 def test_the_python_api(site: Path, tmp_path: Path) -> None:

@@ -337,8 +337,8 @@ def test_plugin_declared_table_and_every_field(driver: Any, tmp_path: Path) -> N
 def test_compare_page_plots_differences_and_cost(driver: Any, tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
 
+    from clineval.report.compare.build import build_comparison
     from clineval.report.compare.command import compare_runs
-    from clineval.report.compare.model import build_comparison
 
     runs = []
     for skill, cost in ((0.5, 0.25), (0.7, 1.5)):  # same seed: the same gold labels
@@ -352,7 +352,7 @@ def test_compare_page_plots_differences_and_cost(driver: Any, tmp_path: Path) ->
     driver.get(page.resolve().as_uri())
     differences = driver.find_element(By.ID, "differences")
     # one dot and one whisker per tested pair (2 runs: one pair per metric with a test)
-    tested = [p for p in build_comparison(runs).pairs if p.result is not None]
+    tested = [p for p in build_comparison(runs).pairs if p.difference is not None]
     assert len(tested) >= 2
     assert len(differences.find_elements(By.CSS_SELECTOR, "circle")) == len(tested)
     assert len(differences.find_elements(By.CSS_SELECTOR, "line.interval")) == len(tested)

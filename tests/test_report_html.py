@@ -318,7 +318,7 @@ def test_malformed_results_and_rows_still_give_a_report(tmp_path: Path) -> None:
     write_jsonl(tmp_path / "samples.jsonl", rows)
     html = render_report(load_run(tmp_path))
     assert html.count('class="task"') == 3
-    from clineval.report.compare.model import build_comparison
+    from clineval.report.compare.build import build_comparison
     from clineval.report.compare.render import render_markdown
 
     text = render_markdown(build_comparison([tmp_path, tmp_path], n_resamples=20))

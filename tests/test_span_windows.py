@@ -1,47 +1,19 @@
-"""Overlapping windows and their merge (clineval.benchmarks.ner.span_windows): every token covered,
-budgets kept, and the merge keeps each span once, never a cut piece, whatever the order."""
+"""The merge of overlapping windows (clineval.benchmarks.ner.span_windows): it keeps each span
+once, never a cut piece, whatever the order. The planner itself: tests/test_windows.py."""
 
 from __future__ import annotations
 
-import itertools
 import random
 
 import pytest
 
-from clineval.benchmarks.ner.span_windows import TokenSpan, Window, merge, owner, plan_windows
+from clineval.benchmarks import Window, plan_windows
+from clineval.benchmarks.ner.span_windows import TokenSpan, merge, owner
 
 
 def _covered(windows: list[Window], n: int) -> bool:
     seen = {i for w in windows for i in range(w.start, w.end)}
     return seen == set(range(n))
-
-
-def test_windows_cover_every_token_with_the_overlap_and_advance() -> None:
-    windows = plan_windows([1] * 50, max_tokens=20, budget=100, overlap=8)
-    assert windows == [Window(0, 20), Window(12, 32), Window(24, 44), Window(36, 50)]
-    assert _covered(windows, 50)
-    # a short document is one window, an empty one none
-    assert plan_windows([1] * 20, 20, 100, 8) == [Window(0, 20)]
-    assert plan_windows([], 20, 100, 8) == []
-
-
-def test_windows_keep_the_subword_budget_and_a_long_token_stands_alone() -> None:
-    costs = [3, 3, 3, 9, 1, 1, 1, 1, 3]
-    windows = plan_windows(costs, max_tokens=10, budget=6, overlap=1)
-    assert _covered(windows, len(costs))
-    for w in windows:
-        assert sum(costs[w.start : w.end]) <= 6 or w.end - w.start == 1
-    assert Window(3, 4) in windows  # 9 subwords > budget: a window of its own
-    starts = [w.start for w in windows]
-    assert starts == sorted(set(starts))  # every window starts later than the one before
-
-
-def test_overlap_never_exceeds_half_a_window() -> None:
-    windows = plan_windows([1] * 30, max_tokens=4, budget=100, overlap=10)
-    assert all(b.start - a.start >= 2 for a, b in itertools.pairwise(windows))
-    assert _covered(windows, 30)
-    with pytest.raises(ValueError):
-        plan_windows([1], max_tokens=0, budget=1, overlap=0)
 
 
 def test_owner_is_the_most_central_window_and_the_earliest_on_a_tie() -> None:
@@ -120,7 +92,7 @@ def test_a_perfect_model_gets_back_exactly_the_gold_spans(seed: int) -> None:
         i += length
     costs = [rng.randint(1, 3) for _ in range(n)]
     size = rng.randint(4 * max_width, 8 * max_width)
-    windows = plan_windows(costs, size, budget=3 * size, overlap=2 * max_width)
+    windows = plan_windows(costs, budget=3 * size, max_tokens=size, overlap=2 * max_width)
     assert _covered(windows, n)
     views = [_oracle(gold, w) for w in windows]
     assert merge(windows, views, n, flat=True) == gold

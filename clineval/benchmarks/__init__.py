@@ -54,7 +54,9 @@ _HOME = {
     "predictions_path": "clineval.benchmarks.kit",
     "read_predictions": "clineval.benchmarks.kit",
     "select_samples": "clineval.benchmarks.kit",
-    "unstored": "clineval.benchmarks.kit",
+    # windows over a long input (a model with a bounded input)
+    "Window": "clineval.benchmarks.windows",
+    "plan_windows": "clineval.benchmarks.windows",
     # bad input: one line naming the file and line
     "InputError": "clineval.errors",
     # JSON Lines input with file:line errors
@@ -235,12 +237,15 @@ if TYPE_CHECKING:  # what type checkers and editors see of the lazy names below
         predictions_path as predictions_path,
         read_predictions as read_predictions,
         select_samples as select_samples,
-        unstored as unstored,
     )
     from clineval.benchmarks.results_view import (
         MetricsView as MetricsView,
         attribute_key as attribute_key,
         exploding as exploding,
+    )
+    from clineval.benchmarks.windows import (
+        Window as Window,
+        plan_windows as plan_windows,
     )
     from clineval.csv_text import (
         csv_text as csv_text,

@@ -1,13 +1,15 @@
 """Helpers for the shapes most benchmarks share, so that a benchmark package holds only what is
 its own: the samples a run evaluates (`--limit`, then `--shard`), the samples still without a
-stored output, a predictions file keyed by sample id (one for the run or one per task), one
-chat call per sample (stored as it arrives, planned for `--dry-run`), a multiple-choice letter
-parser, and accuracy with its bootstrap interval.
+stored output, a predictions file keyed by sample id (one for the run or one per task; a
+field per line, or a row parser of the benchmark's), one chat call per sample (stored as it
+arrives, planned for `--dry-run`), a multiple-choice letter parser, and accuracy with its
+bootstrap interval.
 
-The built-ins select their samples and their pending ones here; for the rest they keep richer
-versions of their own (TCM-SD's label parser knows the normalization table). A new benchmark
-starts here: the plugin template in examples/plugin-benchmark/ uses these helpers, reached
-through `clineval.benchmarks`.
+The built-ins select their samples, find their pending ones and read their predictions files
+here; what stays theirs is what is theirs (NER's row parser checks spans against the
+document, TCM-SD's label parser knows the normalization table). A new benchmark starts here:
+the plugin template in examples/plugin-benchmark/ uses these helpers, reached through
+`clineval.benchmarks`.
 """
 
 from __future__ import annotations
@@ -15,11 +17,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 import numpy as np
 
 from clineval.benchmarks.base import RunContext
+from clineval.benchmarks.missing import PREDICTION as PREDICTION  # a stored output's kind
 from clineval.concurrency import gather_bounded, run_model_calls
 from clineval.errors import InputError
 from clineval.jsonl import iter_json_objects
@@ -30,7 +33,6 @@ from clineval.progress import TaskProgress, counters_of, task_progress
 from clineval.shard import select_shard
 
 T = TypeVar("T")
-PREDICTION = "prediction"  # the store's record kind for a sample's output
 
 
 def select_samples(ctx: RunContext, samples: Sequence[T], sample_id: Callable[[T], str]) -> list[T]:
@@ -50,39 +52,55 @@ def predictions_path(ctx: RunContext, task: str) -> Path:
     return predictions_file(ctx.model, task)
 
 
+# A row of a predictions file -> its value, given the row's (known, first-seen) id. It raises
+# InputError without a path for a row it refuses; the reader adds the file and line.
+RowParser = Callable[[str, dict[str, Any]], Any]
+
+
 def read_predictions(
     path: Path,
     known_ids: Collection[str],
-    field: str,
+    field: str | None = None,
     check: Callable[[Any], str | None] | None = None,
     selected: Collection[str] | None = None,
+    *,
+    parse: RowParser | None = None,
+    noun: str = "sample",
 ) -> dict[str, Any]:
-    """`predictions:FILE`: JSON Lines `{"id": ..., FIELD: ...}`, one line per sample, checked
-    strictly (a skipped line would change the score): a line without both keys, an id that
-    is not a sample of the dataset (`known_ids`: all of it, not only what this run
-    evaluates), an id given twice, or a value `check` refuses (it returns the reason) is an
-    InputError naming file and line. With `selected` (the ids `--limit` / `--shard` kept),
-    every line is still checked but only those ids are returned: a file made for the whole
-    dataset serves any part of it. The value is kept as given; the benchmark decides what
-    counts as a valid answer."""
+    """`predictions:FILE`: JSON Lines, one object per sample with its "id", checked strictly
+    (a skipped line would change the score). The value of a line is its `field` as given
+    (`check` may refuse it: it returns the reason), or, for a richer row, what `parse(id, row)`
+    makes of the row (give one of `field` and `parse`). A line without "id" (or `field`), an
+    id that is not one of `known_ids` (the whole dataset, not only what this run evaluates;
+    `noun` names what an id stands for in the message), an id given twice, or a value refused
+    is an InputError naming file and line. With `selected` (the ids `--limit` / `--shard`
+    kept), every line is still checked but only those ids are returned: a file made for the
+    whole dataset serves any part of it. The benchmark decides what counts as a valid answer."""
+    if (field is None) == (parse is None):
+        raise TypeError("read_predictions: give one of field and parse")
     known = known_ids if isinstance(known_ids, set | frozenset | dict) else set(known_ids)
+    keys = 'the key "id"' if field is None else f'the keys "id" and "{field}"'
     out: dict[str, Any] = {}
     first_line: dict[str, int] = {}
     for lineno, row in iter_json_objects(path, what="predictions file"):
-        if "id" not in row or field not in row:
-            raise InputError(f'expected the keys "id" and "{field}"', path=path, line=lineno)
+        if "id" not in row or (field is not None and field not in row):
+            raise InputError(f"expected {keys}", path=path, line=lineno)
         raw_id = row["id"]
         if isinstance(raw_id, bool) or not isinstance(raw_id, str | int):
             raise InputError('"id" must be a string', path=path, line=lineno)
-        if check is not None and (problem := check(row[field])) is not None:
-            raise InputError(problem, path=path, line=lineno)
         sample_id = str(raw_id)
         if sample_id not in known:
-            raise InputError(f"unknown id {sample_id!r} (not a sample)", path=path, line=lineno)
+            raise InputError(f"unknown id {sample_id!r} (not a {noun})", path=path, line=lineno)
         if sample_id in first_line:
             where = f"first on line {first_line[sample_id]}"
             raise InputError(f"id {sample_id!r} given twice ({where})", path=path, line=lineno)
         first_line[sample_id] = lineno
+        if parse is not None:
+            out[sample_id] = _parsed(parse, sample_id, row, path, lineno)
+            continue
+        assert field is not None
+        if check is not None and (problem := check(row[field])) is not None:
+            raise InputError(problem, path=path, line=lineno)
         out[sample_id] = row[field]
     if selected is not None:
         keep = selected if isinstance(selected, set | frozenset | dict) else set(selected)
@@ -90,22 +108,38 @@ def read_predictions(
     return out
 
 
-def unstored(
+def _parsed(parse: RowParser, sample_id: str, row: dict[str, Any], path: Path, line: int) -> Any:
+    try:
+        return parse(sample_id, row)
+    except InputError as exc:
+        if exc.path is not None:  # the parser read a file of its own: its place stands
+            raise
+        raise InputError(exc.message, path=path, line=line) from None
+
+
+@overload
+def pending(
+    ctx: RunContext, task: str, samples: Sequence[str], *, kind: str = PREDICTION
+) -> list[str]: ...
+@overload
+def pending(
     ctx: RunContext,
     task: str,
     samples: Sequence[T],
     sample_id: Callable[[T], str],
     kind: str = PREDICTION,
-) -> list[T]:
-    """The samples without a stored record of `kind` (what `predict` still has to compute),
-    in their order."""
+) -> list[T]: ...
+def pending(
+    ctx: RunContext,
+    task: str,
+    samples: Sequence[Any],
+    sample_id: Callable[[Any], str] = str,
+    kind: str = PREDICTION,
+) -> list[Any]:
+    """The samples of `task` without a stored record of `kind` (what `predict` still has to
+    compute), in their order: ids, or samples with `sample_id` giving each one's id."""
     stored = ctx.store.records(task, kind)
     return [s for s in samples if sample_id(s) not in stored]
-
-
-def pending(ctx: RunContext, task: str, ids: Sequence[str]) -> list[str]:
-    """The ids without a stored prediction (what `predict` still has to compute)."""
-    return unstored(ctx, task, ids, str)
 
 
 # A reply's record, from its text: e.g. {"pred": "B", "raw_output": text}.

@@ -28,7 +28,7 @@ from clineval.store import RunStore
 
 MISSING_KEY = "missing_predictions"  # the count, in every task's results that can tell
 FIRST_IDS = 5  # ids named in the warning
-PREDICTION = "prediction"  # the kit's record kind of one sample's output (kit.PREDICTION)
+PREDICTION = "prediction"  # the record kind of one sample's output (the kit exports it)
 
 
 def _absent(record: Any) -> bool:

@@ -41,7 +41,8 @@ from clineval.benchmarks.plugin_import import (
     probe,
 )
 from clineval.datapaths import MissingDataFile
-from clineval.errors import InputError, did_you_mean
+from clineval.errors import InputError
+from clineval.messages import did_you_mean
 from clineval.metrics.schema import MetricSchema
 from clineval.options import OptionGroup
 

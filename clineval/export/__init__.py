@@ -19,7 +19,8 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from clineval.errors import InputError, did_you_mean
+from clineval.errors import InputError
+from clineval.messages import did_you_mean
 from clineval.reportkit.run_files import ExportSettings, RunFiles, read_run
 
 Exporter = Callable[[RunFiles, Path, ExportSettings], list[Path]]

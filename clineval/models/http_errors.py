@@ -10,8 +10,8 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from clineval.errors import clip
 from clineval.jsonio import JsonProblem, parse_json
+from clineval.messages import clip
 from clineval.retry import parse_retry_after
 from clineval.secrets import redact
 

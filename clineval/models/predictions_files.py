@@ -24,7 +24,8 @@ from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
-from clineval.errors import InputError, clip
+from clineval.errors import InputError
+from clineval.messages import clip
 from clineval.models.spec import ModelSpec
 
 

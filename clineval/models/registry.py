@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol, cast
 
-from clineval.errors import InputError, did_you_mean
+from clineval.errors import InputError
+from clineval.messages import did_you_mean
 from clineval.references import resolve_reference
 
 

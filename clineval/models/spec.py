@@ -17,7 +17,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from clineval.errors import InputError, did_you_mean
+from clineval.errors import InputError
+from clineval.messages import did_you_mean
 from clineval.models.registry import BACKENDS, backend_named
 
 __all__ = [

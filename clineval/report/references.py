@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from clineval.errors import InputError, did_you_mean
+from clineval.errors import InputError
 from clineval.jsonio import read_json_file
+from clineval.messages import did_you_mean
 
 
 @dataclass(frozen=True)

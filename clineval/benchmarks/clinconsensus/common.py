@@ -56,8 +56,9 @@ from clineval.benchmarks.kit import select_samples
 from clineval.config import RunConfig
 from clineval.data.cache import default_cache_dir
 from clineval.datapaths import data_file
-from clineval.errors import EMPTY_PATH, InputError
+from clineval.errors import InputError
 from clineval.judge.prompt import JudgePrompt
+from clineval.messages import EMPTY_PATH
 from clineval.models.registry import backend_info
 from clineval.models.spec import ModelSpec
 from clineval.options import (

@@ -43,7 +43,8 @@ from typing import Any
 from clineval.benchmarks.ner.bio import word_offsets
 from clineval.benchmarks.ner.options import HASH_SEED_MAX
 from clineval.benchmarks.ner.records import Span
-from clineval.benchmarks.ner.span_windows import TokenSpan, Window, merge, plan_windows
+from clineval.benchmarks.ner.span_windows import TokenSpan, merge
+from clineval.benchmarks.windows import Window, plan_windows
 from clineval.errors import InputError
 from clineval.jsonio import read_json_file
 from clineval.models.gliner_checkpoint import (
@@ -296,7 +297,7 @@ class GlinerTagger:
 
     def windows(self, words: list[str]) -> list[Window]:
         budget = self.subword_budget if self.subword_budget is not None else self.max_words
-        return plan_windows(self._costs(words), self.max_words, budget, self.overlap)
+        return plan_windows(self._costs(words), budget, self.max_words, self.overlap)
 
     def ncer_words(self, text: str) -> int:
         """How many words NCER counts in `text`: the model's own words splitter."""

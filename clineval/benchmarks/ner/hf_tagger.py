@@ -3,8 +3,9 @@
 Words are the benchmark's regex tokens; the tokenizer splits them into subwords
 (`is_split_into_words=True`) and each word takes the label of its FIRST subword, the usual
 alignment for BIO-trained checkpoints. A document longer than the model's window is cut at word
-boundaries into consecutive windows of at most `max_length - special tokens` subwords (a single
-word longer than a window is truncated to its first pieces; only the first one is read anyway).
+boundaries into consecutive windows of at most `max_length - special tokens` subwords
+(`clineval.benchmarks.windows`, no overlap: a word's tag comes from the one window holding it;
+a single word longer than a window is truncated to its first pieces, only the first is read).
 
 Labels come from the checkpoint's `id2label`: a `B-`/`I-` (also `S-`/`U-` = B, `E-`/`L-` = I)
 prefix, then an entity name that is mapped to the dataset's types: the type itself
@@ -24,6 +25,7 @@ from typing import Any
 
 from clineval.benchmarks.ner.bio import OUTSIDE, bio_to_spans, word_offsets
 from clineval.benchmarks.ner.records import Span
+from clineval.benchmarks.windows import plan_windows
 from clineval.errors import InputError
 from clineval.models.hf_checkpoint import load_checkpoint
 
@@ -88,23 +90,6 @@ class LabelMapping:
 class HfPrediction:
     spans: list[Span]
     model_tokens: list[tuple[int, int]]  # each subword's character span in the document
-
-
-def plan_windows(pieces_per_word: Sequence[int], budget: int) -> list[tuple[int, int]]:
-    """Consecutive word ranges [a, b) whose subword counts fit the budget (each >= 1 word)."""
-    if budget < 1:
-        raise ValueError("window budget must be at least one subword")
-    windows: list[tuple[int, int]] = []
-    start, used = 0, 0
-    for i, count in enumerate(pieces_per_word):
-        count = max(count, 1)
-        if i > start and used + count > budget:
-            windows.append((start, i))
-            start, used = i, 0
-        used += count
-    if start < len(pieces_per_word):
-        windows.append((start, len(pieces_per_word)))
-    return windows
 
 
 class HfTagger:

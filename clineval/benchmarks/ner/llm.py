@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clineval.benchmarks.base import RunContext
+from clineval.benchmarks.kit import PREDICTION
 from clineval.benchmarks.ner.bio import word_offsets
 from clineval.benchmarks.ner.options import NER_OPTIONS
 from clineval.benchmarks.ner.records import NerDocument, Span
@@ -40,7 +41,6 @@ from clineval.jsonio import JsonProblem, decode_prefix, parse_json
 from clineval.models.llm_base import ChatError, ChatModel, ChatRequest
 
 TEMPLATE_VERSION = "ner-extract-v1"
-PREDICTION_KIND = "prediction"  # the NER task's record kind of a document's prediction
 DEFAULT_MAX_TOKENS = 1024
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)(?:```|$)", re.DOTALL)
@@ -289,7 +289,7 @@ async def _one(
         "not_found": not_found,
         "dropped_items": parsed.dropped,
     }
-    ctx.store.put_records(task, PREDICTION_KIND, [(doc.id, value)])
+    ctx.store.put_records(task, PREDICTION, [(doc.id, value)])
     advance(cached=reply.cached)
 
 

@@ -14,8 +14,9 @@ NCBI), and a corpus type NCER drops from the gold (BioRED's OrganismTaxon and Ce
 Person, Temporal, ...: `UNSCORED_TYPES`), are dropped as NCER drops them from the gold; both
 are counted (`TypeNames`, noted in the manifest). Only a name no corpus knows is refused.
 
-Every problem is an InputError naming the file and the 1-based line: bad JSON, a line that is
-not an object, a missing/unknown/duplicate id, offsets outside the text or start >= end, a
+The file is read by the kit's `read_predictions` with this module's row parser: every problem
+is an InputError naming the file and the 1-based line: bad JSON, a line that is not an object,
+a missing/unknown/duplicate id (the kit's checks), offsets outside the text or start >= end, a
 type the dataset does not score, tokens that differ from the document's tokens, a malformed
 tag. Spans are kept in the order given (the reference metrics depend on it). Documents the
 file does not mention get an empty prediction and are counted by the caller.
@@ -25,14 +26,13 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from clineval.benchmarks.ner.bio import bio_to_spans, is_bio_tag, word_offsets
 from clineval.benchmarks.ner.records import DATASET_TYPES, NerDocument, Span
 from clineval.errors import InputError
-from clineval.jsonl import iter_json_objects
 
 
 class TypeNames:
@@ -92,54 +92,39 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _doc_id(row: dict[str, Any], where: tuple[Path, int]) -> str:
-    value = row.get("id")
-    if isinstance(value, str) and value:
-        return value
-    if _is_int(value):
-        return str(value)
-    raise InputError('missing or invalid "id" (a string such as a PMID)', *where)
-
-
-def _char_spans(
-    row: dict[str, Any], doc: NerDocument, types: TypeNames, where: tuple[Path, int]
-) -> list[Span]:
+def _char_spans(row: dict[str, Any], doc: NerDocument, types: TypeNames) -> list[Span]:
     entities = row["entities"]
     if not isinstance(entities, list):
-        raise InputError('"entities" must be a list', *where)
+        raise InputError('"entities" must be a list')
     spans: list[Span] = []
     for k, ent in enumerate(entities):
         if not isinstance(ent, dict):
-            raise InputError(f"entity {k} is not an object", *where)
+            raise InputError(f"entity {k} is not an object")
         start, end, label = ent.get("start"), ent.get("end"), ent.get("type")
         if not (_is_int(start) and _is_int(end)):
-            raise InputError(f'entity {k}: "start" and "end" must be integers', *where)
+            raise InputError(f'entity {k}: "start" and "end" must be integers')
         assert isinstance(start, int) and isinstance(end, int)
         if not 0 <= start < end <= len(doc.text):
             raise InputError(
                 f"entity {k}: offsets [{start}, {end}) are not a non-empty span inside the "
                 f"text of {doc.id} (length {len(doc.text)})",
-                *where,
             )
         target = types.resolve(label)
         if target is False:
             raise InputError(
                 f"entity {k}: unknown type {label!r} (this dataset scores: {types.accepted()})",
-                *where,
             )
         if isinstance(target, str):
             spans.append(Span(start, end, target))
     return spans
 
 
-def _bio_spans(
-    row: dict[str, Any], doc: NerDocument, types: TypeNames, where: tuple[Path, int]
-) -> list[Span]:
+def _bio_spans(row: dict[str, Any], doc: NerDocument, types: TypeNames) -> list[Span]:
     tokens, tags = row.get("tokens"), row.get("tags")
     if not isinstance(tokens, list) or not isinstance(tags, list):
-        raise InputError('"tokens" and "tags" must both be lists', *where)
+        raise InputError('"tokens" and "tags" must both be lists')
     if len(tokens) != len(tags):
-        raise InputError(f"{len(tokens)} tokens but {len(tags)} tags", *where)
+        raise InputError(f"{len(tokens)} tokens but {len(tags)} tags")
     offsets = word_offsets(doc.text)
     words = [doc.text[s:e] for s, e in offsets]
     if tokens != words:
@@ -151,7 +136,6 @@ def _bio_spans(
         raise InputError(
             f"tokens do not match the benchmark's tokens of {doc.id} ({detail}); "
             r"tokenize with the regex \w+(?:[-_]\w+)*|\S",
-            *where,
         )
     scored: list[str] = []
     for i, tag in enumerate(tags):
@@ -165,42 +149,27 @@ def _bio_spans(
             raise InputError(
                 f"tag {i} {tag!r} is not O, B-TYPE or I-TYPE with a type of "
                 f"this dataset ({types.accepted()})",
-                *where,
             )
         scored.append(tag)
     return bio_to_spans(scored, offsets)
 
 
-def read_predictions(
-    path: str | Path,
-    documents: Mapping[str, NerDocument],
-    types: Sequence[str] | TypeNames,
-) -> dict[str, list[Span]]:
-    """Validated predictions by doc id, for the documents the file mentions.
+def row_parser(
+    documents: Mapping[str, NerDocument], types: TypeNames
+) -> Callable[[str, dict[str, Any]], list[Span]]:
+    """The spans of a predictions file's line, checked against its document, for the kit's
+    `read_predictions` (which checks the id: `documents` is the whole split, not a --limit
+    subset, so that a file made for the full split is accepted). `types` counts which type
+    names were mapped or dropped."""
 
-    `documents` should be the whole split (not a --limit subset), so that a file made for the
-    full split is accepted; the caller picks the documents it scores. Pass a `TypeNames` to
-    learn which type names were mapped or dropped.
-    """
-    path = Path(path)
-    if not isinstance(types, TypeNames):
-        types = TypeNames(types)
-    out: dict[str, list[Span]] = {}
-    for lineno, row in iter_json_objects(path, what="predictions file"):
-        where = (path, lineno)
-        doc_id = _doc_id(row, where)
-        doc = documents.get(doc_id)
-        if doc is None:
-            raise InputError(f"unknown document id {doc_id!r}", *where)
-        if doc_id in out:
-            raise InputError(f"duplicate document id {doc_id!r}", *where)
+    def parse(doc_id: str, row: dict[str, Any]) -> list[Span]:
         has_spans, has_bio = "entities" in row, "tokens" in row or "tags" in row
         if has_spans == has_bio:
-            raise InputError('give either "entities" or "tokens" + "tags"', *where)
-        out[doc_id] = (
-            _char_spans(row, doc, types, where) if has_spans else _bio_spans(row, doc, types, where)
-        )
-    return out
+            raise InputError('give either "entities" or "tokens" + "tags"')
+        doc = documents[doc_id]
+        return _char_spans(row, doc, types) if has_spans else _bio_spans(row, doc, types)
+
+    return parse
 
 
 def write_predictions(path: str | Path, predictions: Mapping[str, Sequence[Span]]) -> None:

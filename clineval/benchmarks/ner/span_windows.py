@@ -1,8 +1,9 @@
-"""Overlapping windows over a document's tokens, and the one merge of what the windows predicted.
+"""The one merge of what overlapping windows over a document's tokens predicted.
 
 A span tagger sees a bounded input (so many words, so many subwords). A longer document is cut
-on its token boundaries (the benchmark's regex tokens) into windows that overlap, and each
-window is predicted on its own. The merge then keeps every span exactly once:
+on its token boundaries (the benchmark's regex tokens) into windows that overlap
+(`clineval.benchmarks.windows`), and each window is predicted on its own. The merge then keeps
+every span exactly once:
 
   * the owner of a span is the window that holds it most centrally: largest margin to the
     window's inner edges (a document's own start and end are not edges: nothing lies beyond
@@ -25,11 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-
-@dataclass(frozen=True, slots=True)
-class Window:
-    start: int  # first token of the document in the window
-    end: int  # one past the last
+from clineval.benchmarks.windows import Window
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,31 +35,6 @@ class TokenSpan:
     end: int  # one past the last token
     type: str
     score: float
-
-
-def plan_windows(costs: Sequence[int], max_tokens: int, budget: int, overlap: int) -> list[Window]:
-    """Windows covering tokens 0..len(costs): each at most `max_tokens` tokens whose costs (e.g.
-    subwords) add up to at most `budget` (a single token over the budget is a window of its
-    own); consecutive windows share `overlap` tokens, at most half of the earlier window so
-    that every window starts later than the one before."""
-    if max_tokens < 1 or budget < 1 or overlap < 0:
-        raise ValueError("window size and budget must be positive, the overlap not negative")
-    n = len(costs)
-    windows: list[Window] = []
-    start = 0
-    while start < n:
-        end, used = start, 0
-        while end < n and end - start < max_tokens:
-            cost = max(costs[end], 1)
-            if end > start and used + cost > budget:
-                break
-            used += cost
-            end += 1
-        windows.append(Window(start, end))
-        if end >= n:
-            break
-        start = end - min(overlap, (end - start) // 2)
-    return windows
 
 
 def _margin(window: Window, start: int, end: int, n_tokens: int) -> int:

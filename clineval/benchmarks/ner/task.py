@@ -30,8 +30,14 @@ from pathlib import Path
 from typing import Any
 
 from clineval.benchmarks.base import DataFileStatus, RunContext, Task, TaskResult
-from clineval.benchmarks.kit import select_samples, unstored
-from clineval.benchmarks.ner.llm import PREDICTION_KIND
+from clineval.benchmarks.kit import (
+    PREDICTION,
+    pending,
+    plan_by_chat,
+    predictions_path,
+    read_predictions,
+    select_samples,
+)
 from clineval.benchmarks.ner.options import NER_OPTIONS, TOKENIZER_OPTION
 from clineval.benchmarks.ner.records import DATASET_TYPES, NerDocument, PreparedSplit, Span
 from clineval.errors import InputError
@@ -39,7 +45,6 @@ from clineval.models.backends import ModelKind
 from clineval.plan import CallPlan
 from clineval.progress import Step, step
 
-PREDICTION = PREDICTION_KIND  # store record kind
 TEST_SPLIT = "test"
 # What the CRF baseline trains on. Dev is left out: it chose the hyperparameters, and training
 # on train alone keeps the 4-corpus demo well inside its time budget on a 2-core machine.
@@ -141,7 +146,7 @@ class NerTask(Task[NerData]):
             self._predict_from_file(ctx, data)
             return
         stored = ctx.store.records(self.name, PREDICTION)
-        todo = unstored(ctx, self.name, data.documents, lambda d: d.id, PREDICTION)
+        todo = pending(ctx, self.name, data.documents, lambda d: d.id)
         if kind is ModelKind.BASELINE:
             todo = self._crf_todo(ctx, data, stored)
         elif kind is ModelKind.SPAN_TAGGER:
@@ -159,19 +164,14 @@ class NerTask(Task[NerData]):
             self._predict_hf(ctx, todo)
 
     def plan(self, ctx: RunContext, data: NerData, calls: CallPlan) -> None:
-        if not ctx.backend.is_chat:
+        if not ctx.backend.is_chat or not data.documents:
             return
         from clineval.benchmarks.ner.llm import format_option, make_request
 
         fmt = format_option(ctx)
-        stored = ctx.store.records(self.name, PREDICTION)
-        label = ctx.model.label
-        for doc in data.documents:
-            if doc.id in stored:
-                calls.add_stored(self.name, "candidate", label, 1)
-            else:
-                request = make_request(ctx, doc.text, self.types, fmt)
-                calls.add(self.name, "candidate", label, request)
+        todo = pending(ctx, self.name, data.documents, lambda d: d.id)
+        requests = [(d.id, make_request(ctx, d.text, self.types, fmt)) for d in todo]
+        plan_by_chat(ctx, self.name, calls, requests, len(data.documents) - len(todo))
 
     def _put(self, ctx: RunContext, rows: list[tuple[str, dict[str, Any]]]) -> None:
         if rows:
@@ -179,12 +179,12 @@ class NerTask(Task[NerData]):
 
     def _predict_from_file(self, ctx: RunContext, data: NerData) -> None:
         """The file is the source of truth: it is re-read and re-validated on every run."""
-        from clineval.benchmarks.ner.predictions import TypeNames, read_predictions
-        from clineval.models.predictions_files import predictions_file
+        from clineval.benchmarks.ner.predictions import TypeNames, row_parser
 
         by_id = {doc.id: doc for doc in data.split.documents}
         names = TypeNames(self.types)
-        predictions = read_predictions(predictions_file(ctx.model, self.name), by_id, names)
+        path = predictions_path(ctx, self.name)
+        predictions = read_predictions(path, by_id, parse=row_parser(by_id, names), noun="document")
         if names.notes():  # corpus type names the file used, mapped or dropped
             ctx.note(self.name, "predictions_types", names.notes())
         rows: list[tuple[str, dict[str, Any]]] = []

@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from clineval.errors import InputError, clip
+from clineval.errors import InputError
 from clineval.jsonio import loads_input
 from clineval.jsonl import iter_json_objects
+from clineval.messages import clip
 
 SPLITS = ("train", "dev", "test")
 TEXT_FIELDS = ("chief_complaint", "description", "detection")

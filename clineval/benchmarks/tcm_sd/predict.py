@@ -14,14 +14,13 @@ from pathlib import Path
 from typing import TypeVar
 
 from clineval.benchmarks.base import RunContext
+from clineval.benchmarks.kit import PREDICTION, pending, predictions_path, read_predictions
 from clineval.benchmarks.tcm_sd.dataset import KNOWLEDGE_NAMES, TcmRecord, find_file, read_knowledge
 from clineval.benchmarks.tcm_sd.samples import (
-    KIND,
     TASK,
     TcmData,
     label_roots,
     option,
-    pending,
     record_fields,
 )
 from clineval.data.checksums import sha256_file
@@ -52,7 +51,7 @@ def predict_in_batches(
     for chunk in track(chunks, len(chunks), f"{description} predict", unit="batches"):
         preds = predict([r for _, r in chunk])
         ctx.store.put_records(
-            TASK, KIND, ((k, {"pred": p}) for (k, _), p in zip(chunk, preds, strict=True))
+            TASK, PREDICTION, ((k, {"pred": p}) for (k, _), p in zip(chunk, preds, strict=True))
         )
 
 
@@ -115,14 +114,18 @@ def _predict_knowledge(ctx: RunContext, data: TcmData, todo: Todo) -> None:
     )
 
 
-def _predict_file(ctx: RunContext, data: TcmData, todo: Todo) -> None:
-    from clineval.benchmarks.tcm_sd.predictions import read_predictions
-    from clineval.models.predictions_files import predictions_file
+def _label_check(label: object) -> str | None:
+    return None if label is None or isinstance(label, str) else '"label" must be a string or null'
 
-    path = predictions_file(ctx.model, TASK)
-    by_id = read_predictions(path, data.split_ids)  # the runner notes its path and sha256
+
+def _predict_file(ctx: RunContext, data: TcmData, todo: Todo) -> None:
+    """`predictions:FILE`: JSON Lines `{"id": "<user_id>", "label": "<syndrome>"}`, read by the
+    kit (every line checked against the whole split). A label outside the 148 is allowed
+    (`null` too): it is stored as given and scored as invalid, never mapped onto a label."""
+    path = predictions_path(ctx, TASK)  # the runner notes its path and sha256
+    by_id = read_predictions(path, data.split_ids, "label", _label_check)
     ctx.store.put_records(
-        TASK, KIND, ((k, {"pred": by_id[r.user_id]}) for k, r in todo if r.user_id in by_id)
+        TASK, PREDICTION, ((k, {"pred": by_id[r.user_id]}) for k, r in todo if r.user_id in by_id)
     )
 
 
@@ -159,7 +162,7 @@ def check_prediction_settings(ctx: RunContext) -> None:
     stored = ctx.store.get_meta("tcm-sd.prediction_settings")
     # Settings bind only once a prediction is stored: a run refused before that (a bad
     # predictions file) must not refuse the corrected command.
-    if stored is None or not ctx.store.count_records(TASK, KIND):
+    if stored is None or not ctx.store.count_records(TASK, PREDICTION):
         ctx.store.set_meta("tcm-sd.prediction_settings", settings)
         return
     differing = sorted(
@@ -177,7 +180,7 @@ def check_prediction_settings(ctx: RunContext) -> None:
 
 def predict_data(ctx: RunContext, data: TcmData) -> None:
     check_prediction_settings(ctx)
-    todo = pending(ctx, data)
+    todo = pending(ctx, TASK, data.samples(), lambda kr: kr[0])
     ctx.note(TASK, "predicted_now", len(todo))
     if not todo:
         return

@@ -1,4 +1,4 @@
-"""TCM-SD samples: what a run evaluates, and which of them still lack a stored prediction.
+"""TCM-SD samples: what a run evaluates.
 
 The official JSON Lines splits come from the data root, or from the cache of
 `clineval data fetch tcm-sd` when the data root has none; only when asked with
@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from clineval.benchmarks.base import RunContext
-from clineval.benchmarks.kit import select_samples, unstored
+from clineval.benchmarks.kit import select_samples
 from clineval.benchmarks.tcm_sd.dataset import (
     EXPECTED_LABELS,
     NORM_TABLE_NAMES,
@@ -41,7 +41,6 @@ from clineval.datapaths import resolve_data_root
 from clineval.errors import InputError
 
 TASK = "tcm-sd"
-KIND = "prediction"  # the run-store record kind of one model output
 FIXTURE_DIR = "tcm-sd-synthetic-fixture"
 MISSING_HELP = (
     "the official TCM-SD splits are missing: run `clineval data fetch tcm-sd` (downloads and "
@@ -66,6 +65,10 @@ class TcmData:
     data_root: Path
     norm: NormTable | None
     notes: dict[str, Any] = field(default_factory=dict)
+
+    def samples(self) -> list[tuple[str, TcmRecord]]:
+        """(sample id, record) of every evaluated sample, in order."""
+        return list(zip(self.keys, self.records, strict=True))
 
 
 def option(ctx: RunContext, name: str) -> Any:
@@ -194,9 +197,3 @@ def load_data(ctx: RunContext) -> TcmData:
         norm=load_norm_table(norm_path) if norm_path is not None else None,
         notes=notes,
     )
-
-
-def pending(ctx: RunContext, data: TcmData) -> list[tuple[str, TcmRecord]]:
-    """Samples without a stored prediction."""
-    samples = list(zip(data.keys, data.records, strict=True))
-    return unstored(ctx, TASK, samples, lambda kr: kr[0], KIND)

@@ -16,7 +16,8 @@ import numpy as np
 
 import clineval.benchmarks.tcm_sd.metrics as cls
 from clineval.benchmarks.base import RunContext, TaskResult
-from clineval.benchmarks.tcm_sd.samples import KIND, TASK, TcmData, option
+from clineval.benchmarks.kit import PREDICTION
+from clineval.benchmarks.tcm_sd.samples import TASK, TcmData, option
 from clineval.benchmarks.tcm_sd.schema import METRICS
 from clineval.metrics.bootstrap import DEFAULT_RESAMPLES
 
@@ -83,7 +84,7 @@ def _map_answers(outputs: _Outputs, data: TcmData) -> tuple[list[str | None], Co
 
 
 def _stored_outputs(ctx: RunContext, data: TcmData) -> _Outputs:
-    stored = ctx.store.records(TASK, KIND)
+    stored = ctx.store.records(TASK, PREDICTION)
     out = _Outputs([], [], [], [])
     for key in data.keys:
         value = stored.get(key)

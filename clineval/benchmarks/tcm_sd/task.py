@@ -19,6 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from clineval.benchmarks.base import DataFileStatus, RunContext, Task, TaskResult
+from clineval.benchmarks.kit import pending, plan_by_chat
 from clineval.benchmarks.tcm_sd.dataset import SPLITS, VOCAB_NAME, find_file, find_split
 from clineval.benchmarks.tcm_sd.options import TCM_OPTIONS
 from clineval.benchmarks.tcm_sd.predict import predict_data
@@ -27,7 +28,6 @@ from clineval.benchmarks.tcm_sd.samples import (
     TcmData,
     fetched_split,
     load_data,
-    pending,
     record_fields,
 )
 from clineval.benchmarks.tcm_sd.scoring import evaluate_data
@@ -69,11 +69,10 @@ class TcmSdTask(Task[TcmData]):
             return
         from clineval.benchmarks.tcm_sd.llm import make_request
 
-        fields, label = record_fields(ctx), ctx.model.label
-        todo = pending(ctx, data)
-        calls.add_stored(TASK, "candidate", label, len(data.records) - len(todo))
-        for _, record in todo:
-            calls.add(TASK, "candidate", label, make_request(ctx, record, data.labels, fields))
+        fields = record_fields(ctx)
+        todo = pending(ctx, TASK, data.samples(), lambda kr: kr[0])
+        requests = [(k, make_request(ctx, r, data.labels, fields)) for k, r in todo]
+        plan_by_chat(ctx, TASK, calls, requests, len(data.records) - len(todo))
 
     def evaluate(self, ctx: RunContext, data: TcmData) -> TaskResult:
         return evaluate_data(ctx, data)

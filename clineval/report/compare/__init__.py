@@ -1,6 +1,7 @@
-"""`clineval compare` and `clineval.compare`: one comparison of runs (`model`), its paired
-tests (`paired_tests`), what differs among the runs (`settings`), its renderings (`render`,
-`html`), the command (`command`) and the Python API's view of it (`api`).
+"""`clineval compare` and `clineval.compare`: one comparison of runs, `model.Comparison`
+(public: the API returns it), built by `build` with its paired tests (`paired_tests`) and
+what differs among the runs (`settings`), rendered by `render`, `html` and `command` (the
+command), and handed to Python callers by `api`.
 
 Kept free of imports so that the Python API can name its types without loading the
 comparison's machinery.

@@ -1,78 +1,15 @@
-"""`clineval compare` as Python objects: the leaderboard cells, the paired tests, and the
-comparison rendered as the command renders it. Part of the Python API (clineval.api)."""
+"""`clineval.compare`: the comparison `clineval compare` builds (model.Comparison), with the
+text the command would print or write. Part of the Python API (clineval.api)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
-from clineval.api_arguments import PathLike, checked_arguments, pandas_module
-
-
-@dataclass(frozen=True)
-class LeaderboardCell:
-    run: str
-    task: str
-    metric: str
-    value: float
-    ci: tuple[float, float] | None
-    fixture: bool
-    # the metric's direction (declared, or as the run record wrote it when the benchmark is
-    # not installed); `leader`: this run has the single top value; `best`: and the paired
-    # test separates it from every other run (Holm-corrected, level ALPHA of model)
-    higher_is_better: bool = True
-    best: bool = False
-    leader: bool = False
-    # what the figure stands on (its declared basis, else the run's samples of the task)
-    n: int | None = None
-
-
-@dataclass(frozen=True)
-class PairedTest:
-    """Run A minus run B on the samples both scored, with a seeded paired bootstrap."""
-
-    task: str
-    metric: str
-    run_a: str
-    run_b: str
-    difference: float | None
-    ci: tuple[float, float] | None
-    p_value: float | None
-    n_shared: int | None
-    note: str
-    # run A's and run B's figure on the shared samples, and the p-value after Holm's
-    # correction over the pairs of the same task and metric
-    a: float | None = None
-    b: float | None = None
-    p_holm: float | None = None
-    # the bootstrap resamples the test drew (compare draws as many as the column needs)
-    resamples: int | None = None
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """`clineval compare` as data: `leaderboard` (one cell per run, task and metric),
-    `pairs` (paired tests), and `text`, the comparison rendered in the format asked for. The
-    public, frozen view of the comparison model (model.ComparedRuns), made by `compare`."""
-
-    runs: list[str]
-    leaderboard: list[LeaderboardCell]
-    pairs: list[PairedTest]
-    text: str = field(repr=False)
-    markdown: str = field(repr=False)
-
-    def _repr_markdown_(self) -> str:  # a notebook shows the Markdown leaderboard
-        return self.markdown
-
-    def __str__(self) -> str:
-        return self.text
-
-    def to_dataframe(self) -> Any:
-        """The leaderboard, one row per run, task and metric (pandas needed)."""
-        return pandas_module().DataFrame([vars(cell) for cell in self.leaderboard])
+from clineval.api_arguments import PathLike, checked_arguments
+from clineval.report.compare.model import Comparison
 
 
 @checked_arguments
@@ -115,43 +52,4 @@ def compare(
         text = Path("compare.html").read_text(encoding="utf-8")
     else:
         text = sink.getvalue()
-    cells = [
-        LeaderboardCell(
-            run=comp.labels[i],
-            task=task,
-            metric=metric,
-            value=cell.value,
-            ci=cell.ci,
-            fixture=comp.fixture.get((i, task), False),
-            higher_is_better=comp.higher_is_better(task, metric),
-            best=comp.best(task, metric) == i,
-            leader=comp.leader(task, metric) == i,
-            n=cell.n,
-        )
-        for (i, task, metric), cell in comp.cells.items()
-    ]
-    pairs = [
-        PairedTest(
-            task=row.task,
-            metric=row.metric,
-            run_a=row.run_a,
-            run_b=row.run_b,
-            difference=None if row.result is None else row.result.delta,
-            ci=None if row.result is None else row.result.ci,
-            p_value=None if row.result is None else row.result.p_value,
-            n_shared=None if row.result is None else row.result.n_shared,
-            note=row.note,
-            a=None if row.result is None else row.result.a,
-            b=None if row.result is None else row.result.b,
-            p_holm=row.p_holm,
-            resamples=row.resamples,
-        )
-        for row in comp.pairs
-    ]
-    return Comparison(
-        runs=list(comp.labels),
-        leaderboard=cells,
-        pairs=pairs,
-        text=text,
-        markdown=render_markdown(comp),
-    )
+    return replace(comp, text=text, markdown=render_markdown(comp))

@@ -15,8 +15,9 @@ from rich.console import Console
 from clineval.console import make_console
 from clineval.errors import InputError
 from clineval.jsonio import json_document
+from clineval.report.compare.build import build_comparison
 from clineval.report.compare.html import render_html
-from clineval.report.compare.model import ComparedRuns, build_comparison
+from clineval.report.compare.model import Comparison
 from clineval.report.compare.render import render_csv, render_markdown, render_table
 from clineval.rundir import atomic_write_text
 
@@ -32,7 +33,7 @@ def compare_runs(
     seed: int = 0,
     console: Console | None = None,
     resamples: int | None = None,
-) -> ComparedRuns:
+) -> Comparison:
     """Build the comparison and write/print it in `fmt` (table|markdown|csv|html|json).
     `resamples` fixes the paired tests' bootstrap resamples (default: as many as each column
     needs, see paired_tests)."""
@@ -68,33 +69,33 @@ def compare_runs(
     return comp
 
 
-def render_json(comp: ComparedRuns) -> str:
+def render_json(comp: Comparison) -> str:
     """The comparison as one JSON document (`compare --format json`): the runs, one leaderboard
     cell per run, task and metric (with its 95% interval), and the paired tests."""
     runs = [
         {
             "label": label,
-            "run_dir": str(run.path),
-            "model": comp.model(i),
-            "fixture": comp.is_fixture_run(i),
+            "run_dir": comp.run_dirs[i],
+            "model": comp.models[i],
+            "fixture": comp.fixture_runs[i],
             "settings": comp.differences.values[i],
             "samples_differ": {
                 task: note for (j, task), note in comp.sample_notes.items() if j == i
             },
         }
-        for i, (label, run) in enumerate(zip(comp.labels, comp.runs, strict=True))
+        for i, label in enumerate(comp.runs)
     ]
     cells = [
         {
-            "run": comp.labels[i],
+            "run": cell.run,
             "task": task,
             "metric": metric,
             "value": cell.value,
             "ci": None if cell.ci is None else list(cell.ci),
             "n": cell.n,
             "samples_differ": (i, task) in comp.sample_notes,
-            "best": comp.best(task, metric) == i,
-            "fixture": comp.fixture.get((i, task), False),
+            "best": cell.best,
+            "fixture": cell.fixture,
         }
         for (i, task, metric), cell in comp.cells.items()
     ]
@@ -104,12 +105,12 @@ def render_json(comp: ComparedRuns) -> str:
             "metric": row.metric,
             "run_a": row.run_a,
             "run_b": row.run_b,
-            "n_shared": None if row.result is None else row.result.n_shared,
-            "a": None if row.result is None else row.result.a,
-            "b": None if row.result is None else row.result.b,
-            "difference": None if row.result is None else row.result.delta,
-            "ci": None if row.result is None else list(row.result.ci),
-            "p_value": None if row.result is None else row.result.p_value,
+            "n_shared": row.n_shared,
+            "a": row.a,
+            "b": row.b,
+            "difference": row.difference,
+            "ci": None if row.ci is None else list(row.ci),
+            "p_value": row.p_value,
             "p_holm": row.p_holm,
             "resamples": row.resamples,
             "note": row.note,

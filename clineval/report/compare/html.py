@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from markupsafe import Markup
 
-from clineval.report.compare.model import ComparedRuns
+from clineval.report.compare.model import Comparison
 from clineval.report.compare.render import (
     BEST_NOTE,
     INTERVAL_NOTE,
@@ -13,12 +13,13 @@ from clineval.report.compare.render import (
     _pair_text,
     _run_label,
     cost_lines,
+    pair_figures,
     resampling_lines,
 )
 from clineval.reportkit import plots
 
 
-def render_html(comp: ComparedRuns) -> str:
+def render_html(comp: Comparison) -> str:
     from clineval.report.html import asset, environment
 
     rows = []
@@ -36,7 +37,7 @@ def render_html(comp: ComparedRuns) -> str:
         rows.append(
             {
                 "label": _run_label(comp, i),
-                "model": comp.model(i),
+                "model": comp.models[i],
                 "settings": comp.settings(i),
                 "samples_note": comp.samples_note(i),
                 "cells": cells,
@@ -50,7 +51,7 @@ def render_html(comp: ComparedRuns) -> str:
             rows=rows,
             pair_header=PAIR_HEADER,
             pairs=[_pair_text(p, comp.digits(p.task, p.metric)) for p in comp.pairs],
-            any_fixture=any(comp.fixture.values()),
+            any_fixture=any(comp.fixture_runs),
             interval_note=INTERVAL_NOTE,
             best_note=BEST_NOTE,
             difference_plots=[Markup(svg) for svg in difference_plots(comp)],
@@ -63,18 +64,22 @@ def render_html(comp: ComparedRuns) -> str:
     )
 
 
-def difference_plots(comp: ComparedRuns) -> list[str]:
+def difference_plots(comp: Comparison) -> list[str]:
     """Per task and metric, every tested pair's difference A - B with its 95% interval."""
     out = []
     for task, key in comp.columns:
-        rows = [p for p in comp.pairs if (p.task, p.metric) == (task, key) and p.result is not None]
+        rows = [
+            (p, r)
+            for p in comp.pairs
+            if (p.task, p.metric) == (task, key) and (r := pair_figures(p)) is not None
+        ]
         if not rows:
             continue
         out.append(
             plots.interval_dots(
-                [f"{p.run_a} - {p.run_b} (n={p.result.n_shared})" for p in rows if p.result],
-                [p.result.delta for p in rows if p.result],
-                [p.result.ci for p in rows if p.result],
+                [f"{p.run_a} - {p.run_b} (n={r.n_shared})" for p, r in rows],
+                [r.difference for _, r in rows],
+                [r.ci for _, r in rows],
                 f"{task} {key}: paired differences A - B, 95% interval",
                 "A - B",
             )
@@ -82,9 +87,9 @@ def difference_plots(comp: ComparedRuns) -> list[str]:
     return out
 
 
-def cost_plots(comp: ComparedRuns) -> list[str]:
+def cost_plots(comp: Comparison) -> list[str]:
     """Per task, each run's primary figure against its estimated cost."""
-    costs = [comp.cost(i) for i in range(len(comp.runs))]
+    costs = comp.costs
     if sum(c is not None for c in costs) < 1:
         return []
     out = []

@@ -7,13 +7,15 @@ CSV (tidy: one row per figure) and HTML keep one layout whatever the width.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from rich.console import Console
 from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
 from clineval.csv_text import csv_text
-from clineval.report.compare.model import Cell, ComparedRuns, PairRow
+from clineval.report.compare.model import Comparison, LeaderboardCell, PairedTest
 from clineval.report.compare.paired_tests import ALPHA
 from clineval.reportkit.sections_common import format_value
 
@@ -32,7 +34,9 @@ INTERVAL_NOTE = (
 )
 
 
-def _fmt_cell(key: str, cell: Cell | None, with_ci: bool = True, digits: int | None = None) -> str:
+def _fmt_cell(
+    key: str, cell: LeaderboardCell | None, with_ci: bool = True, digits: int | None = None
+) -> str:
     if cell is None:
         return "–"
     text = format_value(key, cell.value, digits)
@@ -47,32 +51,51 @@ def _fmt_cell(key: str, cell: Cell | None, with_ci: bool = True, digits: int | N
 SAMPLES_FLAG = " [samples differ]"
 
 
-def _run_label(comp: ComparedRuns, i: int) -> str:
+def _run_label(comp: Comparison, i: int) -> str:
     return (
-        comp.labels[i]
-        + (" (fixture)" if comp.is_fixture_run(i) else "")
+        comp.runs[i]
+        + (" (fixture)" if comp.fixture_runs[i] else "")
         + (SAMPLES_FLAG if comp.samples_note(i) else "")
     )
 
 
-def run_lines(comp: ComparedRuns) -> list[str]:
+def run_lines(comp: Comparison) -> list[str]:
     """What tells the runs apart: each run's settings that differ from the others', and why
     a run's samples differ (a `--limit` run beside a full one). Empty when nothing does."""
     lines = []
     if comp.differences.keys:
         lines.append("the runs differ in: " + ", ".join(comp.differences.keys))
-        lines += [f"  {comp.labels[i]}: {comp.settings(i)}" for i in range(len(comp.runs))]
+        lines += [f"  {comp.runs[i]}: {comp.settings(i)}" for i in range(len(comp.runs))]
     for i in range(len(comp.runs)):
         note = comp.samples_note(i)
         if note:
-            lines.append(f"{comp.labels[i]}{SAMPLES_FLAG}: {note}")
+            lines.append(f"{comp.runs[i]}{SAMPLES_FLAG}: {note}")
     return lines
 
 
-def _pair_text(row: PairRow, digits: int | None = None) -> list[str]:
+class PairFigures(NamedTuple):
+    """The figures of a tested pair, all present."""
+
+    n_shared: int
+    a: float
+    b: float
+    difference: float
+    ci: tuple[float, float]
+    p_value: float
+
+
+def pair_figures(row: PairedTest) -> PairFigures | None:
+    """A pair's figures, or None when it was not tested (its note says why)."""
+    n, a, b, difference, ci, p = row.n_shared, row.a, row.b, row.difference, row.ci, row.p_value
+    if n is None or a is None or b is None or difference is None or ci is None or p is None:
+        return None
+    return PairFigures(n, a, b, difference, ci, p)
+
+
+def _pair_text(row: PairedTest, digits: int | None = None) -> list[str]:
     """[task, metric, run A, run B, shared, A, B, A - B, 95% CI, p, p Holm, note, resamples]
     as text."""
-    r = row.result
+    r = pair_figures(row)
     if r is None:
         return [row.task, row.metric, row.run_a, row.run_b, *[""] * 7, row.note, ""]
     key = row.metric
@@ -85,7 +108,7 @@ def _pair_text(row: PairRow, digits: int | None = None) -> list[str]:
         str(r.n_shared),
         format_value(key, r.a, digits),
         format_value(key, r.b, digits),
-        format_value(key, r.delta, digits),
+        format_value(key, r.difference, digits),
         f"[{low}, {high}]",
         f"{r.p_value:.4f}",
         "" if row.p_holm is None else f"{row.p_holm:.4f}",
@@ -120,7 +143,7 @@ def _fits(console: Console, table: Table) -> bool:
     return natural.maximum <= console.options.max_width
 
 
-def _wide_leaderboard(comp: ComparedRuns) -> Table:
+def _wide_leaderboard(comp: Comparison) -> Table:
     """One row per run, one column per (task, metric): the natural layout for a few metrics."""
     table = Table(title="leaderboard", show_header=True)
     table.add_column("run")
@@ -137,14 +160,14 @@ def _wide_leaderboard(comp: ComparedRuns) -> Table:
             text = _fmt_cell(key, comp.cells.get((i, task, key)), digits=comp.digits(task, key))
             cells.append(Text(text, style="bold") if comp.best(task, key) == i else Text(text))
         # Run names and model specs are user text: Text, so no console reads markup in them.
-        named = [Text(_run_label(comp, i)), Text(comp.model(i))]
+        named = [Text(_run_label(comp, i)), Text(comp.models[i])]
         if differs:
             named.append(Text(comp.settings(i, skip=("candidate",))))
         table.add_row(*named, *cells)
     return table
 
 
-def _long_leaderboard(comp: ComparedRuns, runs: list[int], stacked: bool, title: str) -> Table:
+def _long_leaderboard(comp: Comparison, runs: list[int], stacked: bool, title: str) -> Table:
     """One row per (task, metric), the runs as columns; `stacked` puts each interval under
     its value. Every column folds rather than cutting text short with an ellipsis."""
     table = Table(title=title, show_header=True)
@@ -166,7 +189,7 @@ def _long_leaderboard(comp: ComparedRuns, runs: list[int], stacked: bool, title:
     return table
 
 
-def _leaderboard_tables(comp: ComparedRuns, console: Console) -> tuple[list[Table], bool]:
+def _leaderboard_tables(comp: Comparison, console: Console) -> tuple[list[Table], bool]:
     """The leaderboard laid out to fit the console, and whether the runs are its columns:
     runs as rows while that fits; else runs as columns (intervals beside, then under, the
     values), as many runs per table as fit.
@@ -194,14 +217,14 @@ def _leaderboard_tables(comp: ComparedRuns, console: Console) -> tuple[list[Tabl
         per_table -= 1
 
 
-def _pairs_table(comp: ComparedRuns, tested: list[PairRow], console: Console) -> Table:
+def _pairs_table(comp: Comparison, rows: list[PairedTest], console: Console) -> Table:
     """The paired tests, one row each; when that does not fit, task / metric / runs share
     one column and each interval goes under its difference."""
     title = "paired bootstrap on shared samples (A - B)"
     wide = Table(title=title, show_header=True)
     for name in ("task / metric", "A vs B", "n", "A", "B", "A - B", "95% CI", "p", "p Holm"):
         wide.add_column(name, justify="left" if name in ("task / metric", "A vs B") else "right")
-    for row in tested:
+    for row in rows:
         t = _pair_text(row, comp.digits(row.task, row.metric))
         wide.add_row(Text(f"{t[0]} {t[1]}"), Text(f"{t[2]} vs {t[3]}"), *t[4:11])
     if _fits(console, wide):
@@ -210,7 +233,7 @@ def _pairs_table(comp: ComparedRuns, tested: list[PairRow], console: Console) ->
     narrow.add_column("task / metric\nA vs B", overflow="fold")
     for name in ("n", "A", "B", "A - B\n95% CI", "p\nHolm"):
         narrow.add_column(name, justify="right", overflow="fold")
-    for row in tested:
+    for row in rows:
         t = _pair_text(row, comp.digits(row.task, row.metric))
         narrow.add_row(
             Text(f"{t[0]}\n{t[1]}\n{t[2]} vs {t[3]}"),
@@ -223,22 +246,22 @@ def _pairs_table(comp: ComparedRuns, tested: list[PairRow], console: Console) ->
     return narrow
 
 
-def render_table(comp: ComparedRuns, console: Console) -> None:
+def render_table(comp: Comparison, console: Console) -> None:
     """The leaderboard and paired tests as tables that fit `console`'s width (see
     `_leaderboard_tables`); Markdown, CSV and HTML keep one layout whatever the width."""
     tables, runs_as_columns = _leaderboard_tables(comp, console)
     if runs_as_columns:  # the models have no column: name them above
         for i in range(len(comp.runs)):
             console.print(
-                f"run {_run_label(comp, i)}: model {comp.model(i)}", markup=False, highlight=False
+                f"run {_run_label(comp, i)}: model {comp.models[i]}", markup=False, highlight=False
             )
     for table in tables:
         console.print(table)
-    tested = [p for p in comp.pairs if p.result is not None]
-    if tested:
-        console.print(_pairs_table(comp, tested, console))
+    done = [p for p in comp.pairs if pair_figures(p) is not None]
+    if done:
+        console.print(_pairs_table(comp, done, console))
     for row in comp.pairs:
-        if row.result is None:
+        if pair_figures(row) is None:
             console.print(
                 f"not tested: {row.task} {row.metric} {row.run_a} vs {row.run_b}: {row.note}",
                 markup=False,
@@ -248,11 +271,11 @@ def render_table(comp: ComparedRuns, console: Console) -> None:
     console.print(BEST_NOTE, markup=False, highlight=False)
     for line in cost_lines(comp):
         console.print(line, markup=False, highlight=False)
-    if any(comp.fixture.values()):
+    if any(comp.fixture_runs):
         console.print("(fixture): fixture/synthetic data, not a benchmark result")
 
 
-def resampling_lines(comp: ComparedRuns) -> list[str]:
+def resampling_lines(comp: Comparison) -> list[str]:
     """How many bootstrap resamples each column's paired tests drew (one line when the same
     for every column), and any column whose decision that number leaves open."""
     described = {column: how.describe() for column, how in comp.resampling.items()}
@@ -263,10 +286,10 @@ def resampling_lines(comp: ComparedRuns) -> list[str]:
     return ["paired tests:"] + [f"  {t} {k}: {text}" for (t, k), text in described.items()]
 
 
-def cost_lines(comp: ComparedRuns) -> list[str]:
+def cost_lines(comp: Comparison) -> list[str]:
     """Score beside cost, for runs that recorded an estimated cost: each run's primary
     figures and what its model calls cost."""
-    costs = [comp.cost(i) for i in range(len(comp.runs))]
+    costs = comp.costs
     if all(c is None for c in costs):
         return []
     primaries = list(dict.fromkeys(t for t, _ in comp.columns))
@@ -288,7 +311,7 @@ def _md_escape(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def render_markdown(comp: ComparedRuns) -> str:
+def render_markdown(comp: Comparison) -> str:
     """The leaderboard in the long layout (one row per task and metric, a column per run),
     which stays readable however many metrics a suite has; then the runs' models and the
     paired tests."""
@@ -307,7 +330,7 @@ def render_markdown(comp: ComparedRuns) -> str:
         "| "
         + " | ".join(
             _md_escape(c)
-            for c in (_run_label(comp, i), comp.model(i), comp.settings(i), comp.samples_note(i))
+            for c in (_run_label(comp, i), comp.models[i], comp.settings(i), comp.samples_note(i))
         )
         + " |"
         for i in runs
@@ -323,7 +346,7 @@ def render_markdown(comp: ComparedRuns) -> str:
     costs = cost_lines(comp)
     if costs:
         lines += ["", *costs]
-    if any(comp.fixture.values()):
+    if any(comp.fixture_runs):
         lines += ["", "(fixture): fixture/synthetic data, not a benchmark result."]
     return "\n".join(lines) + "\n"
 
@@ -358,7 +381,7 @@ CSV_HEADER = [
 ]
 
 
-def render_csv(comp: ComparedRuns) -> str:
+def render_csv(comp: Comparison) -> str:
     """Tidy CSV: `score` rows (one per run, task, metric) and `paired` rows (value = A - B)."""
     rows: list[list[object]] = []
     for i in range(len(comp.runs)):
@@ -367,16 +390,15 @@ def render_csv(comp: ComparedRuns) -> str:
             if cell is None:
                 continue
             low, high = cell.ci if cell.ci is not None else ("", "")
-            fixture = comp.fixture.get((i, task), False)
             rows.append(
                 [
                     "score",
                     task,
                     key,
-                    comp.labels[i],
+                    comp.runs[i],
                     "",
-                    comp.model(i),
-                    fixture,
+                    comp.models[i],
+                    cell.fixture,
                     repr(cell.value),
                     low,
                     high,
@@ -394,12 +416,12 @@ def render_csv(comp: ComparedRuns) -> str:
                 ]
             )
     for pair in comp.pairs:
-        r = pair.result
+        r = pair_figures(pair)
         # A pair without shared samples keeps its row (with the note saying why), blank figures.
         figures = (
             ["", "", "", "", ""]
             if r is None
-            else [repr(r.delta), repr(r.ci[0]), repr(r.ci[1]), repr(r.p_value), r.n_shared]
+            else [repr(r.difference), repr(r.ci[0]), repr(r.ci[1]), repr(r.p_value), r.n_shared]
         )
         extra = (
             ["", "", ""]
