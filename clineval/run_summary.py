@@ -134,7 +134,8 @@ def summarize(
         keys = schema.headline_keys if schema is not None else ()
         digits = schema.digits() if schema is not None else None
         cards, _ = headline(metrics, keys, digits)
-        if run_dir is not None and any(card.ci is None for card in cards):
+        counts = {spec.key for spec in schema.metrics if spec.count} if schema else set()
+        if run_dir is not None and any(c.ci is None and c.key not in counts for c in cards):
             # The samples are read only when a task stored no interval (27,000 verdict rows
             # of a ClinConsensus run take seconds to read, for intervals it stored).
             if run is None and (run_dir / SAMPLES).exists():

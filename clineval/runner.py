@@ -117,9 +117,12 @@ def make_context(config: RunConfig, output_dir: Path, store: RunStore) -> RunCon
     )
 
 
-def _write_outputs(store: RunStore, output_dir: Path, manifest: Manifest) -> None:
+def _write_outputs(
+    store: RunStore, output_dir: Path, manifest: Manifest
+) -> dict[str, dict[str, Any]]:
     """results.json and samples.jsonl of every task this run directory evaluated so far, from
-    its store (the manifest, written next, notes their schema versions)."""
+    its store (the manifest, written next, notes their schema versions); returns what it read
+    (decoding a large run's stored samples again costs seconds)."""
     stored = store.task_results()
     write_outputs(
         output_dir,
@@ -127,13 +130,14 @@ def _write_outputs(store: RunStore, output_dir: Path, manifest: Manifest) -> Non
         {task: value["metrics"] for task, value in stored.items()},
         {task: value["samples"] for task, value in stored.items()},
     )
+    return stored
 
 
 def _adopt_result_files(store: RunStore, output_dir: Path, manifest: Manifest) -> None:
     """A directory written before results were kept in the store has them only in its files:
     those are read once (as the manifest's file versions say) and moved into the store, so
     nothing computed is lost."""
-    if store.task_results() or not (output_dir / RESULTS).exists():
+    if store.has_task_results() or not (output_dir / RESULTS).exists():
         return
     results = read_results(output_dir, manifest)
     rows: dict[str, list[dict[str, Any]]] = {}
@@ -150,8 +154,9 @@ def _note_llm_calls(manifest: Manifest, ctx: RunContext) -> None:
     from clineval.store_reuse import reused_summary
 
     if ctx.store.count_calls():
-        manifest.llm_usage = run_usage(ctx.store, ctx.config.price_table)
-        reused = reused_summary(ctx.store.call_usage())
+        calls = ctx.store.call_usage()  # read once for both
+        manifest.llm_usage = run_usage(ctx.store, ctx.config.price_table, calls)
+        reused = reused_summary(calls)
         if reused:
             manifest.reused = reused
     if ctx.runtime.calls.stats:
@@ -235,6 +240,7 @@ def execute(
         manifest_written = predict
         if predict:
             write_manifest(output_dir, manifest)
+        results: dict[str, dict[str, Any]] | None = None  # as the last outputs written
         try:
             for name, task, data, load_seconds in loaded:
                 started = time.time()
@@ -265,7 +271,7 @@ def execute(
                 if missing is not None:
                     failures.append(f"{name}: {missing[0]}")
                     warnings.append(f"{name}: {missing[1]}")
-                _write_outputs(store, output_dir, manifest)
+                results = _write_outputs(store, output_dir, manifest)
                 _note_llm_calls(manifest, ctx)
                 write_manifest(output_dir, manifest)
                 manifest_written = True
@@ -280,7 +286,8 @@ def execute(
                 except InputError as write_error:  # the disk that stopped the run, say
                     log.warning("%s", write_error)  # what stopped the run is the error to show
             raise
-        results = store.task_results()
+        if results is None:
+            results = store.task_results()
     manifest.mark_done(failed=bool(failures))
     write_manifest(output_dir, manifest, last_word=True)
     for text in warnings:

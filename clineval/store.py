@@ -53,6 +53,7 @@ __all__ = [
 
 STORE_FILENAME = "store.sqlite"
 _RESULT_PREFIX = "result:"  # meta keys of task results
+_RESULT_RANGE = (_RESULT_PREFIX, _RESULT_PREFIX[:-1] + chr(ord(_RESULT_PREFIX[-1]) + 1))
 SCHEMA_VERSION = 1
 
 _SCHEMA = """
@@ -205,12 +206,21 @@ class RunStore:
         self.set_meta(_RESULT_PREFIX + task, {"metrics": metrics, "samples": samples})
 
     @guarded_read
+    def has_task_results(self) -> bool:
+        """Whether any task's results are stored (none decoded)."""
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT 1 FROM meta WHERE key >= ? AND key < ? LIMIT 1", _RESULT_RANGE
+            ).fetchone()
+        return row is not None
+
+    @guarded_read
     def task_results(self) -> dict[str, dict[str, Any]]:
         """{task: {"metrics": ..., "samples": [...]}}, in the order they were (re)computed."""
         with self._lock:
             rows = self._conn.execute(
                 "SELECT key, value FROM meta WHERE key >= ? AND key < ? ORDER BY rowid",
-                (_RESULT_PREFIX, _RESULT_PREFIX[:-1] + chr(ord(_RESULT_PREFIX[-1]) + 1)),
+                _RESULT_RANGE,
             ).fetchall()
         return {key[len(_RESULT_PREFIX) :]: json.loads(value) for key, value in rows}
 

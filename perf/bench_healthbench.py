@@ -2,7 +2,8 @@
 (the published counts), graded by the local stub judge, then the same run from stored calls.
 
     .venv/bin/python -m perf.bench_healthbench [--examples 5000] [--criteria 48562]
-        [--concurrency 256] [--latency 0.0]
+        [--concurrency 256] [--latency 0.0] [--clinconsensus-cases 900]
+        [--clinconsensus-criteria 30]
 
 The examples are SYNTHETIC, in the authors' layout: the fixture's four examples repeated under
 new ids with a distinct first turn each, their rubrics cycled to reach the criteria count,
@@ -16,6 +17,12 @@ so its wall time, CPU time and peak memory are its own:
   score    `clineval score` (evaluate only: the authors' figures and 1,000-resample bootstraps
            for every tag)
   report   `clineval report` (its size is printed)
+
+Then the same four phases for ClinConsensus (SYNTHETIC cases as perf.bench_clinconsensus_flow
+writes them, 30 criteria each; by default as many criteria in all as HealthBench's, so that a
+process's fixed costs weigh the same per criterion; --clinconsensus-cases 0 leaves it out)
+against the same stub: the two benchmarks' CPU per criterion measured in one run under one
+load, and their ratio printed.
 """
 
 from __future__ import annotations
@@ -88,14 +95,47 @@ def child(argv: list[str]) -> dict[str, Any]:
     return dict(json.loads(lines[-1]))
 
 
+def measure(stub: StubServer, run: list[str], out: Path) -> list[tuple[str, dict[str, Any]]]:
+    """run, rerun, score and report of one run directory, each in its own process."""
+    rows = []
+    for name, argv in (
+        ("run", run),
+        ("rerun", run),
+        ("score", ["score", str(out)]),
+        ("report", ["report", str(out), "-o", str(out / "report.html")]),
+    ):
+        before = stub.stats()["requests"]
+        got = child(argv)
+        got["http"] = stub.stats()["requests"] - before
+        rows.append((name, got))
+    return rows
+
+
+def table(rows: list[tuple[str, dict[str, Any]]], calls: int, criteria: int) -> None:
+    print("| phase | wall | CPU | CPU per call | CPU per criterion | peak RSS | HTTP | exit |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for name, got in rows:
+        per_call, per_criterion = 1000 * got["cpu"] / calls, 1000 * got["cpu"] / criteria
+        print(f"| {name} | {got['wall']:.1f} s | {got['cpu']:.1f} s | {per_call:.3f} ms | "
+              f"{per_criterion:.3f} ms | {got['peak_mb']:.0f} MB | {got['http']:,} | "
+              f"{got['code']} |")  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--examples", type=int, default=5000)
     ap.add_argument("--criteria", type=int, default=48562)
     ap.add_argument("--concurrency", type=int, default=256)
     ap.add_argument("--latency", type=float, default=0.0)
+    ap.add_argument("--clinconsensus-cases", type=int, default=None,
+                    help="ClinConsensus cases measured the same way after (0: none; default: "
+                    "as many criteria as HealthBench's)")  # fmt: skip
+    ap.add_argument("--clinconsensus-criteria", type=int, default=30)
     ap.add_argument("--phase", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    cc_cases_n = args.clinconsensus_cases
+    if cc_cases_n is None:  # the same criteria count: a process's fixed costs weigh the same
+        cc_cases_n = round(args.criteria / args.clinconsensus_criteria)
     if args.phase:
         phase(json.loads(args.phase))
         return
@@ -105,32 +145,41 @@ def main() -> None:
         run = ["run", "healthbench", "--model", f"openai:cand@{stub.base_url}", "--judge",
                f"openai:judge@{stub.base_url}", "--option", f"healthbench.cases={cases}",
                "--concurrency", str(args.concurrency), "-o", str(out)]  # fmt: skip
-        calls = args.examples + args.criteria
-        rows = []
-        for name, argv in (
-            ("run", run),
-            ("rerun", run),
-            ("score", ["score", str(out)]),
-            ("report", ["report", str(out), "-o", str(out / "report.html")]),
-        ):
-            before = stub.stats()["requests"]
-            got = child(argv)
-            got["http"] = stub.stats()["requests"] - before
-            rows.append((name, got))
+        rows = measure(stub, run, out)
         results = json.loads((out / "results.json").read_text())["healthbench"]
         size = (out / "report.html").stat().st_size
         samples = (out / "samples.jsonl").stat().st_size
+        cc_rows: list[tuple[str, dict[str, Any]]] = []
+        if cc_cases_n:
+            from perf.bench_clinconsensus_flow import write_synthetic_cases
+
+            cc_cases = write_synthetic_cases(
+                Path(tmp) / "clinconsensus_synthetic_cases.jsonl", cc_cases_n
+            )
+            cc_out = Path(tmp) / "cc"
+            cc_run = ["run", "clinconsensus", "--model", f"openai:bench@{stub.base_url}",
+                      "--cases", str(cc_cases), "--concurrency", str(args.concurrency),
+                      "--option", f"clinconsensus.max_criteria={args.clinconsensus_criteria}",
+                      "-o", str(cc_out)]  # fmt: skip
+            cc_rows = measure(stub, cc_run, cc_out)
+    calls = args.examples + args.criteria
     size_text = f"{args.examples:,} examples, {args.criteria:,} criteria, {calls:,} calls"
-    print(f"{size_text} (SYNTHETIC), concurrency {args.concurrency}, latency {args.latency} s")
-    print("| phase | wall | CPU | CPU per call | peak RSS | HTTP requests | exit |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
-    for name, got in rows:
-        per = f"{1000 * got['cpu'] / calls:.3f} ms"
-        print(f"| {name} | {got['wall']:.1f} s | {got['cpu']:.1f} s | {per} | "
-              f"{got['peak_mb']:.0f} MB | {got['http']:,} | {got['code']} |")  # fmt: skip
+    print(f"HealthBench: {size_text} (SYNTHETIC), concurrency {args.concurrency}, "
+          f"latency {args.latency} s")  # fmt: skip
+    table(rows, calls, args.criteria)
     n_tags = sum(1 for k in results if k.endswith(":n_samples")) - 1
     print(f"report {size / 1e6:.1f} MB, samples.jsonl {samples / 1e6:.1f} MB, "
           f"{n_tags} tag figures, judge errors {results['judge_errors']}")  # fmt: skip
+    if cc_rows:
+        cc_criteria = cc_cases_n * args.clinconsensus_criteria
+        cc_calls = cc_cases_n + cc_criteria
+        print(f"\nClinConsensus (SYNTHETIC), the same way: {cc_cases_n:,} cases x "
+              f"{args.clinconsensus_criteria} criteria, {cc_calls:,} calls")  # fmt: skip
+        table(cc_rows, cc_calls, cc_criteria)
+        print("\nHealthBench / ClinConsensus, CPU per criterion:")
+        for (name, hb), (_, cc) in zip(rows, cc_rows, strict=True):
+            ratio = (hb["cpu"] / args.criteria) / (cc["cpu"] / cc_criteria)
+            print(f"  {name}: {ratio:.2f}")
 
 
 if __name__ == "__main__":

@@ -8,9 +8,10 @@ import math
 
 import numpy as np
 import pytest
+from scipy.stats import percentileofscore
 from sklearn.metrics import f1_score
 
-from clineval.benchmarks import pooled_balanced_f1
+from clineval.benchmarks import percentile_among, pooled_balanced_f1, weighted_mean
 from clineval.metrics.agreement import (
     class_f1,
     cohen_kappa,
@@ -197,3 +198,26 @@ def test_pooled_balanced_f1_follows_the_meta_evaluation_on_small_sets(seed: int)
         want = _healthbench_style(pairs)
         got = pooled_balanced_f1(pairs)
         assert (math.isnan(got) and math.isnan(want)) or got == pytest.approx(want)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_rater_standing_equals_numpy_and_scipy(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    values = np.round(rng.random(12), 1)  # rounded: ties with the judge's figure occur
+    weights = rng.integers(1, 50, size=12).astype(float)
+    figures = [(float(v), float(w)) for v, w in zip(values, weights, strict=True)]
+    gaps = [(None, 7.0), *figures, (None, 3.0)]  # a rater without a figure is left out
+    assert weighted_mean(gaps) == pytest.approx(np.average(values, weights=weights))
+    judge = float(values[3])
+    others = [None, *map(float, values)]
+    want = percentileofscore(values, judge, kind="mean")
+    assert percentile_among(judge, others) == pytest.approx(want)
+
+
+def test_rater_standing_without_figures() -> None:
+    assert weighted_mean([]) is None
+    assert weighted_mean([(None, 5.0)]) is None
+    assert weighted_mean([(0.5, 0.0)]) is None  # no weight left
+    assert percentile_among(None, [0.1, 0.2]) is None
+    assert percentile_among(0.3, [None]) is None
+    assert percentile_among(0.3, [0.3, 0.3]) == 50.0  # all tied: half below

@@ -20,6 +20,7 @@ import pytest
 from llm_stub_server import StubServer
 from openai_recorder import RecordingServer
 from scipy.stats import percentileofscore
+from sklearn.metrics import f1_score
 
 from clineval.benchmarks.healthbench.data import FIXTURES, read_file
 from clineval.cli import main
@@ -239,6 +240,8 @@ def test_meta_eval_equals_the_authors_figures(tmp_path: Path, stub: StubServer, 
     result = run(["healthbench:meta-eval", "--model", f"openai:grader@{stub.base_url}",
                   *FIXTURE], tmp_path / "m", capsys)  # fmt: skip
     metrics = result["metrics"]
+    # the judging kit's per-item figures say nothing of a grader against physicians
+    assert not {"score", "score_ci", "criteria_met_rate", "criteria_met_rate_ci"} & set(metrics)
     rows = {r.item.id: r for r in read_file(FIXTURES[True], meta=True)}
     grader = [bool(result_row["score"]) for result_row in result["samples"]]
     assert 0 < sum(grader) < len(grader)
@@ -273,6 +276,52 @@ def test_meta_eval_equals_the_authors_figures(tmp_path: Path, stub: StubServer, 
     assert metrics["grader_percentile"] == pytest.approx(
         percentileofscore(values, metrics["balanced_f1"], kind="mean")
     )
+
+
+def test_meta_eval_majority_variant_equals_sklearn(
+    tmp_path: Path, stub: StubServer, capsys
+) -> None:
+    """inspect_evals' figure, restated: each row's physician majority (met when more than half
+    said met, so a 1-1 split is not met), then scikit-learn's macro F1 of the grader against
+    it, one pair per row; overall and per category. The authors' figures stay beside it."""
+    out = tmp_path / "m"
+    default = run(["healthbench:meta-eval", "--model", f"openai:grader@{stub.base_url}",
+                   *FIXTURE], out, capsys)["metrics"]  # fmt: skip
+    assert default["meta_reference"] == "pairwise" and "majority_f1" not in default
+    assert main(["score", str(out), "--option", "healthbench.meta_reference=majority"]) == 0
+    metrics = json.loads((out / "results.json").read_text())["healthbench:meta-eval"]
+    samples = [json.loads(x) for x in (out / "samples.jsonl").read_text().splitlines()]
+    grader = {
+        r["id"]: bool(r["score"]) for r in samples if r.get("task") == "healthbench:meta-eval"
+    }
+    rows = {r.item.id: r for r in read_file(FIXTURES[True], meta=True)}
+    assert any(list(r.labels).count(True) * 2 == len(r.labels) for r in rows.values())  # a tie
+    truth: dict[str, list[bool]] = defaultdict(list)
+    pred: dict[str, list[bool]] = defaultdict(list)
+    for row_id, label in grader.items():
+        votes = rows[row_id].labels
+        for where in ("", rows[row_id].category):
+            truth[where].append(sum(votes) > len(votes) / 2)
+            pred[where].append(label)
+    assert len(set(truth[""])) == len(set(pred[""])) == 2  # both classes on both sides
+    assert metrics["meta_reference"] == "majority"
+    assert metrics["majority_f1"] == pytest.approx(f1_score(truth[""], pred[""], average="macro"))
+    assert metrics["majority_f1_n"] == len(grader) == len(rows)
+    assert set(metrics["majority_by_category"]) == set(truth) - {""}
+    for category, figure in metrics["majority_by_category"].items():
+        assert figure["n"] == len(truth[category])
+        if len(set(truth[category])) == len(set(pred[category])) == 2:
+            want = f1_score(truth[category], pred[category], average="macro")
+            assert figure["macro_f1"] == pytest.approx(want), category
+        else:  # a class missing on one side: undefined here, where scikit-learn counts it 0
+            assert figure["macro_f1"] is None, category
+    for key in ("balanced_f1", "balanced_f1_n", "by_category", "physicians", "physician_mean"):
+        assert metrics[key] == default[key], key  # the authors' figures are unchanged
+    # the report names it beside the grader's row of the authors' figure
+    assert main(["report", str(out), "-o", str(out / "report.html")]) == 0
+    html = (out / "report.html").read_text("utf-8")
+    assert "physician majority (macro F1; n rows)" in html
+    assert f"{metrics['majority_f1']:.4f}" in html
 
 
 # ---- strict reading ------------------------------------------------------------------------

@@ -100,7 +100,9 @@ _HOME = {
     "percentile_interval": "clineval.metrics.bootstrap",
     "stratified_bootstrap_indices": "clineval.metrics.bootstrap",
     # agreement of a judge with human labels, pairwise results (docs/metrics.md)
+    "percentile_among": "clineval.metrics.agreement",
     "pooled_balanced_f1": "clineval.metrics.agreement",
+    "weighted_mean": "clineval.metrics.agreement",
     "item_scores": "clineval.metrics.pairwise",
     "position_consistency": "clineval.metrics.pairwise",
     "tie_rate": "clineval.metrics.pairwise",
@@ -283,7 +285,9 @@ if TYPE_CHECKING:  # what type checkers and editors see of the lazy names below
         verdict_key as verdict_key,
     )
     from clineval.metrics.agreement import (
+        percentile_among as percentile_among,
         pooled_balanced_f1 as pooled_balanced_f1,
+        weighted_mean as weighted_mean,
     )
     from clineval.metrics.bootstrap import (
         DEFAULT_RESAMPLES as DEFAULT_RESAMPLES,

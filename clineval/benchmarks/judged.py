@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -87,7 +88,12 @@ class JudgedItem:
     slots: tuple[tuple[str, str], ...] = ()
 
     def verdict_keys(self) -> list[str]:
-        return [verdict_key(self.id, c.id) for c in self.criteria]
+        return list(self._verdict_keys)
+
+    @cached_property
+    def _verdict_keys(self) -> tuple[str, ...]:
+        # computed once: plan, predict and evaluate each look every criterion's key up
+        return tuple(verdict_key(self.id, c.id) for c in self.criteria)
 
     def candidate_messages(self) -> tuple[tuple[str, str], ...]:
         return self.messages or (("user", self.query),)
@@ -231,11 +237,15 @@ def verdict_matrix(
     width: the most criteria of any item unless given."""
     n = width if width is not None else max((len(i.criteria) for i in items), default=0)
     out = np.full((len(items), n), np.nan)
-    for i, item in enumerate(items):
-        for j, key in enumerate(item.verdict_keys()[:n]):
-            record = records.get(key)
-            if record is not None:
-                out[i, j] = record.value
+    cells = [
+        (i, j, record.value)
+        for i, item in enumerate(items)
+        for j, key in enumerate(item._verdict_keys[:n])
+        if (record := records.get(key)) is not None
+    ]
+    if cells:  # one assignment: a numpy item assignment per cell costs more than the lookup
+        rows, columns, values = zip(*cells, strict=True)
+        out[list(rows), list(columns)] = values
     return out
 
 

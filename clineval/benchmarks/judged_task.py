@@ -37,7 +37,12 @@ from clineval.judge.verdict import VerdictRow
 from clineval.metrics.schema import MetricSchema, MetricSpec
 from clineval.models.registry import ModelKind
 from clineval.plan import CallPlan
-from clineval.reportkit.statistics import SampleStatistic, bootstrap_interval, mean_statistic
+from clineval.reportkit.statistics import (
+    SampleStatistic,
+    bootstrap_interval,
+    mean_statistic,
+    ratio_statistic,
+)
 
 # The scoring settings a graded task reads (`Benchmark.scoring_settings`): the bound on judge
 # errors. Not --judge-errors-as-unmet: a grade has no "not met", so the flag is refused.
@@ -122,11 +127,10 @@ def _text_answer(value: Any) -> str | None:
     return None if isinstance(value, str) else '"answer" must be a string'
 
 
-def _intervals(
-    items: Sequence[JudgedItem], scored: list[tuple[float, dict[str, float]]], seed: int
-) -> dict[str, list[float] | None]:
-    """`KEY_ci`: the 95% bootstrap interval over the scored items of `score` and of each
-    item figure, the run's seed deciding the draws (as the report's, which then shows it)."""
+def _columns(
+    items: Sequence[JudgedItem], scored: list[tuple[float, dict[str, float]]]
+) -> dict[str, tuple[list[str], list[float]]]:
+    """`score` and each item figure over the scored items: (item ids, values) per key."""
     columns: dict[str, tuple[list[str], list[float]]] = {}
     for item, (score, figures) in zip(items, scored, strict=True):
         if math.isnan(score):
@@ -135,12 +139,37 @@ def _intervals(
             ids, values = columns.setdefault(key, ([], []))
             ids.append(item.id)
             values.append(value)
-    return {
-        f"{key}_ci": list(bootstrap_interval(mean_statistic(ids, values), seed=seed))
-        if len(ids) > 1
-        else None
-        for key, (ids, values) in columns.items()
-    }
+    return columns
+
+
+def _rate_intervals(
+    items: Sequence[JudgedItem],
+    matrix: NDArray[np.float64],
+    answered: NDArray[np.bool_],
+    unmet: bool,
+    rate: str,
+    seed: int,
+) -> dict[str, list[float]]:
+    """`KEY_ci` of the met rate (or mean grade, `rate`) and of `judge_error_rate`: seeded
+    bootstrap intervals over the answered items, each figure a pooled ratio as computed. Stored
+    with the figures, so that the run summary and the report need not read every verdict row
+    of the samples back for them."""
+    rows = np.flatnonzero(answered)
+    if rows.size < 2:
+        return {}
+    kept = [items[i] for i in rows.tolist()]
+    ids = [item.id for item in kept]
+    size = np.array([len(item.criteria) for item in kept], dtype=np.float64)
+    judged = (~np.isnan(matrix[rows])).sum(axis=1).astype(np.float64)
+    met = np.nansum(matrix[rows], axis=1)
+    out: dict[str, list[float]] = {"judge_error_rate_ci": [0.0, 0.0]}  # no errors: every draw 0
+    if (errors := size - judged).any():
+        stat = ratio_statistic(ids, errors.tolist(), size.tolist())
+        out["judge_error_rate_ci"] = list(bootstrap_interval(stat, seed=seed))
+    if (denominator := size if unmet else judged).sum():
+        stat = ratio_statistic(ids, met.tolist(), denominator.tolist())
+        out[f"{rate}_ci"] = list(bootstrap_interval(stat, seed=seed))
+    return out
 
 
 @dataclass(frozen=True)
@@ -196,6 +225,23 @@ class JudgedTask(Task[JudgedData]):
         and compare's paired test and the report's interval come with it. A key must not be
         one of the kit's own metrics or row fields. None by default."""
         return {}
+
+    def summarize(
+        self, ctx: RunContext, key: str, ids: list[str], values: list[float]
+    ) -> dict[str, Any]:
+        """The metrics of one column, `score` or an item figure, over the scored items (`ids`,
+        `values`, at least one): by default `KEY`, their mean, and `KEY_ci`, its 95% bootstrap
+        interval drawn with the run's seed (as the report's, which then shows it). A benchmark
+        whose figure is not the plain mean (HealthBench's clipped mean and bootstrap std)
+        returns its own here: the kit then computes no interval of its own for the column.
+        Called once per column of the primary figures (a panel's per-judge figures stay
+        plain means)."""
+        interval = (
+            list(bootstrap_interval(mean_statistic(ids, values), seed=ctx.config.seed))
+            if len(ids) > 1
+            else None
+        )
+        return {key: float(np.mean(values)), f"{key}_ci": interval}
 
     def judge_prompt(self, setting: str | None) -> JudgePrompt:
         """The wording `--judge-prompt` names (`setting`; None: the benchmark's own). A
@@ -325,9 +371,13 @@ class JudgedTask(Task[JudgedData]):
             primary = matrices[labels[0]]
         unmet = ctx.config.judge_errors_as_unmet
         headline, scores = self._figures(items, primary, answered, unmet)
+        for key, (ids, values) in _columns(items, scores).items():
+            headline |= self.summarize(ctx, key, ids, values)
+        rate = "mean_grade" if graded else "criteria_met_rate"
+        seed = ctx.config.seed
+        headline |= _rate_intervals(items, primary, answered, unmet and not graded, rate, seed)
         metrics: dict[str, Any] = {
             **headline,
-            **_intervals(items, scores, ctx.config.seed),
             "n_items": len(items),
             "candidate_errors": int((~answered).sum()),
             "judge_errors_as_unmet": unmet,
@@ -360,13 +410,9 @@ class JudgedTask(Task[JudgedData]):
     ) -> dict[str, Any]:
         score, figures = scored
         verdicts = [
-            replace(
-                VerdictRow.of(criterion.id, criterion.text, label, records.get(key)),
-                points=criterion.points,
-                tags=criterion.tags,
-            ).to_row()
+            VerdictRow.of(c.id, c.text, label, records.get(key), c.points, c.tags).to_row()
             for label, records in stored.items()
-            for criterion, key in zip(item.criteria, item.verdict_keys(), strict=True)
+            for c, key in zip(item.criteria, item.verdict_keys(), strict=True)
         ]
         return {
             "id": item.id,

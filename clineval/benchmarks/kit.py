@@ -2,12 +2,13 @@
 its own: the samples a run evaluates (`--limit`, then `--shard`), the samples still without a
 stored output, a predictions file keyed by sample id (one for the run or one per task; a
 field per line, or a row parser of the benchmark's), one chat call per sample (stored as it
-arrives, planned for `--dry-run`), a multiple-choice letter parser, and accuracy with its
-bootstrap interval.
+arrives with what the benchmark's reply parser makes of it, planned for `--dry-run`), a
+multiple-choice letter parser, and accuracy with its bootstrap interval.
 
-The built-ins select their samples, find their pending ones and read their predictions files
-here; what stays theirs is what is theirs (NER's row parser checks spans against the
-document, TCM-SD's label parser knows the normalization table). A new benchmark starts here:
+The built-ins select their samples, find their pending ones, read their predictions files
+and ask their chat models here; what stays theirs is what is theirs (NER's row and reply
+parsers check spans against the document, TCM-SD's label parser knows the normalization
+table and the record's disease). A new benchmark starts here:
 the plugin template in examples/plugin-benchmark/ uses these helpers, reached through
 `clineval.benchmarks`.
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Collection, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar, overload
 
@@ -27,7 +29,7 @@ from clineval.concurrency import gather_bounded, run_model_calls
 from clineval.errors import InputError
 from clineval.jsonl import iter_json_objects
 from clineval.metrics.bootstrap import DEFAULT_RESAMPLES, bootstrap_indices, percentile_interval
-from clineval.models.llm_base import ChatError, ChatModel, ChatRequest
+from clineval.models.llm_base import ChatError, ChatModel, ChatRequest, ChatResponse
 from clineval.plan import CallPlan
 from clineval.progress import TaskProgress, counters_of, task_progress
 from clineval.shard import select_shard
@@ -142,51 +144,90 @@ def pending(
     return [s for s in samples if sample_id(s) not in stored]
 
 
-# A reply's record, from its text: e.g. {"pred": "B", "raw_output": text}.
-ReplyParser = Callable[[str], dict[str, Any]]
+# A reply's record, from the sample's id and the reply's text (the id finds what the parser
+# needs of the sample): e.g. {"pred": "B", "raw_output": text}.
+ReplyParser = Callable[[str, str], dict[str, Any]]
 
 
 def predict_by_chat(
-    ctx: RunContext, task: str, requests: Sequence[tuple[str, ChatRequest]], parse: ReplyParser
-) -> dict[str, Any]:
-    """One chat call per (id, request), through the run's chat model (cached in the run store,
-    the run's concurrency limit, bounded retries). Each reply is parsed and stored as the id's
-    prediction the moment it arrives; a call that fails after its retries stores nothing, so
-    the sample stays pending for the next run. Returns the progress counters."""
-    return run_model_calls(_predict_by_chat(ctx, task, requests, parse))
-
-
-async def _predict_by_chat(
-    ctx: RunContext, task: str, requests: Sequence[tuple[str, ChatRequest]], parse: ReplyParser
-) -> dict[str, Any]:
-    from clineval.models.llm import open_chat_model  # the HTTP and llama.cpp stacks: lazily
-
-    async with open_chat_model(ctx.model, ctx.runtime, "candidate") as model:
-        with task_progress(task, len(requests), ctx.runtime.calls) as progress:
-            await gather_bounded(
-                ctx.runtime.calls,
-                (_one(ctx, task, model, key, req, parse, progress) for key, req in requests),
-            )
-            return counters_of(progress)
-
-
-async def _one(
     ctx: RunContext,
     task: str,
-    model: ChatModel,
-    key: str,
-    request: ChatRequest,
+    requests: Sequence[tuple[str, ChatRequest]],
     parse: ReplyParser,
-    progress: TaskProgress,
-) -> None:
-    try:
-        reply = await model.chat(request)
-    except ChatError as exc:
-        progress.count(f"errors_{exc.kind}")
-        progress.advance()
-        return
-    ctx.store.put_record(task, PREDICTION, key, parse(reply.text))
-    progress.advance(cached=reply.cached)
+    *,
+    invalid: Callable[[dict[str, Any]], bool] | None = None,
+    format_fallback: bool = False,
+    description: str | None = None,
+) -> dict[str, Any]:
+    """One chat call per (id, request), through the run's chat model (cached in the run store,
+    the run's concurrency limit, bounded retries). Each reply is parsed (`parse(id, text)`)
+    and stored as the id's prediction the moment it arrives; a call that fails after its
+    retries stores nothing (counted as `errors_<kind>`), so the sample stays pending for the
+    next run. Returns the progress counters, for the task's manifest notes.
+
+    `invalid(record)`: True for a reply the parser could not read; counted as "invalid" in the
+    progress line as they arrive. `format_fallback`: a server that refuses a request's
+    `response_format` (a bad request) is asked once more without it, counted as
+    "format_fallbacks". `description` names the progress line (default: the task)."""
+    asking = _Asking(ctx, task, parse, invalid, format_fallback)
+    return run_model_calls(asking.run(requests, description or task))
+
+
+class _Asking:
+    """`predict_by_chat`'s settings, shared by its calls."""
+
+    def __init__(
+        self,
+        ctx: RunContext,
+        task: str,
+        parse: ReplyParser,
+        invalid: Callable[[dict[str, Any]], bool] | None,
+        format_fallback: bool,
+    ) -> None:
+        self.ctx, self.task, self.parse = ctx, task, parse
+        self.invalid, self.format_fallback = invalid, format_fallback
+
+    async def run(
+        self, requests: Sequence[tuple[str, ChatRequest]], description: str
+    ) -> dict[str, Any]:
+        from clineval.models.llm import open_chat_model  # the HTTP and llama.cpp stacks: lazily
+
+        runtime = self.ctx.runtime
+        async with open_chat_model(self.ctx.model, runtime, "candidate") as model:
+            with task_progress(description, len(requests), runtime.calls) as progress:
+                await gather_bounded(
+                    runtime.calls, (self._one(model, k, r, progress) for k, r in requests)
+                )
+                return counters_of(progress)
+
+    async def _one(
+        self, model: ChatModel, key: str, request: ChatRequest, progress: TaskProgress
+    ) -> None:
+        try:
+            reply = await self._ask(model, request, progress)
+        except ChatError as exc:
+            progress.count(f"errors_{exc.kind}")
+            progress.advance()
+            return
+        record = self.parse(key, reply.text)
+        self.ctx.store.put_record(self.task, PREDICTION, key, record)
+        if self.invalid is not None and self.invalid(record):
+            progress.count("invalid")
+        progress.advance(cached=reply.cached)
+
+    async def _ask(
+        self, model: ChatModel, request: ChatRequest, progress: TaskProgress
+    ) -> ChatResponse:
+        try:
+            return await model.chat(request)
+        except ChatError as exc:
+            refused = exc.kind == "bad_request" and request.response_format is not None
+            if not (self.format_fallback and refused):
+                raise
+        # A server that does not know this response_format (e.g. no json_schema): once more
+        # without one; the request differs, so it has its own place in the call cache.
+        progress.count("format_fallbacks")
+        return await model.chat(replace(request, response_format=None))
 
 
 def plan_by_chat(

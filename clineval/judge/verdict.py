@@ -215,11 +215,18 @@ class VerdictRow:
 
     @classmethod
     def of(
-        cls, criterion_id: str, criterion: str, judge: str, record: VerdictRecord | None
+        cls,
+        criterion_id: str,
+        criterion: str,
+        judge: str,
+        record: VerdictRecord | None,
+        points: float | None = None,
+        tags: tuple[str, ...] = (),
     ) -> VerdictRow:
-        """The row of one judge's stored record (None: nothing stored)."""
+        """The row of one judge's stored record (None: nothing stored), with the criterion's
+        `points` and `tags` where the benchmark gives them."""
         if record is None:
-            return cls(criterion_id, criterion, None, "", judge)
+            return cls(criterion_id, criterion, None, "", judge, points=points, tags=tags)
         return cls(
             criterion_id,
             criterion,
@@ -227,7 +234,9 @@ class VerdictRow:
             record.explanation,
             judge,
             record.error,
-            grade=record.grade,
+            points,
+            tags,
+            record.grade,
         )
 
     def to_row(self) -> dict[str, Any]:

@@ -191,3 +191,23 @@ def icc_2_1(scores: Matrix) -> float | None:
     if denominator <= 0.0:
         return None
     return float((ms_rows - ms_error) / denominator)
+
+
+def weighted_mean(figures: Iterable[tuple[float | None, float]]) -> float | None:
+    """The mean of (value, weight) pairs weighted by their weights, a pair without a value left
+    out; None when no weight is left. Raters' figures weighted by the pairs each rests on
+    (HealthBench's physician baseline)."""
+    known = [(v, w) for v, w in figures if v is not None]
+    total = sum(w for _, w in known)
+    return sum(v * w for v, w in known) / total if total else None
+
+
+def percentile_among(value: float | None, others: Iterable[float | None]) -> float | None:
+    """Where `value` (a judge's figure) stands among `others` (the raters'): the percentage of
+    them below it, ties counting half (scipy's `percentileofscore(kind="mean")`), a rater
+    without a figure left out; None when `value` is None or no rater has one."""
+    known = [o for o in others if o is not None]
+    if value is None or not known:
+        return None
+    below = sum(o < value for o in known) + sum(o == value for o in known) / 2
+    return 100.0 * below / len(known)

@@ -332,10 +332,13 @@ def summarize_usage(
     }
 
 
-def run_usage(store: Any, price_table: str | Path | None = None) -> dict[str, Any]:
-    """Usage + estimated cost of every call in a run store (`RunStore`)."""
+def run_usage(
+    store: Any, price_table: str | Path | None = None, calls: list[tuple[str, Any]] | None = None
+) -> dict[str, Any]:
+    """Usage + estimated cost of every call in a run store (`RunStore`); `calls`: its
+    `call_usage()` when the caller has read it already (tens of thousands of decoded rows)."""
     prices = load_price_table(price_table)
-    return summarize_usage(store.call_usage(), prices)
+    return summarize_usage(store.call_usage() if calls is None else calls, prices)
 
 
 def task_usage(

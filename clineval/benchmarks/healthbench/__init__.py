@@ -40,6 +40,8 @@ _OWN = (  # name, parser, help, default, changes the requests
      "data's physician completions (no candidate; examples without one left out)", "model", True),
     ("clip", choice("mean", "sample"), "mean: clip each figure's mean to [0, 1] (the authors); "
      "sample: clip each example's score first (inspect_evals)", "mean", False),
+    ("meta_reference", choice("pairwise", "majority"), "meta-eval: pairwise (the authors' "
+     "figures); majority: inspect_evals' majority_f1 besides them", "pairwise", False),
 )  # fmt: skip
 OPTIONS = OptionGroup(
     FAMILY,
@@ -89,6 +91,7 @@ META_BENCHMARK = Benchmark(
             MetricSpec("balanced_f1", "pooled pairwise balanced F1 against each physician"),
             MetricSpec("physician_mean", "the physicians' n-weighted leave-one-out figure"),
             MetricSpec("grader_percentile", "the grader's percentile among the physicians"),
+            MetricSpec("majority_f1", "macro F1 vs each row's majority", headline=False),
             MetricSpec("judge_error_rate", "labels that could not be obtained", False),
             MetricSpec("n_items", "rows", count=True),
             MetricSpec("judge_errors", "labels that could not be obtained", False, False, True),
@@ -124,10 +127,12 @@ class HealthBenchMetaEvalMetricsView(MetricsView):
     balanced_f1: float | None
     physician_mean: float | None
     grader_percentile: float | None
+    majority_f1: float | None
     judge_error_rate: float | None
     n_items: int | None
     judge_errors: int | None
     balanced_f1_ci: tuple[float, float] | None
     physician_mean_ci: tuple[float, float] | None
     grader_percentile_ci: tuple[float, float] | None
+    majority_f1_ci: tuple[float, float] | None
     judge_error_rate_ci: tuple[float, float] | None

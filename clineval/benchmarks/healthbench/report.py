@@ -30,8 +30,8 @@ def _tag_row(metrics: dict[str, Any], tag: str) -> list[str]:
     return [tag, _num(metrics[tag]), interval, _num(std), str(n)]
 
 
-def _f1_row(name: Any, figures: Any, n: str = "n") -> list[str]:
-    return [str(name), _num((figures or {}).get("balanced_f1")), _num((figures or {}).get(n))]
+def _f1_row(name: Any, figures: Any, n: str = "n", key: str = "balanced_f1") -> list[str]:
+    return [str(name), _num((figures or {}).get(key)), _num((figures or {}).get(n))]
 
 
 def build(run: RunData, task: str) -> dict[str, Any]:
@@ -61,6 +61,9 @@ def build_meta_eval(run: RunData, task: str) -> dict[str, Any]:
     metrics = run.results.get(task, {})
     section = base_section(run, task, "healthbench-meta", META_BENCHMARK.metrics)
     rows = [_f1_row("grader (--model)", metrics, "balanced_f1_n")]
+    if "majority_f1_n" in metrics:  # healthbench.meta_reference=majority (inspect_evals)
+        label = "grader vs each row's physician majority (macro F1; n rows)"
+        rows.append(_f1_row(label, metrics, "majority_f1_n", "majority_f1"))
     rows += [_f1_row(who, f) for who, f in sorted((metrics.get("physicians") or {}).items())]
     rows.append(["physicians (n-weighted mean)", _num(metrics.get("physician_mean")), ""])
     title = "Balanced F1: the grader beside each physician (leave-one-out)"

@@ -4,7 +4,7 @@ docs/metrics.md, "HealthBench", with where clineval departs from the authors).""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -26,27 +26,25 @@ def example_figures(
     """One example's tag figures: each example tag its score; each rubric tag the score over
     its own criteria (`.points`, `.tags`), left out where they have no positive points."""
     out = dict.fromkeys(tags, points_score([c.points for c in criteria], met))
-    for tag in dict.fromkeys(t for c in criteria for t in c.tags):
-        chosen = [(c.points, m) for c, m in zip(criteria, met, strict=True) if tag in c.tags]
-        score = points_score([p for p, _ in chosen], [m for _, m in chosen])
-        if score is not None:
-            out[tag] = score
+    sums: dict[str, list[float]] = {}  # per rubric tag: points met, positive points
+    for c, m in zip(criteria, met, strict=True):  # one pass: this runs per example
+        for tag in c.tags:
+            got = sums.setdefault(tag, [0.0, 0.0])
+            got[0], got[1] = got[0] + (c.points if m else 0.0), got[1] + max(c.points, 0.0)
+    out |= {tag: won / possible for tag, (won, possible) in sums.items() if possible}
     return {k: v for k, v in out.items() if v is not None}
 
 
-def clipped_stats(values: Sequence[float], seed: int, per_sample: bool = False) -> dict[str, Any]:
-    """{mean, bootstrap_std, ci, n}: the clipped mean of `values` and its bootstrap (seeded
-    where the authors' draws are not). `per_sample`: each value clipped first (inspect_evals)."""
-    data = np.asarray(values, dtype=np.float64)
-    data = np.clip(data, 0.0, 1.0) if per_sample else data
-    if data.size == 0:
-        return {"mean": None, "bootstrap_std": None, "ci": None, "n": 0}
+def clipped_stats(key: str, values: Sequence[float], seed: int, sample: bool) -> dict[str, Any]:
+    """KEY, the clipped mean of `values`, and its `:bootstrap_std`, `_ci`, `:n_samples` (draws
+    seeded; the authors' are not). `sample`: each value clipped first (inspect_evals)."""
+    data = np.clip(values, 0.0, 1.0) if sample else np.asarray(values, dtype=np.float64)
     means = np.clip(data[bootstrap_indices(data.size, RESAMPLES, seed)].mean(axis=1), 0.0, 1.0)
     return {
-        "mean": float(np.clip(data.mean(), 0.0, 1.0)),
-        "bootstrap_std": float(np.std(means)),
-        "ci": list(percentile_interval(means)),
-        "n": int(data.size),
+        key: float(np.clip(data.mean(), 0.0, 1.0)),
+        f"{key}:bootstrap_std": float(np.std(means)),
+        f"{key}_ci": list(percentile_interval(means)),
+        f"{key}:n_samples": int(data.size),
     }
 
 
@@ -80,17 +78,8 @@ def physician_figures(
     }
 
 
-def weighted_mean(figures: Mapping[str, Mapping[str, Any]]) -> float | None:
-    """The n-weighted mean of the physicians' balanced F1 (the authors' analysis notebook)."""
-    known = [(f["balanced_f1"], f["n"]) for f in figures.values() if f["balanced_f1"] is not None]
-    total = sum(n for _, n in known)
-    return sum(v * n for v, n in known) / total if total else None
-
-
-def percentile_among(value: float | None, others: Iterable[float | None]) -> float | None:
-    """The percentage of `others` below `value`, ties half (percentileofscore, kind="mean")."""
-    known = [o for o in others if o is not None]
-    if value is None or not known:
-        return None
-    below = sum(o < value for o in known) + sum(o == value for o in known) / 2
-    return 100.0 * below / len(known)
+def majority_agreement(pairs: Sequence[tuple[bool, bool]]) -> dict[str, Any]:
+    """inspect_evals' figure over (grader, the physicians' majority) pairs, one per row: the
+    macro F1 of the two classes (None where one's F1 is undefined; scikit-learn counts 0)."""
+    value = pooled_balanced_f1(pairs)
+    return {"macro_f1": None if math.isnan(value) else value, "n": len(pairs)}

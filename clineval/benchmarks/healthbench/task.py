@@ -20,7 +20,9 @@ from clineval.benchmarks import (
     RunContext,
     TaskResult,
     load_judge_prompt,
+    percentile_among,
     require_file,
+    weighted_mean,
 )
 from clineval.benchmarks.healthbench import FAMILY, OPTIONS, data, official, scores
 
@@ -31,7 +33,6 @@ JUDGE = JudgePrompt(
     "healthbench-judge-v1",
     defuse=False,  # the conversation is shown exactly as the authors render it
 )
-_ROW_KEYS = {"id", "query", "answer", "score", "verdicts", "task"}
 
 
 def judge_prompt(setting: str | None) -> JudgePrompt:
@@ -105,21 +106,15 @@ class HealthBenchTask(_Base):
     def item_figures(self, item: JudgedItem, verdicts: NDArray[np.float64]) -> dict[str, float]:
         return scores.example_figures(self.examples[item.id].tags, item.criteria, verdicts.tolist())
 
+    def summarize(self, ctx: RunContext, key: str, ids: list[str], values: list[float]) -> Any:
+        # the authors' clipped figures, in place of the kit's plain mean and interval
+        sample = self._option(ctx, "clip") == "sample"
+        return scores.clipped_stats(key, values, ctx.config.seed, sample)
+
     def evaluate(self, ctx: RunContext, judged: JudgedData) -> TaskResult:
         result = super().evaluate(ctx, judged)
-        metrics = result.metrics
-        per_sample = self._option(ctx, "clip") == "sample"
-        columns: dict[str, list[float]] = {"score": []}
-        for row in (r for r in result.samples if r["score"] is not None):
-            for key, value in row.items():
-                if key == "score" or (key not in _ROW_KEYS and isinstance(value, float)):
-                    columns.setdefault(key, []).append(value)
-        for key, values in columns.items():  # the kit's unclipped figures give way to these
-            got = scores.clipped_stats(values, ctx.config.seed, per_sample)
-            metrics |= {key: got["mean"], f"{key}_ci": got["ci"]}
-            metrics |= {f"{key}:bootstrap_std": got["bootstrap_std"], f"{key}:n_samples": got["n"]}
-        metrics["clip"] = "per sample" if per_sample else "mean"
-        metrics["completions"] = self._option(ctx, "completions")
+        result.metrics["clip"] = "per sample" if self._option(ctx, "clip") == "sample" else "mean"
+        result.metrics["completions"] = self._option(ctx, "completions")
         return result
 
 
@@ -136,25 +131,33 @@ class MetaEvalTask(_Base):
 
     def evaluate(self, ctx: RunContext, judged: JudgedData) -> TaskResult:
         result = super().evaluate(ctx, judged)
-        labels = {row["id"]: row["score"] for row in result.samples if row["score"] is not None}
+        labels = {r["id"]: bool(r["score"]) for r in result.samples if r["score"] is not None}
         rows = [self.rows[item.id] for item in judged.items]
         pairs: dict[str, list[tuple[bool, bool]]] = {}
-        for row in (r for r in rows if r.item.id in labels):
+        votes: dict[str, list[tuple[bool, bool]]] = {}  # inspect_evals: a tie is not met
+        for row, own in ((r, labels[r.item.id]) for r in rows if r.item.id in labels):
             for key in ("", row.category):  # "": every row's pairs pooled
-                pairs.setdefault(key, []).extend((bool(labels[row.item.id]), o) for o in row.labels)
+                pairs.setdefault(key, []).extend((own, other) for other in row.labels)
+                votes.setdefault(key, []).append((own, sum(row.labels) > len(row.labels) / 2))
         overall = scores.agreement(pairs.pop("", []))
         physicians = scores.physician_figures([(r.physicians, r.labels, r.category) for r in rows])
-        metrics = result.metrics
-        for key in ("score", "score_ci", "criteria_met_rate", "n_items_scored"):
-            metrics.pop(key, None)
+        kit = ("score", "criteria_met_rate", "n_items_scored")  # the kit's figures, not ours
+        metrics = {k: v for k, v in result.metrics.items() if k.removesuffix("_ci") not in kit}
+        result.metrics = metrics
         others = [p["balanced_f1"] for p in physicians.values()]
         metrics.update(
             balanced_f1=overall["balanced_f1"],
             balanced_f1_n=overall["n"],
             by_category={c: scores.agreement(p) for c, p in sorted(pairs.items())},
             physicians=physicians,
-            physician_mean=scores.weighted_mean(physicians),
-            grader_percentile=scores.percentile_among(overall["balanced_f1"], others),
+            physician_mean=weighted_mean((p["balanced_f1"], p["n"]) for p in physicians.values()),
+            grader_percentile=percentile_among(overall["balanced_f1"], others),
             n_labelled=len(labels),
+            meta_reference=self._option(ctx, "meta_reference"),
         )
+        if metrics["meta_reference"] == "majority":  # inspect_evals' figure, beside the authors'
+            majority = {c: scores.majority_agreement(v) for c, v in sorted(votes.items())}
+            pooled = majority.pop("", {"macro_f1": None, "n": 0})
+            metrics |= {"majority_f1": pooled["macro_f1"], "majority_f1_n": pooled["n"]}
+            metrics["majority_by_category"] = majority
         return result

@@ -19,26 +19,26 @@ contains ("salvaged"). Types are matched case-insensitively, also through the co
 NCER maps (Disease -> condition, Chemical -> drug, ...); an item of an unknown type is dropped.
 A reply with no usable JSON is "invalid": an empty prediction, counted in the manifest.
 
-Each finished reply is stored at once (record kind "prediction", with the raw reply and the
-parse status), so an interrupted run keeps its work; a call that fails after the backend's
-bounded retries stores nothing and the document is asked again by the next run.
+The kit's `predict_by_chat` stores each finished reply at once (record kind "prediction", with
+the raw reply and the parse status), so an interrupted run keeps its work; a call that fails
+after the backend's bounded retries stores nothing and the document is asked again by the
+next run; a server that refuses the response_format is asked again without one.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from clineval.benchmarks.base import RunContext
-from clineval.benchmarks.kit import PREDICTION
+from clineval.benchmarks.kit import predict_by_chat
 from clineval.benchmarks.ner.bio import word_offsets
 from clineval.benchmarks.ner.options import NER_OPTIONS
 from clineval.benchmarks.ner.records import NerDocument, Span
-from clineval.concurrency import gather_bounded, run_model_calls
 from clineval.jsonio import JsonProblem, decode_prefix, parse_json
-from clineval.models.llm_base import ChatError, ChatModel, ChatRequest
+from clineval.models.llm_base import ChatRequest
 
 TEMPLATE_VERSION = "ner-extract-v1"
 DEFAULT_MAX_TOKENS = 1024
@@ -219,26 +219,6 @@ def locate_mentions(text: str, mentions: Sequence[tuple[str, str]]) -> tuple[lis
 
 
 # ---- running --------------------------------------------------------------------------------
-@dataclass
-class ExtractionSummary:
-    template_version: str = TEMPLATE_VERSION
-    response_format: str = "json_schema"
-    status: dict[str, int] = field(default_factory=dict)
-    errors: dict[str, int] = field(default_factory=dict)
-    mentions_not_found: int = 0
-    format_fallbacks: int = 0
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "template_version": self.template_version,
-            "response_format": self.response_format,
-            "parse_status": dict(self.status),
-            "call_errors": dict(self.errors),
-            "mentions_not_found": self.mentions_not_found,
-            "format_fallbacks": self.format_fallbacks,
-        }
-
-
 def format_option(ctx: RunContext) -> str:
     """The response_format the run asks for (--option ner.response_format)."""
     return str(NER_OPTIONS.value(ctx.config.options, "response_format"))
@@ -255,67 +235,47 @@ def make_request(ctx: RunContext, text: str, types: Sequence[str], fmt: str) -> 
     )
 
 
-async def _one(
-    ctx: RunContext,
-    task: str,
-    model: ChatModel,
-    doc: NerDocument,
-    types: Sequence[str],
-    fmt: str,
-    summary: ExtractionSummary,
-    advance: Callable[..., None],
-) -> None:
-    try:
-        try:
-            reply = await model.chat(make_request(ctx, doc.text, types, fmt))
-        except ChatError as exc:
-            if exc.kind != "bad_request" or fmt == "none":
-                raise
-            # A server that does not know this response_format: ask again without one.
-            summary.format_fallbacks += 1
-            reply = await model.chat(make_request(ctx, doc.text, types, "none"))
-    except ChatError as exc:
-        summary.errors[exc.kind] = summary.errors.get(exc.kind, 0) + 1
-        advance()
-        return
-    parsed = parse_reply(reply.text, types)
-    spans, not_found = locate_mentions(doc.text, parsed.mentions)
-    summary.status[parsed.status] = summary.status.get(parsed.status, 0) + 1
-    summary.mentions_not_found += len(not_found)
-    value = {
-        "entities": [[s.start, s.end, s.type] for s in spans],
-        "raw_output": reply.text,
-        "parse": parsed.status,
-        "not_found": not_found,
-        "dropped_items": parsed.dropped,
-    }
-    ctx.store.put_records(task, PREDICTION, [(doc.id, value)])
-    advance(cached=reply.cached)
-
-
-async def _run(
-    ctx: RunContext, task: str, documents: Sequence[NerDocument], types: Sequence[str]
-) -> dict[str, Any]:
-    from clineval.models.llm import open_chat_model
-    from clineval.progress import counters_of, task_progress
-
-    fmt = format_option(ctx)
-    summary = ExtractionSummary(response_format=fmt)
-    async with open_chat_model(ctx.model, ctx.runtime, "candidate") as model:
-        with task_progress(f"{task} extraction", len(documents), ctx.runtime.calls) as progress:
-            await gather_bounded(
-                ctx.runtime.calls,
-                (
-                    _one(ctx, task, model, doc, types, fmt, summary, progress.advance)
-                    for doc in documents
-                ),
-            )
-            return {**summary.as_dict(), "progress": counters_of(progress)}
-
-
 def extract_entities_for_documents(
     ctx: RunContext, task: str, documents: Sequence[NerDocument], types: Sequence[str]
 ) -> dict[str, Any]:
-    """Ask the run's chat model for each document's entities; store each as it arrives
-    (record kind "prediction" of `task`)."""
-    return run_model_calls(_run(ctx, task, documents, types))
+    """Ask the run's chat model for each document's entities (through the kit: each stored as
+    it arrives, record kind "prediction" of `task`; a server that refuses the response_format
+    is asked again without one); returns the manifest's summary of the calls."""
+    texts = {doc.id: doc.text for doc in documents}
+    status: dict[str, int] = {}
+    not_found_total = 0
+
+    def record_of(doc_id: str, reply: str) -> dict[str, Any]:
+        nonlocal not_found_total
+        parsed = parse_reply(reply, types)
+        spans, not_found = locate_mentions(texts[doc_id], parsed.mentions)
+        status[parsed.status] = status.get(parsed.status, 0) + 1
+        not_found_total += len(not_found)
+        return {
+            "entities": [[s.start, s.end, s.type] for s in spans],
+            "raw_output": reply,
+            "parse": parsed.status,
+            "not_found": not_found,
+            "dropped_items": parsed.dropped,
+        }
+
+    fmt = format_option(ctx)
+    requests = [(doc.id, make_request(ctx, doc.text, types, fmt)) for doc in documents]
+    progress = predict_by_chat(
+        ctx, task, requests, record_of, format_fallback=True, description=f"{task} extraction"
+    )
+    # The manifest keeps its shape: call errors and fallbacks beside the progress counters.
+    errors = {
+        name.removeprefix("errors_"): progress.pop(name)
+        for name in list(progress)
+        if name.startswith("errors_")
+    }
+    return {
+        "template_version": TEMPLATE_VERSION,
+        "response_format": fmt,
+        "parse_status": status,
+        "call_errors": errors,
+        "mentions_not_found": not_found_total,
+        "format_fallbacks": progress.pop("format_fallbacks", 0),
+        "progress": progress,
+    }

@@ -73,8 +73,13 @@ def request_for(ctx: RunContext, q: Question) -> ChatRequest:
     )
 
 
-def _record(text: str) -> dict[str, Any]:
+def _record(question_id: str, text: str) -> dict[str, Any]:
+    # The id finds what a parser needs of the sample; a letter needs nothing.
     return {"pred": parse_choice(text, LETTERS), "raw_output": text}
+
+
+def _unreadable(record: dict[str, Any]) -> bool:  # counted live as "invalid"
+    return record["pred"] is None
 
 
 class McqTask(Task[McqData]):
@@ -112,7 +117,8 @@ class McqTask(Task[McqData]):
             ctx.store.put_records(TASK, PREDICTION, items)
             return
         requests = [(q.id, request_for(ctx, q)) for q in data.questions if q.id in todo]
-        ctx.note(TASK, "llm", predict_by_chat(ctx, TASK, requests, _record))
+        counters = predict_by_chat(ctx, TASK, requests, _record, invalid=_unreadable)
+        ctx.note(TASK, "llm", counters)
 
     def plan(self, ctx: RunContext, data: McqData, calls: CallPlan) -> None:
         if data.predictions is not None:
