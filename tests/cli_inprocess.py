@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +41,12 @@ def clineval_inprocess(
     out, err = io.StringIO(), io.StringIO()
     saved_env = dict(os.environ)
     saved_secrets = set(secrets._registered)
+    # pytest's log capture holds the root logger, so `logging.basicConfig` in the command
+    # would add nothing: without its handlers, the command's warnings reach `stderr` as in a
+    # process (and not pytest's caplog)
+    root = logging.getLogger()
+    saved_handlers, saved_level = root.handlers[:], root.level
+    root.handlers = []
     try:
         os.environ.update(env or {})
         with contextlib.ExitStack() as stack:
@@ -47,7 +54,10 @@ def clineval_inprocess(
                 stack.enter_context(contextlib.chdir(cwd))
             stack.enter_context(contextlib.redirect_stdout(out))
             stack.enter_context(contextlib.redirect_stderr(err))
-            code = main(argv)
+            try:
+                code = main(argv)
+            except SystemExit as exc:  # ends a process the same way (click's completion)
+                code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
     finally:
         os.environ.clear()
         os.environ.update(saved_env)
@@ -55,4 +65,6 @@ def clineval_inprocess(
             secrets._registered.clear()
             secrets._registered.update(saved_secrets)
         progress.set_quiet(False)
+        root.handlers = saved_handlers
+        root.setLevel(saved_level)
     return Done(argv, code, out.getvalue(), err.getvalue())

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_inprocess import clineval_inprocess
 from llm_stub_server import StubServer, completion, request_key
 from test_unwritable import PLACES
 
@@ -250,13 +251,7 @@ def test_a_batched_model_without_a_batch_price_warns_on_the_run_and_the_dry_run(
     )
     expected = f"warning: {prices}: openai:judge has no batch price"
     argv = _argv(stub, tmp_path / "planned", "--batch", "--price-table", str(prices))
-    dry = subprocess.run(
-        [sys.executable, "-m", "clineval", *argv, "--dry-run"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
-        timeout=120,
-    )
+    dry = clineval_inprocess(*argv, "--dry-run", quiet=False)  # argv holds --quiet
     assert dry.returncode == 0, dry.stderr
     assert [line for line in dry.stderr.splitlines() if "batch price" in line] == [
         expected + ', so its batch calls are priced at list prices; add "batch_discount" '

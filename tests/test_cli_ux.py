@@ -1,6 +1,6 @@
-"""The command line as a user meets it: --version, every command's --help rendered in a real
-process (in a pipe and on a terminal), shell completion, validated choices, the output-path
-spellings, --json on stdout, and run --config FILE.toml with its round trip."""
+"""The command line as a user meets it: --version, every command's --help rendered in a pipe
+(in process) and on a terminal (a real process on a pty), shell completion, validated choices,
+the output-path spellings, --json on stdout, and run --config FILE.toml with its round trip."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 import typer
+from cli_inprocess import Done, clineval_inprocess
 
 import clineval
 from clineval.cli import _help_as_written, app, main
@@ -31,6 +32,7 @@ TYPE_LABEL = re.compile(r"<(list\[|bool>|int>|str>|float>|path>)")
 
 
 def cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> Any:
+    """`clineval ARGS` as a shell runs it: a new interpreter, its exit code and streams."""
     return subprocess.run(
         [sys.executable, "-m", "clineval", *args],
         capture_output=True,
@@ -41,19 +43,20 @@ def cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) 
     )
 
 
-def on_terminal(*args: str) -> str:
-    """What `clineval ARGS` shows on a 100-column terminal (a real pty), colours removed."""
+def inproc(*args: str, env: dict[str, str] | None = None) -> Done:
+    """`clineval ARGS` (no --quiet added) called in this process on 100 columns, for what the
+    command prints rather than how a process starts."""
+    return clineval_inprocess(*args, env={"COLUMNS": "100", **(env or {})}, quiet=False)
+
+
+def _pty_output(argv: list[str]) -> str:
+    """What `argv` shows on a 100-column terminal (a real pty), colours removed."""
     leader, follower = pty.openpty()
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 100, 0, 0))
     env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "100", "TERM": "xterm-256color"}
     env.pop("NO_COLOR", None)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "clineval", *args],
-        stdin=follower,
-        stdout=follower,
-        stderr=follower,
-        env=env,
-        cwd=REPO,
+        argv, stdin=follower, stdout=follower, stderr=follower, env=env, cwd=REPO
     )
     os.close(follower)
     chunks = []
@@ -68,6 +71,34 @@ def on_terminal(*args: str) -> str:
     os.close(leader)
     assert proc.wait(timeout=60) == 0
     return ANSI.sub("", b"".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n"))
+
+
+# Prints each help of argv[1] (a JSON list of command words) on the terminal it is given, each
+# after a line of its own, through the entry `python -m clineval` runs: one interpreter for
+# every help, not one each.
+_HELPS_ON_A_TERMINAL = """
+import json, sys
+from clineval.entry import main
+for words in json.loads(sys.argv[1]):
+    print("@@help " + " ".join(words), flush=True)
+    sys.argv = ["clineval", *words, "--help"]
+    code = main()
+    sys.stdout.flush()
+    print("@@exit %d" % code, flush=True)
+"""
+
+
+def helps_on_terminal(paths: list[list[str]]) -> dict[tuple[str, ...], str]:
+    """`clineval WORDS --help` for each of `paths`, as a terminal (a real pty) shows it."""
+    text = _pty_output([sys.executable, "-c", _HELPS_ON_A_TERMINAL, json.dumps(paths)])
+    out: dict[tuple[str, ...], str] = {}
+    for chunk in text.split("@@help ")[1:]:
+        head, _, rest = chunk.partition("\n")
+        body, _, code = rest.rpartition("@@exit ")
+        assert code.strip() == "0", (head, code)
+        out[tuple(head.split())] = body
+    assert len(out) == len(paths)
+    return out
 
 
 def command_paths() -> list[tuple[list[str], Any]]:
@@ -90,17 +121,19 @@ def command_paths() -> list[tuple[list[str], Any]]:
 
 
 def test_version_prints_the_package_version_and_loads_nothing_heavy() -> None:
-    for flag in ("--version", "-V"):
-        done = cli(flag)
-        assert (done.returncode, done.stdout, done.stderr) == (
-            0,
-            f"clineval {clineval.__version__}\n",
-            "",
-        )
+    done = cli("--version")
+    assert (done.returncode, done.stdout, done.stderr) == (
+        0,
+        f"clineval {clineval.__version__}\n",
+        "",
+    )
+    # both spellings through the entry module, in a fresh interpreter that loads nothing heavy
     probe = (
-        "import sys; sys.argv = ['clineval', '--version']\n"
+        "import sys\n"
         "from clineval.entry import main\n"
-        "assert main() == 0\n"
+        "for flag in ('--version', '-V'):\n"
+        "    sys.argv = ['clineval', flag]\n"
+        "    assert main() == 0\n"
         "heavy = [m for m in ('typer', 'rich', 'pydantic', 'clineval.cli') if m in sys.modules]\n"
         "assert not heavy, heavy\n"
     )
@@ -111,8 +144,9 @@ def test_version_prints_the_package_version_and_loads_nothing_heavy() -> None:
         env={**os.environ, "PYTHONPATH": str(REPO)},
     )
     assert done.returncode == 0, done.stderr
+    assert (done.stdout, done.stderr) == (f"clineval {clineval.__version__}\n" * 2, "")
     # after a global option it is still answered (by the CLI itself)
-    done = cli("--debug", "--version")
+    done = inproc("--debug", "--version")
     assert (done.returncode, done.stdout) == (0, f"clineval {clineval.__version__}\n")
 
 
@@ -138,11 +172,13 @@ def _option_rows(text: str, option: Any) -> list[str]:
 @pytest.mark.parametrize("terminal", [False, True], ids=["pipe", "terminal"])
 def test_every_help_describes_every_option_as_written(terminal: bool) -> None:
     paths = command_paths()
+    # on a terminal: every help from one interpreter on a pty; in a pipe: in this process
+    shown = helps_on_terminal([words for words, _ in paths]) if terminal else {}
     for words, command in paths:
         if terminal:
-            text = on_terminal(*words, "--help")
+            text = shown[tuple(words)]
         else:
-            done = cli(*words, "--help")
+            done = inproc(*words, "--help")
             assert done.returncode == 0, done.stderr
             text = done.stdout
         where = f"clineval {' '.join(words)} --help"
@@ -157,11 +193,11 @@ def test_every_help_describes_every_option_as_written(terminal: bool) -> None:
                 rest = rest.replace(token, " ", 1) if token else rest
             assert re.search(r"[A-Za-z]{3,}", rest), (where, param.opts, row)
         if not words:  # the command list: each command's summary whole, not cut at a newline
-            wide = cli("--help", env={"COLUMNS": "250"}).stdout
+            wide = inproc("--help", env={"COLUMNS": "250"}).stdout
             for name, sub in command.commands.items():
                 line = next(ln for ln in wide.splitlines() if re.match(rf"│ {name}\s", ln))
                 assert " ".join(sub.short_help.replace("\\", "").split()) in " ".join(line.split())
-    run_help = on_terminal("run", "--help") if terminal else cli("run", "--help").stdout
+    run_help = shown[("run",)] if terminal else inproc("run", "--help").stdout
     assert "[@base_url]" in run_help
     for panel in ("Model", "Judge", "Data", "Output", "Run control", "Batch"):
         assert f"─ {panel} ─" in run_help
@@ -184,34 +220,42 @@ def test_every_help_describes_every_option_as_written(terminal: bool) -> None:
 # ---- completion ---------------------------------------------------------------------------------
 
 
-def test_shell_completion_script_and_answers() -> None:
+def test_shell_completion_script_and_answers(monkeypatch: pytest.MonkeyPatch) -> None:
     """The script for a shell named on the command line, with no shell to detect (a new
     session, no $SHELL: as in CI or an agent's tool call), then the answers the shell gets."""
     env = {k: v for k, v in os.environ.items() if k != "SHELL"}
     env.update(PYTHONPATH=str(REPO), COLUMNS="100")
-    marks = {"bash": "complete -o", "zsh": "compdef", "fish": "complete --command clineval"}
-    for shell, mark in marks.items():
-        script = subprocess.run(
-            [sys.executable, "-m", "clineval", "--show-completion", shell],
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=REPO,
-            start_new_session=True,
-            stdin=subprocess.DEVNULL,
-        )
-        assert script.returncode == 0, script.stderr
-        assert "_CLINEVAL_COMPLETE" in script.stdout and mark in script.stdout, script.stdout
-    env = {"_CLINEVAL_COMPLETE": "complete_bash", "COMP_WORDS": "clineval ru", "COMP_CWORD": "1"}
-    assert cli(env=env).stdout.split() == ["run"]
-    env = {"_CLINEVAL_COMPLETE": "complete_bash", "COMP_WORDS": "clineval compare --format m"}
-    assert cli(env={**env, "COMP_CWORD": "3"}).stdout.split() == ["markdown"]
-    env = {"_CLINEVAL_COMPLETE": "complete_bash", "COMP_WORDS": "clineval run tcm"}
-    assert cli(env={**env, "COMP_CWORD": "2"}).stdout.split() == ["tcm-sd"]
+    # a process in a session of its own (no terminal, no $SHELL): the bash script
+    script = subprocess.run(
+        [sys.executable, "-m", "clineval", "--show-completion", "bash"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        start_new_session=True,
+        stdin=subprocess.DEVNULL,
+    )
+    assert script.returncode == 0, script.stderr
+    assert "_CLINEVAL_COMPLETE" in script.stdout and "complete -o" in script.stdout, script.stdout
+    # the others (and the answers) in this process, $SHELL unset too
+    monkeypatch.delenv("SHELL", raising=False)
+    for shell, mark in {"zsh": "compdef", "fish": "complete --command clineval"}.items():
+        shown = inproc("--show-completion", shell)
+        assert shown.returncode == 0, shown.stderr
+        assert "_CLINEVAL_COMPLETE" in shown.stdout and mark in shown.stdout, shown.stdout
+
+    def answers(words: str, cword: int) -> list[str]:
+        asked = {"_CLINEVAL_COMPLETE": "complete_bash", "COMP_WORDS": words}
+        done = inproc(env={**asked, "COMP_CWORD": str(cword)})
+        assert done.returncode == 0, done.stderr
+        return done.stdout.split()
+
+    assert answers("clineval ru", 1) == ["run"]
+    assert answers("clineval compare --format m", 3) == ["markdown"]
+    assert answers("clineval run tcm", 2) == ["tcm-sd"]
     # a benchmark's declared flag completes as clineval's own do
-    env = {"_CLINEVAL_COMPLETE": "complete_bash", "COMP_WORDS": "clineval run clinconsensus --ca"}
-    assert cli(env={**env, "COMP_CWORD": "3"}).stdout.split() == ["--cases"]
-    wrong = cli("--show-completion", "tcsh")
+    assert answers("clineval run clinconsensus --ca", 3) == ["--cases"]
+    wrong = inproc("--show-completion", "tcsh")
     assert wrong.returncode == 2 and "'bash', 'zsh', 'fish'" in wrong.stderr
 
 
@@ -242,8 +286,8 @@ def test_output_dir_is_the_one_spelling_and_old_ones_still_work(
     assert main(["skills", "install"]) == 2
     err = capsys.readouterr().err.splitlines()
     assert "not both" in err[0] and "Missing option '--output-dir' / '-o'" in err[1]
-    synth = cli("data", "synth", "tcm-sd", "--help").stdout
-    install = cli("skills", "install", "--help").stdout
+    synth = inproc("data", "synth", "tcm-sd", "--help").stdout
+    install = inproc("skills", "install", "--help").stdout
     assert "--output-dir" in synth and "--out " not in synth and "--out," not in synth
     assert "--output-dir" in install and "--target" not in install
 
@@ -273,15 +317,16 @@ def tcm_fixture(data_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Pa
     return out
 
 
-def json_stdout(*args: str, code: int = 0) -> Any:
-    """The JSON document a command prints: stdout must parse whole."""
-    done = cli(*args)
+def json_stdout(*args: str, code: int = 0, process: bool = False) -> Any:
+    """The JSON document a command prints (in this process, or in a new one as a shell runs
+    it): stdout must parse whole."""
+    done = cli(*args) if process else inproc(*args)
     assert done.returncode == code, done.stderr
     return json.loads(done.stdout)
 
 
 def test_json_on_stdout_of_tasks_run_score_compare(tcm_fixture: Path, tmp_path: Path) -> None:
-    listed = json_stdout("tasks", "--json")
+    listed = json_stdout("tasks", "--json", process=True)
     assert {"tcm-sd", "clinconsensus"} <= {t["task"] for t in listed["tasks"]}
     assert all(isinstance(t["data"], list) and t["metrics"] for t in listed["tasks"])
     keys = json_stdout("tasks", "--options", "--json")["options"]
@@ -318,7 +363,8 @@ def test_json_of_a_run_that_fails_a_bound_still_has_its_results(tmp_path: Path) 
     failed = json_stdout("run", "clinconsensus", "-m", "openai:m@http://127.0.0.1:9/v1",
                          "--option", "clinconsensus.cases=fixture",
                          "--option", "clinconsensus.max_criteria=1", "--limit", "1",
-                         "--max-retries", "0", "-o", str(run_dir), "--json", code=1)  # fmt: skip
+                         "--max-retries", "0", "-o", str(run_dir), "--json", code=1,
+                         process=True)  # fmt: skip
     on_disk = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
     assert failed["status"] == "failed" and failed["error"]
     assert failed["results"] == json.loads(json.dumps(on_disk).replace("NaN", "null"))
@@ -329,7 +375,7 @@ def test_config_file_round_trip_and_flags_override(tcm_fixture: Path, tmp_path: 
     argv = ["run", "tcm-sd", "-m", "baseline:tfidf", "--data-dir", str(tcm_fixture)]
     first = json_stdout(*argv, "--seed", "3", "--option", "tcm.fields=chief_complaint", "--json",
                         "-o", str(run_dir))  # fmt: skip
-    written = cli("config", str(run_dir))
+    written = inproc("config", str(run_dir))
     assert written.returncode == 0, written.stderr
     settings = tomllib.loads(written.stdout)
     assert settings["tasks"] == ["tcm-sd"] and settings["model"] == "baseline:tfidf"
@@ -455,8 +501,8 @@ def test_written_config_keeps_a_key_shaped_path_and_masks_a_known_key(
     runs = tmp_path / "runs"
     shaped = runs / "sk-proj-abcdefghijklmnopqrstuvwx"
     holding = runs / f"copy-of-{known}"
-    base = ["run", "tcm-sd", "--option", "tcm.data=synthetic", "--limit", "2", "-m",
-            "baseline:tfidf"]  # fmt: skip
+    base = ["run", "tcm-sd", "--option", "tcm.data=synthetic", "--option", "tcm.synth_scale=0.05",
+            "--limit", "2", "-m", "baseline:tfidf"]  # fmt: skip
     for out in (shaped, holding):
         assert main([*base, "-o", str(out)]) == 0, capsys.readouterr().err
     capsys.readouterr()

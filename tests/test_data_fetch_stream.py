@@ -24,10 +24,12 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
+from cli_inprocess import clineval_inprocess
 from route_mirror import Route, Serve
 
 from clineval.benchmarks.registry import data_sources
 from clineval.cli import main
+from clineval.cli_output import stdout as results_console
 from clineval.data import download as download_module
 from clineval.data.cache import STAGING
 from clineval.data.checksums import MISMATCH, OK, file_status, load_manifest
@@ -516,11 +518,28 @@ def test_every_fetched_file_has_a_size_bound_in_the_manifest() -> None:
 # Address space the child may use: far above what the command needs, far below what reading
 # an endless body into memory reaches; a regression fails fast instead of filling the machine.
 _CHILD_ADDRESS_SPACE = 2 << 30
-CLINEVAL = [sys.executable, "-m", "clineval"]
 
 
 def _limited() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (_CHILD_ADDRESS_SPACE, _CHILD_ADDRESS_SPACE))
+
+
+# `python -m clineval ARGS` that writes its own peak resident size (KiB) to PEAK_FILE at exit:
+# the process's VmHWM, counted from its exec. (The rusage of a waited child is no measure
+# here: it keeps the peak of the process it was forked from, and a pytest worker that ran many
+# tests in process is itself past half a GiB.)
+_NOTING_ITS_PEAK = """
+import atexit, runpy, sys
+peak_file = sys.argv.pop(1)
+def note_peak():
+    with open("/proc/self/status") as status:
+        kib = next(line.split()[1] for line in status if line.startswith("VmHWM:"))
+    with open(peak_file, "w") as out:
+        out.write(kib)
+atexit.register(note_peak)
+sys.argv[0] = "clineval"
+runpy.run_module("clineval", run_name="__main__", alter_sys=True)
+"""
 
 
 def test_cli_endless_body_exits_2_and_memory_stays_flat(tmp_path: Path, serve: Serve) -> None:
@@ -532,20 +551,19 @@ def test_cli_endless_body_exits_2_and_memory_stays_flat(tmp_path: Path, serve: S
     cache = tmp_path / "cache"
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLINEVAL_")}
     out_file, err_file = tmp_path / "stdout", tmp_path / "stderr"
+    peak_file = tmp_path / "peak-kib"
     args = ["--quiet", "data", "fetch", "ncbi", "--cache-dir", str(cache), "--base-url", authed]
     with out_file.open("wb") as out_handle, err_file.open("wb") as err_handle:
         child = subprocess.Popen(
-            [*CLINEVAL, *args],
+            [sys.executable, "-c", _NOTING_ITS_PEAK, str(peak_file), *args],
             stdout=out_handle,
             stderr=err_handle,
             env=env,
             preexec_fn=_limited,
         )
-        # wait4: this child's own resource usage (ru_maxrss: its peak resident size, KiB)
-        _, wait_status, usage = os.wait4(child.pid, 0)
-    child.returncode = os.waitstatus_to_exitcode(wait_status)
+        child.wait(timeout=300)
     out, err = out_file.read_bytes(), err_file.read_bytes()
-    peak_kib = usage.ru_maxrss
+    peak_kib = int(peak_file.read_text())
     assert child.returncode == 2, err.decode()
     errors = [line for line in err.decode().splitlines() if "error" in line]  # not progress
     assert errors == [
@@ -559,29 +577,21 @@ def test_cli_endless_body_exits_2_and_memory_stays_flat(tmp_path: Path, serve: S
     assert peak_kib < 512 * 1024
 
 
-def test_cli_fetch_into_cache_then_verify(data_root: Path, tmp_path: Path, serve: Serve) -> None:
-    """The real command in its own process: fetch from a mirror, verify the cache."""
+def test_cli_fetch_into_cache_then_verify(
+    data_root: Path, tmp_path: Path, serve: Serve, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The commands (in process; the process itself is the endless body's test): fetch from
+    a mirror, verify the cache."""
     url, _ = serve({"*": _mirror(data_root)})
     cache = tmp_path / "cache"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CLINEVAL_")}
-    env["CLINEVAL_CACHE_DIR"] = str(cache)
-    env["COLUMNS"] = "200"
-    fetched = subprocess.run(
-        [*CLINEVAL, "--quiet", "data", "fetch", "ncbi", "--base-url", url],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
+    for name in [k for k in os.environ if k.startswith("CLINEVAL_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("CLINEVAL_CACHE_DIR", str(cache))
+    monkeypatch.setattr(results_console, "width", 200)
+    fetched = clineval_inprocess("data", "fetch", "ncbi", "--base-url", url)
     assert fetched.returncode == 0, fetched.stderr
     assert len(fetched.stdout.splitlines()) == len(NCBI_FILES)
-    verified = subprocess.run(
-        [*CLINEVAL, "data", "verify", "--cache-dir", str(cache)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
+    verified = clineval_inprocess("data", "verify", "--cache-dir", str(cache), quiet=False)
     assert verified.returncode == 0, verified.stdout + verified.stderr
     shutil.rmtree(cache)
 

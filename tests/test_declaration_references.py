@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_process import clineval_process
+from cli_inprocess import Done, clineval_inprocess
+from plugin_fixtures import on_path
 
 from clineval.benchmarks import Benchmark, MetricSchema, MetricSpec, Task, registry
 from clineval.benchmarks.declaration import DataSource, DeclarationError
@@ -335,8 +336,16 @@ def _plugin(site: Path, dist: str, module: str, parts: dict[str, str]) -> None:
     (info / "entry_points.txt").write_text(entry)
 
 
-def _cli(site: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return clineval_process(*args, cwd=cwd, paths=[site], timeout=120)
+def _cli(site: Path, *args: str, cwd: Path) -> Done:
+    """`clineval ARGS` in this process with the plugins on the import path, read afresh for
+    the command as a new process reads them (and their modules forgotten after it)."""
+    try:
+        with on_path(site):
+            return clineval_inprocess(*args, cwd=cwd)
+    finally:
+        for name, module in list(sys.modules.items()):
+            if str(getattr(module, "__file__", None) or "").startswith(str(site)):
+                del sys.modules[name]
 
 
 @pytest.fixture(scope="module")
@@ -359,7 +368,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return site
 
 
-def _last_error(done: subprocess.CompletedProcess[str]) -> str:
+def _last_error(done: Done) -> str:
     lines = [line for line in done.stderr.splitlines() if not line.startswith("warning: ")]
     assert len(lines) == 1, done.stderr  # one line, no traceback
     return lines[0]

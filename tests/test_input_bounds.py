@@ -36,7 +36,8 @@ from clineval.models.predictions_files import (
 from clineval.models.spec import ModelSpec
 
 ROOT = Path(__file__).resolve().parents[1]
-SYNTHETIC = ["--option", "tcm.data=synthetic"]
+# a small synthetic fixture: what these tests check does not grow with its size, its cost does
+SYNTHETIC = ["--option", "tcm.data=synthetic", "--option", "tcm.synth_scale=0.05"]
 
 
 def _error_line(capsys: pytest.CaptureFixture[str]) -> str:

@@ -89,12 +89,6 @@ def jury() -> Iterator[None]:
     registry.unregister(TASK)
 
 
-@pytest.fixture(scope="module")
-def stub() -> Iterator[StubServer]:
-    with StubServer(latency=0.0) as server:
-        yield server
-
-
 def rules(failing: str | None = None) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     if failing:  # j3 gives no score on the item whose question names `failing`

@@ -84,12 +84,6 @@ def arena() -> Iterator[None]:
     registry.unregister(TASK)
 
 
-@pytest.fixture(scope="module")
-def stub() -> Iterator[StubServer]:
-    with StubServer(latency=0.0) as server:
-        yield server
-
-
 def metrics(out: Path) -> dict[str, Any]:
     return dict(json.loads((out / "results.json").read_text())[TASK])
 

@@ -13,45 +13,20 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
-import os
-import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli_inprocess import Done
 from llm_stub_server import StubServer
-
-from clineval.benchmarks import registry
+from plugin_fixtures import example_cli, example_process
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "plugin-benchmark"
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    target = tmp_path_factory.mktemp("plugin-site")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-         "--target", str(target), str(EXAMPLE)],
-        check=True, capture_output=True, timeout=300,
-    )  # fmt: skip
-    # in this process too (the Python API): the entry point is read from sys.path
-    sys.path.insert(0, str(target))
-    registry.benchmarks.cache_clear()
-    yield target
-    sys.path.remove(str(target))
-    registry.benchmarks.cache_clear()
-
-
-def cli(site: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "clineval", "--quiet", *args],
-        capture_output=True, text=True, cwd=EXAMPLE, env=env, timeout=300,
-    )  # fmt: skip
+def cli(site: Path, *args: str) -> Done:
+    """`clineval --quiet ARGS` in this process, in the example's folder (the `site` fixture
+    has put the installed plugin on the import path)."""
+    return example_cli(EXAMPLE, *args)
 
 
 def results(run: Path) -> dict[str, object]:
@@ -67,8 +42,9 @@ def test_the_template_stays_small() -> None:
 
 
 def test_the_plugin_through_every_surface(site: Path, tmp_path: Path) -> None:
-    listed = cli(site, "tasks")
-    assert listed.returncode == 0 and "example-mcq" in listed.stdout
+    # a new interpreter finds the installed plugin on its path, as a user's shell does
+    listed = example_process(EXAMPLE, site, "tasks")
+    assert listed.returncode == 0 and "example-mcq" in listed.stdout, listed.stderr
 
     run_a, run_b = tmp_path / "a", tmp_path / "b"
     first = cli(site, "run", "example-mcq", "--model", "predictions:predictions-a.jsonl",

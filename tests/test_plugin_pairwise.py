@@ -19,15 +19,14 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
+from cli_inprocess import Done
 from llm_stub_server import StubServer
+from plugin_fixtures import example_cli, process_env
 from run_probe import count_stored_calls, stored_stub_keys
 
-from clineval.benchmarks import registry
 from clineval.store import STORE_FILENAME
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "plugin-pairwise"
@@ -44,37 +43,10 @@ PREFERS_CANDIDATE = [
 ]
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    target = tmp_path_factory.mktemp("plugin-pairwise-site")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-         "--target", str(target), str(EXAMPLE)],
-        check=True, capture_output=True, timeout=300,
-    )  # fmt: skip
-    sys.path.insert(0, str(target))
-    registry.benchmarks.cache_clear()
-    yield target
-    sys.path.remove(str(target))
-    registry.benchmarks.cache_clear()
-
-
-@pytest.fixture(scope="module")
-def stub() -> Iterator[StubServer]:
-    with StubServer(latency=0.0) as server:
-        yield server
-
-
-def _env(site: Path) -> dict[str, str]:
-    path = os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])
-    return {**os.environ, "PYTHONPATH": path, "PYTHONUNBUFFERED": "1"}
-
-
-def cli(site: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "clineval", "--quiet", *args],
-        capture_output=True, text=True, cwd=EXAMPLE, env=_env(site), timeout=300,
-    )  # fmt: skip
+def cli(site: Path, *args: str) -> Done:
+    """`clineval --quiet ARGS` in this process, in the example's folder (the `site` fixture
+    has put the installed plugin on the import path)."""
+    return example_cli(EXAMPLE, *args)
 
 
 def judge_rules(stub: StubServer, rules: list[dict[str, Any]], **behaviour: Any) -> None:
@@ -218,10 +190,12 @@ def test_a_panel_and_re_asks_that_reach_the_server(
 
 def test_kill_and_resume_asks_no_call_twice(site: Path, stub: StubServer, tmp_path: Path) -> None:
     out = tmp_path / "killed"
-    argv = [sys.executable, "-m", "clineval", "--quiet"]
-    argv += run_args(out, "--model", f"openai:cand@{stub.base_url}", "--concurrency", "2")
+    args = run_args(out, "--model", f"openai:cand@{stub.base_url}", "--concurrency", "2")
+    argv = [sys.executable, "-m", "clineval", "--quiet", *args]
     judge_rules(stub, PREFERS_CANDIDATE, latency=0.2)
-    proc = subprocess.Popen(argv, env=_env(site), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        argv, env=process_env(site), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     deadline = time.monotonic() + 120
     while count_stored_calls(out / STORE_FILENAME) < 5 and time.monotonic() < deadline:
         assert proc.poll() is None, "the run finished before it could be stopped"
@@ -232,8 +206,8 @@ def test_kill_and_resume_asks_no_call_twice(site: Path, stub: StubServer, tmp_pa
     assert 5 <= len(finished) < 12
 
     stub.script([], default={"do": "ok", "rules": PREFERS_CANDIDATE})
-    resumed = subprocess.run(argv, env=_env(site), capture_output=True, timeout=300)
-    assert resumed.returncode == 0, resumed.stderr.decode()[-2000:]
+    resumed = cli(site, *args)  # the same command again (here in process): it resumes
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
     by_key = stub.stats()["by_key"]
     assert {k for k in finished if by_key[k] != 1} == set()  # nothing stored was asked again
     assert len(by_key) == 12 and sum(by_key.values()) - 12 <= 2  # only calls on the wire

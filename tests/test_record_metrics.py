@@ -3,19 +3,19 @@ per-sample field), and compare, the report and the Python API rank by it when th
 that wrote the run is not installed: a plugin's lower-is-better Hamming loss stays
 lower-is-better, its counts are shown but not ranked, and the paired test is made.
 
-The plugin is a real distribution (dist-info + entry point on PYTHONPATH) used by real CLI
-runs; then it is taken off the path and the runs are compared without it.
+The plugin is a real distribution (dist-info + entry point on the import path) used by CLI
+runs (in this process); then it is taken off the path and the runs are compared without it.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from cli_inprocess import clineval_inprocess
+from plugin_fixtures import on_path
 
 import clineval
 from clineval.benchmarks import registry
@@ -85,20 +85,16 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
         "good": {"r1": "AB", "r2": "A", "r3": "C", "r4": "B"},  # one wrong decision of 12
         "poor": {"r1": "A", "r2": "AB", "r3": "AC", "r4": "A"},  # six wrong: 1 + 1 + 1 + 3
     }
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
-    }
-    for name, codes in answers.items():
-        file = root / f"{name}.jsonl"
-        file.write_text("".join(json.dumps({"id": k, "codes": v}) + "\n" for k, v in codes.items()))
-        done = subprocess.run(
-            [sys.executable, "-m", "clineval", "--quiet", "run", "fixture-codes",
-             "--model", f"predictions:{file}", "--output-dir", str(root / name)],
-            capture_output=True, text=True, env=env, timeout=300,
-        )  # fmt: skip
-        assert done.returncode == 0, done.stderr
-    registry.benchmarks.cache_clear()  # this process never had the plugin on its path
+    with on_path(site):
+        for name, codes in answers.items():
+            file = root / f"{name}.jsonl"
+            lines = [json.dumps({"id": k, "codes": v}) + "\n" for k, v in codes.items()]
+            file.write_text("".join(lines))
+            done = clineval_inprocess("run", "fixture-codes", "--model", f"predictions:{file}",
+                                      "--output-dir", str(root / name))  # fmt: skip
+            assert done.returncode == 0, done.stderr
+    sys.modules.pop("fixture_codes", None)
+    # off the path, the plugin is not found again (its runs are read without it)
     assert registry.benchmark_of("fixture-codes") is None
     return root / "good", root / "poor"
 
@@ -117,13 +113,9 @@ def test_the_record_names_every_metric(runs: tuple[Path, Path]) -> None:
 
 def test_compare_without_the_plugin_ranks_by_the_record(runs: tuple[Path, Path]) -> None:
     good, poor = runs
-    # as the command prints it, from a process without the plugin: the loss is marked lower
-    # is better, and the lower loss is bold (every paired resample favours it)
-    done = subprocess.run(
-        [sys.executable, "-m", "clineval", "--quiet", "compare", str(poor), str(good),
-         "--format", "markdown"],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    # as the command prints it, without the plugin: the loss is marked lower is better, and
+    # the lower loss is bold (every paired resample favours it)
+    done = clineval_inprocess("compare", str(poor), str(good), "--format", "markdown")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == "| task | metric | poor (fixture) | good (fixture) |"
