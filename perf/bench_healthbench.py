@@ -3,7 +3,7 @@
 
     .venv/bin/python -m perf.bench_healthbench [--examples 5000] [--criteria 48562]
         [--concurrency 256] [--latency 0.0] [--clinconsensus-cases 900]
-        [--clinconsensus-criteria 30]
+        [--clinconsensus-criteria 30] [--repeats 3]
 
 The examples are SYNTHETIC, in the authors' layout: the fixture's four examples repeated under
 new ids with a distinct first turn each, their rubrics cycled to reach the criteria count,
@@ -22,7 +22,9 @@ Then the same four phases for ClinConsensus (SYNTHETIC cases as perf.bench_clinc
 writes them, 30 criteria each; by default as many criteria in all as HealthBench's, so that a
 process's fixed costs weigh the same per criterion; --clinconsensus-cases 0 leaves it out)
 against the same stub: the two benchmarks' CPU per criterion measured in one run under one
-load, and their ratio printed.
+load, and their ratio printed. Every phase is repeated (--repeats; the run into an emptied
+directory), the two benchmarks taking turns phase by phase, and each is reported by its
+median-CPU repeat, because one run of a phase varies by 20-30% on a shared machine.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -95,20 +98,34 @@ def child(argv: list[str]) -> dict[str, Any]:
     return dict(json.loads(lines[-1]))
 
 
-def measure(stub: StubServer, run: list[str], out: Path) -> list[tuple[str, dict[str, Any]]]:
-    """run, rerun, score and report of one run directory, each in its own process."""
-    rows = []
-    for name, argv in (
-        ("run", run),
-        ("rerun", run),
-        ("score", ["score", str(out)]),
-        ("report", ["report", str(out), "-o", str(out / "report.html")]),
-    ):
-        before = stub.stats()["requests"]
-        got = child(argv)
-        got["http"] = stub.stats()["requests"] - before
-        rows.append((name, got))
-    return rows
+def repeated(
+    stub: StubServer, runs: list[tuple[list[str], Path]], repeats: int
+) -> list[list[tuple[str, dict[str, Any]]]]:
+    """run (into an emptied directory), rerun, score and report of each benchmark, `repeats`
+    times, the benchmarks taking turns phase by phase so that a change of load on the machine
+    falls on both alike; each phase's figures are its median-CPU repeat (one run of a phase
+    varies by 20-30% on a shared machine)."""
+    phases = ("run", "rerun", "score", "report")
+    seen: list[dict[str, list[dict[str, Any]]]] = [{p: [] for p in phases} for _ in runs]
+    for _ in range(repeats):
+        for name in phases:
+            for i, (run, out) in enumerate(runs):
+                if name == "run":
+                    shutil.rmtree(out, ignore_errors=True)
+                argv = {
+                    "score": ["score", str(out)],
+                    "report": ["report", str(out), "-o", str(out / "report.html")],
+                }.get(name, run)
+                before = stub.stats()["requests"]
+                got = child(argv)
+                got["http"] = stub.stats()["requests"] - before
+                seen[i][name].append(got)
+    return [[(name, _median(by_phase[name])) for name in phases] for by_phase in seen]
+
+
+def _median(figures: list[dict[str, Any]]) -> dict[str, Any]:
+    """The repeat with the median CPU time (its own wall, memory and exit code with it)."""
+    return sorted(figures, key=lambda got: float(got["cpu"]))[len(figures) // 2]
 
 
 def table(rows: list[tuple[str, dict[str, Any]]], calls: int, criteria: int) -> None:
@@ -131,6 +148,12 @@ def main() -> None:
                     help="ClinConsensus cases measured the same way after (0: none; default: "
                     "as many criteria as HealthBench's)")  # fmt: skip
     ap.add_argument("--clinconsensus-criteria", type=int, default=30)
+    ap.add_argument(
+        "--repeats",
+        type=int,
+        default=3,
+        help="every phase this many times (its median-CPU repeat is shown)",
+    )
     ap.add_argument("--phase", help=argparse.SUPPRESS)
     args = ap.parse_args()
     cc_cases_n = args.clinconsensus_cases
@@ -145,11 +168,7 @@ def main() -> None:
         run = ["run", "healthbench", "--model", f"openai:cand@{stub.base_url}", "--judge",
                f"openai:judge@{stub.base_url}", "--option", f"healthbench.cases={cases}",
                "--concurrency", str(args.concurrency), "-o", str(out)]  # fmt: skip
-        rows = measure(stub, run, out)
-        results = json.loads((out / "results.json").read_text())["healthbench"]
-        size = (out / "report.html").stat().st_size
-        samples = (out / "samples.jsonl").stat().st_size
-        cc_rows: list[tuple[str, dict[str, Any]]] = []
+        runs = [(run, out)]
         if cc_cases_n:
             from perf.bench_clinconsensus_flow import write_synthetic_cases
 
@@ -161,7 +180,13 @@ def main() -> None:
                       "--cases", str(cc_cases), "--concurrency", str(args.concurrency),
                       "--option", f"clinconsensus.max_criteria={args.clinconsensus_criteria}",
                       "-o", str(cc_out)]  # fmt: skip
-            cc_rows = measure(stub, cc_run, cc_out)
+            runs.append((cc_run, cc_out))
+        measured = repeated(stub, runs, args.repeats)
+        rows = measured[0]
+        cc_rows = measured[1] if cc_cases_n else []
+        results = json.loads((out / "results.json").read_text())["healthbench"]
+        size = (out / "report.html").stat().st_size
+        samples = (out / "samples.jsonl").stat().st_size
     calls = args.examples + args.criteria
     size_text = f"{args.examples:,} examples, {args.criteria:,} criteria, {calls:,} calls"
     print(f"HealthBench: {size_text} (SYNTHETIC), concurrency {args.concurrency}, "
