@@ -5,18 +5,20 @@ unchanged": a restructuring must not move a number).
 
 REV is checked out into a temporary worktree; both sides run the demo's commands with this
 checkout's .venv, each importing its own `clineval` (PYTHONPATH), against the same data root.
-For each demo run directory it compares results.json and samples.jsonl and prints one line per
-file: identical, or the first differing line; and for runs that call models, how many of the
-stored requests are byte-identical (equal cache keys). The ClinConsensus step runs the local
-llama.cpp model (a few minutes on 2 cores); --skip-llm leaves it out. --one-slot serves it
-with one decoding slot on both sides: with two, llama.cpp batches concurrent requests and a
-greedy reply can change from one run to the next, and with it every judge request that quotes
-it. Exit 0 when every file is identical.
+For each demo run directory it compares results.json and samples.jsonl (a packaged file,
+named by the path of the checkout that ran, written as `<checkout>/clineval/...` on both
+sides) and prints one line per file: identical, or the first differing line; and for runs
+that call models, how many of the stored requests are byte-identical (equal cache keys). The
+ClinConsensus step runs the local llama.cpp model (a few minutes on 2 cores); --skip-llm
+leaves it out. --one-slot serves it with one decoding slot on both sides: with two, llama.cpp
+batches concurrent requests and a greedy reply can change from one run to the next, and with
+it every judge request that quotes it. Exit 0 when every file is identical.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sqlite3
 import subprocess
@@ -66,14 +68,19 @@ def run_side(tree: Path, runs: Path, gguf: str, skip_llm: bool, one_slot: bool) 
         print(f"  [{tree.name}] clineval {args[0]} {args[1]}: exit {done.returncode}", flush=True)
 
 
-def first_difference(a: Path, b: Path) -> str | None:
+def first_difference(a: Path, b: Path, roots: tuple[Path, Path]) -> str | None:
+    """None when the files are equal once each side's package directory is written the same
+    way (a packaged file, such as the fixture cases, is named by its path in the checkout that
+    ran); else the first differing line."""
     if not a.exists() or not b.exists():
         return f"missing: {a if not a.exists() else b}"
-    if a.read_bytes() == b.read_bytes():
+    text_a, text_b = (
+        path.read_text().replace(json.dumps(f"{root}/clineval/")[1:-1], "<checkout>/clineval/")
+        for path, root in ((a, roots[0]), (b, roots[1]))
+    )
+    if text_a == text_b:
         return None
-    for n, (x, y) in enumerate(
-        zip(a.read_text().splitlines(), b.read_text().splitlines(), strict=False), 1
-    ):
+    for n, (x, y) in enumerate(zip(text_a.splitlines(), text_b.splitlines(), strict=False), 1):
         if x != y:
             return f"line {n} differs"
     return "lengths differ"
@@ -112,7 +119,9 @@ def main() -> int:
                 continue
             for file in ("results.json", "samples.jsonl"):
                 diff = first_difference(
-                    work / "runs-before" / name / file, work / "runs-after" / name / file
+                    work / "runs-before" / name / file,
+                    work / "runs-after" / name / file,
+                    (before, ROOT),
                 )
                 same &= diff is None
                 print(f"{name}/{file}: {'identical' if diff is None else diff}")
