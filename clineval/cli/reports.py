@@ -26,6 +26,11 @@ RunDir = Annotated[
 ]
 
 
+def output_file(help_text: str) -> Any:
+    """`--output/-o FILE`, the file a command writes (each command says what goes in it)."""
+    return typer.Option("--output", "-o", metavar="FILE", help=help_text, parser=path_value)
+
+
 @app.command(
     epilog="Examples:\n  clineval score runs/cc --judge-errors-as-unmet\n"
     "  clineval score runs/cc --option clinconsensus.k=10 --json"
@@ -106,13 +111,7 @@ def report(
     run_dir: RunDir,
     output: Annotated[
         Path | None,
-        typer.Option(
-            "--output",
-            "-o",
-            metavar="FILE",
-            help="HTML file to write (default: RUN_DIR/report.html).",
-            parser=path_value,
-        ),
+        output_file("HTML file to write (default: RUN_DIR/report.html)."),
     ] = None,
     reference: Annotated[
         list[Path] | None,
@@ -151,13 +150,7 @@ def compare(
     ] = "table",
     output: Annotated[
         Path | None,
-        typer.Option(
-            "--output",
-            "-o",
-            metavar="FILE",
-            help="Write to FILE instead of stdout (html: default compare.html).",
-            parser=path_value,
-        ),
+        output_file("Write to FILE instead of stdout (html: default compare.html)."),
     ] = None,
     seed: Annotated[
         int,
@@ -317,13 +310,7 @@ def config_command(
     run_dir: RunDir,
     output: Annotated[
         Path | None,
-        typer.Option(
-            "--output",
-            "-o",
-            metavar="FILE",
-            help="Write to FILE instead of stdout.",
-            parser=path_value,
-        ),
+        output_file("Write to FILE instead of stdout."),
     ] = None,
 ) -> None:
     """Print a run's settings as a TOML file for clineval run --config (secrets left out).
