@@ -68,3 +68,13 @@ def clineval_inprocess(
         root.handlers = saved_handlers
         root.setLevel(saved_level)
     return Done(argv, code, out.getvalue(), err.getvalue())
+
+
+def bash_completion(words: str) -> list[str]:
+    """What bash's tab completion is offered for the command line `words` (its last word the
+    one being completed), asked of the CLI in this process as the bash script asks it."""
+    cword = str(len(words.split()) - 1)
+    asked = {"_CLINEVAL_COMPLETE": "complete_bash", "COMP_WORDS": words, "COMP_CWORD": cword}
+    done = clineval_inprocess(env=asked, quiet=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()

@@ -4,7 +4,11 @@ making the small input files several tests need. Shared so each test states only
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sqlite3
+import subprocess
+import time
 from pathlib import Path
 
 from llm_stub_server import request_key
@@ -44,6 +48,21 @@ def stored_stub_keys(store_path: Path) -> list[str]:
         }
         keys.append(request_key(body))
     return keys
+
+
+def kill_once_stored(
+    argv: list[str], env: dict[str, str], store_path: Path, calls: int
+) -> list[str]:
+    """Start the command `argv`, SIGKILL it once its run store holds `calls` model calls (it
+    must still be running then), and return the stub keys of the calls it had stored."""
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while count_stored_calls(store_path) < calls and time.monotonic() < deadline:
+        assert proc.poll() is None, "the run finished before it could be stopped"
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=30)  # reaps it and closes the stderr pipe
+    return stored_stub_keys(store_path)
 
 
 def write_fixture_verdicts(path: Path, cases: int, met: bool = True) -> Path:

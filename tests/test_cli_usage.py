@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from cli_process import default_sigint, signal_while_starting
 from llm_stub_server import StubServer
 from run_probe import count_stored_calls, write_fixture_verdicts
 
@@ -214,35 +215,9 @@ def test_verdicts_file_needs_no_model(tmp_path: Path, capsys: pytest.CaptureFixt
 
 
 # ---- signals ---------------------------------------------------------------------------------
-_INTERRUPT_DURING_IMPORT = """
-import builtins, os, signal, sys
-which = getattr(signal, sys.argv[1])
-original = builtins.__import__
-def importing(name, *args, **kwargs):
-    if name == "typer":  # the CLI's first heavy import: the signal lands mid-start-up
-        os.kill(os.getpid(), which)
-    return original(name, *args, **kwargs)
-builtins.__import__ = importing
-sys.argv = ["clineval", "--help"]
-from clineval.entry import main
-sys.exit(main())
-"""
-
-
-def _default_sigint() -> None:
-    # A test started from a background job inherits SIGINT ignored; the child needs the default.
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 @pytest.mark.parametrize(("signame", "code"), [("SIGINT", 130), ("SIGTERM", 143)])
 def test_signal_during_start_up_is_one_line(signame: str, code: int) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-c", _INTERRUPT_DURING_IMPORT, signame],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        preexec_fn=_default_sigint,
-    )
+    proc = signal_while_starting(signame, "--help")
     assert proc.returncode == code, proc.stderr
     assert proc.stderr.splitlines() == [
         "aborted ("
@@ -274,7 +249,7 @@ def test_signal_mid_run_stops_like_ctrl_c_with_one_line(
             "--concurrency", "4", "--output-dir", str(out),
         ]  # fmt: skip
         proc = subprocess.Popen(
-            command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=_default_sigint
+            command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=default_sigint
         )
         deadline = time.monotonic() + 120
         while count_stored_calls(out / STORE_FILENAME) < 20 and time.monotonic() < deadline:

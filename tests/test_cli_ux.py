@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 import typer
-from cli_inprocess import Done, clineval_inprocess
+from cli_inprocess import Done, bash_completion, clineval_inprocess
 
 import clineval
 from clineval.cli import _help_as_written, app, main
@@ -244,17 +244,11 @@ def test_shell_completion_script_and_answers(monkeypatch: pytest.MonkeyPatch) ->
         assert shown.returncode == 0, shown.stderr
         assert "_CLINEVAL_COMPLETE" in shown.stdout and mark in shown.stdout, shown.stdout
 
-    def answers(words: str, cword: int) -> list[str]:
-        asked = {"_CLINEVAL_COMPLETE": "complete_bash", "COMP_WORDS": words}
-        done = inproc(env={**asked, "COMP_CWORD": str(cword)})
-        assert done.returncode == 0, done.stderr
-        return done.stdout.split()
-
-    assert answers("clineval ru", 1) == ["run"]
-    assert answers("clineval compare --format m", 3) == ["markdown"]
-    assert answers("clineval run tcm", 2) == ["tcm-sd"]
+    assert bash_completion("clineval ru") == ["run"]
+    assert bash_completion("clineval compare --format m") == ["markdown"]
+    assert bash_completion("clineval run tcm") == ["tcm-sd"]
     # a benchmark's declared flag completes as clineval's own do
-    assert answers("clineval run clinconsensus --ca", 3) == ["--cases"]
+    assert bash_completion("clineval run clinconsensus --ca") == ["--cases"]
     wrong = inproc("--show-completion", "tcsh")
     assert wrong.returncode == 2 and "'bash', 'zsh', 'fish'" in wrong.stderr
 

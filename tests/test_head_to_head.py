@@ -15,11 +15,9 @@ import json
 import os
 import re
 import shutil
-import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -27,7 +25,7 @@ from typing import Any
 import numpy as np
 import pytest
 from llm_stub_server import StubServer
-from run_probe import count_stored_calls, stored_stub_keys
+from run_probe import kill_once_stored
 
 from clineval.benchmarks.clinconsensus.cases import fixture_path
 from clineval.cli import main
@@ -272,14 +270,7 @@ def test_kill_and_resume_asks_no_call_twice(
     argv += [str(runs[n]) for n in ANSWERS]
     argv += ["--judge", f"openai:jj@{stub.base_url}", "-o", str(out), "--concurrency", "2"]
     judge_with(stub, prefers("gamma"), queries, latency=0.2)
-    proc = subprocess.Popen(argv, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 120
-    while count_stored_calls(out / STORE_FILENAME) < 5 and time.monotonic() < deadline:
-        assert proc.poll() is None, "the run finished before it could be stopped"
-        time.sleep(0.02)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.communicate(timeout=30)
-    finished = stored_stub_keys(out / STORE_FILENAME)
+    finished = kill_once_stored(argv, _env(), out / STORE_FILENAME, 5)
     assert 5 <= len(finished) < 24
 
     judge_with(stub, prefers("gamma"), queries)

@@ -8,12 +8,11 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_process import signal_while_starting
 
 from clineval.cli import main
 
@@ -83,28 +82,8 @@ def test_a_stopped_run_is_one_document(
     assert _document(captured.out) == {"status": "error", "error": line, "exit_code": code}
 
 
-_STOP_DURING_IMPORT = """
-import builtins, os, signal, sys
-which = getattr(signal, sys.argv[1])
-original = builtins.__import__
-def importing(name, *args, **kwargs):
-    if name == "typer":  # the CLI's first heavy import: the signal lands mid-start-up
-        os.kill(os.getpid(), which)
-    return original(name, *args, **kwargs)
-builtins.__import__ = importing
-sys.argv = ["clineval", "tasks", "--json"]
-from clineval.entry import main
-sys.exit(main())
-"""
-
-
 def test_a_signal_while_starting_is_one_document() -> None:
-    proc = subprocess.run(
-        [sys.executable, "-c", _STOP_DURING_IMPORT, "SIGTERM"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = signal_while_starting("SIGTERM", "tasks", "--json")
     assert proc.returncode == 143, proc.stderr
     (line,) = proc.stderr.splitlines()
     assert _document(proc.stdout) == {"status": "error", "error": line, "exit_code": 143}

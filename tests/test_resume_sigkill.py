@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli_process import default_sigint
 from llm_stub_server import StubServer
 from run_probe import count_stored_calls, stored_stub_keys
 
@@ -53,14 +54,6 @@ def _command(stub: StubServer, out: Path, concurrency: int) -> list[str]:
     ]
 
 
-def _default_sigint() -> None:
-    """In the child before exec: SIGINT back to its default action. A child inherits an
-    ignored SIGINT (pytest started from a background job or under nohup), and a Python that
-    starts with SIGINT ignored never raises KeyboardInterrupt: the Ctrl-C test would then test
-    the shell it was started from, not clineval."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def _start_slowed_run(stub: StubServer, out: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
     """The run at concurrency 4 against a stub slowed to 50 ms a call, returned once at least
     KILL_AFTER_CALLS calls are in its store (stderr kept for the caller)."""
@@ -71,7 +64,7 @@ def _start_slowed_run(stub: StubServer, out: Path, env: dict[str, str]) -> subpr
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
-        preexec_fn=_default_sigint,
+        preexec_fn=default_sigint,
     )
     deadline = time.monotonic() + 120
     while (
