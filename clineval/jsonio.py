@@ -35,10 +35,7 @@ REPLIES = "model replies"  # the tally's name for text that came from a model
 TALLY_KEY = "invalid_unicode_replaced"  # the manifest key of the tally
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-# Where a decoded value can get a lone surrogate from: a \u escape of one, or one already in the
-# text (bytes decoded as the json module does, with "surrogatepass"). Text with neither needs
-# no walk over the decoded value (the common case costs one regex scan).
-_MAY_HOLD_SURROGATES = re.compile(r"\\u[dD][89abcdefABCDEF]|[\ud800-\udfff]")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
 # JSON tokens that matter when locating a problem: strings (skipped whole, so brackets and
 # digits inside them do not count), brackets, and numbers.
 _TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?')
@@ -181,6 +178,23 @@ def _problem(exc: BaseException, text: str | bytes) -> JsonProblem:
     return JsonProblem(f"an integer with more than {limit:,} digits", line)
 
 
+def _may_hold_surrogates(text: str) -> bool:
+    """Whether a value decoded from `text` can hold a lone surrogate: from a \\u escape of one,
+    or one already in the text (bytes decoded as the json module does, with "surrogatepass").
+    Text with neither needs no walk over its value. Tested in steps that run in C (a substring
+    test, an ASCII test, a UTF-8 encode) because one regex with both alternatives stepped
+    through every character and cost as much as decoding the JSON (BENCHMARKS.md)."""
+    if "\\u" in text and _SURROGATE_ESCAPE.search(text):
+        return True
+    if text.isascii():
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # only a surrogate cannot be encoded
+        return True
+    return False
+
+
 def parse_json(text: str | bytes, source: str = REPLIES) -> Any:
     """The JSON value of `text` (the json module's reading: NaN and Infinity accepted), lone
     surrogates replaced and counted for `source`; JsonProblem when it does not decode."""
@@ -190,7 +204,7 @@ def parse_json(text: str | bytes, source: str = REPLIES) -> Any:
         value = json.loads(text)
     except (RecursionError, ValueError) as exc:  # JSONDecodeError and UnicodeDecodeError too
         raise _problem(exc, text) from None
-    if _MAY_HOLD_SURROGATES.search(text):
+    if _may_hold_surrogates(text):
         value = replace_invalid_unicode(value, source)
     return value
 
@@ -202,7 +216,7 @@ def decode_prefix(text: str, pos: int) -> tuple[Any, int] | None:
         value, end = _DECODER.raw_decode(text, pos)
     except (RecursionError, ValueError):
         return None
-    if _MAY_HOLD_SURROGATES.search(text, pos, end):
+    if _may_hold_surrogates(text[pos:end]):
         value = replace_invalid_unicode(value, REPLIES)
     return value, end
 

@@ -69,6 +69,23 @@ def test_lone_surrogates_are_replaced_and_counted_pairs_are_kept() -> None:
     assert parse_json('"\ud800"'.encode("utf-16", "surrogatepass")) == BAD
 
 
+def test_the_surrogate_check_agrees_with_a_plain_scan() -> None:
+    # parse_json walks a decoded value only when its text may hold a lone surrogate; the check
+    # runs in C-speed steps, so it is held to the one regex it replaced, on random texts made
+    # of escapes' pieces, CJK, ASCII and lone surrogates of both halves
+    import random
+
+    from clineval.jsonio import _may_hold_surrogates
+
+    scan = re.compile(r"\\u[dD][89abcdefABCDEF]|[\ud800-\udfff]")
+    pieces = ["\\", "u", "d", "D", "8", "b", "F", "0", "x", "中", "\ud800", "\udfff", "é"]
+    rng = random.Random(7)
+    texts = ["".join(rng.choices(pieces, k=rng.randint(0, 12))) for _ in range(20_000)]
+    found = [t for t in texts if scan.search(t)]
+    assert 1_000 < len(found) < len(texts) - 1_000  # both answers are well represented
+    assert [t for t in texts if _may_hold_surrogates(t)] == found
+
+
 def test_the_count_is_per_command() -> None:
     record: dict[str, Any] = {TALLY_KEY: {"old": 5}}
     with count_replacements(record):
