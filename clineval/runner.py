@@ -22,6 +22,7 @@ from clineval.benchmarks.registry import (
     naming_fetch_commands,
     option_groups,
 )
+from clineval.collector import bulk_work
 from clineval.config import RunConfig, declared_settings, with_spec_labels
 from clineval.datapaths import resolve_data_root
 from clineval.errors import InputError
@@ -209,6 +210,7 @@ def _load_tasks(ctx: RunContext) -> list[tuple[str, Task[Any], Any, float]]:
     return loaded
 
 
+@bulk_work()  # the collector's thresholds raised while it decodes and builds (collector.py)
 def execute(
     config: RunConfig,
     output_dir: Path,

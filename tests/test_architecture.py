@@ -33,7 +33,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
      "clineval.shard", "clineval.datapaths", "clineval.store", "clineval.store_json",
      "clineval.store_damage", "clineval.store_reuse", "clineval.rundir",
      "clineval.rundir_lock", "clineval.run_record", "clineval.options", "clineval.console",
-     "clineval.references", "clineval.csv_text"),
+     "clineval.references", "clineval.csv_text", "clineval.collector"),
     # 1 generic data handling and metric helpers
     ("clineval.data", "clineval.metrics"),
     # 2 models, their settings, judging
