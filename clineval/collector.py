@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 # the generation thresholds chosen by perf/bench_gc.py (it compares others in one run)
-THRESHOLDS = (10_000, 10, 10)
+THRESHOLDS = (50_000, 10, 10)
 
 
 @contextmanager
