@@ -198,3 +198,61 @@ def test_gathers_running_together_take_turns() -> None:
         return list(await asyncio.gather(*gathers))
 
     assert asyncio.run(main()) == [[f"a{i}" for i in range(5)], [f"b{i}" for i in range(5)]]
+
+
+# ---- the hand-off semaphore ---------------------------------------------------------------
+async def _script(sem: Any, n_tasks: int, limit: int) -> tuple[list[int], int]:
+    """Tasks that take the semaphore in turn, some cancelled while they wait and one right
+    after it was handed a token: the order of the holders and the most held at once."""
+    order: list[int] = []
+    held = most = 0
+
+    async def holder(i: int) -> None:
+        nonlocal held, most
+        async with sem:
+            held += 1
+            most = max(most, held)
+            order.append(i)
+            await asyncio.sleep(0)
+            await asyncio.sleep(0)
+            held -= 1
+
+    tasks = [asyncio.create_task(holder(i)) for i in range(n_tasks)]
+    await asyncio.sleep(0)  # every task queued: the first `limit` hold, the rest wait
+    for i in (limit + 1, limit + 4, n_tasks - 1):
+        tasks[i].cancel()  # cancelled while waiting
+    await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 10)  # no lost token
+    return order, most
+
+
+def test_the_handoff_semaphore_acts_as_asyncio_s() -> None:
+    from clineval.concurrency import HandoffSemaphore
+
+    for limit in (1, 3):
+        mine = asyncio.run(_script(HandoffSemaphore(limit), 12, limit))
+        theirs = asyncio.run(_script(asyncio.Semaphore(limit), 12, limit))
+        assert mine == theirs  # the same holders, in the same order
+        assert mine[1] == limit and len(mine[0]) == 12 - 3
+
+
+def test_a_token_handed_to_a_cancelled_waiter_is_passed_on() -> None:
+    from clineval.concurrency import HandoffSemaphore
+
+    async def main() -> tuple[list[str], int]:
+        sem = HandoffSemaphore(1)
+        got: list[str] = []
+
+        async def take(name: str) -> None:
+            async with sem:
+                got.append(name)
+
+        await sem.acquire()
+        first, second = asyncio.create_task(take("a")), asyncio.create_task(take("b"))
+        await asyncio.sleep(0)  # both wait
+        sem.release()  # the token is handed to "a", whose task has not run yet ...
+        first.cancel()  # ... and is cancelled before it does: "b" must get the token
+        # bounded: a lost token would leave "b" waiting for ever
+        await asyncio.wait_for(asyncio.gather(first, second, return_exceptions=True), 10)
+        return got, sem._value
+
+    assert asyncio.run(main()) == (["b"], 1)  # and the token is back

@@ -43,7 +43,7 @@ from clineval.benchmarks.judged import (
     stored_answers,
     stored_verdicts,
 )
-from clineval.concurrency import gather_bounded, run_model_calls
+from clineval.concurrency import HandoffSemaphore, gather_bounded, run_model_calls
 from clineval.config import RunConfig
 from clineval.judge.prompt import JudgePrompt
 from clineval.judge.run import (
@@ -162,7 +162,7 @@ class _Flow:
         # would cut the round into batches of --concurrency items).
         batched = any(ctx.runtime.batched(spec) for spec in judging.panel.specs)
         window = n_items if batched else judging_window(ctx.config.concurrency)
-        self.window = asyncio.Semaphore(max(1, window))
+        self.window = HandoffSemaphore(max(1, window))
         # ... and the judge round starts once every answer is in (also when the answers are
         # made synchronously, one by one): two rounds, not a batch per answer.
         self.answers_left = n_items if batched else 0
