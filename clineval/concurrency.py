@@ -35,8 +35,8 @@ class HandoffSemaphore:
 
     asyncio.Semaphore leaves a woken waiter in its queue until that waiter's task runs, and
     each release walks past every such waiter to find one not yet woken: with hundreds of
-    releases per loop iteration (a finished judge call each) that walk was the event loop's
-    largest cost after the HTTP client (perf/bench_semaphore.py compares the two). Here a
+    releases per loop iteration (a finished judge call each) that walk was a visible share of
+    a judged run's CPU (perf/bench_semaphore.py compares the two, BENCHMARKS.md). Here a
     release takes its waiter off the queue, so a free token (`_value` above 0) means no live
     waiter, and `acquire` takes it without a wait. A waiter cancelled while waiting stays
     queued, done, and is skipped; one cancelled after it was handed a token passes it on.
