@@ -6,6 +6,7 @@ and the ClinConsensus tests."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 
@@ -176,3 +177,19 @@ def test_a_benchmarks_own_verdict_schema_reaches_the_request() -> None:
     assert plain.response_format == {"type": "json_object"}
     with pytest.raises(ValueError, match="criteria_met"):
         JudgePrompt("t", "bad-v1", None, False, schema=json.dumps({"type": "object"}))
+
+
+def test_a_verdict_row_made_directly_equals_the_row_object_s() -> None:
+    # row_of skips the VerdictRow between (it runs per criterion): every combination of a
+    # stored record's fields and of points and tags gives the same keys in the same order
+    records: list[VerdictRecord | None] = [None]
+    for met, grade, error, explanation in itertools.product(
+        (True, False, None), (None, "A>B", 3.0), (None, "", "unparseable reply"), ("", "why")
+    ):
+        records.append(VerdictRecord(met=met, grade=grade, error=error, explanation=explanation))
+    for record, points, tags in itertools.product(
+        records, (None, 0.0, -3.0, 7.0), ((), ("axis:accuracy", "level:example"))
+    ):
+        made = VerdictRow.row_of("c1", "[7] text", "openai:j", record, points, tags)
+        expected = VerdictRow.of("c1", "[7] text", "openai:j", record, points, tags).to_row()
+        assert list(made.items()) == list(expected.items())

@@ -253,7 +253,7 @@ class PairwiseTask(JudgedTask):
     ) -> dict[str, Any]:
         kept = [v for v in row if not math.isnan(v)]
         verdicts = [
-            VerdictRow.of(criterion.id, criterion.text, label, records.get(key)).to_row()
+            VerdictRow.row_of(criterion.id, criterion.text, label, records.get(key))
             for label, records in stored.items()
             for criterion, key in zip(item.criteria, item.verdict_keys(), strict=True)
         ]

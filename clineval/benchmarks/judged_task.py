@@ -410,7 +410,7 @@ class JudgedTask(Task[JudgedData]):
     ) -> dict[str, Any]:
         score, figures = scored
         verdicts = [
-            VerdictRow.of(c.id, c.text, label, records.get(key), c.points, c.tags).to_row()
+            VerdictRow.row_of(c.id, c.text, label, records.get(key), c.points, c.tags)
             for label, records in stored.items()
             for c, key in zip(item.criteria, item.verdict_keys(), strict=True)
         ]

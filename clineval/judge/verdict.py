@@ -239,6 +239,34 @@ class VerdictRow:
             record.grade,
         )
 
+    @staticmethod
+    def row_of(
+        criterion_id: str,
+        criterion: str,
+        judge: str,
+        record: VerdictRecord | None,
+        points: float | None = None,
+        tags: tuple[str, ...] = (),
+    ) -> dict[str, Any]:
+        """`of(...).to_row()` without the row object between (this runs per criterion of every
+        evaluation of a judged task): the same keys, in the same order."""
+        row: dict[str, Any] = {"criterion_id": criterion_id, "criterion": criterion}
+        if points is not None:
+            row["points"] = points
+        if tags:
+            row["tags"] = list(tags)
+        if record is None:
+            row.update(met=None, explanation="", judge=judge)
+            return row
+        row["met"] = record.met
+        if record.grade is not None:
+            row["grade"] = record.grade
+        row["explanation"] = record.explanation
+        row["judge"] = judge
+        if record.error:
+            row["error"] = record.error
+        return row
+
     def to_row(self) -> dict[str, Any]:
         return {
             "criterion_id": self.criterion_id,

@@ -269,7 +269,7 @@ def _samples(
             for label in data.judges:
                 record = stored[label].get(key)
                 verdicts.append(
-                    VerdictRow.of(rubric.criterion_id, rubric.criterion, label, record).to_row()
+                    VerdictRow.row_of(rubric.criterion_id, rubric.criterion, label, record)
                 )
             if len(data.judges) > 1:
                 value = primary[i, j]
