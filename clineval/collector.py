@@ -16,6 +16,7 @@ bounded by the first threshold's count of objects.
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -23,14 +24,26 @@ from contextlib import contextmanager
 THRESHOLDS = (50_000, 10, 10)
 
 
+_lock = threading.Lock()
+_entered = 0  # bulk_work blocks open now (runs in threads of one process may overlap)
+_saved: tuple[int, int, int] | None = None  # the thresholds from before the first of them
+
+
 @contextmanager
 def bulk_work() -> Iterator[None]:
-    """Collector thresholds at least `THRESHOLDS` inside, the previous ones after."""
-    previous = gc.get_threshold()
-    gc.set_threshold(
-        *(max(mine, theirs) for mine, theirs in zip(THRESHOLDS, previous, strict=True))
-    )
+    """Collector thresholds at least `THRESHOLDS` inside, the previous ones after the last
+    of the blocks open at once (not after each: two runs in threads may end in any order)."""
+    global _entered, _saved
+    with _lock:
+        if not _entered:
+            _saved = gc.get_threshold()
+            raised = (max(mine, theirs) for mine, theirs in zip(THRESHOLDS, _saved, strict=True))
+            gc.set_threshold(*raised)
+        _entered += 1
     try:
         yield
     finally:
-        gc.set_threshold(*previous)
+        with _lock:
+            _entered -= 1
+            if not _entered and _saved is not None:
+                gc.set_threshold(*_saved)

@@ -36,6 +36,18 @@ def test_a_higher_threshold_of_the_process_is_kept_and_an_error_restores() -> No
     assert gc.get_threshold() == (10**6, 5, 50)
 
 
+def test_overlapping_blocks_restore_after_the_last_one() -> None:
+    # two runs in threads: the first to end must not put the defaults back under the other
+    gc.set_threshold(700, 10, 10)
+    first, second = bulk_work(), bulk_work()
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)
+    assert gc.get_threshold() == THRESHOLDS
+    second.__exit__(None, None, None)
+    assert gc.get_threshold() == (700, 10, 10)
+
+
 def test_execute_runs_under_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     # execute's first step loads the tasks: what the thresholds are there is what it runs under
     seen: list[tuple[int, int, int]] = []
