@@ -10,19 +10,9 @@ Each figure is the least CPU of --repeats (the work is the same each time).
 from __future__ import annotations
 
 import argparse
-import time
-from collections.abc import Callable
 
 from clineval.judge.verdict import VerdictRecord, VerdictRow
-
-
-def least(work: Callable[[], object], repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.process_time()
-        work()
-        times.append(time.process_time() - start)
-    return min(times)
+from perf.bench_surrogate_check import least
 
 
 def main() -> None:
