@@ -1,5 +1,5 @@
 """A judged task's sample verdict rows made two ways, in one run: through a VerdictRow object
-(`VerdictRow.of(...).to_row()`, as before) and directly (`VerdictRow.row_of`, now), for
+(a VerdictRow's `to_row()`, as before) and directly (`VerdictRow.row_of`, now), for
 HealthBench's 48,562 criteria (a met verdict with points and two tags each).
 
     .venv/bin/python -m perf.bench_verdict_rows [--rows 48562] [--repeats 5]
@@ -25,7 +25,8 @@ def main() -> None:
     ids = [f"c{i}" for i in range(args.rows)]
 
     def through_object() -> object:
-        return [VerdictRow.of(c, "[5] text", "j", record, 5.0, tags).to_row() for c in ids]
+        fields = (record.met, record.explanation, "j", record.error, 5.0, tags, record.grade)
+        return [VerdictRow(c, "[5] text", *fields).to_row() for c in ids]
 
     def directly() -> object:
         return [VerdictRow.row_of(c, "[5] text", "j", record, 5.0, tags) for c in ids]

@@ -98,7 +98,7 @@ def test_keys_and_kinds() -> None:
 
 def test_verdict_rows_written_and_read_back() -> None:
     record = VerdictRecord.from_stored({**JUDGED, "met": None, "error": "timeout"})
-    row = VerdictRow.of("r1", "criterion text", "openai:j1", record).to_row()
+    row = VerdictRow.row_of("r1", "criterion text", "openai:j1", record)
     assert list(row) == ["criterion_id", "criterion", "met", "explanation", "judge", "error"]
     weighted = VerdictRow("r2", "t", True, "", "j", points=-3.0).to_row()
     assert list(weighted)[:3] == ["criterion_id", "criterion", "points"]
@@ -179,6 +179,15 @@ def test_a_benchmarks_own_verdict_schema_reaches_the_request() -> None:
         JudgePrompt("t", "bad-v1", None, False, schema=json.dumps({"type": "object"}))
 
 
+def _row_through_object(
+    record: VerdictRecord | None, points: float | None, tags: tuple[str, ...]
+) -> dict[str, object]:
+    if record is None:
+        return VerdictRow("c1", "[7] text", None, "", "openai:j", None, points, tags).to_row()
+    fields = (record.met, record.explanation, "openai:j", record.error, points, tags)
+    return VerdictRow("c1", "[7] text", *fields, record.grade).to_row()
+
+
 def test_a_verdict_row_made_directly_equals_the_row_object_s() -> None:
     # row_of skips the VerdictRow between (it runs per criterion): every combination of a
     # stored record's fields and of points and tags gives the same keys in the same order
@@ -191,5 +200,5 @@ def test_a_verdict_row_made_directly_equals_the_row_object_s() -> None:
         records, (None, 0.0, -3.0, 7.0), ((), ("axis:accuracy", "level:example"))
     ):
         made = VerdictRow.row_of("c1", "[7] text", "openai:j", record, points, tags)
-        expected = VerdictRow.of("c1", "[7] text", "openai:j", record, points, tags).to_row()
+        expected = _row_through_object(record, points, tags)
         assert list(made.items()) == list(expected.items())

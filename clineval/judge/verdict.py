@@ -213,32 +213,6 @@ class VerdictRow:
     tags: tuple[str, ...] = ()  # the criterion's tags, when the benchmark gives some
     grade: str | float | None = None  # a categorical or graded verdict
 
-    @classmethod
-    def of(
-        cls,
-        criterion_id: str,
-        criterion: str,
-        judge: str,
-        record: VerdictRecord | None,
-        points: float | None = None,
-        tags: tuple[str, ...] = (),
-    ) -> VerdictRow:
-        """The row of one judge's stored record (None: nothing stored), with the criterion's
-        `points` and `tags` where the benchmark gives them."""
-        if record is None:
-            return cls(criterion_id, criterion, None, "", judge, points=points, tags=tags)
-        return cls(
-            criterion_id,
-            criterion,
-            record.met,
-            record.explanation,
-            judge,
-            record.error,
-            points,
-            tags,
-            record.grade,
-        )
-
     @staticmethod
     def row_of(
         criterion_id: str,
@@ -248,8 +222,10 @@ class VerdictRow:
         points: float | None = None,
         tags: tuple[str, ...] = (),
     ) -> dict[str, Any]:
-        """`of(...).to_row()` without the row object between (this runs per criterion of every
-        evaluation of a judged task): the same keys, in the same order."""
+        """The sample row of one judge's stored record (None: nothing stored), with the
+        criterion's `points` and `tags` where the benchmark gives them: `to_row` of the
+        VerdictRow those make, built without the object between (this runs per criterion of
+        every evaluation of a judged task)."""
         row: dict[str, Any] = {"criterion_id": criterion_id, "criterion": criterion}
         if points is not None:
             row["points"] = points
