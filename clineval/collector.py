@@ -4,8 +4,8 @@ A run decodes and builds hundreds of thousands of small containers (stored calls
 sample rows) that form no reference cycles, and keeps a coroutine per item alive while it
 calls models. Under CPython's default thresholds (700, 10, 10) the collector started a
 young-generation pass every 700 allocations and a full pass over every live object dozens of
-times a run, finding almost nothing: the largest single cost after the HTTP client in a judged
-run, and more of it the more items a run holds (`perf/bench_gc.py`, BENCHMARKS.md).
+times a run, finding almost nothing: a large share of a judged run's CPU, and more of it the
+more items a run holds (`perf/bench_gc.py` measures it, BENCHMARKS.md).
 
 The thresholds are raised only while `bulk_work` is entered, never lowered (a process that
 raised them itself keeps its own), and put back after, so a Python API user's process keeps
